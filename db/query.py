@@ -1,0 +1,289 @@
+"""Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
+
+"Typical time" is the median of active CPU time (probe overhead and switched-out time removed,
+seeds/001), falling back to wall time when only wall time was measured; "typical allocation" is
+the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
+unless asked to split.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlite_utils
+
+from apiprof.engine.histogram import Histogram
+from apiprof.engine.records import Metric
+
+TIME_METRICS = (Metric.CPU, Metric.WALL)
+
+
+@dataclass(frozen=True)
+class GrowthRow:
+    metric: Metric
+    scenario_id: str
+    growth_class: str
+    intercept: float
+    coefficient: float
+    rel_error: float
+    r2: float
+    points: int
+    size_axis: str
+
+
+@dataclass
+class ApiSummary:
+    """What one line of docs or one completion item needs to know about an API."""
+
+    qualname: str
+    module: str = ""
+    kind: str = ""
+    signature: str = ""
+    summary: str = ""
+    coverage: str = ""  # Coverage value; "" when never scanned
+    reason: str = ""
+    histograms: dict[Metric, Histogram] = field(default_factory=dict)
+    scenarios: int = 0
+    growth: GrowthRow | None = None
+
+    @property
+    def profiled(self) -> bool:
+        return bool(self.time_histogram or self.alloc_histogram)
+
+    @property
+    def time_histogram(self) -> Histogram | None:
+        for metric in TIME_METRICS:
+            if self.histograms.get(metric):
+                return self.histograms[metric]
+        return None
+
+    @property
+    def time_metric(self) -> Metric | None:
+        return next((m for m in TIME_METRICS if self.histograms.get(m)), None)
+
+    @property
+    def alloc_histogram(self) -> Histogram | None:
+        return self.histograms.get(Metric.ALLOC_INCL) or None
+
+    @property
+    def samples(self) -> int:
+        hist = self.time_histogram or self.alloc_histogram
+        return hist.count if hist else 0
+
+    @property
+    def time_median_ns(self) -> float | None:
+        hist = self.time_histogram
+        return hist.median if hist else None
+
+    @property
+    def time_p90_ns(self) -> float | None:
+        hist = self.time_histogram
+        return hist.percentile(90) if hist else None
+
+    @property
+    def alloc_median_bytes(self) -> float | None:
+        hist = self.alloc_histogram
+        return hist.median if hist else None
+
+
+def resolve_name(db: sqlite_utils.Database, name: str) -> str:
+    """Canonical qualified name for ``name`` (follows re-export aliases; unknown names pass)."""
+    row = db.execute("SELECT qualname FROM aliases WHERE alias = ?", [name]).fetchone()
+    return row[0] if row else name
+
+
+def histograms(
+    db: sqlite_utils.Database,
+    qualname: str,
+    *,
+    metric: Metric | None = None,
+    scenario_id: str | None = None,
+    size: int | None = None,
+    environment_id: str | None = None,
+) -> dict[Metric, Histogram]:
+    """Merged histograms per metric for one API, optionally restricted to a slice."""
+    where, params = ["qualname = ?"], [qualname]
+    for column, value in (("metric", metric), ("scenario_id", scenario_id), ("size", size), ("environment_id", environment_id)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(str(value) if column == "metric" else value)
+    rows = db.execute(
+        f"SELECT metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets WHERE {' AND '.join(where)} "
+        "GROUP BY metric, bucket",
+        params,
+    ).fetchall()
+    return _group_histograms((Metric(m), b, c, s, sq) for m, b, c, s, sq in rows)
+
+
+def _group_histograms(rows: Iterable[tuple]) -> dict[Metric, Histogram]:
+    grouped: dict[Metric, list[tuple]] = defaultdict(list)
+    for metric, bucket, count, total, total_sq in rows:
+        grouped[metric].append((bucket, count, total, total_sq))
+    return {metric: Histogram.from_buckets(r) for metric, r in grouped.items()}
+
+
+def summary(db: sqlite_utils.Database, name: str) -> ApiSummary | None:
+    """Summary of one API by (possibly aliased) qualified name; None if the name is unknown."""
+    qualname = resolve_name(db, name)
+    found = summaries(db, [qualname])
+    return found.get(qualname)
+
+
+def module_summaries(db: sqlite_utils.Database, module: str) -> dict[str, ApiSummary]:
+    """All entry points whose canonical home is ``module`` (not its submodules)."""
+    names = [r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE module = ?", [module])]
+    return summaries(db, names)
+
+
+def all_summaries(db: sqlite_utils.Database, package: str | None = None) -> dict[str, ApiSummary]:
+    """Every known API (entry points and anything with buckets), optionally for one package."""
+    if package is None:
+        names = [r[0] for r in db.execute("SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM buckets")]
+    else:
+        names = [r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])]
+    return summaries(db, names)
+
+
+def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, ApiSummary]:
+    """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name."""
+    qualnames = list(dict.fromkeys(qualnames))
+    out: dict[str, ApiSummary] = {}
+    for chunk_start in range(0, len(qualnames), 500):
+        chunk = qualnames[chunk_start : chunk_start + 500]
+        marks = ",".join("?" * len(chunk))
+        for row in db.execute(
+            f"SELECT qualname, module, kind, signature, summary FROM entry_points WHERE qualname IN ({marks})", chunk
+        ):
+            out[row[0]] = ApiSummary(*row)
+        for qualname, status, reason in db.execute(
+            f"SELECT qualname, status, reason FROM coverage WHERE qualname IN ({marks})", chunk
+        ):
+            s = out.setdefault(qualname, ApiSummary(qualname))
+            s.coverage, s.reason = status, reason
+        per_api: dict[str, list[tuple]] = defaultdict(list)
+        for qualname, metric, bucket, count, total, total_sq in db.execute(
+            f"SELECT qualname, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
+            f"WHERE qualname IN ({marks}) GROUP BY qualname, metric, bucket",
+            chunk,
+        ):
+            per_api[qualname].append((Metric(metric), bucket, count, total, total_sq))
+        for qualname, rows in per_api.items():
+            out.setdefault(qualname, ApiSummary(qualname)).histograms = _group_histograms(rows)
+        for qualname, n in db.execute(
+            f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",
+            chunk,
+        ):
+            out[qualname].scenarios = n
+        for qualname, fits in _growth_rows(db, chunk).items():
+            if qualname in out:
+                out[qualname].growth = _headline_growth(fits)
+    return out
+
+
+def _growth_rows(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, list[GrowthRow]]:
+    marks = ",".join("?" * len(qualnames))
+    found: dict[str, list[GrowthRow]] = defaultdict(list)
+    for row in db.execute(
+        "SELECT qualname, metric, scenario_id, growth_class, intercept, coefficient, rel_error, r2, points, size_axis "
+        f"FROM growth WHERE qualname IN ({marks})",
+        qualnames,
+    ):
+        found[row[0]].append(GrowthRow(Metric(row[1]), *row[2:]))
+    return found
+
+
+def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
+    """The fit a summary shows: time metrics first, then the most points, then the best fit."""
+    order = {Metric.CPU: 0, Metric.WALL: 1, Metric.ALLOC_INCL: 2, Metric.ALLOC_EXCL: 3}
+    return min(fits, key=lambda f: (order.get(f.metric, 9), -f.points, f.rel_error), default=None)
+
+
+def growth(db: sqlite_utils.Database, qualname: str) -> list[GrowthRow]:
+    """Every growth fit stored for an API (one per metric and sized scenario)."""
+    return _growth_rows(db, [qualname]).get(qualname, [])
+
+
+@dataclass(frozen=True)
+class ScenarioSlice:
+    scenario_id: str
+    source: str
+    description: str
+    size: int
+    metric: Metric
+    histogram: Histogram
+
+
+def scenario_breakdown(db: sqlite_utils.Database, qualname: str) -> list[ScenarioSlice]:
+    """Histograms split by scenario and size (environments merged) — the drill-down detail."""
+    rows = db.execute(
+        "SELECT b.scenario_id, COALESCE(s.source, ''), COALESCE(s.description, ''), b.size, b.metric, "
+        "b.bucket, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) FROM buckets b "
+        "LEFT JOIN scenarios s ON s.id = b.scenario_id WHERE b.qualname = ? "
+        "GROUP BY b.scenario_id, b.size, b.metric, b.bucket ORDER BY b.scenario_id, b.size, b.metric",
+        [qualname],
+    ).fetchall()
+    grouped: dict[tuple, list[tuple]] = defaultdict(list)
+    for scenario_id, source, description, size, metric, bucket, count, total, total_sq in rows:
+        grouped[(scenario_id, source, description, size, metric)].append((bucket, count, total, total_sq))
+    return [
+        ScenarioSlice(sid, source, desc, size, Metric(metric), Histogram.from_buckets(b))
+        for (sid, source, desc, size, metric), b in grouped.items()
+    ]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    environment_id: str
+    python: str
+    implementation: str
+    system: str
+    machine: str
+    cpu: str
+    samples: int
+    scans: tuple[dict, ...]  # {"id", "started_at", "finished_at", "calibration": {...}}
+
+
+def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
+    """Which machines and interpreters contributed samples to an API, and the scans there."""
+    out = []
+    for env_id, samples in db.execute(
+        "SELECT environment_id, SUM(count) FROM buckets WHERE qualname = ? AND metric IN (?, ?) "
+        "GROUP BY environment_id",
+        [qualname, str(Metric.CPU), str(Metric.ALLOC_INCL)],
+    ).fetchall():
+        env = db.execute(
+            "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?", [env_id]
+        ).fetchone() or ("?", "?", "?", "?", "?")
+        scans = tuple(
+            {"id": sid, "started_at": started, "finished_at": finished, "calibration": json.loads(cal or "{}")}
+            for sid, started, finished, cal in db.execute(
+                "SELECT id, started_at, finished_at, calibration FROM scans WHERE environment_id = ? "
+                "AND package = (SELECT package FROM entry_points WHERE qualname = ?) ORDER BY id",
+                [env_id, qualname],
+            )
+        )
+        out.append(Provenance(env_id, *env, samples=int(samples), scans=scans))
+    return out
+
+
+def call_edges(db: sqlite_utils.Database, qualname: str) -> dict[str, list[tuple[str, int]]]:
+    """Callers and callees of an API with call counts: ``{"callers": [...], "callees": [...]}``."""
+    return {
+        "callers": db.execute(
+            "SELECT caller, count FROM call_edges WHERE callee = ? ORDER BY count DESC", [qualname]
+        ).fetchall(),
+        "callees": db.execute(
+            "SELECT callee, count FROM call_edges WHERE caller = ? ORDER BY count DESC", [qualname]
+        ).fetchall(),
+    }
+
+
+def data_version(db: sqlite_utils.Database) -> tuple:
+    """A cheap fingerprint that changes whenever profile data changes (for caches)."""
+    return db.execute(
+        "SELECT (SELECT COUNT(*) FROM buckets), (SELECT COALESCE(SUM(count), 0) FROM buckets), "
+        "(SELECT COALESCE(MAX(id), 0) FROM scans), (SELECT COUNT(*) FROM entry_points)"
+    ).fetchone()

@@ -1,0 +1,167 @@
+"""The SQLite schema, built and evolved by numbered migrations.
+
+``meta.schema_version`` records how far a file has been migrated; :func:`open_db` brings any
+apiprof database up to :data:`SCHEMA_VERSION` and refuses files that are not ours or that a newer
+apiprof wrote. Each migration runs in one transaction, so a killed upgrade leaves the old version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlite_utils
+
+from apiprof.errors import DatabaseError
+
+APP_ID = "apiprof"
+DEFAULT_DB = "apiprof.db"
+
+
+def _v1_core(db: sqlite_utils.Database) -> None:
+    db["packages"].create({"name": str, "version": str, "last_scan": int}, pk="name")
+    db["environments"].create(
+        {"id": str, "python": str, "implementation": str, "system": str, "machine": str, "cpu": str},
+        pk="id",
+    )
+    db["scans"].create(
+        {
+            "id": int,
+            "package": str,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,  # running | finished | interrupted
+            "environment_id": str,
+            "calibration": str,  # JSON of engine.records.Calibration
+            "options": str,  # JSON of the scan options, for --resume
+        },
+        pk="id",
+    )
+    db["entry_points"].create(
+        {
+            "qualname": str,
+            "package": str,
+            "module": str,
+            "kind": str,
+            "signature": str,
+            "summary": str,
+            "source_file": str,
+            "source_line": int,
+        },
+        pk="qualname",
+    )
+    db["entry_points"].create_index(["package"])
+    db["aliases"].create({"alias": str, "qualname": str}, pk="alias")
+    db["scenarios"].create(
+        {"id": str, "qualname": str, "source": str, "description": str, "size_axis": str}, pk="id"
+    )
+    db["scenarios"].create_index(["qualname"])
+    db.execute(
+        """CREATE TABLE buckets (
+            qualname TEXT NOT NULL, metric TEXT NOT NULL, scenario_id TEXT NOT NULL,
+            size INTEGER NOT NULL, environment_id TEXT NOT NULL, bucket INTEGER NOT NULL,
+            count INTEGER NOT NULL, sum REAL NOT NULL, sum_sq REAL NOT NULL,
+            PRIMARY KEY (qualname, metric, scenario_id, size, environment_id, bucket)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE call_edges (
+            caller TEXT NOT NULL, callee TEXT NOT NULL, count INTEGER NOT NULL,
+            PRIMARY KEY (caller, callee)
+        ) WITHOUT ROWID"""
+    )
+    db["coverage"].create(
+        {"qualname": str, "package": str, "status": str, "reason": str, "scan_id": int},
+        pk="qualname",
+    )
+    db["coverage"].create_index(["package"])
+
+
+def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
+    # Growth fits are derived from the additive buckets and recomputed after every write.
+    db["growth"].create(
+        {
+            "qualname": str,
+            "metric": str,
+            "scenario_id": str,
+            "growth_class": str,
+            "intercept": float,
+            "coefficient": float,
+            "rel_error": float,
+            "r2": float,
+            "points": int,
+            "size_axis": str,
+        },
+        pk=("qualname", "metric", "scenario_id"),
+    )
+    db["entry_points"].create_index(["module"])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_core, _v2_growth_and_module_index]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(db: sqlite_utils.Database) -> int:
+    if "meta" not in db.table_names():
+        return 0
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
+    """Apply the migrations between the file's version and ``target``; returns the new version."""
+    current = schema_version(db)
+    for version in range(current + 1, target + 1):
+        with db.conn:
+            if version == 1:
+                db["meta"].create({"key": str, "value": str}, pk="key")
+                db["meta"].insert({"key": "app", "value": APP_ID})
+            MIGRATIONS[version - 1](db)
+            db["meta"].upsert({"key": "schema_version", "value": str(version)}, pk="key")
+    return max(current, target)
+
+
+def open_db(path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
+    """Open (and if needed create and migrate) an apiprof database.
+
+    Raises :class:`DatabaseError` with a next step for files that are missing, locked, not
+    SQLite, not apiprof's, or written by a newer apiprof.
+    """
+    path = Path(path)
+    if not path.exists() and (readonly or not create):
+        raise DatabaseError(f"{path}: no such database; run `apiprof-scan PACKAGE --db {path}` to create it")
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+        db = sqlite_utils.Database(conn)
+        tables = db.table_names()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); pass another --db path") from exc
+    if tables and "meta" not in tables:
+        raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; pass another --db path")
+    if "meta" in tables:
+        app = db.execute("SELECT value FROM meta WHERE key = 'app'").fetchone()
+        if not app or app[0] != APP_ID:
+            raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; pass another --db path")
+    version = schema_version(db)
+    if version > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{path}: written by a newer apiprof (schema {version} > {SCHEMA_VERSION}); upgrade apiprof"
+        )
+    if readonly:
+        if version < SCHEMA_VERSION:
+            raise DatabaseError(f"{path}: schema {version} is older than {SCHEMA_VERSION}; open it once read-write to migrate")
+        return db
+    try:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA busy_timeout = 30000")
+        migrate(db)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise DatabaseError(f"{path}: the database is locked by another process; wait for it or use another --db") from exc
+        raise DatabaseError(f"{path}: {exc}") from exc
+    return db

@@ -1,0 +1,238 @@
+"""Writing to the profile database: additive, one transaction per batch.
+
+Bucket counts, sums and call-graph edges are *added* (``INSERT … ON CONFLICT DO UPDATE SET
+count = count + excluded.count``), never overwritten, so scanning twice doubles the counts and
+merging databases is addition. Facts about entry points and coverage are replaced by the
+newest scan. Growth fits are derived data and are recomputed for every entry point a batch
+touches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlite_utils
+
+from apiprof.engine.growth import fit_growth
+from apiprof.engine.histogram import Histogram
+from apiprof.engine.records import (
+    NO_SIZE,
+    Calibration,
+    CallEdge,
+    EntryPoint,
+    Environment,
+    Measurement,
+    Metric,
+    ScanBatch,
+)
+
+BucketKey = tuple[str, str, str, int, str, int]  # qualname, metric, scenario, size, env, bucket
+
+ADD_BUCKETS_SQL = """
+INSERT INTO buckets (qualname, metric, scenario_id, size, environment_id, bucket, count, sum, sum_sq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (qualname, metric, scenario_id, size, environment_id, bucket) DO UPDATE SET
+    count = count + excluded.count, sum = sum + excluded.sum, sum_sq = sum_sq + excluded.sum_sq
+"""
+
+ADD_EDGES_SQL = """
+INSERT INTO call_edges (caller, callee, count) VALUES (?, ?, ?)
+ON CONFLICT (caller, callee) DO UPDATE SET count = count + excluded.count
+"""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def begin_scan(
+    db: sqlite_utils.Database,
+    package: str,
+    version: str,
+    environment: Environment,
+    calibration: Calibration,
+    options: dict[str, Any],
+) -> int:
+    """Record the start of a scan; returns its id (used by --resume)."""
+    with db.conn:
+        db["environments"].insert({"id": environment.id, **asdict(environment)}, pk="id", ignore=True)
+        scan_id = db["scans"].insert(
+            {
+                "package": package,
+                "started_at": _now(),
+                "finished_at": None,
+                "status": "running",
+                "environment_id": environment.id,
+                "calibration": json.dumps(calibration.to_json(), sort_keys=True),
+                "options": json.dumps(options, sort_keys=True),
+            }
+        ).last_pk
+        db["packages"].upsert({"name": package, "version": version, "last_scan": scan_id}, pk="name")
+    return int(scan_id)
+
+
+def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
+    with db.conn:
+        db["scans"].update(scan_id, {"finished_at": _now(), "status": status})
+
+
+def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:
+    """Insert or refresh the descriptive rows for entry points and their aliases."""
+    entry_points = list(entry_points)
+    with db.conn:
+        db["entry_points"].upsert_all(
+            (
+                {
+                    "qualname": ep.qualname,
+                    "package": ep.package,
+                    "module": ep.module,
+                    "kind": str(ep.kind),
+                    "signature": ep.signature,
+                    "summary": ep.summary,
+                    "source_file": ep.source_file,
+                    "source_line": ep.source_line,
+                }
+                for ep in entry_points
+            ),
+            pk="qualname",
+        )
+        db["aliases"].upsert_all(
+            ({"alias": alias, "qualname": ep.qualname} for ep in entry_points for alias in ep.aliases),
+            pk="alias",
+        )
+
+
+def bucket_rows(measurements: Iterable[Measurement], environment_id: str) -> list[tuple]:
+    """Pre-aggregated bucket rows: one row per key even if measurements repeat a key."""
+    totals: dict[BucketKey, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for m in measurements:
+        for bucket, count, total, total_sq in m.histogram.rows():
+            acc = totals[(m.qualname, str(m.metric), m.scenario_id, m.size, environment_id, bucket)]
+            acc[0] += count
+            acc[1] += total
+            acc[2] += total_sq
+    return [(*key, int(c), s, sq) for key, (c, s, sq) in totals.items()]
+
+
+def store_batch(
+    db: sqlite_utils.Database,
+    batch: ScanBatch,
+    *,
+    environment_id: str,
+    package: str,
+    scan_id: int | None = None,
+) -> None:
+    """Add one batch of scan results in a single transaction."""
+    with db.conn:
+        if batch.scenarios:
+            db["scenarios"].upsert_all(
+                (
+                    {
+                        "id": s.id,
+                        "qualname": s.qualname,
+                        "source": str(s.source),
+                        "description": s.description,
+                        "size_axis": s.size_axis,
+                    }
+                    for s in batch.scenarios
+                ),
+                pk="id",
+            )
+        db.conn.executemany(ADD_BUCKETS_SQL, bucket_rows(batch.measurements, environment_id))
+        db.conn.executemany(ADD_EDGES_SQL, _edge_rows(batch.edges))
+        if batch.coverage:
+            db["coverage"].upsert_all(
+                (
+                    {
+                        "qualname": c.qualname,
+                        "package": package,
+                        "status": str(c.status),
+                        "reason": c.reason,
+                        "scan_id": scan_id,
+                    }
+                    for c in batch.coverage
+                ),
+                pk="qualname",
+            )
+        recompute_growth(db, {m.qualname for m in batch.measurements if m.size != NO_SIZE})
+
+
+def _edge_rows(edges: Iterable[CallEdge]) -> list[tuple[str, str, int]]:
+    totals: dict[tuple[str, str], int] = defaultdict(int)
+    for edge in edges:
+        totals[(edge.caller, edge.callee)] += edge.count
+    return [(caller, callee, count) for (caller, callee), count in totals.items()]
+
+
+def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:
+    """Refit growth classes from the sized buckets (all entry points when ``qualnames`` is None).
+
+    The caller owns the transaction. Means per size come from the additive sums, so a fit
+    always reflects every run merged so far.
+    """
+    where, params = "size != ?", [NO_SIZE]
+    if qualnames is not None:
+        qualnames = sorted(qualnames)
+        if not qualnames:
+            return
+        where += f" AND qualname IN ({','.join('?' * len(qualnames))})"
+        params += qualnames
+    series: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))
+    for qualname, metric, scenario_id, size, count, total in db.execute(
+        f"SELECT qualname, metric, scenario_id, size, SUM(count), SUM(sum) FROM buckets WHERE {where} "
+        "GROUP BY qualname, metric, scenario_id, size",
+        params,
+    ):
+        acc = series[(qualname, metric, scenario_id)][size]
+        acc[0] += count
+        acc[1] += total
+    axes = dict(db.execute("SELECT id, size_axis FROM scenarios").fetchall())
+    rows = []
+    for (qualname, metric, scenario_id), by_size in series.items():
+        if metric == Metric.CALLS:
+            continue
+        sizes = sorted(by_size)
+        fit = fit_growth(sizes, [by_size[s][1] / by_size[s][0] for s in sizes])
+        if fit is None:
+            continue
+        rows.append(
+            {
+                "qualname": qualname,
+                "metric": metric,
+                "scenario_id": scenario_id,
+                "growth_class": fit.growth_class,
+                "intercept": fit.intercept,
+                "coefficient": fit.coefficient,
+                "rel_error": fit.rel_error,
+                "r2": fit.r2,
+                "points": fit.points,
+                "size_axis": axes.get(scenario_id, "") or "n",
+            }
+        )
+    if rows:
+        db["growth"].upsert_all(rows, pk=("qualname", "metric", "scenario_id"))
+
+
+def add_histograms(
+    db: sqlite_utils.Database,
+    qualname: str,
+    histograms: dict[Metric, Histogram],
+    *,
+    scenario_id: str = "manual",
+    environment: Environment | None = None,
+) -> None:
+    """Add histograms for one API outside a scan (in-the-wild collectors, tests, imports)."""
+    environment = environment or Environment.current()
+    with db.conn:
+        db["environments"].insert({"id": environment.id, **asdict(environment)}, pk="id", ignore=True)
+    store_batch(
+        db,
+        ScanBatch(measurements=[Measurement(qualname, scenario_id, m, h) for m, h in histograms.items()]),
+        environment_id=environment.id,
+        package=qualname.split(".", 1)[0],
+    )

@@ -1,0 +1,208 @@
+"""The records that flow between pipeline stages: discover → plan → run → bucket → store.
+
+Frozen dataclasses with documented fields; the database layer converts them to rows in one
+place (``apiprof.db.store``) so fields are not spelled out again elsewhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import platform
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from apiprof.engine.histogram import Histogram
+
+NO_SIZE = -1
+"""Size value for measurements without a size axis (kept as an integer so it can be a key)."""
+
+
+class Metric(enum.StrEnum):
+    """What a histogram measures. The value is the stored name; ``unit`` is its native unit."""
+
+    WALL = "wall_ns"  # elapsed wall time per call, probe overhead subtracted
+    CPU = "cpu_ns"  # thread CPU ("active") time per call, probe overhead subtracted
+    ALLOC_INCL = "alloc_incl_bytes"  # bytes allocated by the call and everything it calls
+    ALLOC_EXCL = "alloc_excl_bytes"  # bytes allocated by the function's own code only
+    CALLS = "calls_per_run"  # how many times one scenario run called the function
+
+    @property
+    def unit(self) -> str:
+        return {"wall_ns": "ns", "cpu_ns": "ns", "calls_per_run": "calls"}.get(self.value, "B")
+
+    @property
+    def label(self) -> str:
+        return _METRIC_LABELS[self]
+
+    @property
+    def is_time(self) -> bool:
+        return self.unit == "ns"
+
+
+_METRIC_LABELS = {
+    Metric.WALL: "wall time",
+    Metric.CPU: "CPU time",
+    Metric.ALLOC_INCL: "allocated (inclusive)",
+    Metric.ALLOC_EXCL: "allocated (exclusive)",
+    Metric.CALLS: "calls per run",
+}
+
+
+class Coverage(enum.StrEnum):
+    """Why an entry point has (or lacks) a profile after a scan."""
+
+    PROFILED = "profiled"
+    NO_ARGUMENTS = "no_arguments"  # needs arguments we could not synthesise; add a scenario
+    IMPORT_FAILED = "import_failed"
+    BLOCKED = "blocked"  # the sandbox stopped a forbidden operation
+    CRASHED = "crashed"  # the worker died (segfault, abort) or the call raised every time
+    TIMED_OUT = "timed_out"
+    MEMORY = "memory"  # exceeded the worker's memory cap
+    SKIPPED = "skipped"  # excluded by the user or by policy (e.g. interactive/blocking APIs)
+
+
+class EntryKind(enum.StrEnum):
+    FUNCTION = "function"
+    BUILTIN = "builtin"  # a C function
+    CLASS = "class"  # profiled as its constructor
+    METHOD = "method"
+    CLASSMETHOD = "classmethod"
+    STATICMETHOD = "staticmethod"
+    PROPERTY = "property"
+
+
+class ScenarioSource(enum.StrEnum):
+    FILE = "file"  # a user-written scenario file
+    DOCSTRING = "docstring"  # ``>>>`` examples in the API's docstring
+    SYNTHESIZED = "synthesized"  # arguments generated from annotations and defaults
+    TESTS = "tests"  # the package's own test suite
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A public, callable API of a package under its one canonical qualified name."""
+
+    qualname: str  # canonical dotted name, e.g. "json.dumps", "textwrap.TextWrapper.wrap"
+    package: str
+    module: str  # module the canonical name lives in, e.g. "json"
+    kind: EntryKind
+    signature: str = ""
+    summary: str = ""  # first line of the docstring
+    source_file: str = ""
+    source_line: int = 0
+    aliases: tuple[str, ...] = ()  # other public names re-exporting the same object
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A repeatable way to exercise one entry point (possibly at several sizes)."""
+
+    id: str  # stable across scans, e.g. "file:scenarios/json.toml#dumps-list"
+    qualname: str  # the entry point it is for
+    source: ScenarioSource
+    description: str = ""
+    size_axis: str = ""  # name of the size parameter ("n"), empty when there is none
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a measurement was taken. Profiles merge within and across environments; the id
+    lets readers split them again (e.g. "only CPython 3.12 on x86_64")."""
+
+    python: str  # "3.12.1"
+    implementation: str  # "cpython"
+    system: str  # "Linux"
+    machine: str  # "x86_64"
+    cpu: str  # CPU model name
+
+    @classmethod
+    def current(cls) -> Environment:
+        return cls(
+            python=platform.python_version(),
+            implementation=sys.implementation.name,
+            system=platform.system(),
+            machine=platform.machine(),
+            cpu=_cpu_model(),
+        )
+
+    @property
+    def id(self) -> str:
+        canonical = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-machine, per-interpreter probe costs measured when a profiler starts.
+
+    ``overhead_ns`` maps an event type ("enter", "exit") to the wall-clock cost one probe adds
+    inside a measured interval; ``cpu_overhead_ns`` is the same in thread CPU time.
+    """
+
+    overhead_ns: dict[str, float] = field(default_factory=dict)
+    cpu_overhead_ns: dict[str, float] = field(default_factory=dict)
+    timer_resolution_ns: float = 1.0
+    mechanism: str = ""  # e.g. "sys.monitoring" or "sys.setprofile"
+    alloc_mechanism: str = ""  # e.g. "allocator hook (_alloccount)" or "tracemalloc"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Calibration:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One profile's worth of observations: a histogram for (entry point, scenario, size, metric)."""
+
+    qualname: str
+    scenario_id: str
+    metric: Metric
+    histogram: Histogram
+    size: int = NO_SIZE
+
+
+@dataclass(frozen=True)
+class CallEdge:
+    """``caller`` called ``callee`` ``count`` times (qualified names, additive)."""
+
+    caller: str
+    callee: str
+    count: int
+
+
+@dataclass(frozen=True)
+class CoverageRecord:
+    qualname: str
+    status: Coverage
+    reason: str = ""
+
+
+@dataclass
+class ScanBatch:
+    """Everything one unit of scan work produced; stored in one transaction."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    edges: list[CallEdge] = field(default_factory=list)
+    coverage: list[CoverageRecord] = field(default_factory=list)
+    scenarios: list[Scenario] = field(default_factory=list)

@@ -1,0 +1,93 @@
+"""Human-readable costs, shared by the CLI, the Sphinx extension and the language server.
+
+One place decides how "3.2 µs" and "1.1 KiB" look, so the docs, the terminal and the editor
+never disagree about a number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from apiprof.engine.histogram import ZERO_BUCKET, Histogram, bucket_bounds
+from apiprof.engine.records import Metric
+
+_TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+_BYTE_UNITS = [(2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")]
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def _scaled(value: float, units: list[tuple[float, str]]) -> str:
+    for factor, unit in units:
+        if abs(value) >= factor:
+            scaled = value / factor
+            digits = 0 if unit in ("ns", "B") or scaled >= 100 else (1 if scaled >= 10 else 2 if scaled < 1 else 1)
+            return f"{scaled:.{digits}f} {unit}"
+    return f"{value:.0f} {units[-1][1]}"
+
+
+def format_ns(ns: float | None) -> str:
+    """``1234.0`` → ``"1.2 µs"``; None/NaN → ``"—"``."""
+    if ns is None or math.isnan(ns):
+        return "—"
+    return _scaled(ns, _TIME_UNITS)
+
+
+def format_bytes(n: float | None) -> str:
+    """``1126.4`` → ``"1.1 KiB"``; None/NaN → ``"—"``."""
+    if n is None or math.isnan(n):
+        return "—"
+    return _scaled(n, _BYTE_UNITS)
+
+
+def format_value(metric: Metric, value: float | None) -> str:
+    if metric.is_time:
+        return format_ns(value)
+    if metric is Metric.CALLS:
+        return "—" if value is None or math.isnan(value) else f"{value:.0f}"
+    return format_bytes(value)
+
+
+def format_bucket_range(metric: Metric, index: int) -> str:
+    """``"1.0 µs – 2.0 µs"`` style label for a bucket."""
+    low, high = bucket_bounds(index)
+    if index == ZERO_BUCKET:
+        return f"< {format_value(metric, 1)}"
+    return f"{format_value(metric, low)} – {format_value(metric, high)}"
+
+
+def cost_hint(time_ns: float | None, alloc_bytes: float | None) -> str:
+    """The short hint shown beside a name: ``"≈3.2 µs · 1.1 KiB"`` (``"not profiled"`` if empty)."""
+    parts = []
+    if time_ns is not None:
+        parts.append(f"≈{format_ns(time_ns)}")
+    if alloc_bytes is not None:
+        parts.append(format_bytes(alloc_bytes))
+    return " · ".join(parts) if parts else "not profiled"
+
+
+def sparkline(hist: Histogram) -> str:
+    """A one-line unicode histogram from the lowest to the highest non-empty bucket."""
+    counts = hist.counts()
+    if not counts:
+        return ""
+    low, high = min(counts), max(counts)
+    peak = max(counts.values())
+    return "".join(
+        BLOCKS[math.ceil(counts.get(i, 0) / peak * (len(BLOCKS) - 1))] for i in range(low, high + 1)
+    )
+
+
+def text_histogram(hist: Histogram, metric: Metric, width: int = 30) -> list[str]:
+    """Multi-line bar chart: one line per bucket with its range, a bar and the count."""
+    counts = hist.counts()
+    if not counts:
+        return []
+    peak = max(counts.values())
+    labels = {i: format_bucket_range(metric, i) for i in range(min(counts), max(counts) + 1)}
+    pad = max(len(label) for label in labels.values())
+    lines = []
+    for index, label in labels.items():
+        n = counts.get(index, 0)
+        bar = "█" * round(n / peak * width) if n else ""
+        lines.append(f"{label:>{pad}} │{bar:<{width}} {n}")
+    return lines
