@@ -1,0 +1,104 @@
+"""Log2 histograms against SPEC.md's worked examples and exact statistics."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from apiprof.engine.histogram import ZERO_BUCKET, Bucket, Histogram, bucket_bounds, bucket_index, merge_all
+
+pytestmark = pytest.mark.smoke
+
+# SPEC.md §1 worked example: bytes allocated per call of A, B, C for j = 1..3.
+ALLOCATIONS = {"A": [3, 7, 22], "B": [107, 120, 115], "C": [819, 1560, 1800]}
+TABLE_1 = {"A": {1: 100, 2: 100, 4: 100}, "B": {6: 300}, "C": {9: 100, 10: 200}}
+
+
+def run_program() -> dict[str, Histogram]:
+    """``for i in 1..100: for j in 1..3: A(j); B(j); C(j)`` recorded per call."""
+    hists = {name: Histogram() for name in ALLOCATIONS}
+    for _ in range(100):
+        for j in range(3):
+            for name, per_j in ALLOCATIONS.items():
+                hists[name].add(per_j[j])
+    return hists
+
+
+def test_table_1_allocation_buckets_reproduced_exactly():
+    hists = run_program()
+    assert {name: h.counts() for name, h in hists.items()} == TABLE_1
+    assert hists["A"].total == 100 * (3 + 7 + 22)
+    assert hists["C"].count == 300
+
+
+def test_table_2_timing_buckets_from_raw_cycle_counts():
+    # 300 calls of A taking 20..40 cycles: 191 fall in [16, 32) and 109 in [32, 64).
+    rng = random.Random(2)
+    cycles = [rng.randint(20, 31) for _ in range(191)] + [rng.randint(32, 40) for _ in range(109)]
+    rng.shuffle(cycles)
+    assert Histogram.of(cycles).counts() == {4: 191, 5: 109}
+
+
+@pytest.mark.parametrize(
+    ("value", "index"),
+    [(0, ZERO_BUCKET), (0.4, ZERO_BUCKET), (1, 0), (2, 1), (3, 1), (4, 2), (1023, 9), (1024, 10), (2**40, 40), (3.9, 1)],
+)
+def test_bucket_index_is_position_of_most_significant_bit(value, index):
+    assert bucket_index(value) == index
+    low, high = bucket_bounds(index)
+    assert low <= value < high
+
+
+def test_negative_values_are_rejected():
+    with pytest.raises(ValueError, match="non-negative"):
+        Histogram().add(-1)
+
+
+def test_merge_is_addition_and_order_free():
+    rng = random.Random(7)
+    parts = [[rng.expovariate(1 / 500) for _ in range(200)] for _ in range(4)]
+    whole = Histogram.of(v for part in parts for v in part)
+    merged = merge_all(Histogram.of(p) for p in reversed(parts))
+    assert merged.counts() == whole.counts()
+    assert merged.total == pytest.approx(whole.total)
+    assert merged.total_sq == pytest.approx(whole.total_sq)
+    assert (Histogram.of(parts[0]) + Histogram.of(parts[1])).count == 400
+
+
+def test_mean_and_stdev_are_exact():
+    values = [5, 17, 17, 300, 4096, 12]
+    hist = Histogram.of(values)
+    assert hist.mean == pytest.approx(statistics.fmean(values))
+    assert hist.stdev == pytest.approx(statistics.pstdev(values))
+
+
+def test_percentile_exact_for_single_valued_buckets():
+    hist = Histogram.of([10] * 50 + [1000] * 50)
+    assert hist.percentile(25) == 10
+    assert hist.percentile(90) == 1000
+
+
+def test_percentile_error_within_stated_bound():
+    rng = random.Random(11)
+    values = sorted(rng.lognormvariate(8, 1.2) for _ in range(5000))
+    hist = Histogram.of(values)
+    for q in (10, 50, 90, 99):
+        true = values[min(len(values) - 1, int(q / 100 * len(values)))]
+        estimate = hist.percentile(q)
+        assert true / 2 <= estimate <= true * 2  # the documented bound: one bucket width
+        assert abs(estimate - true) / true < 0.25  # what it achieves on smooth data
+
+
+def test_rows_round_trip():
+    hist = Histogram.of([0, 1, 2, 3, 100, 100])
+    assert Histogram.from_buckets(hist.rows()).buckets == hist.buckets
+    assert hist.buckets[ZERO_BUCKET] == Bucket(1, 0.0, 0.0)
+
+
+def test_empty_histogram_statistics_are_nan():
+    hist = Histogram()
+    assert not hist
+    assert math.isnan(hist.mean) and math.isnan(hist.median) and math.isnan(hist.stdev)
