@@ -122,11 +122,14 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
     return max(current, target)
 
 
-def open_db(path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
+def open_db(
+    path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: bool = False, timeout: float = 30.0
+) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) an apiprof database.
 
     Raises :class:`DatabaseError` with a next step for files that are missing, locked, not
-    SQLite, not apiprof's, or written by a newer apiprof.
+    SQLite, not apiprof's, or written by a newer apiprof. ``timeout`` is how long to wait for
+    another process's write lock.
     """
     path = Path(path)
     if not path.exists() and (readonly or not create):
@@ -135,10 +138,12 @@ def open_db(path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: boo
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         else:
-            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+            conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
         db = sqlite_utils.Database(conn)
         tables = db.table_names()
     except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise DatabaseError(f"{path}: the database is locked by another process; wait for it or use another --db") from exc
         raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); pass another --db path") from exc
     if tables and "meta" not in tables:
         raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; pass another --db path")
@@ -158,7 +163,7 @@ def open_db(path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: boo
     try:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         migrate(db)
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):

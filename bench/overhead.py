@@ -1,0 +1,80 @@
+"""Probe overhead per measured call: apiprof's probes next to cProfile's, on this interpreter.
+
+Columns (ns per call of an empty function, medians of interleaved rounds):
+* apiprof inside — what a probe pair leaves inside the measured interval (subtracted later);
+* apiprof full   — everything one probed call adds to the program (entry + exit probes);
+* apiprof C full — the same for a C function probed at its call site;
+* cProfile       — (loop under cProfile − plain loop) / calls; cProfile also slows every
+                   other function by about this much, apiprof's local events do not.
+Run: python bench/overhead.py [--all-pythons]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import glob
+import statistics
+import subprocess
+import sys
+import time
+
+from apiprof.engine.calibrate import measure_calibration
+
+CALLS = 2000
+
+
+def _empty():
+    return None
+
+
+def _loop(n):
+    f = _empty
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        f()
+    return time.perf_counter_ns() - t0
+
+
+def cprofile_ns(rounds: int) -> float:
+    diffs = []
+    for _ in range(rounds):
+        prof = cProfile.Profile()
+        prof.enable()
+        profiled = _loop(CALLS)
+        prof.disable()
+        diffs.append((profiled - _loop(CALLS)) / CALLS)
+    return statistics.median(diffs)
+
+
+def run_here(rounds: int) -> None:
+    cals = [measure_calibration() for _ in range(rounds)]
+    med = statistics.median
+    inside = med(c.overhead_ns["enter"] for c in cals)
+    full = med(c.overhead_ns["enter"] + c.overhead_ns["exit"] for c in cals)
+    c_full = med(c.overhead_ns["c_enter"] + c.overhead_ns["c_exit"] for c in cals)
+    print(f"python {sys.version.split()[0]:8} {cals[0].mechanism:30} inside={inside:7.0f}  full={full:7.0f}  "
+          f"C full={c_full:7.0f}  cProfile={cprofile_ns(rounds * 3):7.0f}  (ns per call)")
+
+
+def run_all(rounds: int) -> None:
+    supported = [p for p in glob.glob("/root/.pyenv/versions/3.1[1-9]*/bin/python3")]
+    for python in sorted(set(supported) | {sys.executable}):
+        probe = subprocess.run([python, "-c", "import apiprof.engine.calibrate"], capture_output=True)
+        if probe.returncode:
+            print(f"{python}: apiprof not importable; install with `{python} -m venv /tmp/v && "
+                  f"/tmp/v/bin/pip install -e /work/main` and run bench/overhead.py with /tmp/v/bin/python")
+            continue
+        subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--all-pythons", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    run_all(args.rounds) if args.all_pythons else run_here(args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The allocation pass: bytes allocated per call, call counts, call graph and co-stack relation.
+
+Runs the scenario with a hook that sees every Python and C-level call made from Python code
+(sys.monitoring PY_*/CALL/C_RETURN events on 3.12+, sys.setprofile on 3.11) and reads a
+cumulative allocation counter at every entry and exit:
+
+* inclusive bytes of a call = counter at exit − counter at entry;
+* exclusive bytes = inclusive − the inclusive bytes of the Python functions it calls. C-level
+  callees (builtins, ``bytearray(n)``, ``dict.copy``) do their caller's work, so their bytes
+  stay in the caller's exclusive figure (they still get their own incl/excl records); Python
+  functions called *through* a C callee (``map(f, ...)``) are subtracted from the caller;
+* every (ancestor, descendant) pair on the stack goes into the co-stack relation, which the
+  timing plan colours; self-recursion yields (f, f).
+
+Counters (``Calibration.alloc_mechanism``):
+
+* ``allocator hook (_alloccount)`` — the C extension wraps the RAW/MEM/OBJ allocators and adds
+  every requested size to a per-thread total (realloc counts its new size; free lists count 0).
+  The hook pauses the counter while it does its own bookkeeping, so on 3.12+ probes add 0 bytes.
+  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs: that
+  allocation is charged to the caller's exclusive bytes.
+* ``tracemalloc (net)`` — fallback when the extension is not built: the change in traced
+  *current* memory, i.e. bytes still alive at exit (freed temporaries are not counted and may
+  make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
+
+Only the thread that runs the scenario is followed; calls made by C code (``map(f, ...)``,
+``sorted(key=...)``) are seen when they run Python code, not as C calls.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import tracemalloc
+import types
+from collections import Counter
+from collections.abc import Callable, Collection, Hashable
+from dataclasses import dataclass, field
+
+from apiprof.engine.histogram import Histogram
+from apiprof.engine.probes import HAS_MONITORING, acquire_tool_id, normalize_callable, release_tool_id
+
+try:
+    from apiprof.engine import _alloccount
+except ImportError:  # the optional extension was not built
+    _alloccount = None
+
+Key = Hashable  # a code object (Python function) or a normalized C-level callable
+
+
+class AllocCounter:
+    """A cumulative byte counter with pause/resume around the hook's own work."""
+
+    name = ""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def pause(self) -> int: ...
+    def resume(self) -> None: ...
+
+
+class ExtensionCounter(AllocCounter):
+    name = "allocator hook (_alloccount)"
+
+    def start(self) -> None:
+        self._owner = _alloccount.install()
+
+    def stop(self) -> None:
+        if self._owner:
+            _alloccount.uninstall()
+
+    pause = staticmethod(_alloccount.pause) if _alloccount else None
+    resume = staticmethod(_alloccount.resume) if _alloccount else None
+
+
+class TracemallocCounter(AllocCounter):
+    name = "tracemalloc (net)"
+
+    def start(self) -> None:
+        self._owner = not tracemalloc.is_tracing()
+        if self._owner:
+            tracemalloc.start(1)
+
+    def stop(self) -> None:
+        if self._owner:
+            tracemalloc.stop()
+
+    def pause(self) -> int:
+        return tracemalloc.get_traced_memory()[0]
+
+    def resume(self) -> None:
+        return None
+
+
+def choose_counter() -> AllocCounter:
+    """The best available counter: the allocator hook when built, else tracemalloc."""
+    return ExtensionCounter() if _alloccount is not None else TracemallocCounter()
+
+
+def counter_name() -> str:
+    return choose_counter().name
+
+
+@dataclass
+class AllocResult:
+    """What one allocation pass learnt about every function the scenario called."""
+
+    runs: int = 0
+    incl: dict[Key, Histogram] = field(default_factory=dict)
+    excl: dict[Key, Histogram] = field(default_factory=dict)
+    calls: Counter[Key] = field(default_factory=Counter)
+    calls_per_run: dict[Key, list[int]] = field(default_factory=dict)  # for `targets` only
+    edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # direct caller -> callee
+    target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # nearest enclosing target
+    costack: set[tuple[Key, Key]] = field(default_factory=set)  # (ancestor, descendant)
+    callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)  # code objects calling each key
+    mechanism: str = ""
+
+    def shares_stack(self, a: Key, b: Key) -> bool:
+        return (a, b) in self.costack or (b, a) in self.costack
+
+
+class _Frame:
+    __slots__ = ("key", "start", "children", "target", "is_c")
+
+    def __init__(self, key: Key, start: int, target: Key | None, is_c: bool) -> None:
+        self.key, self.start, self.children, self.target, self.is_c = key, start, 0, target, is_c
+
+
+class _Recorder:
+    """Turns enter/exit notifications into the AllocResult (runs inside the paused counter)."""
+
+    def __init__(self, result: AllocResult, targets: Collection[Key]) -> None:
+        self.result, self.targets = result, frozenset(targets)
+        self.stack: list[_Frame] = []
+        self.depth: Counter[Key] = Counter()
+        self.run_calls: Counter[Key] = Counter()
+
+    def enter(self, key: Key, now: int, caller: types.CodeType | None) -> None:
+        res, stack = self.result, self.stack
+        parent = stack[-1] if stack else None
+        for ancestor in self.depth:
+            res.costack.add((ancestor, key))
+        if parent is not None:
+            res.edges[(parent.key, key)] += 1
+            enclosing = parent.key if parent.key in self.targets else parent.target
+            if enclosing is not None and key in self.targets:
+                res.target_edges[(enclosing, key)] += 1
+        else:
+            enclosing = None
+        if caller is not None:
+            res.callers.setdefault(key, set()).add(caller)
+        stack.append(_Frame(key, now, enclosing, caller is not None))
+        self.depth[key] += 1
+        self.run_calls[key] += 1
+
+    def exit(self, key: Key, now: int) -> None:
+        stack = self.stack
+        if not stack or (stack[-1].key is not key and stack[-1].key != key):
+            if not self.depth[key]:
+                return  # a frame that began before recording
+            while stack[-1].key != key:  # close frames whose exit we never saw
+                self._close(stack[-1], now)
+        self._close(stack[-1], now)
+
+    def _close(self, frame: _Frame, now: int) -> None:
+        self.stack.pop()
+        self.depth[frame.key] -= 1
+        if not self.depth[frame.key]:
+            del self.depth[frame.key]
+        inclusive = max(0, now - frame.start)
+        exclusive = max(0, inclusive - frame.children)
+        res = self.result
+        res.calls[frame.key] += 1
+        res.incl.setdefault(frame.key, Histogram()).add(inclusive)
+        res.excl.setdefault(frame.key, Histogram()).add(exclusive)
+        if self.stack:  # a C callee's own bytes stay with its caller; its Python callees do not
+            self.stack[-1].children += frame.children if frame.is_c else inclusive
+
+    def end_run(self) -> None:
+        self.stack.clear()
+        self.depth.clear()
+        for key in self.targets:
+            self.result.calls_per_run.setdefault(key, []).append(self.run_calls.get(key, 0))
+        self.run_calls.clear()
+        self.result.runs += 1
+
+
+def run_allocation_pass(
+    run_once: Callable[[], object],
+    targets: Collection[Key] = (),
+    *,
+    repeat: int = 20,
+    max_seconds: float = 2.0,
+    counter: AllocCounter | None = None,
+) -> AllocResult:
+    """Run the scenario up to ``repeat`` times (at least once, stopping after ``max_seconds``)
+    under the allocation hook. Exceptions from ``run_once`` propagate after cleanup."""
+    counter = counter or choose_counter()
+    result = AllocResult(mechanism=counter.name)
+    recorder = _Recorder(result, targets)
+    hook = _MonitoringHook(recorder, counter) if HAS_MONITORING else _ProfileHook(recorder, counter)
+    counter.start()
+    try:
+        deadline = time.perf_counter() + max_seconds
+        for _ in range(max(1, repeat)):
+            hook.drive(run_once)
+            recorder.end_run()
+            if time.perf_counter() > deadline:
+                break
+    finally:
+        counter.stop()
+    return result
+
+
+def _is_python_callable(obj: object) -> bool:
+    return isinstance(obj, types.FunctionType) or (
+        isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType)
+    )
+
+
+class _MonitoringHook:
+    """sys.monitoring adapter (3.12+): global events, a callable's key per CALL/C_RETURN."""
+
+    def __init__(self, recorder: _Recorder, counter: AllocCounter) -> None:
+        self.recorder, self.counter = recorder, counter
+
+    def drive(self, run_once: Callable[[], object]) -> None:
+        monitoring = sys.monitoring
+        events = monitoring.events
+        rec, pause, resume = self.recorder, self.counter.pause, self.counter.resume
+        thread = threading.get_ident()
+        get_ident = threading.get_ident
+        own_code = _MonitoringHook.drive.__code__
+
+        def on_start(code, offset):
+            now = pause()
+            if get_ident() == thread:
+                rec.enter(code, now, None)
+            resume()
+
+        def on_exit(code, offset, value):
+            now = pause()
+            if get_ident() == thread:
+                rec.exit(code, now)
+            resume()
+
+        def on_call(code, offset, func, arg0):
+            now = pause()
+            if code is not own_code and get_ident() == thread and not _is_python_callable(func):
+                rec.enter(normalize_callable(func), now, code)
+            resume()
+
+        def on_c_exit(code, offset, func, arg0):
+            now = pause()
+            if code is not own_code and get_ident() == thread and not _is_python_callable(func):
+                rec.exit(normalize_callable(func), now)
+            resume()
+
+        tool = acquire_tool_id()
+        try:
+            for event, callback in (
+                (events.PY_START, on_start), (events.PY_RESUME, on_start), (events.PY_THROW, on_start),
+                (events.PY_RETURN, on_exit), (events.PY_YIELD, on_exit), (events.PY_UNWIND, on_exit),
+                (events.CALL, on_call), (events.C_RETURN, on_c_exit), (events.C_RAISE, on_c_exit),
+            ):
+                monitoring.register_callback(tool, event, callback)
+            monitoring.set_events(
+                tool,
+                events.PY_START | events.PY_RESUME | events.PY_THROW | events.PY_RETURN | events.PY_YIELD
+                | events.PY_UNWIND | events.CALL | events.C_RETURN | events.C_RAISE,
+            )
+            run_once()
+        finally:
+            release_tool_id(tool)
+
+
+class _ProfileHook:
+    """sys.setprofile adapter (3.11): call/return and c_call/c_return/c_exception events."""
+
+    def __init__(self, recorder: _Recorder, counter: AllocCounter) -> None:
+        self.recorder, self.counter = recorder, counter
+
+    def drive(self, run_once: Callable[[], object]) -> None:
+        rec, pause, resume = self.recorder, self.counter.pause, self.counter.resume
+        own_code = _ProfileHook.drive.__code__
+
+        def hook(frame, event, arg):
+            now = pause()
+            code = frame.f_code
+            if code is not own_code:
+                if event == "call":
+                    rec.enter(code, now, None)
+                elif event == "return":
+                    rec.exit(code, now)
+                elif event == "c_call":
+                    rec.enter(normalize_callable(arg), now, code)
+                else:
+                    rec.exit(normalize_callable(arg), now)
+            resume()
+
+        sys.setprofile(hook)
+        try:
+            run_once()
+        finally:
+            sys.setprofile(None)

@@ -1,0 +1,103 @@
+"""Two-phase isolated profiling of one scenario: allocation pass, plan, timing passes.
+
+``profile(run_once, targets, scenario_id=...)`` is the one entry point the scan engine, the
+tests and the benchmarks call:
+
+1. an allocation pass (:mod:`~apiprof.engine.alloc`) over everything the scenario calls gives
+   bytes per call, call counts, the call graph and the co-stack relation;
+2. the plan (:mod:`~apiprof.engine.plan`) groups the targets that ran so no two sharing a stack
+   are timed together;
+3. one timing pass (:mod:`~apiprof.engine.timing`) per group, probes on that group only;
+4. per-call active times (:mod:`~apiprof.engine.activetime`) with the calibrated overhead
+   (:mod:`~apiprof.engine.calibrate`) removed, bucketed into log2 histograms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+from apiprof.engine.alloc import AllocResult, run_allocation_pass
+from apiprof.engine.calibrate import calibrate
+from apiprof.engine.histogram import Histogram
+from apiprof.engine.plan import plan_groups
+from apiprof.engine.probes import Site, resolve_site
+from apiprof.engine.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
+from apiprof.engine.timing import measure_calls, run_timing_pass
+
+
+@dataclass(frozen=True)
+class Target:
+    """An API to measure: its canonical public name and the callable object behind it."""
+
+    qualname: str
+    obj: object
+
+
+@dataclass
+class ProfileReport:
+    measurements: list[Measurement] = field(default_factory=list)
+    edges: list[CallEdge] = field(default_factory=list)
+    calibration: Calibration = field(default_factory=Calibration)
+    timing_groups: list[list[str]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+
+def profile(
+    run_once: Callable[[], object],
+    targets: Sequence[Target],
+    *,
+    scenario_id: str,
+    size: int = NO_SIZE,
+    repeat: int = 20,
+    max_seconds: float = 2.0,
+    calibration: Calibration | None = None,
+) -> ProfileReport:
+    """Measure every target the scenario calls. ``repeat``/``max_seconds`` bound each pass
+    (at least one execution each). Exceptions from ``run_once`` propagate."""
+    calibration = calibration or calibrate()
+    sites, names = resolve_targets(targets)
+    alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
+    ran = [key for key in sites if alloc.calls[key]]
+    report = ProfileReport(calibration=calibration, seen={name for key in ran for name in names[key]})
+
+    def measure(key: Hashable, metric: Metric, hist: Histogram) -> None:
+        for name in names[key]:
+            report.measurements.append(Measurement(name, scenario_id, metric, hist, size))
+
+    for key in ran:
+        measure(key, Metric.ALLOC_INCL, alloc.incl[key])
+        measure(key, Metric.ALLOC_EXCL, alloc.excl[key])
+        measure(key, Metric.CALLS, Histogram.of(alloc.calls_per_run[key]))
+    for group in plan_groups(ran, alloc.costack):
+        report.timing_groups.append([name for key in group for name in names[key]])
+        log = run_timing_pass(
+            run_once, [sites[key] for key in group], alloc.callers, repeat=repeat, max_seconds=max_seconds
+        )
+        for key, costs in zip(group, measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)):
+            if costs.wall_ns:
+                measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
+                measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
+    report.edges = target_edges(alloc, names)
+    return report
+
+
+def resolve_targets(targets: Sequence[Target]) -> tuple[dict[Hashable, Site], dict[Hashable, list[str]]]:
+    """Sites by key, and the qualnames sharing each key (aliases of one object are measured once)."""
+    sites: dict[Hashable, Site] = {}
+    names: dict[Hashable, list[str]] = {}
+    for target in targets:
+        site = resolve_site(target.obj)
+        sites.setdefault(site.key, site)
+        names.setdefault(site.key, []).append(target.qualname)
+    return sites, names
+
+
+def target_edges(alloc: AllocResult, names: dict[Hashable, list[str]]) -> list[CallEdge]:
+    """Target→target call counts over the allocation pass (caller = nearest enclosing target)."""
+    return [
+        CallEdge(caller, callee, count)
+        for (outer, inner), count in sorted(alloc.target_edges.items(), key=lambda item: -item[1])
+        for caller in names[outer]
+        for callee in names[inner]
+    ]

@@ -1,0 +1,80 @@
+"""profile(): the two-phase pipeline end to end on the ground-truth package."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import groundtruth_pkg as gt  # noqa: E402
+
+from apiprof.engine.calibrate import calibrate  # noqa: E402
+from apiprof.engine.profiler import Target, profile  # noqa: E402
+from apiprof.engine.records import Calibration, Metric  # noqa: E402
+
+TARGETS = [Target(f"gt.{name}", getattr(gt, name)) for name in ("top", "mid", "leaf", "parent_alloc", "child_alloc")]
+
+
+def by_metric(report, metric):
+    return {m.qualname: m.histogram for m in report.measurements if m.metric is metric}
+
+
+@pytest.fixture(scope="module")
+def report():
+    return profile(lambda: (gt.top(), gt.parent_alloc()), TARGETS, scenario_id="gt:basic", size=7, repeat=3)
+
+
+def test_every_target_that_ran_gets_all_metrics(report):
+    names = {t.qualname for t in TARGETS}
+    assert report.seen == names
+    for metric in Metric:
+        assert set(by_metric(report, metric)) == names, metric
+    assert all(m.scenario_id == "gt:basic" and m.size == 7 for m in report.measurements)
+    assert by_metric(report, Metric.CALLS)["gt.leaf"].mean == gt.LEAF_CALLS
+    assert by_metric(report, Metric.WALL)["gt.leaf"].count == 3 * gt.LEAF_CALLS
+
+
+def test_groups_respect_the_costack_rule(report):
+    stacked = [{"gt.top", "gt.mid"}, {"gt.mid", "gt.leaf"}, {"gt.top", "gt.leaf"}, {"gt.parent_alloc", "gt.child_alloc"}]
+    for group in report.timing_groups:
+        assert not any(pair <= set(group) for pair in stacked)
+    assert len(report.timing_groups) == 3  # top/mid/leaf is a triangle
+
+
+def test_edges_and_calibration_provenance(report):
+    edges = {(e.caller, e.callee): e.count for e in report.edges}
+    assert edges[("gt.mid", "gt.leaf")] == 3 * gt.LEAF_CALLS
+    assert edges[("gt.top", "gt.mid")] == 3
+    assert ("gt.top", "gt.leaf") not in edges  # nearest enclosing target only
+    cal = report.calibration
+    assert cal is calibrate() and cal.mechanism and cal.alloc_mechanism
+    assert {"enter", "exit", "c_enter", "c_exit"} <= set(cal.overhead_ns)
+    assert Calibration.from_json(json.loads(json.dumps(cal.to_json()))) == cal
+
+
+def test_inclusive_time_contains_the_callees(report):
+    wall = by_metric(report, Metric.WALL)
+    assert wall["gt.mid"].percentile(50) > 1_000  # 1000 calls of leaf cannot take under 1 ns each
+    alloc = by_metric(report, Metric.ALLOC_INCL)
+    assert alloc["gt.parent_alloc"].mean > alloc["gt.child_alloc"].mean >= gt.CHILD_BYTES
+
+
+def test_aliases_share_one_measurement_and_unseen_targets_are_absent():
+    report = profile(gt.sibling_a, [Target("gt.sibling_a", gt.sibling_a), Target("gt.alias", gt.sibling_a),
+                                    Target("gt.sibling_b", gt.sibling_b)], scenario_id="s", repeat=2)
+    assert report.seen == {"gt.sibling_a", "gt.alias"}
+    walls = by_metric(report, Metric.WALL)
+    assert walls["gt.sibling_a"] is walls["gt.alias"]
+
+
+def test_scenario_exceptions_propagate_without_leaks():
+    def broken():
+        gt.leaf()
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        profile(broken, [Target("gt.leaf", gt.leaf)], scenario_id="s")
+    assert not any(type(c).__name__ == "ProbeId" for c in gt.leaf.__code__.co_consts)

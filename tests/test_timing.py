@@ -1,0 +1,128 @@
+"""Timing passes: only the group's targets are probed; everything else runs unobserved."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import groundtruth_pkg as gt  # noqa: E402
+
+from apiprof.engine import timing  # noqa: E402
+from apiprof.engine.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site  # noqa: E402
+from apiprof.engine.timing import run_timing_pass  # noqa: E402
+
+
+def calls_recorded(log, index=0):
+    return len(log.enters[index]) // log.stride, len(log.exits[index]) // log.stride
+
+
+@pytest.fixture
+def probe_counter(monkeypatch):
+    """Counts every probe invocation, whatever event or function triggered it."""
+    counts = {"n": 0}
+    factory = timing.make_monitoring_callbacks if timing.HAS_MONITORING else timing.make_profile_hook
+
+    def counting(*args):
+        made = factory(*args)
+
+        def wrap(fn):
+            def counted(*a):
+                counts["n"] += 1
+                return fn(*a)
+            return counted
+        return {k: wrap(v) for k, v in made.items()} if isinstance(made, dict) else wrap(made)
+
+    name = "make_monitoring_callbacks" if timing.HAS_MONITORING else "make_profile_hook"
+    monkeypatch.setattr(timing, name, counting)
+    return counts
+
+
+@pytest.mark.skipif(not timing.HAS_MONITORING, reason="3.11's sys.setprofile sees every call by design")
+def test_only_target_events_fire(probe_counter):
+    """mid() makes 1000 leaf calls; with sibling_a probed, exactly its 2 events fire."""
+    log = run_timing_pass(lambda: (gt.mid(), gt.sibling_a()), [PySite(gt.sibling_a)], repeat=3)
+    assert calls_recorded(log) == (3, 3)
+    assert probe_counter["n"] == 3 * 2
+
+
+def test_nested_target_is_recorded_once_per_call():
+    log = run_timing_pass(gt.top, [PySite(gt.leaf)], repeat=2)
+    assert calls_recorded(log) == (2 * gt.LEAF_CALLS, 2 * gt.LEAF_CALLS)
+
+
+def test_uninstrumented_function_runs_at_full_speed():
+    """Per-call time of mid() (not probed) while sibling_a is probed vs. with nothing probed:
+    medians of interleaved rounds. Contrast: probing leaf (inside mid) slows mid many-fold, so
+    the assertion would catch probes leaking onto unrelated code."""
+    def mid_ns():
+        t0 = time.perf_counter_ns()
+        gt.mid()
+        return time.perf_counter_ns() - t0
+
+    plain, unrelated, leaking = [], [], []
+    for _ in range(15):
+        plain.append(mid_ns())
+        out = []
+        run_timing_pass(lambda: out.append(mid_ns()) or gt.sibling_a(), [PySite(gt.sibling_a)], repeat=1)
+        unrelated.append(out[0])
+        out = []
+        run_timing_pass(lambda: out.append(mid_ns()), [PySite(gt.leaf)], repeat=1)
+        leaking.append(out[0])
+    base = statistics.median(plain)
+    assert statistics.median(leaking) / base > 3  # probes inside mid are visible...
+    if timing.HAS_MONITORING:
+        assert statistics.median(unrelated) / base < 1.5  # ...and absent when mid is not involved
+
+
+def test_code_objects_and_tools_are_restored_even_on_error():
+    original = gt.leaf.__code__
+
+    def boom():
+        gt.leaf()
+        raise RuntimeError("scenario failed")
+
+    with pytest.raises(RuntimeError):
+        run_timing_pass(boom, [PySite(gt.leaf)])
+    assert gt.leaf.__code__ is original
+    assert not any(type(c) is ProbeId for c in gt.leaf.__code__.co_consts)
+
+
+def test_generators_methods_properties_and_unwinding():
+    def raiser():
+        raise KeyError("x")
+
+    def scenario():
+        list(gt.countdown(3))
+        c = gt.Counter(1)
+        c.bump()
+        _ = c.doubled
+        try:
+            raiser()
+        except KeyError:
+            pass
+
+    sites = [resolve_site(gt.countdown), resolve_site(gt.Counter.bump), resolve_site(gt.Counter.doubled),
+             PySite(raiser)]
+    log = run_timing_pass(scenario, sites, repeat=2)
+    assert calls_recorded(log, 0) == (8, 8)  # 4 activations per generator run
+    assert calls_recorded(log, 1) == (2, 2)
+    assert calls_recorded(log, 2) == (2, 2)
+    assert calls_recorded(log, 3) == (2, 2)  # the exit is seen on unwind
+
+
+def test_c_functions_and_classes_are_timed_at_their_call_sites():
+    def scenario():
+        len("abc")
+        gt.Counter(3)
+
+    sites = [CSite(len), resolve_site(gt.Counter)]
+    callers = {normalize_callable(len): {scenario.__code__}, gt.Counter: {scenario.__code__}}
+    log = run_timing_pass(scenario, sites, callers, repeat=3)
+    assert calls_recorded(log, 0) == (3, 3)
+    if timing.HAS_MONITORING:
+        assert calls_recorded(log, 1) == (3, 3)
