@@ -2,8 +2,11 @@
 
 Columns (ns per call of an empty function, medians of interleaved rounds):
 * apiprof inside — what a probe pair leaves inside the measured interval (subtracted later);
-* apiprof full   — everything one probed call adds to the program (entry + exit probes);
-* apiprof C full — the same for a C function probed at its call site;
+* apiprof full   — everything one probed call adds to the program (entry + exit probes), for a
+                   call that does not read the thread-CPU clock (most calls of short functions);
+* full +cpu      — the same for a call that also reads the thread-CPU clock (every call of
+                   functions ≥ 20 µs, every 16th call of shorter ones);
+* apiprof C full — a C function probed at its call site (no CPU clock);
 * cProfile       — (loop under cProfile − plain loop) / calls; cProfile also slows every
                    other function by about this much, apiprof's local events do not.
 Run: python bench/overhead.py [--all-pythons]
@@ -52,13 +55,16 @@ def run_here(rounds: int) -> None:
     med = statistics.median
     inside = med(c.overhead_ns["enter"] for c in cals)
     full = med(c.overhead_ns["enter"] + c.overhead_ns["exit"] for c in cals)
+    full_cpu = med(c.overhead_ns["enter+cpu"] + c.overhead_ns["exit+cpu"] for c in cals)
     c_full = med(c.overhead_ns["c_enter"] + c.overhead_ns["c_exit"] for c in cals)
-    print(f"python {sys.version.split()[0]:8} {cals[0].mechanism:30} inside={inside:7.0f}  full={full:7.0f}  "
-          f"C full={c_full:7.0f}  cProfile={cprofile_ns(rounds * 3):7.0f}  (ns per call)")
+    short_mix = (15 * full + full_cpu) / 16
+    print(f"python {sys.version.split()[0]:8} {cals[0].mechanism:46} inside={inside:5.0f}  full={full:5.0f}  "
+          f"full+cpu={full_cpu:5.0f}  short-call mix={short_mix:5.0f}  C full={c_full:5.0f}  "
+          f"cProfile={cprofile_ns(rounds * 3):5.0f}  (ns per call)")
 
 
 def run_all(rounds: int) -> None:
-    supported = [p for p in glob.glob("/root/.pyenv/versions/3.1[1-9]*/bin/python3")]
+    supported = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + glob.glob("/root/.pyenv/versions/3.1[1-9]*/bin/python3")
     for python in sorted(set(supported) | {sys.executable}):
         probe = subprocess.run([python, "-c", "import apiprof.engine.calibrate"], capture_output=True)
         if probe.returncode:

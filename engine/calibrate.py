@@ -9,8 +9,14 @@ For each probe kind the calibration measures, with the very probes the timing pa
 
 In the seeds/001 model a call's own entry probe counts and its own exit probe does not, while
 probes of nested calls count in full; with ``enter = inside`` and ``exit = full − inside`` the
-model charges exactly ``inside`` to a leaf call and ``full`` per nested call. ``filtered``
-(3.11 only) is the cost of one hook call for a non-target event. Each figure is the median
+model charges exactly ``inside`` to a leaf call and ``full`` per nested call.
+
+Keys: ``enter``/``exit`` (Python sites: sys.monitoring on 3.12+, trampolines on 3.11),
+``c_enter``/``c_exit`` (C sites), on 3.11 ``hook_enter``/``hook_exit`` (generators under the
+profile hook) and ``filtered`` (one hook call for a non-target event). Each has a ``+cpu``
+variant for probes that also read the thread-CPU clock (``cpu_overhead_ns`` holds only those).
+Timing passes replace the Python sites' ``inside`` figures with ones measured live in the pass
+(:func:`~apiprof.engine.timing.pass_overheads`); the stored calibration is the provenance. Each figure is the median
 of interleaved rounds, so a noisy machine moves it little; the same is done on the thread-CPU
 clock for ``cpu_overhead_ns``.
 """
@@ -24,7 +30,7 @@ from collections.abc import Callable
 from apiprof.engine.alloc import counter_name
 from apiprof.engine.probes import HAS_MONITORING, CSite, PySite, Site
 from apiprof.engine.records import Calibration
-from apiprof.engine.timing import MECHANISM, STRIDE, run_timing_pass
+from apiprof.engine.timing import CPU_SUFFIX, MASK_ALWAYS, MASK_NEVER, MECHANISM, run_timing_pass
 
 ROUNDS = 9
 CALLS = 1000
@@ -73,19 +79,26 @@ def _loop_bare(n: int) -> None:
 def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration:
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}
-    py = _measure_probe(PySite(_empty), _loop_empty, None, rounds, calls)
     c_site = CSite(_C_PROBE)
-    c = _measure_probe(c_site, _loop_builtin, {c_site.key: {_loop_builtin.__code__}}, rounds, calls)
+    c_callers = {c_site.key: {_loop_builtin.__code__}}
     builtin_cost = _median_rounds(lambda: _plain(_loop_builtin, calls), lambda: _plain(_loop_bare, calls), rounds, calls)
-    for clock, out in ((0, wall), (1, cpu)):
-        out["enter"] = py.inside[clock]
-        out["exit"] = max(0.0, py.full[clock] - py.inside[clock])
-        c_inside = max(0.0, c.inside[clock] - builtin_cost[clock])
-        out["c_enter"] = c_inside
-        out["c_exit"] = max(0.0, c.full[clock] - c_inside)
+    py_mechanism = "monitoring" if HAS_MONITORING else "trampoline"
+    probes = [("enter", "exit", PySite(_empty), _loop_empty, None, py_mechanism, (0.0, 0.0))]
+    probes.append(("c_enter", "c_exit", c_site, _loop_builtin, c_callers, None, builtin_cost))
+    if not HAS_MONITORING:
+        probes.append(("hook_enter", "hook_exit", PySite(_empty), _loop_empty, None, "setprofile", (0.0, 0.0)))
+    for enter, exit_, site, loop, callers, mechanism, body in probes:
+        for suffix, mask in (("", MASK_NEVER), (CPU_SUFFIX, MASK_ALWAYS)):
+            figures = _measure_probe(site, loop, callers, rounds, calls, mechanism, mask)
+            for clock, out in ((0, wall), (1, cpu)):
+                if clock and not suffix:
+                    continue  # probes that do not read the CPU clock leave no CPU interval
+                inside = max(0.0, figures.inside[clock] - body[clock])
+                out[enter + suffix] = inside
+                out[exit_ + suffix] = max(0.0, figures.full[clock] - inside)
     if not HAS_MONITORING:
         filtered = _median_rounds(
-            lambda: _timed_pass(PySite(_never_called), _loop_empty, None, calls)[0],
+            lambda: _timed_pass(PySite(_never_called), _loop_empty, None, calls, "setprofile", MASK_NEVER)[0],
             lambda: _plain(_loop_empty, calls),
             rounds,
             2 * calls,  # a call and a return event per call
@@ -113,9 +126,10 @@ def _plain(loop: Callable[[int], None], calls: int) -> tuple[int, int]:
     return w1 - w0, c1 - c0
 
 
-def _timed_pass(site: Site, loop: Callable[[int], None], callers, calls: int):
+def _timed_pass(site: Site, loop: Callable[[int], None], callers, calls: int, mechanism: str | None, mask: int):
     totals: list[tuple[int, int]] = []
-    log = run_timing_pass(lambda: totals.append(_plain(loop, calls)), [site], callers, repeat=1)
+    log = run_timing_pass(lambda: totals.append(_plain(loop, calls)), [site], callers, repeat=1,
+                          cpu_mask=mask, mechanism=mechanism, reference=False)
     return totals[0], log
 
 
@@ -129,18 +143,19 @@ def _median_rounds(measured: Callable[[], tuple[int, int]], baseline: Callable[[
     return (max(0.0, statistics.median(d[0] for d in diffs)), max(0.0, statistics.median(d[1] for d in diffs)))
 
 
-def _measure_probe(site: Site, loop, callers, rounds: int, calls: int) -> _ProbeFigures:
+def _measure_probe(site: Site, loop, callers, rounds: int, calls: int, mechanism: str | None, mask: int
+                   ) -> _ProbeFigures:
     """Inside = median raw interval; full = median spacing of consecutive probed calls (robust
     to interruptions, unlike a loop total) minus the plain loop's per-call time."""
     inside_wall, inside_cpu, spacing_wall, spacing_cpu, plain_wall, plain_cpu = [], [], [], [], [], []
     med = statistics.median
     for _ in range(rounds):
-        _, log = _timed_pass(site, loop, callers, calls)
+        _, log = _timed_pass(site, loop, callers, calls, mechanism, mask)
         base_w, base_c = _plain(loop, calls)
         walls, cpus = _raw_intervals(log)
         inside_wall.append(med(walls))
         inside_cpu.append(med(cpus))
-        wall_in, cpu_in = log.enters[0][STRIDE - 1 :: STRIDE], log.enters[0][0::STRIDE]
+        wall_in, cpu_in = log.enters[0][1::2], log.enters[0][0::2]
         spacing_wall.append(med(b - a for a, b in zip(wall_in, wall_in[1:])))
         spacing_cpu.append(med(b - a for a, b in zip(cpu_in, cpu_in[1:])))
         plain_wall.append(base_w / calls)
@@ -153,8 +168,7 @@ def _measure_probe(site: Site, loop, callers, rounds: int, calls: int) -> _Probe
 
 def _raw_intervals(log) -> tuple[list[int], list[int]]:
     """Exit − entry per call of the single, non-recursive calibration site."""
-    s = STRIDE
     enters, exits = log.enters[0], log.exits[0]
-    wall_in, cpu_in = enters[s - 1 :: s], enters[0::s]
-    wall_out, cpu_out = exits[0::s], exits[s - 1 :: s]
+    wall_in, cpu_in = enters[1::2], enters[0::2]
+    wall_out, cpu_out = exits[0::2], exits[1::2]
     return ([b - a for a, b in zip(wall_in, wall_out)], [b - a for a, b in zip(cpu_in, cpu_out)])

@@ -10,12 +10,21 @@ objects per call (a code object's hash is recomputed over its bytecode every tim
 constant is never loaded by the bytecode, so behaviour is unchanged; the original code object
 is put back when the pass ends. C callables cannot carry a constant; their call-site probes map
 the callable to its dense id with one identity-hashed dict lookup.
+
+Trampolines (Python 3.11, which has no per-code-object events): the target function's
+``__code__`` is swapped for a generated code object that reads the clocks, appends to the
+target's record array entry and calls a clone of the original function (same code, globals,
+defaults, closure). The generated code has as many free variables as the original, so the swap
+is allowed; its probes and records are constants of that code (no lookup per call). All other
+code runs untouched, at full speed.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
+from collections.abc import Callable
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -154,3 +163,85 @@ def _ALL_EVENTS() -> list[int]:  # noqa: N802 - a constant computed lazily (3.11
     events = sys.monitoring.events
     names = ("PY_START", "PY_RESUME", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "PY_THROW", "CALL", "C_RETURN", "C_RAISE")
     return [getattr(events, name) for name in names]
+
+
+class Record(list):
+    """One site's probe records (a list of ints), hashable by identity so a code object that
+    holds it as a constant stays hashable; ``mask`` selects which calls also read the
+    thread-CPU clock (a call is sampled when ``len(record) & mask == 0`` at its entry)."""
+
+    __slots__ = ("mask",)
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    def __init__(self, mask: int = 0) -> None:
+        super().__init__()
+        self.mask = mask
+
+
+_PLACEHOLDERS = ("\0apiprof:enter", "\0apiprof:exit", "\0apiprof:clone", "\0apiprof:wall", "\0apiprof:cpu",
+                 "\0apiprof:len")
+_TEMPLATES: dict[int, types.CodeType] = {}
+
+_TEMPLATE = """
+def _outer():
+    {cells} = None
+    def trampoline(*args, **kwargs):
+        if kwargs is None:  # never true: keeps the free variables the swap requires
+            return {cells}
+        r = {enter!r}
+        cpu = {cpu!r}
+        size = {size!r}  # the target's globals may shadow len()
+        r.append(cpu() if not size(r) & r.mask else -1)
+        wall = {wall!r}
+        call = {clone!r}
+        r.append(wall())
+        try:
+            return call(*args, **kwargs)
+        finally:
+            t = wall()
+            x = {exit!r}
+            x.append(t)
+            x.append(cpu() if r[-2] >= 0 else -1)
+    return trampoline
+"""
+
+
+def _template(freevars: int) -> types.CodeType:
+    code = _TEMPLATES.get(freevars)
+    if code is None:
+        cells = ", ".join(f"_c{i}" for i in range(freevars)) + ("," if freevars == 1 else "")
+        enter, exit_, clone, wall, cpu, size = _PLACEHOLDERS
+        source = _TEMPLATE.format(cells=cells or "_unused", enter=enter, exit=exit_, clone=clone, wall=wall, cpu=cpu,
+                                  size=size)
+        if not freevars:
+            source = source.replace("            return _unused\n", "            return None\n")
+        outer = compile(source, "<apiprof trampoline>", "exec").co_consts
+        outer_code = next(c for c in outer if isinstance(c, types.CodeType))
+        code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType))
+        _TEMPLATES[freevars] = code
+    return code
+
+
+def can_trampoline(function: types.FunctionType) -> bool:
+    """Plain functions only: a generator's or coroutine's activations are not calls of a wrapper."""
+    flags = function.__code__.co_flags
+    return not flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR)
+
+
+def install_trampoline(
+    function: types.FunctionType, enter: Record, exit_: Record,
+    wall: Callable[[], int], cpu: Callable[[], int],
+) -> types.CodeType:
+    """Swap ``function.__code__`` for a probing trampoline; returns the original code."""
+    original = function.__code__
+    clone = types.FunctionType(original, function.__globals__, function.__name__, function.__defaults__,
+                               function.__closure__)
+    clone.__kwdefaults__ = function.__kwdefaults__
+    template = _template(len(original.co_freevars))
+    objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
+    consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
+    function.__code__ = template.replace(
+        co_consts=consts, co_freevars=original.co_freevars, co_name=original.co_name,
+        co_qualname=original.co_qualname,
+    )
+    return original

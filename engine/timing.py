@@ -1,35 +1,44 @@
 """Timing passes: re-run the scenario with only one group's targets instrumented.
 
-Python 3.12+ (``sys.monitoring``): LOCAL events on the targets' (tagged) code objects only —
-PY_START/PY_RESUME open a call, PY_RETURN/PY_YIELD close it; PY_UNWIND and PY_THROW exist only
-as global events and fire only while an exception unwinds or is thrown into a generator. C-level
-targets (builtins, descriptors, classes = their constructor call) are watched by LOCAL CALL
-events on the code objects that call them (known from the allocation pass) plus C_RETURN /
-C_RAISE. Every other code object runs unmonitored, at full speed. Callers of C targets pay a
-CALL event per call site execution, but by the co-stack rule they are never inside an interval
-measured in the same pass.
+Mechanisms (every other code object runs unobserved, at full speed):
 
-Python 3.11 (``sys.setprofile``): one hook sees every call in the process and filters on the
-:class:`~apiprof.engine.probes.ProbeId` tag. Non-target code slows down by a hook call per
-event, and the events of a target's callees cost time inside its interval; the hook counts them
-and active-time subtraction removes their calibrated cost ("filtered"), which is noisier.
+* ``monitoring`` (3.12+): LOCAL events on the targets' tagged code objects — PY_START/PY_RESUME
+  open a call, PY_RETURN/PY_YIELD close it; PY_UNWIND/PY_THROW exist only as global events and
+  fire only while an exception unwinds or is thrown into a generator. C-level targets
+  (builtins, descriptors, classes) are watched by LOCAL CALL events on the code objects that
+  call them (known from the allocation pass) plus C_RETURN/C_RAISE.
+* ``trampoline`` (3.11, plain Python functions): the function's ``__code__`` becomes a
+  generated wrapper that probes and calls a clone of the original
+  (:func:`~apiprof.engine.probes.install_trampoline`).
+* ``setprofile`` (3.11, generators, coroutines and C-level targets only): one hook sees every
+  event and filters on the :class:`~apiprof.engine.probes.ProbeId` tag; it counts its own calls
+  so the cost of filtered events inside an interval can be subtracted. Such sites run in a
+  second leg of the pass, so trampolined targets never pay for the hook.
 
-A generator's "call" is one activation: from start/resume to yield/return, i.e. the cost of
-producing one item (plus the final, exhausting step); creating the generator is not a call.
+A generator's "call" is one activation: start/resume to yield/return.
 
-Probes write to dense per-target arrays (``enters[id]``, ``exits[id]``): the entry probe
-appends (cpu, wall[, ticks]) with the wall clock read last, the exit probe (wall, [ticks,] cpu)
-with the wall clock read first, so the thread-CPU clock (a system call, ~0.5 µs on VMs) stays
-outside the wall interval. Only the thread that starts the pass is expected to call targets.
+Records (seeds/002): one :class:`~apiprof.engine.probes.Record` per site, indexed by dense id.
+Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read
+first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
+system call (~0.6 µs on VMs), so it is read on *every* call only for sites whose calls are long
+(median ≥ ``LONG_NS``, where two reads are a small, subtracted fraction) and on every
+``SAMPLE_EVERY``-th call otherwise. The WALL metric covers every call; the CPU metric is the
+thread-CPU active time of the sampled calls (a systematic sample; exact per sampled call).
+
+Live calibration: alongside every run of the scenario the pass calls an empty reference
+function, probed identically, ``REFERENCE_CALLS`` times before and after (every 4th call
+also reads the CPU clock). The medians of its raw intervals are the *inside* overhead that pass subtracts, so drift
+of the machine's speed between calibration and measurement does not bias short calls.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 import types
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apiprof.engine.activetime import CLOSES, OPENS, ProbeEvent, active_times
 from apiprof.engine.probes import (
@@ -37,26 +46,65 @@ from apiprof.engine.probes import (
     CSite,
     ProbeId,
     PySite,
+    Record,
     Site,
     acquire_tool_id,
+    can_trampoline,
     install_probe_id,
+    install_trampoline,
     release_tool_id,
     restore_code,
 )
 
-MECHANISM = "sys.monitoring (local events)" if HAS_MONITORING else "sys.setprofile (filtered)"
-STRIDE = 2 if HAS_MONITORING else 3  # values per probe record: (cpu, wall) / (cpu, ticks, wall)
+MECHANISM = "sys.monitoring (local events)" if HAS_MONITORING else "trampolines (sys.setprofile for generators/C)"
+LONG_NS = 20_000
+SAMPLE_EVERY = 16
+MASK_SAMPLED = 2 * SAMPLE_EVERY - 2  # entry records are pairs: len(record) = 2 × calls so far
+MASK_ALWAYS = 0
+MASK_REFERENCE = 6  # every 4th reference call also reads the CPU clock
+MASK_NEVER = (1 << 62) - 2  # only the very first call reads the CPU clock
+REFERENCE_CALLS = 128
+CPU_SUFFIX = "+cpu"  # calibration key suffix of probes that also read the thread-CPU clock
 
 
 @dataclass
 class PassLog:
-    """Raw probe records of one timing pass, indexed by the sites' dense ids."""
+    """Raw probe records of one timing pass, indexed by the sites' dense ids. ``ticks[i]`` holds
+    the hook-call counter at each entry / exit of a ``setprofile`` site (empty otherwise);
+    ``reference`` the (entries, exits) of the empty reference function."""
 
     sites: list[Site]
     enters: list[list[int]]
     exits: list[list[int]]
     runs: int
-    stride: int = STRIDE
+    ticks: list[tuple[list[int], list[int]]] = field(default_factory=list)
+    hooked: list[bool] = field(default_factory=list)
+    reference: tuple[list[int], list[int]] = ((), ())  # type: ignore[assignment]
+
+
+def _reference() -> None:
+    pass
+
+
+def _call_reference(n: int) -> None:
+    f = _reference
+    for _ in range(n):
+        f()
+
+
+def choose_mechanisms(sites: Sequence[Site], mechanism: str | None = None) -> list[str]:
+    """The mechanism that times each site (``mechanism`` forces one where it can apply)."""
+    out = []
+    for site in sites:
+        if mechanism == "setprofile" or isinstance(site, CSite) and not HAS_MONITORING:
+            out.append("setprofile")
+        elif mechanism == "monitoring" or mechanism is None and HAS_MONITORING:
+            out.append("monitoring")
+        elif isinstance(site, PySite) and can_trampoline(site.function):
+            out.append("trampoline")
+        else:
+            out.append("setprofile")
+    return out
 
 
 def run_timing_pass(
@@ -66,91 +114,136 @@ def run_timing_pass(
     *,
     repeat: int = 20,
     max_seconds: float = 2.0,
+    cpu_mask: int | None = None,
+    mechanism: str | None = None,
+    reference: bool = True,
 ) -> PassLog:
     """Run the scenario up to ``repeat`` times (at least once, stopping after ``max_seconds``)
-    with probes on ``sites`` only. ``callers`` maps a C site's key to the code objects that call
-    it. Instrumentation is always removed, also when ``run_once`` raises."""
-    log = PassLog(list(sites), [[] for _ in sites], [[] for _ in sites], 0)
-    with _instrumented(log, callers or {}):
-        deadline = time.perf_counter() + max_seconds
-        for _ in range(max(1, repeat)):
-            run_once()
-            log.runs += 1
-            if time.perf_counter() > deadline:
-                break
+    with probes on ``sites`` only; on 3.11 sites that need the profile hook get their own leg of
+    the same length. ``cpu_mask`` fixes which calls read the CPU clock (default: adaptive).
+    ``callers`` maps a C site's key to the code objects that call it. Instrumentation is always
+    removed, also when ``run_once`` raises."""
+    mask = MASK_SAMPLED if cpu_mask is None else cpu_mask
+    log = PassLog(list(sites), [Record(mask) for _ in sites], [Record() for _ in sites], 0,
+                  [([], []) for _ in sites])
+    kinds = choose_mechanisms(sites, mechanism)
+    log.hooked = [kind == "setprofile" for kind in kinds]
+    ref_in, ref_out = Record(MASK_REFERENCE), Record()
+    log.reference = (ref_in, ref_out)
+    legs = [[i for i, k in enumerate(kinds) if k != "setprofile"], [i for i, k in enumerate(kinds) if k == "setprofile"]]
+    for leg in legs:
+        if not leg and (leg is legs[1] or legs[1]):
+            continue
+        probe_reference = reference and leg is legs[0]
+        with _Instrumented(log, leg, callers or {}, kinds, probe_reference):
+            deadline = time.perf_counter() + max_seconds
+            runs = 0
+            for _ in range(max(1, repeat)):
+                if probe_reference:
+                    _call_reference(REFERENCE_CALLS)
+                run_once()
+                runs += 1
+                if probe_reference:
+                    _call_reference(REFERENCE_CALLS)
+                if cpu_mask is None and probe_reference:  # not under the profile hook: it would see it
+                    _adapt_masks(log, leg)
+                if time.perf_counter() > deadline:
+                    break
+        log.runs = max(log.runs, runs)
     return log
 
 
-class _instrumented:  # noqa: N801 - used as a context manager
-    def __init__(self, log: PassLog, callers: Mapping[Hashable, Iterable[types.CodeType]]) -> None:
-        self.log, self.callers = log, callers
-        self.restore: list[tuple[types.FunctionType, types.CodeType]] = []
-        self.c_ids: dict[Hashable, int] = {}
-        self.py_codes: list[types.CodeType] = []
+def _adapt_masks(log: PassLog, indices: Iterable[int]) -> None:
+    """Long calls read the CPU clock every time, short ones every SAMPLE_EVERY-th time."""
+    for i in indices:
+        enters, exits = log.enters[i], log.exits[i]
+        n = min(len(enters), len(exits)) // 2
+        if n:
+            k = min(n, 8)
+            recent = [exits[-2 * j] - enters[-2 * j + 1] for j in range(1, k + 1)]
+            enters.mask = MASK_ALWAYS if statistics.median(recent) >= LONG_NS else MASK_SAMPLED  # type: ignore[attr-defined]
 
-    def __enter__(self) -> _instrumented:
+
+class _Instrumented:
+    """Installs one leg's probes (and the reference function's) and always removes them."""
+
+    def __init__(self, log: PassLog, leg: list[int], callers: Mapping[Hashable, Iterable[types.CodeType]],
+                 kinds: list[str], probe_reference: bool) -> None:
+        self.log, self.leg, self.callers, self.kinds = log, leg, callers, kinds
+        self.probe_reference = probe_reference
+        self.restore: list[tuple[types.FunctionType, types.CodeType]] = []
+        self.tool: int | None = None
+        self.hooked = False
+
+    def __enter__(self) -> _Instrumented:
         try:
-            for index, site in enumerate(self.log.sites):
-                if isinstance(site, PySite):
-                    self.restore.append((site.function, install_probe_id(site.function, index)))
-                    self.py_codes.append(site.function.__code__)
-                else:
-                    self.c_ids[site.callable] = index
-                    self.c_ids.setdefault(site.key, index)
-            self._start()
+            self._install()
         except BaseException:
-            self._undo_codes()
+            self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self._stop()
+            if self.hooked:
+                sys.setprofile(None)
+                self.hooked = False
+            if self.tool is not None:
+                for function, _ in self.restore:
+                    sys.monitoring.set_local_events(self.tool, function.__code__, 0)
+                for code in getattr(self, "call_sites", ()):
+                    sys.monitoring.set_local_events(self.tool, code, 0)
+                release_tool_id(self.tool)
+                self.tool = None
         finally:
-            self._undo_codes()
+            for function, original in reversed(self.restore):
+                restore_code(function, original)
+            self.restore.clear()
 
-    def _undo_codes(self) -> None:
-        for function, original in reversed(self.restore):
-            restore_code(function, original)
-        self.restore.clear()
+    def _install(self) -> None:
+        log = self.log
+        wall, cpu = time.perf_counter_ns, time.thread_time_ns
+        enters, exits = list(log.enters), list(log.exits)
+        py: list[tuple[types.FunctionType, int]] = []
+        c_ids: dict[Hashable, int] = {}
+        for i in self.leg:
+            site = log.sites[i]
+            if isinstance(site, CSite):
+                c_ids[site.callable] = i
+                c_ids.setdefault(site.key, i)
+            else:
+                py.append((site.function, i))
+        kind = self.kinds[self.leg[0]] if self.leg else ("monitoring" if HAS_MONITORING else "trampoline")
+        if self.probe_reference:
+            enters.append(log.reference[0])
+            exits.append(log.reference[1])
+            py.append((_reference, len(enters) - 1))
+        if kind == "trampoline":
+            for function, i in py:
+                self.restore.append((function, install_trampoline(function, enters[i], exits[i], wall, cpu)))
+        elif kind == "setprofile":
+            for function, i in py:
+                self.restore.append((function, install_probe_id(function, i)))
+            ticks = [log.ticks[i] if i < len(log.ticks) else ([], []) for i in range(len(enters))]
+            sys.setprofile(make_profile_hook(enters, exits, c_ids, ticks))
+            self.hooked = True
+        else:
+            for function, i in py:
+                self.restore.append((function, install_probe_id(function, i)))
+            self._start_monitoring(enters, exits, c_ids)
 
-    # -- sys.monitoring (3.12+) --------------------------------------------------------------
-    def _start(self) -> None:
-        if not HAS_MONITORING:
-            sys.setprofile(make_profile_hook(self.log.enters, self.log.exits, self.c_ids))
-            return
+    def _start_monitoring(self, enters: list[list[int]], exits: list[list[int]], c_ids: dict[Hashable, int]) -> None:
         monitoring, events = sys.monitoring, sys.monitoring.events
         self.tool = tool = acquire_tool_id()
-        try:
-            callbacks = make_monitoring_callbacks(self.log.enters, self.log.exits, self.c_ids)
-            for name, callback in callbacks.items():
-                monitoring.register_callback(tool, getattr(events, name), callback)
-            py_events = events.PY_START | events.PY_RESUME | events.PY_RETURN | events.PY_YIELD
-            for code in self.py_codes:
-                monitoring.set_local_events(tool, code, py_events)
-            self.call_sites = {code for key in self.c_ids for code in self.callers.get(key, ())}
-            for code in self.call_sites:
-                monitoring.set_local_events(tool, code, events.CALL | _local_events_of(tool, code))
-            monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.py_codes else 0)
-        except BaseException:
-            self._stop()
-            raise
-
-    def _stop(self) -> None:
-        if not HAS_MONITORING:
-            sys.setprofile(None)
-            return
-        tool = getattr(self, "tool", None)
-        if tool is None:
-            return
-        for code in (*self.py_codes, *getattr(self, "call_sites", ())):
-            sys.monitoring.set_local_events(tool, code, 0)
-        release_tool_id(tool)
-        self.tool = None
-
-
-def _local_events_of(tool: int, code: types.CodeType) -> int:
-    return sys.monitoring.get_local_events(tool, code)
+        for name, callback in make_monitoring_callbacks(enters, exits, c_ids).items():
+            monitoring.register_callback(tool, getattr(events, name), callback)
+        py_events = events.PY_START | events.PY_RESUME | events.PY_RETURN | events.PY_YIELD
+        for function, _ in self.restore:
+            monitoring.set_local_events(tool, function.__code__, py_events)
+        self.call_sites = {code for key in c_ids for code in self.callers.get(key, ())}
+        for code in self.call_sites:
+            monitoring.set_local_events(tool, code, events.CALL | monitoring.get_local_events(tool, code))
+        monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.restore else 0)
 
 
 def make_monitoring_callbacks(
@@ -161,15 +254,16 @@ def make_monitoring_callbacks(
     lookup = c_ids.get
 
     def on_start(code, offset):
-        record = enters[code.co_consts[-1]]
-        record.append(cpu())
-        record.append(wall())
+        r = enters[code.co_consts[-1]]
+        r.append(cpu() if not len(r) & r.mask else -1)
+        r.append(wall())
 
     def on_exit(code, offset, value):
         now = wall()
-        record = exits[code.co_consts[-1]]
-        record.append(now)
-        record.append(cpu())
+        i = code.co_consts[-1]
+        x = exits[i]
+        x.append(now)
+        x.append(cpu() if enters[i][-2] >= 0 else -1)
 
     def on_throw(code, offset, exc):  # global event: filter on the tag
         consts = code.co_consts
@@ -180,30 +274,31 @@ def make_monitoring_callbacks(
         now = wall()
         consts = code.co_consts
         if consts and type(consts[-1]) is ProbeId:
-            record = exits[consts[-1]]
-            record.append(now)
-            record.append(cpu())
+            i = consts[-1]
+            x = exits[i]
+            x.append(now)
+            x.append(cpu() if enters[i][-2] >= 0 else -1)
 
     def on_call(code, offset, func, arg0):
         try:
-            index = lookup(func)
+            i = lookup(func)
         except TypeError:  # an unhashable callable is never a target
             return
-        if index is not None:
-            record = enters[index]
-            record.append(cpu())
-            record.append(wall())
+        if i is not None:
+            r = enters[i]
+            r.append(cpu() if not len(r) & r.mask else -1)
+            r.append(wall())
 
     def on_c_exit(code, offset, func, arg0):
         now = wall()
         try:
-            index = lookup(func)
+            i = lookup(func)
         except TypeError:
             return
-        if index is not None:
-            record = exits[index]
-            record.append(now)
-            record.append(cpu())
+        if i is not None:
+            x = exits[i]
+            x.append(now)
+            x.append(cpu() if enters[i][-2] >= 0 else -1)
 
     return {
         "PY_START": on_start, "PY_RESUME": on_start, "PY_THROW": on_throw,
@@ -213,109 +308,156 @@ def make_monitoring_callbacks(
 
 
 def make_profile_hook(
-    enters: list[list[int]], exits: list[list[int]], c_ids: Mapping[Hashable, int]
+    enters: list[list[int]], exits: list[list[int]], c_ids: Mapping[Hashable, int],
+    ticks: list[tuple[list[int], list[int]]],
 ) -> Callable[[types.FrameType, str, object], None]:
-    """The sys.setprofile probe (3.11). ``ticks`` counts every hook call so the cost of
-    filtered-out events inside a measured interval can be subtracted."""
+    """The sys.setprofile probe (3.11, generators and C sites). It counts its own calls so the
+    cost of filtered-out events inside a measured interval can be subtracted."""
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
     lookup = c_ids.get
-    ticks = 0
+    count = 0
 
     def hook(frame, event, arg):
-        nonlocal ticks
-        ticks += 1
+        nonlocal count
+        count += 1
         if event == "call":
             consts = frame.f_code.co_consts
             if consts and type(consts[-1]) is ProbeId:
-                record = enters[consts[-1]]
-                record.append(cpu())
-                record.append(ticks)
-                record.append(wall())
+                i = consts[-1]
+                r = enters[i]
+                ticks[i][0].append(count)
+                r.append(cpu() if not len(r) & r.mask else -1)
+                r.append(wall())
         elif event == "return":
             now = wall()
             consts = frame.f_code.co_consts
             if consts and type(consts[-1]) is ProbeId:
-                record = exits[consts[-1]]
-                record.append(now)
-                record.append(ticks)
-                record.append(cpu())
+                i = consts[-1]
+                x = exits[i]
+                x.append(now)
+                x.append(cpu() if enters[i][-2] >= 0 else -1)
+                ticks[i][1].append(count)
         elif event == "c_call":
             try:
-                index = lookup(arg)
+                i = lookup(arg)
             except TypeError:
                 return
-            if index is not None:
-                record = enters[index]
-                record.append(cpu())
-                record.append(ticks)
-                record.append(wall())
+            if i is not None:
+                r = enters[i]
+                ticks[i][0].append(count)
+                r.append(cpu() if not len(r) & r.mask else -1)
+                r.append(wall())
         else:  # c_return, c_exception
             now = wall()
             try:
-                index = lookup(arg)
+                i = lookup(arg)
             except TypeError:
                 return
-            if index is not None:
-                record = exits[index]
-                record.append(now)
-                record.append(ticks)
-                record.append(cpu())
+            if i is not None:
+                x = exits[i]
+                x.append(now)
+                x.append(cpu() if enters[i][-2] >= 0 else -1)
+                ticks[i][1].append(count)
 
     return hook
 
 
 @dataclass(frozen=True)
 class CallCosts:
-    """Per-call active times of one site in one pass (ns), in call order."""
+    """Per-call active times of one site in one pass (ns): WALL for every call in order of the
+    calls' ends, CPU for the calls whose CPU clock was sampled."""
 
     wall_ns: list[float]
     cpu_ns: list[float]
 
 
-def probe_kinds(site: Site) -> tuple[str, str]:
-    """Calibration keys of a site's entry and exit probes."""
-    return ("enter", "exit") if isinstance(site, PySite) else ("c_enter", "c_exit")
+def probe_kinds(site: Site, hooked: bool = False) -> tuple[str, str]:
+    """Calibration keys of a site's entry and exit probes (without the CPU suffix)."""
+    if isinstance(site, CSite):
+        return ("c_enter", "c_exit")
+    return ("hook_enter", "hook_exit") if hooked else ("enter", "exit")
+
+
+def reference_overheads(log: PassLog) -> tuple[dict[str, float], dict[str, float]]:
+    """Inside overheads measured live by the pass's reference calls (wall, CPU): the medians of
+    the raw exit − entry intervals of an empty function, per probe flavour."""
+    enters, exits = log.reference
+    plain, sampled, sampled_cpu = [], [], []
+    for i in range(0, min(len(enters), len(exits)), 2):
+        interval = exits[i] - enters[i + 1]
+        if enters[i] >= 0 and exits[i + 1] >= 0:
+            sampled.append(interval)
+            sampled_cpu.append(exits[i + 1] - enters[i])
+        else:
+            plain.append(interval)
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    if len(plain) >= 5:
+        wall["enter"] = statistics.median(plain)
+    if len(sampled) >= 5:
+        wall["enter" + CPU_SUFFIX] = statistics.median(sampled)
+        cpu["enter" + CPU_SUFFIX] = statistics.median(sampled_cpu)
+    return wall, cpu
+
+
+def pass_overheads(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
+                   ) -> tuple[dict[str, float], dict[str, float]]:
+    """Calibrated overheads with the pass's live inside figures in place of the calibrated ones.
+    A probe pair's full cost (entry + exit) stays the calibrated one: only nested calls pay it."""
+    out = []
+    for calibrated, live in zip((overhead_ns, cpu_overhead_ns), reference_overheads(log)):
+        merged = dict(calibrated)
+        for enter_key, inside in live.items():
+            exit_key = enter_key.replace("enter", "exit")
+            full = calibrated.get(enter_key, 0.0) + calibrated.get(exit_key, 0.0)
+            merged[enter_key] = inside
+            merged[exit_key] = max(0.0, full - inside)
+        out.append(merged)
+    return out[0], out[1]
 
 
 def measure_calls(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]) -> list[CallCosts]:
     """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
-    :func:`~apiprof.engine.activetime.active_times` evaluation per clock."""
+    :func:`~apiprof.engine.activetime.active_times` evaluation per clock, with the pass's live
+    inside overheads (:func:`pass_overheads`)."""
+    wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)
     out = []
     for index, site in enumerate(log.sites):
-        wall_events, cpu_events = _events_of(log, index, probe_kinds(site))
-        wall = [call.active for call in active_times(wall_events, overhead_ns)]
-        cpu = [call.active for call in active_times(cpu_events, cpu_overhead_ns)]
+        hooked = bool(log.hooked and log.hooked[index])
+        wall_events, cpu_events = _events_of(log, index, probe_kinds(site, hooked))
+        wall = [call.active for call in active_times(wall_events, wall_overhead)]
+        cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
         out.append(CallCosts(wall, cpu))
     return out
 
 
-def _events_of(log: PassLog, index: int, kinds: tuple[str, str]):
-    """Wall- and CPU-clock event lists of one site, with 'filtered' events on 3.11."""
+def _events_of(log: PassLog, index: int, kinds: tuple[str, str]) -> tuple[list[ProbeEvent], list[ProbeEvent]]:
+    """Wall- and CPU-clock event lists of one site; 'filtered' events for hook-timed sites."""
     enter_kind, exit_kind = kinds
-    s = log.stride
     raw_in, raw_out = log.enters[index], log.exits[index]
-    if s == 2:  # (cpu, wall) / (wall, cpu)
-        probes = [(raw_in[i + 1], raw_in[i], OPENS, 0) for i in range(0, len(raw_in), 2)]
-        probes += [(raw_out[i], raw_out[i + 1], CLOSES, 0) for i in range(0, len(raw_out), 2)]
-    else:  # (cpu, ticks, wall) / (wall, ticks, cpu): order by the hook's tick counter
-        probes = [(raw_in[i + 2], raw_in[i], OPENS, raw_in[i + 1]) for i in range(0, len(raw_in), 3)]
-        probes += [(raw_out[i], raw_out[i + 2], CLOSES, raw_out[i + 1]) for i in range(0, len(raw_out), 3)]
+    tick_in, tick_out = log.ticks[index] if index < len(log.ticks) else ([], [])
+    probes = [(raw_in[i + 1], raw_in[i], OPENS, tick_in[i // 2] if tick_in else 0) for i in range(0, len(raw_in) - 1, 2)]
+    probes += [(raw_out[i], raw_out[i + 1], CLOSES, tick_out[i // 2] if tick_out else 0)
+               for i in range(0, len(raw_out) - 1, 2)]
     probes.sort(key=lambda p: (p[3], p[0]))
     wall_events, cpu_events = [], []
-    open_stack: list[list] = []  # [wall, cpu, tick, ticks used by children]
+    open_stack: list[list] = []  # [wall, cpu, tick, hook calls used by nested target calls]
     for wall, cpu, kind, tick in probes:
         name = enter_kind if kind == OPENS else exit_kind
-        wall_events.append(ProbeEvent(wall, name, kind))
-        cpu_events.append(ProbeEvent(cpu, name, kind))
-        if s == 2:
-            continue
+        wall_events.append(ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind))
         if kind == OPENS:
             open_stack.append([wall, cpu, tick, 0])
-        elif open_stack:
-            w0, c0, t0, children = open_stack.pop()
-            filtered = tick - t0 - 1 - children
+            continue
+        if not open_stack:
+            continue
+        w0, c0, t0, nested = open_stack.pop()
+        if c0 >= 0 and cpu >= 0:
+            cpu_events += [ProbeEvent(c0, enter_kind + CPU_SUFFIX, OPENS), ProbeEvent(cpu, exit_kind + CPU_SUFFIX, CLOSES)]
+        if tick_in:
+            filtered = tick - t0 - 1 - nested
             wall_events += [ProbeEvent(w0, "filtered")] * filtered
-            cpu_events += [ProbeEvent(c0, "filtered")] * filtered
+            if c0 >= 0:
+                cpu_events += [ProbeEvent(c0, "filtered")] * filtered
             if open_stack:
                 open_stack[-1][3] += tick - t0 + 1
     return wall_events, cpu_events

@@ -6,7 +6,7 @@ import pytest
 
 from apiprof.engine.activetime import CLOSES, OPENS, ProbeEvent, active_time, active_times
 from apiprof.engine.probes import PySite
-from apiprof.engine.timing import PassLog, measure_calls
+from apiprof.engine.timing import PassLog, measure_calls, pass_overheads
 
 OVERHEAD = {"enter": 3, "exit": 2}
 SWITCHED = [(1000, 1190), (1225, 1411)]
@@ -47,19 +47,45 @@ def _some_function():
     return None
 
 
-@pytest.mark.parametrize("stride", [2, 3])
-def test_live_path_uses_the_same_arithmetic(stride):
-    """A recursive call recorded by the probes: outer 0..1000 wall, inner 200..500."""
-    if stride == 2:  # (cpu, wall) per entry, (wall, cpu) per exit
-        enters, exits = [0, 0, 100, 200], [500, 600, 1000, 1500]
-    else:  # (cpu, ticks, wall) / (wall, ticks, cpu): hook calls 2,3 and 6..9 are filtered ones
-        enters, exits = [0, 1, 0, 100, 4, 200], [500, 5, 600, 1000, 10, 1500]
-    log = PassLog([PySite(_some_function)], [enters], [exits], runs=1, stride=stride)
-    wall = {"enter": 10, "exit": 20, "filtered": 5}
-    cpu = {"enter": 1, "exit": 2, "filtered": 1}
+@pytest.mark.parametrize("hooked", [False, True])
+def test_live_path_uses_the_same_arithmetic(hooked):
+    """A recursive call recorded by the probes: outer 0..1000 wall, inner 200..500. Entries are
+    (cpu, wall), exits (wall, cpu); the hook-timed variant also counts hook calls: 2,3 and 6..9
+    are filtered-out events inside the outer call."""
+    enters, exits = [0, 0, 100, 200], [500, 600, 1000, 1500]
+    ticks = [([1, 4], [5, 10])] if hooked else [([], [])]
+    log = PassLog([PySite(_some_function)], [enters], [exits], runs=1, ticks=ticks, hooked=[hooked])
+    prefix = "hook_" if hooked else ""
+    wall = {f"{prefix}enter+cpu": 10, f"{prefix}exit+cpu": 20, "filtered": 5}
+    cpu = {f"{prefix}enter+cpu": 1, f"{prefix}exit+cpu": 2, "filtered": 1}
     (costs,) = measure_calls(log, wall, cpu)
-    filtered_wall = 6 * 5 if stride == 3 else 0
-    filtered_cpu = 6 * 1 if stride == 3 else 0
+    filtered_wall = 6 * 5 if hooked else 0
+    filtered_cpu = 6 * 1 if hooked else 0
     # inner: 300 - own enter; outer: 1000 - own enter - nested enter - nested exit - filtered
     assert costs.wall_ns == [300 - 10, 1000 - 10 - 10 - 20 - filtered_wall]
     assert costs.cpu_ns == [500 - 1, 1500 - 1 - 1 - 2 - filtered_cpu]
+
+
+def test_unsampled_calls_have_wall_but_no_cpu_time():
+    """-1 marks a call whose probes skipped the thread-CPU clock: WALL only, plain probe kinds."""
+    enters, exits = [-1, 0, 7, 100], [50, -1, 160, 9]
+    log = PassLog([PySite(_some_function)], [enters], [exits], runs=1)
+    (costs,) = measure_calls(log, {"enter": 4, "enter+cpu": 10}, {"enter+cpu": 1})
+    assert costs.wall_ns == [50 - 4, 60 - 10]
+    assert costs.cpu_ns == [2 - 1]
+
+
+def test_live_reference_replaces_calibrated_inside_overhead():
+    """The pass's reference calls (alternately with/without the CPU clock) give the inside
+    overheads; the calibrated full cost of a probe pair is kept for nested calls."""
+    ref_in, ref_out = [], []
+    for k in range(20):
+        sampled = k % 2 == 0
+        start = 1000 * k
+        ref_in += [start if sampled else -1, start + 5]
+        ref_out += [start + 5 + (70 if sampled else 40), start + 300 if sampled else -1]
+    log = PassLog([], [], [], runs=1, reference=(ref_in, ref_out))
+    wall, cpu = pass_overheads(log, {"enter": 100, "exit": 400, "enter+cpu": 200, "exit+cpu": 1800},
+                               {"enter+cpu": 900, "exit+cpu": 1000})
+    assert wall == {"enter": 40, "exit": 460, "enter+cpu": 70, "exit+cpu": 1930}
+    assert cpu == {"enter+cpu": 300, "exit+cpu": 1600}
