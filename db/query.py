@@ -1,8 +1,9 @@
 """Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
 
-"Typical time" is the median of active CPU time (probe overhead and switched-out time removed,
-seeds/001), falling back to wall time when only wall time was measured; "typical allocation" is
-the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
+"Typical time" is the median of active wall time (elapsed minus the probe overhead measured
+live in the same pass, seeds/001) over every measured call; the thread-CPU metric is a sample
+of the calls (its clock is a syscall) and is the fallback when no wall time was recorded.
+"Typical allocation" is the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
 unless asked to split.
 """
 
@@ -18,7 +19,7 @@ import sqlite_utils
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import Metric
 
-TIME_METRICS = (Metric.CPU, Metric.WALL)
+TIME_METRICS = (Metric.WALL, Metric.CPU)
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def _growth_rows(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, l
 
 def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
     """The fit a summary shows: time metrics first, then the most points, then the best fit."""
-    order = {Metric.CPU: 0, Metric.WALL: 1, Metric.ALLOC_INCL: 2, Metric.ALLOC_EXCL: 3}
+    order = {Metric.WALL: 0, Metric.CPU: 1, Metric.ALLOC_INCL: 2, Metric.ALLOC_EXCL: 3}
     return min(fits, key=lambda f: (order.get(f.metric, 9), -f.points, f.rel_error), default=None)
 
 
@@ -250,9 +251,9 @@ def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
     """Which machines and interpreters contributed samples to an API, and the scans there."""
     out = []
     for env_id, samples in db.execute(
-        "SELECT environment_id, SUM(count) FROM buckets WHERE qualname = ? AND metric IN (?, ?) "
+        "SELECT environment_id, SUM(count) FROM buckets WHERE qualname = ? AND metric = ? "
         "GROUP BY environment_id",
-        [qualname, str(Metric.CPU), str(Metric.ALLOC_INCL)],
+        [qualname, str(Metric.WALL)],
     ).fetchall():
         env = db.execute(
             "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?", [env_id]
