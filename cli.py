@@ -1,0 +1,469 @@
+"""Command line: ``apiprof-scan`` and ``apiprof {scan,show,merge,scenarios}``.
+
+Each command parses its options, calls one library function (``engine.scan.scan``,
+``db.query.summary``, ``db.merge.merge_files``, ``engine.scan.write_scenario_scaffold``) and
+prints the result. Errors from the ``ApiprofError`` family become one line on stderr and the
+error's exit code (2 usage, 3 database, 1 other); Ctrl-C exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from apiprof import __version__
+from apiprof.db.schema import DEFAULT_DB
+from apiprof.engine.records import Metric
+from apiprof.errors import ApiprofError, UsageError
+
+SCAN_DESCRIPTION = """\
+Profile every public entry point of each PACKAGE and add the results to a SQLite database.
+
+Everything that runs the package's code happens in sandboxed worker processes: a fresh
+temporary working directory, an allow-listed environment, resource limits, and an audit-hook
+guard that refuses writes outside the sandbox, network access and spawning processes. A worker
+that crashes, hangs or runs out of memory is replaced and the entry point is reported with the
+reason. The guard stops accidents and careless code, not determined native code: scan code you
+do not trust at all inside a VM or container.
+
+Results are stored per entry point as they arrive: interrupting a scan loses nothing measured,
+and --resume continues it. Scanning again adds samples (counts add up, nothing is overwritten).
+"""
+
+SCAN_EPILOG = """\
+timing and parallelism:
+  CPU ("active") time is the primary metric and stays accurate with --jobs > 1. Wall time does
+  not: parallel workers compete for cores, caches and memory bandwidth. Use --jobs 1 (the
+  default) when wall time matters, and keep the machine otherwise idle.
+
+exit codes: 0 done, 1 scan failed, 2 usage error (unknown package, bad scenario file),
+3 database error (locked, not an apiprof file), 130 interrupted (resume with --resume).
+"""
+
+SHOW_EPILOG = """\
+--json prints one object with these stable fields:
+  qualname, module, kind, signature, summary
+  coverage: {status, reason}
+  metrics: {METRIC: {label, unit, count, mean, median, p90, stdev,
+            buckets: [{bucket, low, high, count, sum, sum_sq}]}}
+     METRIC is one of wall_ns, cpu_ns, alloc_incl_bytes, alloc_excl_bytes, calls_per_run;
+     bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1
+  growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,
+            points, size_axis}]
+  scenario_count, scenarios: [{id, source, description, sizes}]
+Statistics are null when a metric has no samples. Times are in ns, sizes in bytes.
+"""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 10,100,1000, got {text!r}") from None
+    if not sizes or any(s < 1 for s in sizes):
+        raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
+    return sizes
+
+
+def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "packages", metavar="PACKAGE", nargs="+", help="importable name(s) of the package(s) to scan, e.g. textwrap"
+    )
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=f"profile database to add to (default: ./{DEFAULT_DB})")
+    parser.add_argument(
+        "--scenarios", nargs="+", default=[], metavar="FILE", action="extend",
+        help="scenario files (TOML, see docs/scenario-format.md) with calls, setup and size axes; repeatable",
+    )  # fmt: skip
+    parser.add_argument("--no-docstrings", action="store_true", help="do not run the API's >>> docstring examples as scenarios")
+    parser.add_argument("--no-synth", action="store_true", help="do not synthesise arguments from annotations and defaults")
+    parser.add_argument(
+        "--sizes", type=_sizes, default=(10, 100, 1000), metavar="N,N,...",
+        help="input sizes for synthesised sized scenarios, used to fit growth (default: 10,100,1000)",
+    )  # fmt: skip
+    parser.add_argument("--repeat", type=_positive_int, default=20, metavar="N", help="runs per scenario and size (default: 20)")
+    parser.add_argument(
+        "--jobs", "-j", type=_positive_int, default=1, metavar="N",
+        help="parallel workers (default: 1); CPU time stays accurate, wall time does not (see below)",
+    )  # fmt: skip
+    parser.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S", help="seconds one call may take (default: 10)")
+    parser.add_argument(
+        "--scenario-timeout", type=_positive_float, default=120.0, metavar="S",
+        help="seconds all scenarios of one entry point may take together; the worker is killed after it (default: 120)",
+    )  # fmt: skip
+    parser.add_argument("--memory-mb", type=_positive_int, default=2048, metavar="M", help="memory cap per worker in MiB (default: 2048)")
+    parser.add_argument(
+        "--no-sandbox-guard", action="store_true",
+        help="skip the audit-hook guard (workers, temp directory and resource limits stay); for measuring its cost",
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the last unfinished scan of PACKAGE in --db (with several packages, finished ones are skipped)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--summary-json", metavar="PATH",
+        help="also write the summary as JSON: discovered, profiled, each entry point not profiled with its reason",
+    )  # fmt: skip
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary table")
+
+
+def scan_options(args: argparse.Namespace):
+    from apiprof.engine.scan import ScanOptions
+
+    return ScanOptions(
+        scenario_files=tuple(args.scenarios),
+        docstrings=not args.no_docstrings,
+        synthesize=not args.no_synth,
+        sizes=tuple(args.sizes),
+        repeat=args.repeat,
+        jobs=args.jobs,
+        call_timeout=args.timeout,
+        scenario_timeout=args.scenario_timeout,
+        memory_mb=args.memory_mb,
+        guard=not args.no_sandbox_guard,
+    )
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    from apiprof.engine.scan import last_scan_status, scan
+
+    options = scan_options(args)
+    summaries = []
+    for package in args.packages:
+        resume = args.resume
+        if resume and len(args.packages) > 1:  # resuming a list: finished ones stay, new ones start
+            status = last_scan_status(args.db, package)
+            if status == "finished":
+                if not args.quiet:
+                    print(f"{package}: already finished in {args.db}; skipped (--resume)")
+                continue
+            resume = status is not None
+        if args.quiet:
+            summary = scan(package, db_path=args.db, options=options, resume=resume)
+        else:
+            with ScanProgressBar(package) as bar:
+                summary = scan(package, db_path=args.db, options=options, resume=resume, progress=bar.update)
+            print_scan_summary(summary)
+        summaries.append(summary)
+        if args.summary_json:  # rewritten after each package: an interrupted run keeps the finished ones
+            document = {"packages": [s.to_json() for s in summaries]}
+            Path(args.summary_json).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+class ScanProgressBar:
+    """A rich progress display on stderr, fed by ``engine.scan.ScanProgress`` events."""
+
+    def __init__(self, package: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("{task.fields[current]}", style="dim"),
+            console=Console(stderr=True), transient=True,
+        )  # fmt: skip
+        self.package = package
+        self.task = self.progress.add_task(f"{package}: starting workers", total=None, current="")
+
+    def __enter__(self) -> ScanProgressBar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def update(self, event) -> None:
+        labels = {"calibrate": "calibrating probes", "discover": "discovering entry points", "profile": "profiling"}
+        if event.stage in labels:
+            self.progress.update(
+                self.task, description=f"{self.package}: {labels[event.stage]}", total=event.total or None,
+                completed=event.done,
+                current=f"{event.qualname} ({event.status})" if event.qualname else "",
+            )  # fmt: skip
+
+
+def print_scan_summary(summary) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from apiprof.format import format_bytes, format_ns
+
+    console = Console()
+    console.print(
+        f"[bold]{summary.package}[/bold]{' ' + summary.version if summary.version else ''}: {summary.profiled} of {summary.discovered} entry points "
+        f"profiled ({summary.profiled_fraction:.0%}) in {summary.elapsed_seconds:.1f} s → {summary.db_path} "
+        f"(scan {summary.scan_id}, {summary.status})"
+    )
+    if summary.resumed_skipped:
+        console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
+    if summary.most_expensive:
+        table = Table(title="Most expensive entry points (median CPU time)")
+        for column in ("entry point", "CPU median", "CPU p90", "allocated", "growth", "samples"):
+            table.add_column(column, justify="left" if column in ("entry point", "growth") else "right", overflow="fold")
+        for line in summary.most_expensive:
+            table.add_row(
+                line.qualname, format_ns(line.time_median_ns), format_ns(line.time_p90_ns),
+                format_bytes(line.alloc_median_bytes), line.growth or "—", str(line.samples),
+            )  # fmt: skip
+        console.print(table)
+    counts = Table(title="Coverage")
+    counts.add_column("status")
+    counts.add_column("entry points", justify="right")
+    for status, n in sorted(summary.coverage_counts.items(), key=lambda item: -item[1]):
+        counts.add_row(status, str(n))
+    console.print(counts)
+    if summary.not_profiled:
+        missing = Table(title="Not profiled")
+        for column in ("entry point", "status", "reason"):
+            missing.add_column(column, overflow="fold")
+        for record in summary.not_profiled:
+            missing.add_row(record.qualname, str(record.status), record.reason)
+        console.print(missing)
+    for module, error in summary.import_failures.items():
+        console.print(f"[yellow]import failed[/yellow] {module}: {error}")
+
+
+# -- show --------------------------------------------------------------------------------------
+
+
+def _stat(value: float | None) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def profile_json(db, qualname: str) -> dict[str, Any]:
+    """The documented ``apiprof show --json`` object (fields listed in SHOW_EPILOG)."""
+    from apiprof.db import query
+    from apiprof.engine.histogram import bucket_bounds
+
+    found = query.summary(db, qualname)
+    if found is None:
+        raise UsageError(f"no profile for {qualname!r} in this database; scan its package with `apiprof-scan PACKAGE`")
+    metrics = {}
+    for metric in Metric:
+        hist = found.histograms.get(metric)
+        if not hist:
+            continue
+        metrics[str(metric)] = {
+            "label": metric.label,
+            "unit": metric.unit,
+            "count": hist.count,
+            "mean": _stat(hist.mean),
+            "median": _stat(hist.median),
+            "p90": _stat(hist.percentile(90)),
+            "stdev": _stat(hist.stdev),
+            "buckets": [
+                {"bucket": i, "low": bucket_bounds(i)[0], "high": bucket_bounds(i)[1], "count": c, "sum": s, "sum_sq": sq}
+                for i, c, s, sq in hist.rows()
+            ],
+        }
+    scenarios: dict[str, dict[str, Any]] = {}
+    for piece in query.scenario_breakdown(db, found.qualname):
+        entry = scenarios.setdefault(
+            piece.scenario_id, {"id": piece.scenario_id, "source": piece.source, "description": piece.description, "sizes": []}
+        )
+        if piece.size >= 0 and piece.size not in entry["sizes"]:
+            entry["sizes"].append(piece.size)
+    return {
+        "qualname": found.qualname,
+        "module": found.module,
+        "kind": found.kind,
+        "signature": found.signature,
+        "summary": found.summary,
+        "coverage": {"status": found.coverage or None, "reason": found.reason},
+        "metrics": metrics,
+        "growth_class": found.growth.growth_class if found.growth else None,
+        "growth": [
+            {"metric": str(g.metric), "scenario_id": g.scenario_id, "growth_class": g.growth_class,
+             "rel_error": g.rel_error, "r2": g.r2, "points": g.points, "size_axis": g.size_axis}
+            for g in query.growth(db, found.qualname)
+        ],  # fmt: skip
+        "scenario_count": found.scenarios,
+        "scenarios": list(scenarios.values()),
+    }
+
+
+def print_profile(data: dict[str, Any]) -> None:
+    from apiprof.engine.histogram import Histogram
+    from apiprof.format import format_value, text_histogram
+
+    print(f"{data['qualname']}{data['signature']}")
+    if data["summary"]:
+        print(f"  {data['summary']}")
+    status = data["coverage"]["status"]
+    if status and status != "profiled":
+        print(f"  not profiled ({status}): {data['coverage']['reason']}")
+    for name, m in data["metrics"].items():
+        metric = Metric(name)
+        print(
+            f"\n{metric.label}: median {format_value(metric, m['median'])}, p90 {format_value(metric, m['p90'])}, "
+            f"mean {format_value(metric, m['mean'])}, {m['count']} samples"
+        )
+        hist = Histogram.from_buckets((b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"])
+        for line in text_histogram(hist, metric):
+            print(f"  {line}")
+    if data["scenarios"]:
+        print(f"\nscenarios ({data['scenario_count']}):")
+        for s in data["scenarios"]:
+            sizes = f" sizes {', '.join(map(str, s['sizes']))}" if s["sizes"] else ""
+            print(f"  {s['id']} [{s['source'] or '?'}]{sizes} {s['description']}".rstrip())
+    if data["growth"]:
+        print("\ngrowth:")
+        for g in data["growth"]:
+            print(
+                f"  {Metric(g['metric']).label}: {g['growth_class']} in {g['size_axis']} "
+                f"(±{g['rel_error']:.0%}, {g['points']} sizes, scenario {g['scenario_id']})"
+            )
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from apiprof.db.schema import open_db
+
+    db = open_db(args.db, readonly=True)
+    try:
+        data = profile_json(db, args.qualname)
+    finally:
+        db.conn.close()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print_profile(data)
+    return 0
+
+
+# -- merge and scenarios -------------------------------------------------------------------------
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from apiprof.db.merge import merge_files
+
+    for path in args.inputs:
+        if Path(path).resolve() == Path(args.output).resolve():
+            raise UsageError(f"{path} is both the output and an input; name a new output file")
+    totals = merge_files(args.output, args.inputs)
+    print(f"merged {len(args.inputs)} database(s) into {args.output}: {totals.get('buckets', 0)} bucket rows added")
+    return 0
+
+
+def run_scenarios_init(args: argparse.Namespace) -> int:
+    from apiprof.engine.scan import ScanOptions, write_scenario_scaffold
+
+    output = Path(args.output or f"{args.package}.scenarios.toml")
+    options = ScanOptions(scenario_files=tuple(args.scenarios))
+    written, discovered = write_scenario_scaffold(args.package, output, options=options, overwrite=args.force)
+    print(f"wrote {output}: {written} of {discovered} entry points need a scenario; fill in their calls")
+    return 0
+
+
+# -- entry points ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="apiprof", description="What does calling this API typically cost?")
+    parser.add_argument("--version", action="version", version=f"apiprof {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    scan = commands.add_parser(
+        "scan", help="profile a package (same as apiprof-scan)", description=SCAN_DESCRIPTION,
+        epilog=SCAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    add_scan_arguments(scan)
+    scan.set_defaults(handler=run_scan)
+
+    show = commands.add_parser(
+        "show", help="print the profile of one entry point", epilog=SHOW_EPILOG,
+        description="Print the cost profile of one API: summary, a histogram per metric, scenarios, growth.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    show.add_argument("qualname", metavar="QUALNAME", help="qualified name, e.g. textwrap.wrap (re-exported aliases work)")
+    show.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=f"profile database (default: ./{DEFAULT_DB})")
+    show.add_argument("--json", action="store_true", help="print JSON with the stable fields listed below")
+    show.set_defaults(handler=run_show)
+
+    merge = commands.add_parser(
+        "merge", help="add databases together",
+        description="Add the profiles of IN databases into OUT (created if missing). Counts add; nothing is overwritten.",
+    )  # fmt: skip
+    merge.add_argument("output", metavar="OUT", help="database to create or extend")
+    merge.add_argument("inputs", metavar="IN", nargs="+", help="databases to add (read only)")
+    merge.set_defaults(handler=run_merge)
+
+    scenarios = commands.add_parser("scenarios", help="work with scenario files")
+    scenario_commands = scenarios.add_subparsers(dest="scenarios_command", required=True, metavar="COMMAND")
+    init = scenario_commands.add_parser(
+        "init", help="write a scaffold scenario file",
+        description="Write a scaffold scenario file listing the entry points of PACKAGE that no scenario source "
+        "(docstring examples, argument synthesis, --scenarios files) can call yet. Runs discovery in a sandboxed worker.",
+    )  # fmt: skip
+    init.add_argument("package", metavar="PACKAGE", help="importable name of the package")
+    init.add_argument("-o", "--output", metavar="FILE", help="file to write (default: PACKAGE.scenarios.toml)")
+    init.add_argument("--scenarios", nargs="+", default=[], metavar="FILE", action="extend", help="existing scenario files whose entry points are covered")
+    init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    init.set_defaults(handler=run_scenarios_init)
+    return parser
+
+
+def build_scan_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="apiprof-scan", description=SCAN_DESCRIPTION, epilog=SCAN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    add_scan_arguments(parser)
+    parser.set_defaults(handler=run_scan)
+    return parser
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    args = parser.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # `kill` saves like Ctrl-C does
+    try:
+        return args.handler(args)
+    except ApiprofError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except BrokenPipeError:  # e.g. `apiprof show X --json | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted; everything measured so far is saved (continue with --resume)", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``apiprof COMMAND ...``"""
+    return dispatch(build_parser(), argv)
+
+
+def scan_main(argv: Sequence[str] | None = None) -> int:
+    """``apiprof-scan PACKAGE [options]``"""
+    return dispatch(build_scan_parser(), argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""``apiprof scenarios init``: a scenario file to fill in, one disabled entry per uncovered API.
+
+Works from plain ``Discovery`` data (no import of the package), so the CLI can write it in the
+parent process. Every generated entry is valid TOML *and* valid Python with ``...`` placeholders,
+carrying ``enabled = false`` so the file loads cleanly until the user fills an entry in and deletes
+that line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from apiprof.engine.discover import Discovery
+from apiprof.engine.records import EntryKind, EntryPoint
+from apiprof.engine.scenarios import DEFAULT_SIZES, FORMAT_VERSION
+from apiprof.errors import UsageError
+
+_HEADER = """\
+# apiprof scenario file (format {format}) for {package}{version}
+# Written by `apiprof scenarios init`. Format reference: docs/scenario-format.md.
+#
+# Each [[scenario]] below is a template for an entry point no scenario covers yet. To use one:
+#   1. in `setup`, replace every `...` with a real value (`n` is the size, if you keep a size axis);
+#   2. check `call`: one execution of it is what gets measured;
+#   3. delete the `enabled = false` line.
+# Then: apiprof-scan {package} --scenarios THIS_FILE
+format = {format}
+package = "{package}"
+"""
+
+
+def write_scaffold(discovery: Discovery, covered: set[str], path: str | Path, *, overwrite: bool = False) -> int:
+    """Write the template file; returns how many entries it holds."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} already exists; choose another path or pass --force to replace it")
+    missing = [ep for ep in discovery.entry_points if ep.qualname not in covered]
+    parts = [_HEADER.format(format=FORMAT_VERSION, package=discovery.package, version=f" {discovery.version}" if discovery.version else "")]
+    parts.extend(render_template(ep) for ep in missing)
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return len(missing)
+
+
+def render_template(entry: EntryPoint) -> str:
+    """One disabled ``[[scenario]]`` table with the signature in a comment."""
+    parameters = _required_parameters(entry)
+    owner, _, member = entry.qualname.rpartition(".")
+    setup = [f"import {entry.module}"]
+    if entry.kind in (EntryKind.METHOD, EntryKind.PROPERTY):
+        setup.append(f"obj = {owner}(...)  # an instance to call the method on")
+        callee = f"obj.{member}"
+    else:
+        callee = entry.qualname
+    setup.extend(f"{name} = ...  # {annotation or 'a value'}" for name, annotation, _ in parameters)
+    arguments = ", ".join(f"{name}={name}" if keyword else name for name, _, keyword in parameters)
+    call = callee if entry.kind is EntryKind.PROPERTY else f"{callee}({arguments})"
+    comment = f"# {entry.qualname}{entry.signature}" + (f"\n#   {entry.summary}" if entry.summary else "")
+    return (f"{comment}\n"
+            "[[scenario]]\n"
+            f"name = {_toml_string(entry.qualname.removeprefix(entry.package + '.') or entry.qualname)}\n"
+            f"target = {_toml_string(entry.qualname)}\n"
+            "enabled = false\n"
+            f"# size_axis = \"n\"\n"
+            f"# sizes = {list(DEFAULT_SIZES)}\n"
+            f"setup = '''\n" + "\n".join(setup) + "\n'''\n"
+            f"call = {_toml_string(call)}\n")
+
+
+def _required_parameters(entry: EntryPoint) -> list[tuple[str, str, bool]]:
+    """(name, annotation text, keyword-only) of each parameter without a default."""
+    if not entry.signature or entry.kind is EntryKind.PROPERTY:
+        return []
+    signature = entry.signature
+    try:
+        function = ast.parse(f"def f{signature}: pass").body[0]
+    except SyntaxError:  # defaults shown as <object ...> reprs
+        try:
+            function = ast.parse(f"def f{_strip_defaults(signature)}: pass").body[0]
+        except SyntaxError:
+            return []
+    assert isinstance(function, ast.FunctionDef)
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    required = positional[: len(positional) - len(arguments.defaults)]
+    result = [(arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", False) for arg in required]
+    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if default is None:
+            result.append((arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", True))
+    return result
+
+
+def _strip_defaults(signature: str) -> str:
+    """Replace unparsable ``<...>`` default reprs so the signature parses."""
+    out, depth = [], 0
+    for char in signature:
+        if char == "<":
+            depth += 1
+            if depth == 1:
+                out.append("None")
+        elif char == ">" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(char)
+    return "".join(out)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON string escaping is valid TOML)."""
+    return json.dumps(text, ensure_ascii=False)

@@ -1,0 +1,531 @@
+"""The scan pipeline: discover → plan → run → bucket → store, one package into one database.
+
+    summary = scan("textwrap", db_path="apiprof.db")
+
+Every step that runs the package's code (importing it, collecting and running scenarios, even
+calibrating the probes) happens in sandboxed worker processes (:mod:`apiprof.engine.run`); this
+process only plans, collates and writes. Results are stored per entry point in their own
+transaction as they arrive, so an interrupted scan keeps everything measured so far, and
+``resume=True`` continues the package's last unfinished scan, skipping entry points that already
+have a coverage row from it.
+
+With ``jobs > 1`` scenarios run in parallel workers: CPU ("active") time stays trustworthy, wall
+time does not (workers compete for cores and caches).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from apiprof import errors
+from apiprof.db.query import summaries
+from apiprof.db.schema import DEFAULT_DB, open_db
+from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.engine import wire
+from apiprof.engine.records import (
+    Calibration,
+    Coverage,
+    CoverageRecord,
+    EntryPoint,
+    Environment,
+    ScanBatch,
+)
+from apiprof.engine.run import Task, TaskResult, WorkerOptions, WorkerPool
+
+NOT_PROFILED_ORDER = [
+    Coverage.BLOCKED,
+    Coverage.MEMORY,
+    Coverage.TIMED_OUT,
+    Coverage.CRASHED,
+    Coverage.IMPORT_FAILED,
+    Coverage.NO_ARGUMENTS,
+    Coverage.SKIPPED,
+]
+"""When several scenarios of one entry point fail differently, the first reason here is shown."""
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything that shapes a scan. Stored with the scan (JSON) so ``resume`` repeats it."""
+
+    scenario_files: tuple[str, ...] = ()
+    docstrings: bool = True  # run ``>>>`` examples as scenarios
+    synthesize: bool = True  # synthesise arguments from annotations and defaults
+    sizes: tuple[int, ...] = (10, 100, 1000)  # input sizes for synthesised sized scenarios
+    repeat: int = 20  # runs per scenario and size (a scenario file may say otherwise)
+    max_seconds: float = 2.0  # measuring budget per scenario and size
+    jobs: int = 1
+    call_timeout: float = 10.0  # seconds for one call of a scenario
+    scenario_timeout: float = 120.0  # seconds for all scenarios of one entry point; the worker is then killed
+    discovery_timeout: float = 300.0  # seconds for importing the package and listing its entry points
+    memory_mb: int = 2048  # address-space cap per worker
+    guard: bool = True  # the audit-hook sandbox guard (resource limits and temp cwd apply regardless)
+    python_path: tuple[str, ...] = ()  # extra import paths for workers (e.g. a source checkout)
+    db_timeout: float = 30.0  # seconds to wait while another process holds the database's write lock
+
+    # Options a resumed scan takes from the original (they decide which scenarios exist).
+    RESUMED_FIELDS = ("scenario_files", "docstrings", "synthesize", "sizes", "repeat", "max_seconds")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScanOptions:
+        known = {f.name for f in fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        return cls(**values)
+
+    def worker_options(self) -> WorkerOptions:
+        env = {}
+        if self.python_path:
+            inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            env["PYTHONPATH"] = os.pathsep.join([*map(str, self.python_path), *inherited])
+        return WorkerOptions(
+            memory_mb=self.memory_mb,
+            call_timeout=self.call_timeout,
+            scenario_timeout=self.scenario_timeout,
+            guard=self.guard,
+            env=env,
+        )
+
+    def validate(self) -> None:
+        problems = []
+        if self.jobs < 1:
+            problems.append("--jobs must be at least 1")
+        if not self.sizes or any(s < 1 for s in self.sizes):
+            problems.append("--sizes must be positive integers, e.g. 10,100,1000")
+        if self.repeat < 1:
+            problems.append("--repeat must be at least 1")
+        if min(self.call_timeout, self.scenario_timeout, self.discovery_timeout) <= 0:
+            problems.append("timeouts must be positive numbers of seconds")
+        if self.memory_mb < 64:
+            problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
+        if problems:
+            raise errors.UsageError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """Reported to the ``progress`` callback after every step."""
+
+    stage: str  # "discover", "calibrate", "profile", "done"
+    done: int = 0
+    total: int = 0
+    qualname: str = ""  # the entry point just finished (profile stage)
+    status: str = ""  # its coverage status
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One row of the "most expensive entry points" table."""
+
+    qualname: str
+    time_median_ns: float | None
+    time_p90_ns: float | None
+    alloc_median_bytes: float | None
+    samples: int
+    growth: str
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    """What a scan did, for the end-of-scan table and ``--summary-json``."""
+
+    package: str
+    version: str
+    scan_id: int
+    db_path: str
+    status: str  # "finished" or "interrupted"
+    discovered: int  # public entry points found
+    profiled: int
+    not_profiled: list[CoverageRecord] = field(default_factory=list)  # entry points without a profile
+    import_failures: dict[str, str] = field(default_factory=dict)  # module -> error
+    resumed_skipped: int = 0  # entry points already done by the resumed scan
+    elapsed_seconds: float = 0.0
+    workers_started: int = 0
+    most_expensive: list[CostLine] = field(default_factory=list)
+
+    @property
+    def coverage_counts(self) -> dict[str, int]:
+        counts = {str(Coverage.PROFILED): self.profiled}
+        for record in self.not_profiled:
+            counts[str(record.status)] = counts.get(str(record.status), 0) + 1
+        return counts
+
+    @property
+    def profiled_fraction(self) -> float:
+        return self.profiled / self.discovered if self.discovered else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``--summary-json`` form (see docs/cli.md)."""
+        return {
+            "package": self.package,
+            "version": self.version,
+            "scan_id": self.scan_id,
+            "database": self.db_path,
+            "status": self.status,
+            "discovered": self.discovered,
+            "profiled": self.profiled,
+            "profiled_fraction": round(self.profiled_fraction, 4),
+            "coverage": self.coverage_counts,
+            "not_profiled": [
+                {"qualname": r.qualname, "status": str(r.status), "reason": r.reason} for r in self.not_profiled
+            ],
+            "import_failures": dict(self.import_failures),
+            "resumed_skipped": self.resumed_skipped,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "most_expensive": [asdict(line) for line in self.most_expensive],
+        }
+
+
+# -- the pipeline ----------------------------------------------------------------------------
+
+
+@dataclass
+class Discovered:
+    """The discover stage's output: plain data that came back from a worker."""
+
+    discovery: Any  # engine.discover.Discovery
+    file_specs: list[Any]  # engine.scenarios.ScenarioSpec from the scenario files
+
+    @property
+    def package(self) -> str:
+        return self.discovery.package
+
+    @property
+    def version(self) -> str:
+        return self.discovery.version
+
+    @property
+    def entry_points(self) -> list[EntryPoint]:
+        return list(self.discovery.entry_points)
+
+    @property
+    def import_failures(self) -> dict[str, str]:
+        return dict(self.discovery.import_failures)
+
+
+@dataclass
+class Plan:
+    """The plan stage's output: one task per entry point, and verdicts known without running."""
+
+    tasks: list[Task]  # task id = the entry point's qualified name
+    known: list[CoverageRecord]  # import failures
+    skipped: int = 0  # entry points a resumed scan had finished already
+
+
+def scan(
+    package: str,
+    *,
+    db_path: str | Path = DEFAULT_DB,
+    options: ScanOptions | None = None,
+    resume: bool = False,
+    progress: Callable[[ScanProgress], None] | None = None,
+) -> ScanSummary:
+    """Profile every public entry point of ``package`` into the database at ``db_path``."""
+    options = options or ScanOptions()
+    options.validate()
+    report = progress or (lambda event: None)
+    check_scenario_files(options.scenario_files)
+    started = time.monotonic()
+    db = open_db(db_path, timeout=options.db_timeout)
+    try:
+        claim_write_access(db, db_path)
+        resumed = find_resumable_scan(db, package) if resume else None
+        if resume and resumed is None:
+            raise errors.UsageError(
+                f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
+            )
+        if resumed is not None:  # same scenarios and calibration as the scan being continued
+            stored = ScanOptions.from_json(resumed["options"])
+            options = replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+        environment = Environment.current()
+        with WorkerPool(options.jobs, options.worker_options()) as pool:
+            report(ScanProgress("calibrate"))
+            calibration = Calibration.from_json(resumed["calibration"]) if resumed else calibrate_in_worker(pool)
+            report(ScanProgress("discover"))
+            found = discover_package(pool, package, options)
+            if resumed is not None:
+                scan_id = int(resumed["id"])
+            else:
+                scan_id = begin_scan(db, package, found.version, environment, calibration, options.to_json())
+            store_entry_points(db, found.entry_points)
+            plan = plan_scan(found, options, done=completed_entry_points(db, scan_id) if resumed else set())
+            batches = bucket_results(run_plan(pool, plan, options, calibration))
+            status = store_results(db, batches, plan, scan_id, environment.id, package, report)
+            workers = pool.started
+        elapsed = time.monotonic() - started
+        result = summarize_scan(db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers)
+        report(ScanProgress("done", result.discovered, result.discovered))
+        return result
+    finally:
+        db.conn.close()
+
+
+def store_results(
+    db: sqlite_utils.Database,
+    batches: Iterator[tuple[str, ScanBatch]],
+    plan: Plan,
+    scan_id: int,
+    environment_id: str,
+    package: str,
+    report: Callable[[ScanProgress], None],
+) -> str:
+    """Store each entry point's batch in its own transaction as it arrives; returns the scan's
+    final status ("finished", or "interrupted" when anything — Ctrl-C included — stops it)."""
+    status = "interrupted"
+    try:
+        store_batch(db, ScanBatch(coverage=plan.known), environment_id=environment_id, package=package, scan_id=scan_id)
+        report(ScanProgress("profile", 0, len(plan.tasks)))
+        for done, (qualname, batch) in enumerate(batches, start=1):
+            store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
+            report(ScanProgress("profile", done, len(plan.tasks), qualname, str(batch.coverage[0].status)))
+        status = "finished"
+    finally:
+        batches.close()  # stops the run: busy workers are killed at once
+        finish_scan(db, scan_id, status)
+    return status
+
+
+def claim_write_access(db: sqlite_utils.Database, db_path: str | Path) -> None:
+    """Fail now, not after discovery, if another process holds the write lock."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        raise errors.DatabaseError(
+            f"{db_path}: the database is locked by another process ({exc}); wait for it to finish or use another --db"
+        ) from exc
+
+
+def check_scenario_files(paths: Sequence[str]) -> None:
+    """Parse every scenario file here (parsing runs no code) so a typo fails fast with file:line."""
+    if not paths:
+        return
+    from apiprof.engine.scenarios import load_scenario_file
+
+    for path in paths:
+        if not Path(path).is_file():
+            raise errors.ScenarioFileError(str(path), None, "no such scenario file; check the path")
+        load_scenario_file(path)
+
+
+def calibrate_in_worker(pool: WorkerPool) -> Calibration:
+    """Probe costs, measured in a worker (the interpreter and settings that will be measured)."""
+    result = pool.request({"op": "calibrate"}, timeout=120)
+    reply = expect_ok(result, "calibrating the profiler")
+    return Calibration.from_json(reply["calibration"])
+
+
+def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Discovered:
+    """Import the package in a worker, list its entry points and read the scenario files."""
+    from apiprof.engine.discover import Discovery
+    from apiprof.engine.scenarios import ScenarioSpec
+
+    result = pool.request(
+        {"op": "discover", "package": package, "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files]},
+        timeout=options.discovery_timeout,
+    )
+    reply = expect_ok(result, f"discovering {package!r}")
+    return Discovered(Discovery.from_json(reply["discovery"]), [ScenarioSpec.from_json(s) for s in reply["specs"]])
+
+
+def expect_ok(result: TaskResult, doing: str) -> dict[str, Any]:
+    """The reply of a non-scenario request, or the error it deserves."""
+    if result.status == "ok":
+        return result.reply
+    if result.status == "apiprof_error":
+        cls = getattr(errors, str(result.reply.get("error")), None)
+        if isinstance(cls, type) and issubclass(cls, errors.ApiprofError) and cls is not errors.ScenarioFileError:
+            raise cls(result.reason)
+        raise errors.ApiprofError(result.reason)
+    raise errors.MeasurementError(f"{doing} failed in the sandboxed worker: {result.reason or result.status}")
+
+
+def plan_scan(found: Discovered, options: ScanOptions, done: set[str] = frozenset(), *, profile: bool = True) -> Plan:
+    """One task per entry point: collect its docstring/synthesised scenarios, add its file
+    scenarios, profile them all. Scenario files may also target names discovery did not list."""
+    known = [
+        CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
+        for module, error in sorted(found.import_failures.items())
+        if module not in done
+    ]
+    file_specs: dict[str, list[Any]] = defaultdict(list)
+    for spec in found.file_specs:
+        file_specs[spec.qualname].append(spec)
+    entries = {entry["qualname"]: entry for entry in found.discovery.to_json()["entry_points"]}
+    for qualname in sorted(set(file_specs) - set(entries)):
+        module = qualname.rsplit(".", 1)[0]
+        entries[qualname] = {"qualname": qualname, "package": found.package, "module": module, "kind": "function",
+                             "signature": "", "summary": "", "source_file": "", "source_line": 0, "aliases": []}  # fmt: skip
+    tasks, skipped = [], 0
+    for qualname, entry in entries.items():
+        if qualname in done:
+            skipped += 1
+            continue
+        request = {
+            "op": "entry",
+            "package": found.package,
+            "entry": entry,
+            "specs": [spec.to_json() for spec in file_specs.get(qualname, [])],
+            "docstrings": options.docstrings,
+            "synthesize": options.synthesize,
+            "sizes": list(options.sizes),
+            "profile": profile,
+        }
+        tasks.append(Task(qualname, request))
+    return Plan(tasks, known, skipped)
+
+
+def run_plan(pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None) -> Iterator[TaskResult]:
+    """Run every task on the pool; results arrive in completion order."""
+    shared = {
+        "calibration": calibration.to_json() if calibration else None,
+        "repeat": options.repeat,
+        "max_seconds": options.max_seconds,
+        "call_timeout": options.call_timeout,
+    }
+    return pool.run(Task(t.id, {**t.request, **shared}, t.timeout) for t in plan.tasks)
+
+
+def bucket_results(results: Iterable[TaskResult]) -> Iterator[tuple[str, ScanBatch]]:
+    """One batch per entry point: the measurements of its scenarios and its coverage verdict."""
+    from apiprof.engine.scenarios import ScenarioSpec
+
+    for result in results:
+        batch, outcomes = ScanBatch(), []
+        for partial in result.partials:
+            spec = ScenarioSpec.from_json(partial["scenario"])
+            batch.scenarios.append(spec.to_scenario())
+            status, reason = _coverage_status(partial.get("status", ""), partial.get("reason", ""))
+            if status == Coverage.PROFILED:
+                batch.measurements += [wire.measurement_from_json(m) for m in partial.get("measurements", [])]
+                batch.edges += [wire.edge_from_json(e) for e in partial.get("edges", [])]
+            outcomes.append((status, f"{reason} [scenario {spec.id}]" if reason else ""))
+        if result.status != "done":  # the task as a whole failed: collection, or the worker died
+            outcomes.append(_coverage_status(result.status, result.reason))
+        batch.coverage.append(combine_outcomes(result.task.id, outcomes))
+        yield result.task.id, batch
+
+
+def _coverage_status(status: str, reason: str) -> tuple[Coverage, str]:
+    if status in Coverage.__members__.values():
+        return Coverage(status), reason
+    return Coverage.CRASHED, f"apiprof could not run it: {reason or status}"
+
+
+def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> CoverageRecord:
+    """Profiled if any scenario profiled it; otherwise the most telling failure."""
+    if any(status == Coverage.PROFILED for status, _ in outcomes):
+        return CoverageRecord(qualname, Coverage.PROFILED)
+    if not outcomes:
+        return CoverageRecord(qualname, Coverage.NO_ARGUMENTS, "no scenario source could call it")
+    rank = {status: i for i, status in enumerate(NOT_PROFILED_ORDER)}
+    status, reason = min(outcomes, key=lambda o: rank.get(o[0], len(rank)))
+    return CoverageRecord(qualname, Coverage(status), reason)
+
+
+# -- resume and summary ----------------------------------------------------------------------
+
+
+def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, Any] | None:
+    """The package's newest scan that did not finish (interrupted or killed), if any."""
+    row = db.execute(
+        "SELECT id, status, calibration, options FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]
+    ).fetchone()
+    if row is None or row[1] == "finished":
+        return None
+    return {"id": row[0], "status": row[1], "calibration": json.loads(row[2] or "{}"), "options": json.loads(row[3] or "{}")}
+
+
+def last_scan_status(db_path: str | Path, package: str) -> str | None:
+    """Status of the package's newest scan in the database ("running", "interrupted",
+    "finished"), or None when the file or the package's scans do not exist."""
+    if not Path(db_path).exists():
+        return None
+    db = open_db(db_path, readonly=True)
+    try:
+        row = db.execute("SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]).fetchone()
+    finally:
+        db.conn.close()
+    return row[0] if row else None
+
+
+def completed_entry_points(db: sqlite_utils.Database, scan_id: int) -> set[str]:
+    return {r[0] for r in db.execute("SELECT qualname FROM coverage WHERE scan_id = ?", [scan_id])}
+
+
+def summarize_scan(
+    db: sqlite_utils.Database,
+    found: Discovered,
+    scan_id: int,
+    db_path: str,
+    status: str,
+    skipped: int,
+    elapsed: float,
+    workers: int,
+    top: int = 10,
+) -> ScanSummary:
+    names = [ep.qualname for ep in found.entry_points]
+    coverage = {
+        q: (s, r)
+        for q, s, r in db.execute(
+            "SELECT qualname, status, reason FROM coverage WHERE package = ?", [found.package]
+        ).fetchall()
+    }
+    profiled = [q for q in names if coverage.get(q, ("",))[0] == Coverage.PROFILED]
+    not_profiled = [
+        CoverageRecord(q, Coverage(coverage[q][0]) if q in coverage else Coverage.SKIPPED, coverage.get(q, ("", "not reached"))[1])
+        for q in names
+        if coverage.get(q, ("",))[0] != Coverage.PROFILED
+    ]
+    costs = [
+        CostLine(s.qualname, s.time_median_ns, s.time_p90_ns, s.alloc_median_bytes, s.samples, s.growth.growth_class if s.growth else "")
+        for s in summaries(db, profiled).values()
+        if s.time_median_ns is not None
+    ]
+    costs.sort(key=lambda line: -(line.time_median_ns or 0))
+    return ScanSummary(
+        package=found.package,
+        version=found.version,
+        scan_id=scan_id,
+        db_path=db_path,
+        status=status,
+        discovered=len(names),
+        profiled=len(profiled),
+        not_profiled=not_profiled,
+        import_failures=dict(found.import_failures),
+        resumed_skipped=skipped,
+        elapsed_seconds=elapsed,
+        workers_started=workers,
+        most_expensive=costs[:top],
+    )
+
+
+def write_scenario_scaffold(
+    package: str, path: str | Path, *, options: ScanOptions | None = None, overwrite: bool = False
+) -> tuple[int, int]:
+    """Write a scaffold scenario file for the entry points no scenario source covers.
+
+    Discovery and scenario collection run in sandboxed workers (one task per entry point, as
+    in a scan, without profiling); returns ``(entries written, entry points discovered)``.
+    """
+    from apiprof.engine.scaffold import write_scaffold
+
+    options = options or ScanOptions()
+    check_scenario_files(options.scenario_files)
+    with WorkerPool(options.jobs, options.worker_options()) as pool:
+        found = discover_package(pool, package, options)
+        plan = plan_scan(found, options, profile=False)
+        covered = {r.task.id for r in run_plan(pool, plan, options, None) if r.status == "done" and r.reply.get("specs")}
+    return write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite), len(found.entry_points)

@@ -1,0 +1,530 @@
+"""Argument synthesis: call an entry point with arguments built from its signature, at size n.
+
+Annotations drive size-aware builders for common types (``str`` of length n, ``list[T]`` of n
+items, ``dict[K, V]`` of n entries ...), falling back to hypothesis' ``from_type`` drawn
+deterministically. Unannotated required parameters are guessed from well-worn names (``text``,
+``data``, ``n``, ``func``) only; anything else is reported, never invented. The same
+``(qualname, n, seed, variant)`` always gives the same arguments, so a scenario is plain code:
+``synthesize_call(...)`` in setup, ``target(*args, **kwargs)`` as the measured call.
+
+Some types have several *flavours* (a ``str`` may be prose, a JSON array or digits): ``variant``
+picks one, so a caller can retry with another flavour when a function rejects the first.
+"""
+
+from __future__ import annotations
+
+import collections
+import collections.abc as abc
+import datetime
+import decimal
+import enum
+import fractions
+import inspect
+import io
+import itertools
+import os
+import pathlib
+import random
+import re
+import types
+import typing
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiprof.engine.discover import describe_exception, resolve_object
+from apiprof.engine.records import ScenarioSource
+from apiprof.engine.scenarios import ScenarioSpec, try_scenario
+
+UNSIZED_LENGTH = 10
+"""Collection length used when a scenario has no size axis."""
+
+CONSUME_LIMIT = 100_000
+"""At most this many items are drawn from an iterator a synthesised call returns."""
+
+MAX_DEPTH = 3
+
+
+class CannotSynthesize(Exception):
+    """No arguments can be built for this entry point; ``str(error)`` says which parameter and why."""
+
+
+@dataclass
+class _Context:
+    qualname: str
+    n: int
+    seed: int
+    variant: int
+    owner: type | None = None  # the class whose method is called (for a parameter named `other`)
+    sized: bool = False  # did any argument depend on n?
+    files: bool = False  # is any argument an in-memory file (to rewind before each call)?
+    choices: int = 1  # the most flavours any argument offered: variants worth trying
+    depth: int = 0
+
+    def rng(self, parameter: str) -> random.Random:
+        return random.Random(f"{self.seed}/{self.qualname}/{parameter}")
+
+    def pick(self, options: list[Any]) -> Any:
+        self.choices = max(self.choices, len(options))
+        return options[self.variant % len(options)]
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """A ready call, and what trying it taught: whether it is sized, how many variants exist."""
+
+    target: Callable[..., object]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    sized: bool = False
+    choices: int = 1
+    files: bool = False  # the measured call must `rewind(args, kwargs)` first
+
+
+def synthesize_call(qualname: str, n: int | None, seed: int = 0, variant: int = 0
+                    ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
+    """``(target, args, kwargs)`` for one call of ``qualname``; methods get a fresh instance."""
+    result = synthesize(qualname, n, seed, variant)
+    return result.target, result.args, result.kwargs
+
+
+def synthesize_arguments(qualname: str, n: int | None, seed: int = 0, variant: int = 0
+                         ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Just the ``(args, kwargs)`` of ``synthesize_call``."""
+    result = synthesize(qualname, n, seed, variant)
+    return result.args, result.kwargs
+
+
+def synthesize(qualname: str, n: int | None, seed: int = 0, variant: int = 0) -> Synthesis:
+    """Build the call; raises CannotSynthesize with the reason when it cannot."""
+    context = _Context(qualname, UNSIZED_LENGTH if n is None else n, seed, variant)
+    target, prefix = _resolve_target(qualname, context)
+    args, kwargs = _arguments_for(target, context, skip=len(prefix))
+    return Synthesis(target, (*prefix, *args), kwargs, context.sized, context.choices, context.files)
+
+
+def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Seek in-memory file arguments back to the start, so every call reads the same input."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, io.IOBase):
+            value.seek(0)
+
+
+def consume(result: object) -> object:
+    """Drain an iterator result (bounded) so a lazy API's real work is what gets measured."""
+    if isinstance(result, abc.Iterator):
+        collections.deque(itertools.islice(result, CONSUME_LIMIT), maxlen=0)
+    return result
+
+
+def is_lazy(result: object) -> bool:
+    """True for iterators a call returns (whose cost is paid while iterating)."""
+    return isinstance(result, abc.Iterator) and not isinstance(result, (str, bytes, io.IOBase))
+
+
+def _resolve_target(qualname: str, context: _Context) -> tuple[Callable[..., object], tuple[Any, ...]]:
+    """The callable to call and leading arguments (the instance, for a property getter)."""
+    obj = resolve_object(qualname)
+    owner_name, _, member = qualname.rpartition(".")
+    owner = resolve_object(owner_name) if owner_name and "." in owner_name else None
+    if not inspect.isclass(owner):
+        if not callable(obj):
+            raise CannotSynthesize(f"{qualname} is not callable")
+        return obj, ()
+    context.owner = owner
+    raw = inspect.getattr_static(owner, member)
+    if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
+        return getattr(owner, member), ()
+    instance = _construct(owner, context)
+    if isinstance(raw, property):
+        return raw.fget, (instance,)
+    if type(raw).__name__ == "cached_property":
+        return raw.func, (instance,)
+    return getattr(instance, member), ()
+
+
+def _construct(cls: type, context: _Context) -> object:
+    if inspect.isabstract(cls):
+        raise CannotSynthesize(f"{cls.__qualname__} is abstract; a scenario file must choose a subclass")
+    args, kwargs = _arguments_for(cls, context)
+    try:
+        return cls(*args, **kwargs)
+    except Exception as error:
+        raise CannotSynthesize(f"constructing {cls.__qualname__} with synthesised arguments raised "
+                               f"{describe_exception(error)}") from None
+
+
+# -- parameters ------------------------------------------------------------------------------
+
+
+def _arguments_for(target: Callable[..., object], context: _Context, *, skip: int = 0
+                   ) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments for the required parameters (after the first ``skip``, supplied by the caller)."""
+    signature = _signature_of(target)
+    if signature is None:
+        raise CannotSynthesize(f"{context.qualname} has no inspectable signature; add a scenario file entry")
+    hints = _type_hints(target)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for parameter in list(signature.parameters.values())[skip:]:
+        if parameter.kind is parameter.VAR_KEYWORD:
+            continue
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            element = _element_annotation(parameter, hints)
+            if element is not None:
+                args.extend(_build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+            continue
+        if parameter.default is not parameter.empty:
+            continue
+        annotation = _annotation_of(parameter, hints)
+        value = _build(annotation, context, parameter.name)
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = value
+        else:
+            args.append(value)
+    return args, kwargs
+
+
+def _signature_of(target: Callable[..., object]) -> inspect.Signature | None:
+    """inspect.signature, else the ``name(a, b)`` first docstring line C functions carry."""
+    try:
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        pass
+    if inspect.isclass(target) and issubclass(target, BaseException):
+        return inspect.Signature()  # exceptions take any arguments; none is a valid call
+    first_line = (getattr(target, "__doc__", None) or "").strip().split("\n", 1)[0]
+    match = re.match(r"^(\w+)\(([^()]*)\)", first_line)
+    if not match or match.group(1) != getattr(target, "__name__", None):
+        return None
+    parameters = []
+    for text in filter(None, (part.strip() for part in match.group(2).split(","))):
+        name, has_default, _ = text.partition("=")
+        if not name.strip().isidentifier():
+            return None
+        parameters.append(inspect.Parameter(name.strip(), inspect.Parameter.POSITIONAL_ONLY,
+                                            default=None if has_default else inspect.Parameter.empty))
+    return inspect.Signature(parameters)
+
+
+def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
+    """Resolved annotations; string ones that fail alone are evaluated one by one."""
+    function = target.__init__ if inspect.isclass(target) else target
+    try:
+        return typing.get_type_hints(function)
+    except Exception:
+        pass
+    hints: dict[str, Any] = {}
+    namespace = getattr(inspect.unwrap(function), "__globals__", {})
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        try:
+            hints[name] = eval(annotation, namespace, vars(typing)) if isinstance(annotation, str) else annotation
+        except Exception:
+            continue
+    return hints
+
+
+def _annotation_of(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is parameter.empty or isinstance(annotation, str):
+        guess = guess_from_name(parameter.name)
+        if guess is not None:
+            return guess
+        if isinstance(annotation, str):
+            raise CannotSynthesize(f"parameter {parameter.name!r}: annotation {annotation!r} cannot be resolved "
+                                   "at run time and the name gives no safe guess")
+        raise CannotSynthesize(f"parameter {parameter.name!r} has no annotation or default")
+    return annotation
+
+
+def _element_annotation(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
+    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing."""
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is not parameter.empty and not isinstance(annotation, str):
+        return annotation
+    singular = parameter.name[:-1] if parameter.name.endswith("s") else ""
+    return guess_from_name(singular) if singular else None
+
+
+def _identity(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for a required callable: returns its first argument."""
+    return args[0] if args else None
+
+
+class _SameClass:
+    """Marker annotation: an instance of the class whose method is being called."""
+
+
+class _File:
+    """Marker annotation: an in-memory text file holding JSON (readable as text and as JSON)."""
+
+
+_NAME_GUESSES: dict[str, Any] = {}
+for _names, _annotation in [
+    ("text s1 s2 string name word prefix suffix sep separator msg message doc line pattern placeholder "
+     "label title fmt char chars", str),
+    ("n k i j r count size width length num index idx pos start stop step depth indent limit ndigits "
+     "places base times level levels steps distance max_size max_count", int),
+    ("h l v g b q z mu sigma p alpha beta ratio weight scale", float),
+    ("x y", float | list[int]),
+    ("s", str | float),
+    ("data iterable iterables seq sequence items values xs ys elements lst array arr points numbers "
+     "samples vec1 vec2 signal kernel xarr it iterator pool population", list[int]),
+    ("list_of_lists m1 m2 matrix rows", list[list[int]]),
+    ("obj o object item element elem value", Any),
+    ("func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
+     "wrapping_func", Callable[..., Any]),
+    ("exception exc", type[Exception]),
+    ("mapping d dct dictionary", dict[str, int]),
+    ("fp file stream fileobj", _File),
+    ("other", _SameClass),
+]:
+    _NAME_GUESSES.update(dict.fromkeys(_names.split(), _annotation))
+
+
+def guess_from_name(name: str) -> Any:
+    """An annotation for a well-known unannotated parameter name, or None (no safe guess)."""
+    return _NAME_GUESSES.get(name)
+
+
+# -- values ----------------------------------------------------------------------------------
+
+_WORDS = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut "
+          "labore et dolore magna aliqua").split()
+_SEQUENCE_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Collection, abc.Iterable, abc.Reversible,
+                     abc.Container, abc.Sized}
+_SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
+_MAPPING_ORIGINS = {dict, abc.Mapping, abc.MutableMapping, collections.OrderedDict, collections.defaultdict}
+
+
+def _text(rng: random.Random, n: int) -> str:
+    words: list[str] = []
+    length = 0
+    while length < n:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:n]
+
+
+def _json_text(rng: random.Random, n: int) -> str:
+    return "[" + ", ".join(str(rng.randint(0, 999)) for _ in range(n)) + "]"
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(max(n - 1, 0)))
+
+
+def _build(annotation: Any, context: _Context, name: str) -> Any:
+    if context.depth > MAX_DEPTH:
+        raise CannotSynthesize(f"parameter {name!r}: type {annotation!r} nests too deeply")
+    context.depth += 1
+    try:
+        return _build_value(annotation, context, name, context.rng(name))
+    finally:
+        context.depth -= 1
+
+
+def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> Any:  # noqa: C901 — a type table
+    n = context.n
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any or tp is object or tp is inspect.Parameter.empty:
+        return _build_value(context.pick([list[int], str, int]), context, name, rng)
+    if isinstance(tp, typing.TypeVar):
+        constraints = tp.__constraints__ or ((tp.__bound__,) if tp.__bound__ else (Any,))
+        return _build_value(constraints[0], context, name, rng)
+    if isinstance(tp, typing.NewType):
+        return _build_value(tp.__supertype__, context, name, rng)
+    if tp is type(None) or tp is None:
+        return None
+    if tp is bool:
+        return context.pick([False, True])
+    if tp is int:
+        return context.pick([rng.randint(8, 16), 2, 0])
+    if tp is float:
+        return context.pick([rng.uniform(0.05, 0.95), rng.uniform(1.0, 100.0), 0.0])
+    if tp is complex:
+        return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
+    if tp is str:
+        context.sized = True
+        return context.pick([_text(rng, n), _json_text(rng, n), _digits(rng, n)])
+    if tp in (bytes, bytearray):
+        context.sized = True
+        return tp(rng.randbytes(n))
+    if tp is _SameClass:
+        if context.owner is None:
+            return _build_value(Any, context, name, rng)
+        return _construct(context.owner, context)
+    if tp is _File or tp in (typing.TextIO, io.StringIO, io.TextIOBase) or (origin is typing.IO and args == (str,)):
+        context.sized = context.files = True
+        return io.StringIO(_json_text(rng, n))
+    if tp in (typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (origin is typing.IO and args == (bytes,)):
+        context.sized = context.files = True
+        return io.BytesIO(_json_text(rng, n).encode())
+    if origin in (typing.Union, types.UnionType):
+        members = [member for member in args if member is not type(None)] or [type(None)]
+        member = members[context.variant % len(members)]
+        context.choices = max(context.choices, len(members))
+        inner = _Context(context.qualname, n, context.seed, context.variant // len(members), context.owner,
+                         depth=context.depth)
+        value = _build_value(member, inner, name, rng)
+        context.sized |= inner.sized
+        context.files |= inner.files
+        context.choices = max(context.choices, inner.choices * len(members))
+        return value
+    if origin is typing.Literal:
+        return context.pick(list(args))
+    if origin is type or tp is type:
+        return args[0] if args and inspect.isclass(args[0]) else object
+    if origin is abc.Callable or tp is abc.Callable or tp is typing.Callable:
+        return _identity
+    if tp in _SEQUENCE_ORIGINS or origin in _SEQUENCE_ORIGINS:
+        context.sized = True
+        return _elements(args[0] if args else int, context, name, rng)
+    if tp is tuple or origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis or not args:
+            context.sized = True
+            element = args[0] if args else int
+            return tuple(_elements(element, context, name, rng))
+        return tuple(_build(arg, context, f"{name}[{i}]") for i, arg in enumerate(args))
+    if tp in _SET_ORIGINS or origin in _SET_ORIGINS:
+        context.sized = True
+        element = args[0] if args else int
+        values = _distinct(element, context, name, rng)
+        return frozenset(values) if (origin or tp) is frozenset else set(values)
+    if tp in _MAPPING_ORIGINS or origin in _MAPPING_ORIGINS:
+        context.sized = True
+        key, value = args if len(args) == 2 else (str, int)
+        keys = _distinct(key, context, name, rng)
+        return {k: _build(value, context, f"{name}[{i}]") for i, k in enumerate(keys)}
+    if origin in (abc.Iterator, abc.Generator) or tp in (abc.Iterator, abc.Generator):
+        raise CannotSynthesize(f"parameter {name!r} wants an iterator, which one call would use up; "
+                               "write a scenario that creates it in `call`")
+    if inspect.isclass(tp):
+        return _build_instance(tp, context, name, rng)
+    return _draw_with_hypothesis(tp, context, name)
+
+
+def _elements(element: Any, context: _Context, name: str, rng: random.Random) -> list[Any]:
+    """n items: plain numbers and words drawn from one stream, anything else built one by one."""
+    if element is int or element is Any:
+        return [rng.randint(1, 1000) for _ in range(context.n)]
+    if element is float:
+        return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
+    if element is str:
+        return [rng.choice(_WORDS) for _ in range(context.n)]
+    return [_build(element, context, f"{name}[{i}]") for i in range(context.n)]
+
+
+def _distinct(element: Any, context: _Context, name: str, rng: random.Random) -> list[Any]:
+    """n distinct keys: numbers and strings made unique by index, others as drawn."""
+    if element is int:
+        return rng.sample(range(context.n * 10), context.n)
+    if element is str:
+        return [f"{rng.choice(_WORDS)}{i}" for i in range(context.n)]
+    return [_build(element, context, f"{name}[{i}]") for i in range(context.n)]
+
+
+def _build_instance(cls: type, context: _Context, name: str, rng: random.Random) -> Any:
+    if issubclass(cls, enum.Enum):
+        return context.pick(list(cls))
+    if issubclass(cls, (os.PathLike, pathlib.PurePath)):
+        raise CannotSynthesize(f"parameter {name!r} is a file path; apiprof does not invent paths to touch")
+    if issubclass(cls, datetime.datetime):
+        return datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+    if issubclass(cls, datetime.date):
+        return datetime.date(2024, 1, 1) + datetime.timedelta(days=rng.randint(0, 1000))
+    if issubclass(cls, datetime.timedelta):
+        return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
+    if cls in (decimal.Decimal, fractions.Fraction):
+        return cls(str(rng.randint(1, 10**6))) / 7
+    if issubclass(cls, BaseException):
+        return cls("synthesised")
+    module = getattr(cls, "__module__", "")
+    if module.split(".")[0] == context.qualname.split(".")[0]:  # the package's own classes
+        return _construct(cls, context)
+    return _draw_with_hypothesis(cls, context, name)
+
+
+def _draw_with_hypothesis(tp: Any, context: _Context, name: str) -> Any:
+    """One value hypothesis' ``from_type`` builds for the type, drawn reproducibly (seeded)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as seeded
+    from hypothesis import strategies as st
+
+    drawn: list[Any] = []
+
+    @seeded(context.seed)
+    @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.from_type(tp))
+    def draw(value: Any) -> None:
+        drawn.append(value)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. SmallSearchSpaceWarning: one value is all we want
+            draw()
+    except Exception as error:  # ResolutionFailed, Unsatisfiable, or the type's own constructor
+        raise CannotSynthesize(f"parameter {name!r}: cannot build a value of type {tp!r} "
+                               f"({describe_exception(error)})") from None
+    if not drawn:
+        raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
+    return drawn[0]
+
+
+# -- scenarios -------------------------------------------------------------------------------
+
+MAX_VARIANTS = 6
+"""At most this many argument flavours are tried before giving up on an entry point."""
+
+
+def synthesized_spec(qualname: str, sizes: tuple[int, ...], synthesis: Synthesis, *, seed: int = 0,
+                     variant: int = 0, lazy: bool = False) -> ScenarioSpec:
+    """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target."""
+    size = "n" if synthesis.sized else "None"
+    setup = ("from apiprof.engine.synth import consume, rewind, synthesize_call\n"
+             f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n")
+    call = "target(*args, **kwargs)"
+    if lazy:
+        call = f"consume({call})"
+    if synthesis.files:
+        call = f"rewind(args, kwargs)\n{call}"
+    return ScenarioSpec(
+        id=f"synth:{qualname}",
+        qualname=qualname,
+        source=ScenarioSource.SYNTHESIZED,
+        description=f"synthesised arguments (variant {variant})" + (", result iterated" if lazy else ""),
+        setup=setup,
+        call=call,
+        size_axis="n" if synthesis.sized else "",
+        sizes=sizes if synthesis.sized else (),
+    )
+
+
+def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: int = 0,
+                              check: bool = True) -> tuple[ScenarioSpec | None, str]:
+    """The first argument variant that builds (and, with ``check``, runs): (spec, "") or (None, reason)."""
+    first_failure = ""
+    variant, choices = 0, 1
+    while variant < min(choices, MAX_VARIANTS):
+        try:
+            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
+        except CannotSynthesize as error:
+            return None, first_failure or str(error)
+        except Exception as error:
+            return None, first_failure or f"building arguments raised {describe_exception(error)}"
+        choices = synthesis.choices
+        spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
+        if not check:
+            return spec, ""
+        failure, result = try_scenario(spec)
+        if not failure and is_lazy(result):
+            spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True)
+            failure, result = try_scenario(spec)
+        if not failure:
+            return spec, ""
+        first_failure = first_failure or f"a call with them {failure}"
+        variant += 1
+    return None, first_failure

@@ -1,0 +1,281 @@
+"""The worker: the only apiprof code that runs inside the sandbox, next to the scanned package.
+
+Started by :mod:`apiprof.engine.run` as ``python -m apiprof.engine.worker`` with a fresh
+temporary directory as cwd, an allow-listed environment, and two private pipes: requests arrive
+on ``--request-fd`` and replies leave on ``--result-fd``, one JSON object per line. stdout and
+stderr belong to the package (the parent discards stdout and keeps the tail of stderr for crash
+reports), so nothing a package prints can corrupt a result.
+
+Start-up order matters: apply resource limits, import apiprof's own engine modules (trusted),
+then install the sandbox guard, then serve requests. Each reply carries the guard's refusals
+since the previous reply.
+
+Operations: ``discover`` (import the package, list entry points, read scenario files),
+``calibrate`` (probe costs), ``entry`` (collect and profile every scenario of one entry point,
+streaming each scenario's outcome), ``call`` (call a function by name — used to test isolation
+without the profiler), ``ping``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine import sandbox, wire
+from apiprof.engine.records import NO_SIZE, Coverage, ScenarioSource
+from apiprof.errors import ApiprofError
+
+
+class CallTimeout(BaseException):
+    """One call of a scenario ran past the per-call timeout (a BaseException so that package
+    code catching ``Exception`` cannot swallow it)."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise CallTimeout()
+
+
+def run_with_call_timeout(fn: Callable[[], object], seconds: float) -> Callable[[], object]:
+    """``fn`` wrapped so that each call is interrupted after ``seconds`` (Python code only)."""
+    if not seconds or seconds <= 0:
+        return fn
+
+    def timed_call() -> object:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return fn()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    return timed_call
+
+
+class Worker:
+    """Request handlers; state is the loaded engine modules, the guard and limits."""
+
+    def __init__(
+        self, guard: sandbox.Guard | None, memory_mb: int, engine: dict[str, Any], emit: Callable[[dict], None]
+    ) -> None:
+        self.guard = guard
+        self.memory_mb = memory_mb
+        self.engine = engine  # module name -> module, or error text when it failed to import
+        self.emit = emit  # sends a message to the parent before the final reply
+
+    def module(self, name: str) -> Any:
+        mod = self.engine.get(name)
+        if isinstance(mod, str) or mod is None:
+            raise RuntimeError(f"apiprof.engine.{name} is unavailable in the worker: {mod}")
+        return mod
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        handler = getattr(self, f"op_{op}", None)
+        if handler is None:
+            return {"status": "error", "reason": f"unknown operation {op!r}"}
+        return handler(request)
+
+    # -- operations ---------------------------------------------------------------------------
+    def op_ping(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "ok", "pid": os.getpid(), "cwd": os.getcwd()}
+
+    def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
+        module_name, _, attr = request["target"].partition(":")
+        fn = getattr(importlib.import_module(module_name), attr)
+        call = run_with_call_timeout(lambda: fn(*request.get("args", [])), request.get("call_timeout", 0))
+        return self.attempt(lambda: {"status": "ok", "result": repr(call())[:2000]})
+
+    def op_discover(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Import the package and list entry points; parse scenario files (their specs)."""
+        discover, scenarios = self.module("discover"), self.module("scenarios")
+        discovery = discover.discover(request["package"])
+        specs = [spec for path in request.get("scenario_files", []) for spec in scenarios.load_scenario_file(path)]
+        return {"status": "ok", "discovery": discovery.to_json(), "specs": [spec.to_json() for spec in specs]}
+
+    def op_calibrate(self, request: dict[str, Any]) -> dict[str, Any]:
+        calibration = self.module("calibrate").calibrate()
+        return {"status": "ok", "calibration": calibration.to_json()}
+
+    def op_entry(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Collect the docstring/synthesised scenarios of one entry point (each tried once, as
+        collection does) and profile them and its file scenarios, one after another.
+
+        Each scenario's outcome is sent at once as a ``partial`` message, so a later crash of
+        this worker loses nothing already measured.
+        """
+        scenarios = self.module("scenarios")
+        specs = [scenarios.ScenarioSpec.from_json(s) for s in request.get("specs", [])]
+        collected = self.attempt(lambda: self.collect_for_entry(request))  # trials carry their own alarm
+        if collected["status"] != "ok":
+            return collected  # collection itself was blocked, timed out or ran out of memory
+        specs += [scenarios.ScenarioSpec.from_json(s) for s in collected["specs"]]
+        if not request.get("profile", True):  # collection only (`apiprof scenarios init`)
+            return {"status": "done", "specs": [spec.to_json() for spec in specs], "reason": collected.get("reason", "")}
+        if not specs:
+            reason = collected.get("reason") or "no scenario source could call it; add one to a scenario file"
+            status = classify_trial_failure(reason)
+            if status == Coverage.MEMORY:
+                reason = f"ran out of memory (worker cap {self.memory_mb} MiB) when its scenarios were tried: {reason}"
+            elif status == Coverage.TIMED_OUT:
+                reason = f"its scenarios hit the trial timeout: {reason}"
+            return {"status": status, "reason": reason}
+        for spec in specs:
+            outcome = self.attempt(lambda spec=spec: self.profile_scenario(spec, request), source=spec.source)
+            self.emit({"id": request.get("id"), "partial": True, "scenario": spec.to_json(), **outcome})
+        return {"status": "done", "reason": collected.get("reason", "")}
+
+    def collect_for_entry(self, request: dict[str, Any]) -> dict[str, Any]:
+        discover, scenarios = self.module("discover"), self.module("scenarios")
+        entry = request["entry"]
+        discovery = discover.Discovery.from_json(
+            {"package": request["package"], "version": "", "entry_points": [entry], "import_failures": {}}
+        )
+        if not (request.get("docstrings", True) or request.get("synthesize", True)):
+            return {"status": "ok", "specs": [], "reason": "docstring examples and argument synthesis are off"}
+        specs, unscenarioed = scenarios.collect_scenarios(
+            discovery,
+            (),
+            docstrings=request.get("docstrings", True),
+            synthesize=request.get("synthesize", True),
+            sizes=tuple(request.get("sizes", (10, 100, 1000))),
+        )
+        return {
+            "status": "ok",
+            "specs": [spec.to_json() for spec in specs],
+            "reason": unscenarioed.get(entry["qualname"], ""),
+        }
+
+    def profile_scenario(self, spec: Any, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one scenario at each of its sizes under the profiler."""
+        from apiprof.engine.records import Calibration
+
+        scenarios, profiler, discover = self.module("scenarios"), self.module("profiler"), self.module("discover")
+        calibration = Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
+        call_timeout = float(request.get("call_timeout", 0))
+        sizes = list(spec.sizes) if spec.size_axis and spec.sizes else [NO_SIZE]
+        measurements, edges = [], []
+        for size in sizes:
+            setup = run_with_call_timeout(
+                lambda size=size: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout
+            )
+            report = profiler.profile(
+                run_with_call_timeout(setup(), call_timeout),
+                targets,
+                scenario_id=spec.id,
+                size=size,
+                repeat=int(spec.repeat or request.get("repeat", 20)),
+                max_seconds=float(request.get("max_seconds", 2.0)),
+                calibration=calibration,
+            )
+            measurements += [wire.measurement_to_json(m) for m in report.measurements]
+            edges += [wire.edge_to_json(e) for e in report.edges]
+        if not any(m["qualname"] == spec.qualname for m in measurements):
+            return {"status": Coverage.NO_ARGUMENTS, "reason": "its scenario ran but never called it"}
+        return {"status": Coverage.PROFILED, "measurements": measurements, "edges": edges}
+
+    def attempt(
+        self,
+        work: Callable[[], dict[str, Any]],
+        source: str = "",
+        timeout_reason: str = "a single call ran past the per-call timeout",
+    ) -> dict[str, Any]:
+        """Run ``work`` and turn what went wrong into a coverage status with a reason."""
+        try:
+            reply = work()
+        except CallTimeout:
+            reply = {"status": Coverage.TIMED_OUT, "reason": timeout_reason}
+        except MemoryError:
+            reply = {"status": Coverage.MEMORY, "reason": f"ran out of memory (worker cap {self.memory_mb} MiB)"}
+        except sandbox.SandboxViolation as exc:
+            reply = {"status": Coverage.BLOCKED, "reason": str(exc).removeprefix("apiprof sandbox: ")}
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}".strip()[:500]
+            if source == ScenarioSource.SYNTHESIZED:
+                reply = {"status": Coverage.NO_ARGUMENTS, "reason": f"synthesised arguments were rejected ({problem})"}
+            else:
+                reply = {"status": Coverage.CRASHED, "reason": f"raised {problem}", "traceback": _tail(traceback.format_exc())}
+        blocked = self.guard.take_events() if self.guard else []
+        if blocked:  # refused operations outrank anything measured: the numbers describe a failed call
+            reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
+        reply["blocked"] = [event.reason for event in blocked]
+        return reply
+
+
+def classify_trial_failure(reason: str) -> Coverage:
+    """Coverage for an entry point whose scenarios all failed their trial run (reason text from
+    ``collect_scenarios``): running out of memory or time is not a lack of arguments."""
+    if reason.startswith("import failed"):
+        return Coverage.IMPORT_FAILED
+    if "MemoryError" in reason:
+        return Coverage.MEMORY
+    if "took longer than" in reason:
+        return Coverage.TIMED_OUT
+    return Coverage.NO_ARGUMENTS
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def load_engine() -> dict[str, Any]:
+    """Import the engine modules the operations use, before the guard is up (they are ours)."""
+    engine: dict[str, Any] = {}
+    for name in ("discover", "scenarios", "profiler", "calibrate"):
+        try:
+            engine[name] = importlib.import_module(f"apiprof.engine.{name}")
+        except Exception as exc:  # reported per request, so a missing stage does not kill the worker
+            engine[name] = f"{type(exc).__name__}: {exc}"
+    return engine
+
+
+def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
+    """Answer requests until the parent closes the request pipe."""
+    reader = wire.LineReader()
+    wire.write_message(result_fd, {"op": "ready", "pid": os.getpid()})
+    while True:
+        data = os.read(request_fd, 1 << 16)
+        if not data:
+            return
+        for request in reader.feed(data):
+            try:
+                reply = worker.handle(request)
+            except ApiprofError as exc:  # e.g. PackageNotFound: the parent re-raises it by class name
+                reply = {"status": "apiprof_error", "error": type(exc).__name__, "reason": str(exc)}
+            except MemoryError:
+                reply = {"status": Coverage.MEMORY, "reason": f"ran out of memory (worker cap {worker.memory_mb} MiB)"}
+            except Exception as exc:
+                reply = {"status": "error", "reason": f"{type(exc).__name__}: {exc}", "traceback": _tail(traceback.format_exc())}
+            reply["id"] = request.get("id")
+            try:
+                wire.write_message(result_fd, reply)
+            except (TypeError, ValueError) as exc:  # unencodable result (e.g. NaN in a histogram)
+                wire.write_message(result_fd, {"id": request.get("id"), "status": "error", "reason": f"unencodable reply: {exc}"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m apiprof.engine.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--request-fd", type=int, required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--sandbox", required=True, help="the only directory the worker may write to")
+    parser.add_argument("--memory-mb", type=int, default=2048)
+    parser.add_argument("--cpu-seconds", type=int, default=600)
+    parser.add_argument("--no-guard", action="store_true", help="skip the audit-hook guard (limits still apply)")
+    args = parser.parse_args(argv)
+
+    sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
+    signal.signal(signal.SIGALRM, _on_alarm)
+    sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
+    engine = load_engine()
+    guard = None if args.no_guard else sandbox.install_guard(args.sandbox)
+    worker = Worker(guard, args.memory_mb, engine, emit=lambda message: wire.write_message(args.result_fd, message))
+    serve(args.request_fd, args.result_fd, worker)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""End-to-end scans of fixture packages: tiny_pkg (well behaved) and hostile_pkg (not)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from apiprof.db import query
+from apiprof.db.schema import open_db
+from apiprof.engine.records import Coverage, Metric
+from apiprof.engine.scan import ScanOptions, ScanProgress, combine_outcomes, scan
+from apiprof.errors import PackageNotFound, ScenarioFileError, UsageError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TINY_SCENARIOS = str(FIXTURES / "tiny_pkg" / "scenarios.toml")
+FAST = dict(repeat=3, max_seconds=5.0, sizes=(10, 100, 1000), python_path=(str(FIXTURES),))
+
+
+def tiny_options(**changes) -> ScanOptions:
+    return ScanOptions(**{"scenario_files": (TINY_SCENARIOS,), **FAST, **changes})
+
+
+def sample_counts(db_path) -> dict[tuple[str, str], int]:
+    db = open_db(db_path, readonly=True)
+    try:
+        rows = db.execute("SELECT qualname, metric, SUM(count) FROM buckets GROUP BY qualname, metric").fetchall()
+        return {(q, m): n for q, m, n in rows}
+    finally:
+        db.conn.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_db(tmp_path_factory):
+    """tiny_pkg scanned once into a database shared by the tests that only read it."""
+    path = tmp_path_factory.mktemp("tiny") / "tiny.db"
+    events: list[ScanProgress] = []
+    summary = scan("tiny_pkg", db_path=path, options=tiny_options(), progress=events.append)
+    return path, summary, events
+
+
+def test_tiny_pkg_is_profiled_completely(tiny_db):
+    path, summary, _ = tiny_db
+    assert summary.status == "finished"
+    assert summary.discovered >= 7
+    assert summary.profiled == summary.discovered, summary.not_profiled
+    db = open_db(path, readonly=True)
+    found = query.all_summaries(db, "tiny_pkg")
+    assert {"tiny_pkg.sort_numbers", "tiny_pkg.Box", "tiny_pkg.Box.scaled", "tiny_pkg.total_area"} <= set(found)
+    for name in ("tiny_pkg.sort_numbers", "tiny_pkg.join_words"):
+        s = found[name]
+        assert s.coverage == "profiled"
+        assert s.histograms[Metric.CPU].count > 0 and s.histograms[Metric.ALLOC_INCL].count > 0
+    assert db.execute("SELECT status FROM scans WHERE id = ?", [summary.scan_id]).fetchone()[0] == "finished"
+    db.conn.close()
+
+
+def test_sized_scenario_measures_every_size_and_fits_growth(tiny_db):
+    path, _, _ = tiny_db
+    db = open_db(path, readonly=True)
+    sizes = {
+        r[0]
+        for r in db.execute(
+            "SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers' "
+            "AND scenario_id = 'file:scenarios.toml#sort-reversed'"
+        )
+    }
+    assert sizes == {10, 100, 1000}
+    fits = query.growth(db, "tiny_pkg.sort_numbers")
+    assert any(f.scenario_id == "file:scenarios.toml#sort-reversed" and f.size_axis == "n" for f in fits)
+    db.conn.close()
+
+
+def test_progress_reports_every_entry_point(tiny_db):
+    _, summary, events = tiny_db
+    stages = [e.stage for e in events]
+    assert stages[0] == "calibrate" and "discover" in stages and stages[-1] == "done"
+    finished = [e for e in events if e.stage == "profile" and e.qualname]
+    assert len(finished) == summary.discovered
+    assert finished[-1].done == finished[-1].total == summary.discovered
+
+
+def test_scanning_again_doubles_the_counts(tiny_db, tmp_path):
+    path, _, _ = tiny_db
+    copy = tmp_path / "again.db"
+    shutil.copy(path, copy)
+    before = sample_counts(copy)
+    scan("tiny_pkg", db_path=copy, options=tiny_options(jobs=2))
+    after = sample_counts(copy)
+    # calls and allocations are counted per call, so the same scenarios give the same counts
+    deterministic = {k: v for k, v in before.items() if k[1] in (Metric.CALLS, Metric.ALLOC_INCL)}
+    assert deterministic
+    assert {k: after[k] for k in deterministic} == {k: 2 * v for k, v in deterministic.items()}
+
+
+def test_an_interrupted_scan_keeps_its_results_and_resumes(tmp_path):
+    path = tmp_path / "resume.db"
+    seen: list[str] = []
+
+    def interrupt_after_two(event: ScanProgress) -> None:
+        if event.stage == "profile" and event.qualname:
+            seen.append(event.qualname)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+
+    options = tiny_options(scenario_files=())
+    with pytest.raises(KeyboardInterrupt):
+        scan("tiny_pkg", db_path=path, options=options, progress=interrupt_after_two)
+    db = open_db(path, readonly=True)
+    assert db.execute("SELECT status FROM scans").fetchall() == [("interrupted",)]
+    stored = {r[0] for r in db.execute("SELECT qualname FROM coverage WHERE status = 'profiled'")}
+    db.conn.close()
+    assert set(seen) <= stored
+    before = sample_counts(path)
+
+    summary = scan("tiny_pkg", db_path=path, options=options, resume=True)
+    assert summary.status == "finished"
+    assert summary.resumed_skipped >= 2
+    assert summary.profiled == summary.discovered
+    after = sample_counts(path)
+    for key, count in before.items():
+        if key[0] in seen:
+            assert after[key] == count, f"{key} was measured again on resume"
+    db = open_db(path, readonly=True)
+    assert db.execute("SELECT COUNT(*), MIN(status) FROM scans").fetchone() == (1, "finished")
+    db.conn.close()
+    with pytest.raises(UsageError, match="no unfinished scan"):
+        scan("tiny_pkg", db_path=path, options=options, resume=True)
+
+
+@pytest.fixture(scope="module")
+def hostile_scan(tmp_path_factory):
+    home = tmp_path_factory.mktemp("hostile")
+    shutil.copytree(FIXTURES / "hostile_pkg", home / "hostile_pkg")
+    (home / "CANARY").write_text("alive")
+    options = ScanOptions(
+        repeat=3, max_seconds=2.0, jobs=2, call_timeout=1.0, scenario_timeout=8.0, memory_mb=512,
+        python_path=(str(home),),
+    )  # fmt: skip
+    summary = scan("hostile_pkg", db_path=home / "hostile.db", options=options)
+    return home, summary
+
+
+def test_hostile_package_is_contained_and_each_failure_has_its_reason(hostile_scan):
+    home, summary = hostile_scan
+    assert summary.status == "finished"
+    assert (home / "CANARY").read_text() == "alive"
+    assert not (home / "written-by-hostile-pkg").exists()
+    reasons = {r.qualname.removeprefix("hostile_pkg."): (r.status, r.reason) for r in summary.not_profiled}
+    expected = {
+        "delete_canary": (Coverage.BLOCKED, f"tried to delete {home / 'CANARY'} outside the sandbox"),
+        "write_outside": (Coverage.BLOCKED, "outside the sandbox"),
+        "open_socket": (Coverage.BLOCKED, "tried to connect to 192.0.2.1:9"),
+        "spawn_process": (Coverage.BLOCKED, "tried to spawn a process"),
+        "segfault": (Coverage.CRASHED, "SIGSEGV"),
+        "loop_forever": (Coverage.TIMED_OUT, "timeout"),
+        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "scenario timeout"),
+        "allocate_forever": (Coverage.MEMORY, "memory"),
+    }
+    for name, (status, reason) in expected.items():
+        assert name in reasons, f"{name} missing from the report"
+        assert reasons[name][0] == status, (name, reasons[name])
+        assert reason in reasons[name][1], (name, reasons[name])
+
+
+def test_hostile_package_good_functions_are_profiled_and_import_failure_reported(hostile_scan):
+    home, summary = hostile_scan
+    not_profiled = {r.qualname for r in summary.not_profiled}
+    for good in ("hostile_pkg.add", "hostile_pkg.greet", "hostile_pkg.Counter.bump"):
+        assert good not in not_profiled
+    assert "hostile_pkg.broken" in summary.import_failures
+    assert "refuses to be imported" in summary.import_failures["hostile_pkg.broken"]
+    db = open_db(home / "hostile.db", readonly=True)
+    assert query.summary(db, "hostile_pkg.add").histograms[Metric.CPU].count > 0
+    status = db.execute("SELECT status FROM coverage WHERE qualname = 'hostile_pkg.broken'").fetchone()
+    assert status == ("import_failed",)
+    db.conn.close()
+
+
+def test_unknown_package_and_bad_scenario_file_fail_clearly(tmp_path):
+    with pytest.raises(PackageNotFound, match="no_such_package_xyz"):
+        scan("no_such_package_xyz", db_path=tmp_path / "x.db", options=ScanOptions(repeat=1))
+    with pytest.raises(ScenarioFileError, match=r"bad_scenarios.toml:7: unknown key `size`"):
+        scan("tiny_pkg", db_path=tmp_path / "x.db", options=tiny_options(scenario_files=(str(FIXTURES / "bad_scenarios.toml"),)))
+    with pytest.raises(ScenarioFileError, match="no such scenario file"):
+        scan("tiny_pkg", db_path=tmp_path / "x.db", options=tiny_options(scenario_files=("missing.toml",)))
+
+
+def test_combine_outcomes_prefers_a_profile_then_the_most_telling_failure():
+    assert combine_outcomes("f", [("crashed", "x"), ("profiled", "")]).status == Coverage.PROFILED
+    record = combine_outcomes("f", [("no_arguments", "a"), ("blocked", "b"), ("crashed", "c")])
+    assert (record.status, record.reason) == (Coverage.BLOCKED, "b")

@@ -1,0 +1,203 @@
+"""The SQLite store: additive writes, merge, migrations, WAL, killed writers, refusals."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from apiprof.db import query
+from apiprof.db.merge import merge_files
+from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
+from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.engine.histogram import Histogram
+from apiprof.engine.records import (
+    Calibration,
+    CallEdge,
+    Coverage,
+    CoverageRecord,
+    EntryKind,
+    EntryPoint,
+    Environment,
+    Measurement,
+    Metric,
+    Scenario,
+    ScanBatch,
+    ScenarioSource,
+)
+from apiprof.errors import DatabaseError
+
+ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "test cpu")
+EP = EntryPoint("pkg.f", "pkg", "pkg", EntryKind.FUNCTION, "(n)", "Do f.")
+
+
+def sample_batch(scale: float = 1.0) -> ScanBatch:
+    """CPU time growing linearly with size, plus an unsized allocation histogram."""
+    measurements = [
+        Measurement("pkg.f", "synth:pkg.f", Metric.CPU, Histogram.of([100.0 * n * scale] * 5), size=n)
+        for n in (10, 100, 1000)
+    ]
+    measurements.append(Measurement("pkg.f", "doc:pkg.f#0", Metric.ALLOC_INCL, Histogram.of([3, 7, 22])))
+    return ScanBatch(
+        measurements=measurements,
+        edges=[CallEdge("pkg.f", "pkg.g", 4)],
+        coverage=[CoverageRecord("pkg.f", Coverage.PROFILED)],
+        scenarios=[Scenario("synth:pkg.f", "pkg.f", ScenarioSource.SYNTHESIZED, "", "n")],
+    )
+
+
+def write_scan(path, batch: ScanBatch) -> int:
+    db = open_db(path)
+    scan_id = begin_scan(db, "pkg", "1.0", ENV, Calibration(), {})
+    store_entry_points(db, [EP])
+    store_batch(db, batch, environment_id=ENV.id, package="pkg", scan_id=scan_id)
+    finish_scan(db, scan_id)
+    db.conn.close()
+    return scan_id
+
+
+def counts(path) -> dict[str, int]:
+    db = open_db(path, readonly=True)
+    try:
+        return {str(m): h.count for m, h in query.histograms(db, "pkg.f").items()}
+    finally:
+        db.conn.close()
+
+
+def test_storing_twice_doubles_counts_and_sums(tmp_path):
+    path = tmp_path / "a.db"
+    write_scan(path, sample_batch())
+    once = counts(path)
+    write_scan(path, sample_batch())
+    assert counts(path) == {k: 2 * v for k, v in once.items()}
+    db = open_db(path, readonly=True)
+    assert db.execute("SELECT count FROM call_edges").fetchone()[0] == 8
+    assert db.execute("SELECT COUNT(*), MAX(status) FROM scans").fetchone() == (2, "finished")
+    hist = query.histograms(db, "pkg.f", metric=Metric.ALLOC_INCL)[Metric.ALLOC_INCL]
+    assert hist.total == 2 * (3 + 7 + 22)
+    db.conn.close()
+
+
+def test_sized_measurements_get_a_growth_fit(tmp_path):
+    path = tmp_path / "a.db"
+    write_scan(path, sample_batch())
+    db = open_db(path, readonly=True)
+    fits = query.growth(db, "pkg.f")
+    assert [(f.metric, f.growth_class, f.size_axis) for f in fits] == [(Metric.CPU, "O(n)", "n")]
+    assert query.summary(db, "pkg.f").scenarios == 2
+    db.conn.close()
+
+
+def test_merge_adds_databases_and_keeps_inputs_untouched(tmp_path):
+    a, b, out = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "out.db"
+    write_scan(a, sample_batch())
+    write_scan(b, sample_batch(scale=2.0))
+    before_a = counts(a)
+    merge_files(out, [a, b])
+    assert counts(out) == {k: 2 * v for k, v in before_a.items()}
+    assert counts(a) == before_a
+    db = open_db(out, readonly=True)
+    cpu = query.histograms(db, "pkg.f", metric=Metric.CPU)[Metric.CPU]
+    assert cpu.total == pytest.approx(3 * 100.0 * (10 + 100 + 1000) * 5)
+    assert db.execute("SELECT COUNT(*) FROM scans").fetchone()[0] == 2
+    assert db.execute("SELECT count FROM call_edges").fetchone()[0] == 8
+    db.conn.close()
+
+
+def test_merge_keeps_profiled_over_a_failure(tmp_path):
+    good, bad, out = tmp_path / "good.db", tmp_path / "bad.db", tmp_path / "out.db"
+    write_scan(good, sample_batch())
+    write_scan(bad, ScanBatch(coverage=[CoverageRecord("pkg.f", Coverage.CRASHED, "boom")]))
+    merge_files(out, [good, bad])
+    db = open_db(out, readonly=True)
+    assert db.execute("SELECT status FROM coverage WHERE qualname = 'pkg.f'").fetchone()[0] == "profiled"
+    db.conn.close()
+
+
+def test_a_version_1_file_is_migrated_on_open_and_keeps_its_data(tmp_path):
+    path = tmp_path / "old.db"
+    import sqlite_utils
+
+    old = sqlite_utils.Database(path)
+    assert migrate(old, target=1) == 1
+    old.execute(
+        "INSERT INTO buckets VALUES ('pkg.f', 'cpu_ns', 's', 10, 'env', 3, 5, 50.0, 500.0)"
+    )
+    old.conn.commit()
+    assert "growth" not in old.table_names()
+    old.conn.close()
+    db = open_db(path)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert "growth" in db.table_names()
+    assert db.execute("SELECT count FROM buckets").fetchone()[0] == 5
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.conn.close()
+
+
+def test_foreign_corrupt_and_newer_files_are_refused(tmp_path):
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(DatabaseError, match="not written by apiprof"):
+        open_db(foreign)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(DatabaseError, match="not a usable SQLite database"):
+        open_db(garbage)
+    newer = tmp_path / "newer.db"
+    db = open_db(newer)
+    db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    db.conn.commit()
+    db.conn.close()
+    with pytest.raises(DatabaseError, match="newer apiprof"):
+        open_db(newer)
+    with pytest.raises(DatabaseError, match="no such database"):
+        open_db(tmp_path / "missing.db", readonly=True)
+
+
+def test_a_locked_database_is_reported_not_waited_on_forever(tmp_path):
+    from apiprof.engine.scan import claim_write_access
+
+    path = tmp_path / "a.db"
+    open_db(path).conn.close()
+    holder = sqlite3.connect(path)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        db = open_db(path, timeout=0.1)
+        with pytest.raises(DatabaseError, match="locked by another process"):
+            claim_write_access(db, path)
+        db.conn.close()
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_a_writer_killed_mid_transaction_leaves_a_sound_database(tmp_path):
+    path = tmp_path / "a.db"
+    write_scan(path, sample_batch())
+    committed = counts(path)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from apiprof.db.schema import open_db
+        db = open_db({str(path)!r})
+        db.conn.execute("BEGIN")
+        db.conn.executemany(
+            "INSERT INTO buckets VALUES ('pkg.f', 'cpu_ns', 'killed', 1, 'env', ?, 1, 1.0, 1.0)",
+            [(i,) for i in range(5000)],
+        )
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], timeout=60)
+    assert proc.returncode == -9
+    db = open_db(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("SELECT COUNT(*) FROM buckets WHERE scenario_id = 'killed'").fetchone()[0] == 0
+    db.conn.close()
+    assert counts(path) == committed

@@ -1,0 +1,159 @@
+"""Argument synthesis: size-aware builders, name guesses, methods, lazy results, determinism."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import io
+import sys
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from apiprof.engine import synth
+from apiprof.engine.records import ScenarioSource
+from apiprof.engine.scenarios import compile_scenario, try_scenario
+from apiprof.engine.synth import (
+    CannotSynthesize,
+    find_synthesized_scenario,
+    guess_from_name,
+    synthesize,
+    synthesize_arguments,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class Colour(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+def typed(text: str, blob: bytes, numbers: list[int], table: dict[str, float], pair: tuple[int, str],
+          many: tuple[float, ...], tags: set[str], maybe: int | None, mode: typing.Literal["a", "b"],
+          colour: Colour, seq: Sequence[str], things: Iterable[int], mapping: Mapping[int, str],
+          *, flag: bool, when: datetime.date, optional: str = "default") -> None:
+    """Every common annotation once."""
+
+
+def unguessable(handle, text="x"):
+    """`handle` has no annotation, no default and no well-known name."""
+
+
+def takes_path(where: Path) -> None:
+    """Paths are never invented."""
+
+
+def takes_iterator(items: typing.Iterator[int]) -> None:
+    """An iterator is used up by one call."""
+
+
+def odd_type(value: types.SimpleNamespace) -> types.SimpleNamespace:
+    """No builder: hypothesis' from_type draws one."""
+    return value
+
+
+@pytest.fixture(scope="module", autouse=True)
+def importable():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(FIXTURES))
+        sys.modules.setdefault("synth_subjects", sys.modules[__name__])
+        yield
+    sys.modules.pop("synth_subjects", None)
+
+
+def test_sized_builders_follow_n():
+    for n in (3, 40):
+        result = synthesize("synth_subjects.typed", n)
+        text, blob, numbers, table, pair, many, tags, maybe, mode, colour, seq, things, mapping = result.args
+        assert len(text) == n and len(blob) == n and len(numbers) == n and len(table) == n
+        assert all(isinstance(x, int) for x in numbers) and all(isinstance(v, float) for v in table.values())
+        assert isinstance(pair, tuple) and [type(x) for x in pair] == [int, str]
+        assert len(many) == n and len(tags) == n and len(seq) == n and len(things) == n and len(mapping) == n
+        assert isinstance(maybe, int) and mode == "a" and colour is Colour.RED
+        assert set(result.kwargs) == {"flag", "when"}  # keyword-only, defaults left alone
+        assert isinstance(result.kwargs["when"], datetime.date)
+        assert result.sized
+
+
+def test_same_inputs_give_the_same_arguments():
+    assert synthesize_arguments("synth_subjects.typed", 20, seed=1) == synthesize_arguments("synth_subjects.typed", 20, seed=1)
+    assert synthesize_arguments("synth_subjects.typed", 20, seed=1) != synthesize_arguments("synth_subjects.typed", 20, seed=2)
+
+
+def test_variants_offer_other_flavours():
+    first = synthesize("synth_subjects.typed", 5, variant=0)
+    second = synthesize("synth_subjects.typed", 5, variant=1)
+    assert first.choices > 1
+    assert (first.args[8], first.args[9]) == ("a", Colour.RED)
+    assert (second.args[8], second.args[9]) == ("b", Colour.BLUE)
+
+
+def test_unannotated_parameters_are_guessed_from_names_only():
+    assert guess_from_name("text") is str and guess_from_name("n") is int
+    assert guess_from_name("handle") is None
+    with pytest.raises(CannotSynthesize, match="parameter 'handle' has no annotation or default"):
+        synthesize("synth_subjects.unguessable", 10)
+    with pytest.raises(CannotSynthesize, match="file path"):
+        synthesize("synth_subjects.takes_path", 10)
+    with pytest.raises(CannotSynthesize, match="iterator"):
+        synthesize("synth_subjects.takes_iterator", 10)
+
+
+def test_unknown_types_fall_back_to_hypothesis():
+    (value,), _ = synthesize_arguments("synth_subjects.odd_type", 10)
+    assert isinstance(value, types.SimpleNamespace)
+
+
+def test_methods_properties_class_and_static_methods():
+    method = synthesize("discover_pkg.Shape.perimeter", 10)
+    assert method.target.__self__.sides == 3 and isinstance(method.args[0], float)
+    prop = synthesize("discover_pkg.Shape.angle_sum", 10)
+    assert prop.target(*prop.args) == 180.0
+    assert synthesize("discover_pkg.Shape.square", 10).target().sides == 4
+    assert synthesize("discover_pkg.Shape.unit", 10).target() == 1.0
+    cls = synthesize("discover_pkg.Shape", 10)
+    assert cls.args == () and cls.target is sys.modules["discover_pkg"].Shape
+
+
+def test_c_functions_without_signature_use_their_docstring_line(monkeypatch):
+    def no_signature(obj):
+        raise ValueError("no signature found for builtin")
+
+    monkeypatch.setattr(synth.inspect, "signature", no_signature)  # as on Pythons before 3.13
+    args, _ = synthesize_arguments("json.encoder.encode_basestring", 12)  # doc: "encode_basestring(string)"
+    assert len(args) == 1 and isinstance(args[0], str) and len(args[0]) == 12
+
+
+def test_synthesized_scenario_is_code_with_a_size_axis():
+    spec, reason = find_synthesized_scenario("discover_pkg.scale", (5, 50))
+    assert reason == "" and spec.id == "synth:discover_pkg.scale" and spec.source is ScenarioSource.SYNTHESIZED
+    assert (spec.size_axis, spec.sizes) == ("n", (5, 50))
+    assert len(compile_scenario(spec, 50)()) == 50
+    unsized, _ = find_synthesized_scenario("discover_pkg.Shape.unit", (5, 50))
+    assert (unsized.size_axis, unsized.sizes) == ("", ()) and compile_scenario(unsized, None)() == 1.0
+
+
+def test_iterator_results_are_consumed_so_lazy_work_is_measured():
+    spec, _ = find_synthesized_scenario("discover_pkg.first_lines", (10,))
+    assert spec.call == "consume(target(*args, **kwargs))"
+    assert try_scenario(spec)[0] == ""
+
+
+def test_rejected_flavours_are_retried_and_failures_explained():
+    spec, _ = find_synthesized_scenario("colorsys.hls_to_rgb", (10,))
+    assert "variant 0" not in spec.description  # `s` as text fails; a float variant is kept
+    assert try_scenario(spec)[0] == ""
+    spec, reason = find_synthesized_scenario("discover_pkg.needs_handle", (10,))
+    assert spec is None and "'handle'" in reason
+
+
+def test_in_memory_files_are_rewound_before_each_call():
+    spec, _ = find_synthesized_scenario("json.load", (10,))
+    assert spec.call.startswith("rewind(args, kwargs)")
+    run = compile_scenario(spec, 10)
+    assert run() == run() and len(run()) == 10
+    assert isinstance(run.__globals__["args"][0], io.StringIO)
