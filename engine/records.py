@@ -44,7 +44,7 @@ class Metric(enum.StrEnum):
 
 _METRIC_LABELS = {
     Metric.WALL: "wall time",
-    Metric.CPU: "CPU time",
+    Metric.CPU: "CPU time (sampled calls)",
     Metric.ALLOC_INCL: "allocated (inclusive)",
     Metric.ALLOC_EXCL: "allocated (exclusive)",
     Metric.CALLS: "calls per run",

@@ -1,0 +1,32 @@
+"""Sphinx configuration of apiprof's own documentation, built with apiprof's own extension.
+
+``make -C docs html`` scans ``json`` and ``textwrap`` into docs/apiprof.db first if it is missing,
+so the "API costs" pages show real measurements taken on the building machine.
+"""
+
+import importlib.util
+import os
+
+project = "apiprof"
+author = "the apiprof authors"
+copyright = "2026, the apiprof authors"
+
+extensions = ["sphinx.ext.autodoc", "apiprof.sphinx_ext"]
+# cli.md and scenario-format.md are Markdown, written beside these pages; formats.rst shows them
+# without needing a Markdown parser.
+exclude_patterns = ["_build", "*.md", "README*"]
+
+# -- apiprof -----------------------------------------------------------------------------------
+apiprof_db = os.environ.get("APIPROF_DB", "apiprof.db")
+apiprof_auto = True
+apiprof_metrics = ["time", "alloc_incl_bytes"]
+apiprof_warn_unprofiled = False  # json/textwrap have a few APIs no scenario reaches; the page says so
+apiprof_pages = "referenced"
+
+# -- autodoc -----------------------------------------------------------------------------------
+autodoc_default_options = {"members": True, "undoc-members": False}
+autodoc_member_order = "bysource"
+
+# -- HTML --------------------------------------------------------------------------------------
+html_theme = "furo" if importlib.util.find_spec("furo") else "alabaster"
+html_title = "apiprof"
