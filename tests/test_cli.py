@@ -62,7 +62,7 @@ def test_show_prints_summary_histograms_scenarios_and_growth(scanned):
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert text.startswith("tiny_pkg.sort_numbers(")
-    assert "CPU time: median" in text and "allocated (inclusive)" in text and "█" in text
+    assert "CPU time (sampled calls): median" in text and "allocated (inclusive)" in text and "█" in text
     assert "file:scenarios.toml#sort-reversed [file] sizes 10, 100, 1000" in text
     assert "growth:" in text
 

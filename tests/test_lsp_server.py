@@ -173,7 +173,7 @@ async def test_hover_on_imported_function_call(client: LanguageClient):
     text = await hover(client, uri, 6, 2)  # dumps({'a': 1})
     assert text is not None
     assert "**json.dumps**" in text
-    assert "| CPU time |" in text and "| allocated |" in text
+    assert "| CPU time (sampled calls) |" in text and "| allocated |" in text
     assert "```text" in text and "█" in text
     assert "100 samples" in text
     assert "https://docs.example.org/pkg/apiprof/json.dumps.html" in text
@@ -310,7 +310,7 @@ async def test_database_that_appears_later_and_configuration_change(broken: Lang
         types.DidChangeConfigurationParams(settings={"apiprof": {"databases": [str(other)], "hover": {"histogram": "sparkline"}}})
     )
     text_after = await hover(broken, uri, 1, 1)
-    assert text_after is not None and "CPU time: " in text_after  # sparkline form
+    assert text_after is not None and "CPU time (sampled calls): " in text_after  # sparkline form
     assert logged(broken, f"apiprof databases: {other}")
 
 

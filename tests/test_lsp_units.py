@@ -137,13 +137,13 @@ def test_describe_has_table_histogram_counts_and_link():
     summary = profiled_summary()
     text = describe(summary, ServerConfig(docs_url="https://d.example"))
     assert text.startswith("**json.dumps** `(obj)`")
-    assert f"| CPU time | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |" in text
+    assert f"| CPU time (sampled calls) | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |" in text
     assert "| allocated | 1.1 KiB |" in text
-    assert "```text\nCPU time per call\n" in text
+    assert "```text\nCPU time (sampled calls) per call\n" in text
     assert "10 samples · 2 scenarios" in text
     assert text.endswith("(https://d.example/apiprof/json.dumps.html)")
     spark = describe(summary, read_config({"hover": {"histogram": "sparkline"}})[0])
-    assert "CPU time: █" in spark
+    assert "CPU time (sampled calls): █" in spark
 
 
 def test_describe_explains_why_an_api_is_not_profiled():
