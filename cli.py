@@ -218,8 +218,8 @@ def print_scan_summary(summary) -> None:
     if summary.resumed_skipped:
         console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
     if summary.most_expensive:
-        table = Table(title="Most expensive entry points (median CPU time)")
-        for column in ("entry point", "CPU median", "CPU p90", "allocated", "growth", "samples"):
+        table = Table(title="Most expensive entry points (median time per call)")
+        for column in ("entry point", "time median", "time p90", "allocated", "growth", "samples"):
             table.add_column(column, justify="left" if column in ("entry point", "growth") else "right", overflow="fold")
         for line in summary.most_expensive:
             table.add_row(

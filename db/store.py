@@ -172,8 +172,9 @@ def _edge_rows(edges: Iterable[CallEdge]) -> list[tuple[str, str, int]]:
 def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:
     """Refit growth classes from the sized buckets (all entry points when ``qualnames`` is None).
 
-    The caller owns the transaction. Means per size come from the additive sums, so a fit
-    always reflects every run merged so far.
+    The caller owns the transaction. Each size contributes the *median* of its merged histogram,
+    not the mean: one preempted call on a busy machine moves a mean by orders of magnitude but
+    leaves the median alone. Fits therefore always reflect every run merged so far.
     """
     where, params = "size != ?", [NO_SIZE]
     if qualnames is not None:
@@ -182,22 +183,18 @@ def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None 
             return
         where += f" AND qualname IN ({','.join('?' * len(qualnames))})"
         params += qualnames
-    series: dict[tuple[str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))
-    for qualname, metric, scenario_id, size, count, total in db.execute(
-        f"SELECT qualname, metric, scenario_id, size, SUM(count), SUM(sum) FROM buckets WHERE {where} "
-        "GROUP BY qualname, metric, scenario_id, size",
-        params,
+    series: dict[tuple[str, str, str], dict[int, Histogram]] = defaultdict(lambda: defaultdict(Histogram))
+    for qualname, metric, scenario_id, size, bucket, count, total, total_sq in db.execute(
+        "SELECT qualname, metric, scenario_id, size, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
+        f"WHERE {where} AND metric != ? GROUP BY qualname, metric, scenario_id, size, bucket",
+        [*params, str(Metric.CALLS)],
     ):
-        acc = series[(qualname, metric, scenario_id)][size]
-        acc[0] += count
-        acc[1] += total
+        series[(qualname, metric, scenario_id)][size].merge(Histogram.from_buckets([(bucket, count, total, total_sq)]))
     axes = dict(db.execute("SELECT id, size_axis FROM scenarios").fetchall())
     rows = []
     for (qualname, metric, scenario_id), by_size in series.items():
-        if metric == Metric.CALLS:
-            continue
         sizes = sorted(by_size)
-        fit = fit_growth(sizes, [by_size[s][1] / by_size[s][0] for s in sizes])
+        fit = fit_growth(sizes, [by_size[s].median for s in sizes])
         if fit is None:
             continue
         rows.append(

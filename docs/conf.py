@@ -11,10 +11,12 @@ project = "apiprof"
 author = "the apiprof authors"
 copyright = "2026, the apiprof authors"
 
-extensions = ["sphinx.ext.autodoc", "apiprof.sphinx_ext"]
-# cli.md and scenario-format.md are Markdown, written beside these pages; formats.rst shows them
-# without needing a Markdown parser.
-exclude_patterns = ["_build", "*.md", "README*"]
+# cli.md and scenario-format.md are Markdown so they also read well on a code host; myst-parser
+# (the docs extra) turns them into pages.
+extensions = ["sphinx.ext.autodoc", "myst_parser", "apiprof.sphinx_ext"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "README*"]
+myst_heading_anchors = 3
 
 # -- apiprof -----------------------------------------------------------------------------------
 apiprof_db = os.environ.get("APIPROF_DB", "apiprof.db")

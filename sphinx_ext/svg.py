@@ -2,7 +2,7 @@
 
 Three pictures: a histogram of the log2 buckets (bar height = samples, bar colour = how
 expensive the bucket is), a heat strip (one cell per bucket, hot = expensive, cool = cheap,
-opacity = share of samples) and a growth chart (mean cost per input size with the fitted curve).
+opacity = share of samples) and a growth chart (median cost per input size with the fitted curve).
 Text and axes use ``currentColor`` and the heat colours are mid-lightness, so the same SVG reads
 on light and dark themes. Every graphic carries a ``<title>`` and ``aria-label``.
 
@@ -276,7 +276,7 @@ def growth_svg(
     width: int = 320,
     height: int = 160,
 ) -> str:
-    """Mean cost per input size (dots) and the fitted growth curve (line)."""
+    """Median cost per input size (dots) and the fitted growth curve (line)."""
     svg = _root(width, height, title, "apiprof-graphic apiprof-growth")
     left, right, top, bottom = 52, 8, 8, 22
     plot_w, plot_h = width - left - right, height - top - bottom

@@ -259,11 +259,11 @@ def growth_formula(row: GrowthRow) -> str:
 
 
 def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]) -> list[GrowthView]:
-    """One chart per fit: mean cost at each measured size with the fitted curve over it."""
+    """One chart per fit: median cost at each measured size (what the fit uses) with the fitted curve over it."""
     out = []
     for row in rows:
         points = sorted(
-            (float(s.size), s.histogram.mean)
+            (float(s.size), s.histogram.median)
             for s in slices
             if s.scenario_id == row.scenario_id and s.metric == row.metric and s.size != NO_SIZE and s.histogram
         )
