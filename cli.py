@@ -87,6 +87,9 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    from apiprof.engine.scan import ScanOptions
+
+    default = ScanOptions()
     parser.add_argument(
         "packages", metavar="PACKAGE", nargs="+", help="importable name(s) of the package(s) to scan, e.g. textwrap"
     )
@@ -95,23 +98,38 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenarios", nargs="+", default=[], metavar="FILE", action="extend",
         help="scenario files (TOML, see docs/scenario-format.md) with calls, setup and size axes; repeatable",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-bundled-scenarios", action="store_true",
+        help="do not add the scenario file apiprof ships for the package (today: json)",
+    )  # fmt: skip
     parser.add_argument("--no-docstrings", action="store_true", help="do not run the API's >>> docstring examples as scenarios")
     parser.add_argument("--no-synth", action="store_true", help="do not synthesise arguments from annotations and defaults")
     parser.add_argument(
-        "--sizes", type=_sizes, default=(10, 100, 1000), metavar="N,N,...",
-        help="input sizes for synthesised sized scenarios, used to fit growth (default: 10,100,1000)",
+        "--sizes", type=_sizes, default=default.sizes, metavar="N,N,...",
+        help="input sizes for synthesised sized scenarios, used to fit growth "
+        f"(default: {','.join(map(str, default.sizes))})",
     )  # fmt: skip
-    parser.add_argument("--repeat", type=_positive_int, default=20, metavar="N", help="runs per scenario and size (default: 20)")
+    parser.add_argument(
+        "--repeat", type=_positive_int, default=default.repeat, metavar="N",
+        help=f"runs per scenario and size (default: {default.repeat})",
+    )  # fmt: skip
     parser.add_argument(
         "--jobs", "-j", type=_positive_int, default=1, metavar="N",
         help="parallel workers (default: 1); CPU time stays accurate, wall time does not (see below)",
     )  # fmt: skip
-    parser.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S", help="seconds one call may take (default: 10)")
     parser.add_argument(
-        "--scenario-timeout", type=_positive_float, default=120.0, metavar="S",
-        help="seconds all scenarios of one entry point may take together; the worker is killed after it (default: 120)",
+        "--timeout", type=_positive_float, default=default.call_timeout, metavar="S",
+        help=f"seconds one call may take (default: {default.call_timeout:g})",
     )  # fmt: skip
-    parser.add_argument("--memory-mb", type=_positive_int, default=2048, metavar="M", help="memory cap per worker in MiB (default: 2048)")
+    parser.add_argument(
+        "--scenario-timeout", type=_positive_float, default=default.scenario_timeout, metavar="S",
+        help="seconds all scenarios of one entry point may take together; the worker is killed after it "
+        f"(default: {default.scenario_timeout:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-mb", type=_positive_int, default=default.memory_mb, metavar="M",
+        help=f"memory cap per worker in MiB (default: {default.memory_mb})",
+    )  # fmt: skip
     parser.add_argument(
         "--no-sandbox-guard", action="store_true",
         help="skip the audit-hook guard (workers, temp directory and resource limits stay); for measuring its cost",
@@ -132,6 +150,7 @@ def scan_options(args: argparse.Namespace):
 
     return ScanOptions(
         scenario_files=tuple(args.scenarios),
+        bundled_scenarios=not args.no_bundled_scenarios,
         docstrings=not args.no_docstrings,
         synthesize=not args.no_synth,
         sizes=tuple(args.sizes),

@@ -236,16 +236,19 @@ def _member_kind(raw: object) -> EntryKind | None:
 def _class_members(cls: type, package: str) -> list[tuple[str, object, EntryKind]]:
     """Public methods, class/static methods and properties, including ones inherited from
     classes of the same package (a private base's public method is public on the subclass)."""
-    seen: dict[str, tuple[object, EntryKind] | None] = {}
+    seen: set[str] = set()  # a name defined lower in the MRO hides the same name above it
+    members = []
     for klass in cls.__mro__:
         if klass is not cls and not _belongs_to(klass, package):
             continue
         for name, raw in vars(klass).items():
             if name in seen:
                 continue
-            kind = _member_kind(raw) if not name.startswith("_") else None
-            seen[name] = (raw, kind) if kind else None
-    return [(name, raw, kind) for name, item in seen.items() if item for raw, kind in [item]]
+            seen.add(name)
+            kind = None if name.startswith("_") else _member_kind(raw)
+            if kind:
+                members.append((name, raw, kind))
+    return members
 
 
 # -- canonical names -------------------------------------------------------------------------

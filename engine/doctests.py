@@ -102,14 +102,14 @@ def module_globals_setup(module: str) -> str:
 
 
 def docstring_scenarios(entry: EntryPoint, obj: object, public: Mapping[int, str]) -> tuple[list[ScenarioSpec], str]:
-    """Scenarios for ``entry``'s docstring examples, and a reason when there are none.
+    """Scenarios for ``entry``'s docstring examples, and why examples were left out ("" if none were).
 
     ``public`` maps ``id(identity object)`` to qualname for all entry points (see
     ``identity_of``) so an example's targets are the public APIs it visibly calls.
     """
     blocks = example_blocks(docstring_of(obj))
     if not blocks:
-        return [], "the docstring has no >>> examples"
+        return [], ""
     module = getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None) or entry.module
     setup = module_globals_setup(module)
     namespace = _namespace_of(module)

@@ -37,7 +37,8 @@ def write_scaffold(discovery: Discovery, covered: set[str], path: str | Path, *,
     if path.exists() and not overwrite:
         raise UsageError(f"{path} already exists; choose another path or pass --force to replace it")
     missing = [ep for ep in discovery.entry_points if ep.qualname not in covered]
-    parts = [_HEADER.format(format=FORMAT_VERSION, package=discovery.package, version=f" {discovery.version}" if discovery.version else "")]
+    version = f" {discovery.version}" if discovery.version else ""
+    parts = [_HEADER.format(format=FORMAT_VERSION, package=discovery.package, version=version)]
     parts.extend(render_template(ep) for ep in missing)
     path.write_text("\n".join(parts), encoding="utf-8")
     return len(missing)

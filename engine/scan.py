@@ -41,6 +41,7 @@ from apiprof.engine.records import (
     ScanBatch,
 )
 from apiprof.engine.run import Task, TaskResult, WorkerOptions, WorkerPool
+from apiprof.engine.scenarios import DEFAULT_SIZES
 
 NOT_PROFILED_ORDER = [
     Coverage.BLOCKED,
@@ -54,14 +55,19 @@ NOT_PROFILED_ORDER = [
 """When several scenarios of one entry point fail differently, the first reason here is shown."""
 
 
+BUNDLED_SCENARIOS = Path(__file__).parent / "packs"
+"""Scenario files apiprof ships for packages no automatic source covers well (``<package>.toml``)."""
+
+
 @dataclass(frozen=True)
 class ScanOptions:
     """Everything that shapes a scan. Stored with the scan (JSON) so ``resume`` repeats it."""
 
     scenario_files: tuple[str, ...] = ()
+    bundled_scenarios: bool = True  # add the scenario file apiprof ships for the package, if any
     docstrings: bool = True  # run ``>>>`` examples as scenarios
     synthesize: bool = True  # synthesise arguments from annotations and defaults
-    sizes: tuple[int, ...] = (10, 100, 1000)  # input sizes for synthesised sized scenarios
+    sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     repeat: int = 20  # runs per scenario and size (a scenario file may say otherwise)
     max_seconds: float = 2.0  # measuring budget per scenario and size
     jobs: int = 1
@@ -74,7 +80,7 @@ class ScanOptions:
     db_timeout: float = 30.0  # seconds to wait while another process holds the database's write lock
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
-    RESUMED_FIELDS = ("scenario_files", "docstrings", "synthesize", "sizes", "repeat", "max_seconds")
+    RESUMED_FIELDS = ("scenario_files", "bundled_scenarios", "docstrings", "synthesize", "sizes", "repeat", "max_seconds")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +90,13 @@ class ScanOptions:
         known = {f.name for f in fields(cls)}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
         return cls(**values)
+
+    def scenario_files_for(self, package: str) -> tuple[str, ...]:
+        """The user's scenario files plus, unless turned off, the one shipped for ``package``."""
+        bundled = BUNDLED_SCENARIOS / f"{package.split('.')[0]}.toml"
+        if self.bundled_scenarios and bundled.is_file():
+            return (*self.scenario_files, str(bundled))
+        return self.scenario_files
 
     def worker_options(self) -> WorkerOptions:
         env = {}
@@ -333,7 +346,8 @@ def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Di
     from apiprof.engine.scenarios import ScenarioSpec
 
     result = pool.request(
-        {"op": "discover", "package": package, "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files]},
+        {"op": "discover", "package": package,
+         "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files_for(package)]},
         timeout=options.discovery_timeout,
     )
     reply = expect_ok(result, f"discovering {package!r}")

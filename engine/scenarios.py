@@ -18,6 +18,7 @@ import signal
 import symtable
 import sys
 import threading
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from apiprof.errors import ScenarioFileError
 FORMAT_VERSION = 1
 """The scenario-file ``format`` this module reads."""
 
-DEFAULT_SIZES = (10, 100, 1000)
+DEFAULT_SIZES = (10, 30, 100, 300, 1000)
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,10 @@ class ScenarioSpec:
 def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], object]:
     """Run ``spec.setup`` in a fresh namespace and return a callable doing one ``spec.call``.
 
-    The callable returns the value of ``call``'s last statement when that is an expression.
-
     The call statements become the body of a function whose every bound name is declared
     ``global``: the same meaning as executing them at module level in the setup namespace, at
-    the cost of one Python call per run.
+    the cost of one Python call per run. The callable returns the value of the last statement
+    when that is an expression.
     """
     namespace: dict[str, Any] = {"__name__": "__apiprof_scenario__", "__builtins__": builtins}
     if spec.size_axis:
@@ -104,13 +104,13 @@ _NO_TYPE_PARAMS = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
 def _compile_call(call: str, filename: str, namespace: dict[str, Any]) -> Callable[[], object]:
-    module = ast.parse(call, filename, "exec")  # module-level rules: no return/yield
+    module = ast.parse(call, filename, "exec")
+    code = compile(module, filename, "exec")  # module-level rules: rejects return/yield
     if not module.body:
         return lambda: None
     try:
         bound = _names_bound_by(call)
     except SyntaxError:  # e.g. a star import, legal only at module level
-        code = compile(module, filename, "exec")
         return lambda: exec(code, namespace)
     body: list[ast.stmt] = [ast.Global(names=sorted(bound))] if bound else []
     body.extend(module.body)
@@ -238,12 +238,13 @@ class _FileReader:
 
     def check_code(self, where: tuple[str | int, ...], code: str) -> None:
         try:
-            ast.parse(code, mode="exec")
+            compile(code, f"<{where[-1]}>", "exec", dont_inherit=True)
         except SyntaxError as error:
             line = self.line_of(where)
             if line is not None and error.lineno:
                 line += error.lineno - 1 + self.value_starts_below(line)
-            raise ScenarioFileError(str(self.path), line, f"Python syntax error in `{where[-1]}`: {error.msg}") from None
+            problem = f"Python syntax error in `{where[-1]}`: {error.msg}"
+            raise ScenarioFileError(str(self.path), line, problem) from None
 
     def value_starts_below(self, line: int) -> int:
         """1 when the multi-line string on ``line`` opens with a newline (its text starts below)."""
@@ -257,7 +258,8 @@ class _FileReader:
             if required not in table:
                 raise self.fail(where, f"[[scenario]] needs `{required}`")
         if not _NAME.match(table["name"]):
-            raise self.fail((*where, "name"), f"`name` may use letters, digits, '_', '.', '-' only, got {table['name']!r}")
+            raise self.fail((*where, "name"),
+                            f"`name` may use letters, digits, '_', '.', '-' only, got {table['name']!r}")
         self.check_sizes(where, table)
         merged = {**defaults, **table}
         if "sizes" in table and "size_axis" not in merged:
@@ -417,18 +419,19 @@ def collect_scenarios(discovery: Discovery, scenario_files: Sequence[Path] = (),
     for entry in discovery.entry_points:
         if entry.qualname not in objects:
             continue
-        if docstrings:
-            found, reason = docstring_scenarios(entry, objects[entry.qualname], public)
-            kept = [spec for spec in found if not check or _keep(spec, reasons[entry.qualname])]
-            if reason and not kept:
-                reasons[entry.qualname].append(f"docstring examples: {reason}")
-            specs.extend(kept)
         if synthesize:
             spec, reason = find_synthesized_scenario(entry.qualname, tuple(sizes), check=check)
             if spec is None:
-                reasons[entry.qualname].append(f"needs arguments we could not synthesise: {reason}")
+                reasons[entry.qualname].append(reason)
             else:
                 specs.append(spec)
+        if docstrings:
+            found, reason = docstring_scenarios(entry, objects[entry.qualname], public)
+            failures: list[str] = []
+            kept = [spec for spec in found if not check or _keep(spec, failures)]
+            if not kept and (reason or failures):
+                reasons[entry.qualname].append("docstring examples: " + "; ".join(filter(None, [reason, *failures])))
+            specs.extend(kept)
     covered = {qualname for spec in specs for qualname in (spec.qualname, *spec.targets)}
     unscenarioed = {qualname: "; ".join(why) or "no scenario source was enabled"
                     for qualname, why in reasons.items() if qualname not in covered}
@@ -461,7 +464,7 @@ def try_scenario(spec: ScenarioSpec, size: int | None = None, *, calls: int = 2)
     result: object = None
     stage = "setup"
     try:
-        with _alarm(TRIAL_SECONDS), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with _alarm(TRIAL_SECONDS), _quiet_stdio():
             run = compile_scenario(spec, size)
             for attempt in range(calls):
                 stage = "call" if attempt == 0 else "repeated call"
@@ -476,8 +479,21 @@ def try_scenario(spec: ScenarioSpec, size: int | None = None, *, calls: int = 2)
 
 
 @contextlib.contextmanager
+def _quiet_stdio() -> Iterator[None]:
+    """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
+    stdin = sys.stdin
+    sys.stdin = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        sys.stdin = stdin
+
+
+@contextlib.contextmanager
 def _alarm(seconds: float) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` (main thread on POSIX only; elsewhere no limit)."""
+    """Interrupt the block after ``seconds`` (main thread on POSIX only; elsewhere no limit).
+    Nests: an enclosing ITIMER_REAL timeout is re-armed with what is left of it."""
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -486,9 +502,12 @@ def _alarm(seconds: float) -> Iterator[None]:
         raise _TrialTimeout()
 
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer_remaining, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_remaining:  # an enclosing timeout keeps running (and fires at once if it is due)
+            signal.setitimer(signal.ITIMER_REAL, max(outer_remaining - (time.monotonic() - started), 1e-4))

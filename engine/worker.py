@@ -142,7 +142,7 @@ class Worker:
             (),
             docstrings=request.get("docstrings", True),
             synthesize=request.get("synthesize", True),
-            sizes=tuple(request.get("sizes", (10, 100, 1000))),
+            sizes=tuple(request.get("sizes", scenarios.DEFAULT_SIZES)),
         )
         return {
             "status": "ok",

@@ -80,8 +80,11 @@ def test_sized_builders_follow_n():
 
 
 def test_same_inputs_give_the_same_arguments():
-    assert synthesize_arguments("synth_subjects.typed", 20, seed=1) == synthesize_arguments("synth_subjects.typed", 20, seed=1)
-    assert synthesize_arguments("synth_subjects.typed", 20, seed=1) != synthesize_arguments("synth_subjects.typed", 20, seed=2)
+    def arguments(seed: int) -> tuple:
+        return synthesize_arguments("synth_subjects.typed", 20, seed=seed)
+
+    assert arguments(1) == arguments(1)
+    assert arguments(1) != arguments(2)
 
 
 def test_variants_offer_other_flavours():
@@ -139,7 +142,7 @@ def test_synthesized_scenario_is_code_with_a_size_axis():
 
 def test_iterator_results_are_consumed_so_lazy_work_is_measured():
     spec, _ = find_synthesized_scenario("discover_pkg.first_lines", (10,))
-    assert spec.call == "consume(target(*args, **kwargs))"
+    assert spec.call == "consume(target(*args, **kwargs), 10 * n + 100)"
     assert try_scenario(spec)[0] == ""
 
 
@@ -157,3 +160,14 @@ def test_in_memory_files_are_rewound_before_each_call():
     run = compile_scenario(spec, 10)
     assert run() == run() and len(run()) == 10
     assert isinstance(run.__globals__["args"][0], io.StringIO)
+
+
+def test_a_hook_that_always_raises_is_measured_raising():
+    from apiprof.engine.synth import find_synthesized_scenario, raised_by_design
+
+    assert raised_by_design("json.JSONEncoder.default") == "TypeError"
+    assert raised_by_design("json.dumps") == ""  # returns normally
+    assert raised_by_design("json.encoder.c_make_encoder") == ""  # no source: no claim
+    spec, reason = find_synthesized_scenario("json.JSONEncoder.default", (10,))
+    assert reason == "" and spec is not None
+    assert "except Exception" in spec.call and "always raises TypeError" in spec.description
