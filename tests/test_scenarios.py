@@ -117,6 +117,8 @@ def test_spec_round_trips_through_json_and_converts_to_a_record(tmp_path):
         ('format = 1\nfoo = [\n  1,\n]\n', 2, "unknown key `foo` in the file"),
         ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f(("\n', 5,
          "Python syntax error in `call`: '(' was never closed"),
+        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\n\ncall = "return 1"\n', 6,
+         "Python syntax error in `call`: 'return' outside function"),
         ('format = 1\n[[scenario]\nname = "a"\n', 2, "not valid TOML"),
         ('format = 1\nx = \n', 2, "not valid TOML"),
     ],
@@ -179,7 +181,8 @@ def test_locate_keys_ignores_code_in_multiline_strings_and_arrays():
 
 
 def test_compile_scenario_binds_the_size_and_gives_each_size_a_fresh_namespace():
-    spec = ScenarioSpec("t#1", "builtins.sorted", ScenarioSource.FILE, "", setup="data = list(range(n, 0, -1))\ncalls = 0",
+    spec = ScenarioSpec("t#1", "builtins.sorted", ScenarioSource.FILE, "",
+                        setup="data = list(range(n, 0, -1))\ncalls = 0",
                         call="calls = calls + 1\nresult = sorted(data)\nlen(result)", size_axis="n", sizes=(3, 10))
     small = compile_scenario(spec, 3)
     assert small() == 3 and small() == 3
@@ -269,3 +272,22 @@ def test_the_documented_examples_are_valid_and_run(tmp_path):
         for spec in specs:
             for size in spec.sizes[:2] or (None,):
                 assert try_scenario(spec, size)[0] == "", spec.id
+
+
+def test_trials_time_out_and_leave_an_enclosing_timer_running(monkeypatch):
+    import signal
+
+    from apiprof.engine import scenarios
+
+    monkeypatch.setattr(scenarios, "TRIAL_SECONDS", 0.05)
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    try:
+        spec = ScenarioSpec("t", "x", ScenarioSource.FILE, "", setup="", call="while True: pass")
+        assert try_scenario(spec) == ("took longer than 0.05 s on a trial call", None)
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25.0 < remaining <= 30.0 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
