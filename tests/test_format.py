@@ -8,8 +8,6 @@ from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import Metric
 from apiprof.format import cost_hint, format_bucket_range, format_bytes, format_ns, sparkline, text_histogram
 
-pytestmark = pytest.mark.smoke
-
 
 @pytest.mark.parametrize(
     ("ns", "text"),

@@ -9,8 +9,6 @@ import pytest
 
 from apiprof.engine.growth import fit_growth
 
-pytestmark = pytest.mark.smoke
-
 SIZES = [10, 30, 100, 300, 1000, 3000, 10000]
 CURVES = {
     "O(1)": lambda n: 500.0,

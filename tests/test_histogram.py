@@ -10,8 +10,6 @@ import pytest
 
 from apiprof.engine.histogram import ZERO_BUCKET, Bucket, Histogram, bucket_bounds, bucket_index, merge_all
 
-pytestmark = pytest.mark.smoke
-
 # SPEC.md §1 worked example: bytes allocated per call of A, B, C for j = 1..3.
 ALLOCATIONS = {"A": [3, 7, 22], "B": [107, 120, 115], "C": [819, 1560, 1800]}
 TABLE_1 = {"A": {1: 100, 2: 100, 4: 100}, "B": {6: 300}, "C": {9: 100, 10: 200}}
