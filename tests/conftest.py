@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+from pathlib import Path
 
 import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# The fixture packages (tiny_pkg, discover_pkg, groundtruth_pkg, ...) import by name in tests;
+# workers get the same directory through ScanOptions.python_path.
+sys.path.insert(0, str(FIXTURES))
 
 
 def _monitoring_tools() -> list[str]:

@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "fixtures"))
 import groundtruth_pkg as gt  # noqa: E402
 
 from apiprof.engine import alloc  # noqa: E402

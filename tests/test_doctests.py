@@ -22,13 +22,6 @@ from apiprof.engine.scenarios import compile_scenario, try_scenario
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fixture_packages_importable():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(FIXTURES))
-        yield
-
-
 @pytest.fixture(scope="module")
 def public():
     discovery = discover("discover_pkg")

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import groundtruth_pkg as gt  # noqa: E402
 
 from apiprof.engine.calibrate import calibrate  # noqa: E402

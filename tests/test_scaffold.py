@@ -15,13 +15,6 @@ from apiprof.errors import UsageError
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fixture_packages_importable():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(FIXTURES))
-        yield
-
-
 @pytest.fixture(scope="module")
 def discovery():
     return discover("discover_pkg")

@@ -26,13 +26,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = Path(__file__).parent.parent / "docs" / "scenario-format.md"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fixture_packages_importable():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(FIXTURES))
-        yield
-
-
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")

@@ -58,10 +58,8 @@ def odd_type(value: types.SimpleNamespace) -> types.SimpleNamespace:
 
 @pytest.fixture(scope="module", autouse=True)
 def importable():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(FIXTURES))
-        sys.modules.setdefault("synth_subjects", sys.modules[__name__])
-        yield
+    sys.modules.setdefault("synth_subjects", sys.modules[__name__])
+    yield
     sys.modules.pop("synth_subjects", None)
 
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import groundtruth_pkg as gt  # noqa: E402
 
 from apiprof.engine import timing  # noqa: E402
