@@ -39,9 +39,10 @@ and --resume continues it. Scanning again adds samples (counts add up, nothing i
 
 SCAN_EPILOG = """\
 timing and parallelism:
-  CPU ("active") time is the primary metric and stays accurate with --jobs > 1. Wall time does
-  not: parallel workers compete for cores, caches and memory bandwidth. Use --jobs 1 (the
-  default) when wall time matters, and keep the machine otherwise idle.
+  Typical time is the median active wall time per call (probe overhead removed); thread CPU
+  time is read on a sample of calls. With --jobs N, wall time stays trustworthy only while every
+  worker has an idle core (workers compete for cores, caches and memory bandwidth); the sampled
+  CPU time stays accurate. Use --jobs 1 (the default) on an idle machine for reference numbers.
 
 exit codes: 0 done, 1 scan failed, 2 usage error (unknown package, bad scenario file),
 3 database error (locked, not an apiprof file), 130 interrupted (resume with --resume).
@@ -115,7 +116,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--jobs", "-j", type=_positive_int, default=1, metavar="N",
-        help="parallel workers (default: 1); CPU time stays accurate, wall time does not (see below)",
+        help="parallel workers (default: 1); wall time needs an idle core per worker (see below)",
     )  # fmt: skip
     parser.add_argument(
         "--timeout", type=_positive_float, default=default.call_timeout, metavar="S",

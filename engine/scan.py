@@ -9,8 +9,8 @@ transaction as they arrive, so an interrupted scan keeps everything measured so 
 ``resume=True`` continues the package's last unfinished scan, skipping entry points that already
 have a coverage row from it.
 
-With ``jobs > 1`` scenarios run in parallel workers: CPU ("active") time stays trustworthy, wall
-time does not (workers compete for cores and caches).
+With ``jobs > 1`` scenarios run in parallel workers: the sampled CPU time stays trustworthy, wall
+time only while there are idle cores for every worker (workers compete for cores and caches).
 """
 
 from __future__ import annotations
