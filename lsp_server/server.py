@@ -18,6 +18,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 import apiprof
+from apiprof.lsp_server.config import SECTION
 from apiprof.lsp_server.latency import REPORT_METHOD
 from apiprof.lsp_server.session import Session
 
@@ -66,6 +67,24 @@ def guarded(server: ApiprofServer, method: str, fallback: Callable[[Any], T]) ->
     return wrap
 
 
+def pull_configuration(server: ApiprofServer) -> None:
+    """Ask a pull-model client for its ``apiprof`` settings (``workspace/configuration``).
+
+    The answer arrives on the event loop later; it overrides ``initializationOptions`` key by key,
+    exactly like pushed settings.
+    """
+    if not server.session.pulls_configuration:
+        return
+
+    def apply(result: Any) -> None:
+        try:
+            server.session.update_settings(result[0] if result else None)
+        except Exception as exc:
+            server.log_to_client(types.MessageType.Error, f"workspace/configuration answer ignored: {exc}")
+
+    server.workspace_configuration(types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]), apply)
+
+
 def create_server(*, jedi_only: bool = False) -> ApiprofServer:
     server = ApiprofServer(jedi_only=jedi_only)
     session = server.session
@@ -76,10 +95,18 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
         root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
         session.start(to_fs_path(root) if root else params.root_path, params.initialization_options, params.capabilities)
 
+    @server.feature(types.INITIALIZED)
+    @guarded(server, types.INITIALIZED, lambda p: None)
+    def initialized(params: types.InitializedParams) -> None:
+        pull_configuration(server)
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @guarded(server, types.WORKSPACE_DID_CHANGE_CONFIGURATION, lambda p: None)
     def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
-        session.update_settings(params.settings)
+        if params.settings in (None, {}):  # pull-model clients only say "something changed"
+            pull_configuration(server)
+        else:
+            session.update_settings(params.settings)
 
     @server.feature(
         types.TEXT_DOCUMENT_COMPLETION,

@@ -67,7 +67,9 @@ class Session:
     def start(self, root: str | None, options: Any, capabilities: types.ClientCapabilities | None = None) -> None:
         """Apply the workspace root, ``initializationOptions`` and the client's capabilities."""
         self.root = root
-        self.label_details, self.markup = _read_capabilities(capabilities or types.ClientCapabilities())
+        capabilities = capabilities or types.ClientCapabilities()
+        self.label_details, self.markup = _read_capabilities(capabilities)
+        self.pulls_configuration = bool(capabilities.workspace and capabilities.workspace.configuration)
         self.resolver = Resolver(root)
         unwrapped = unwrap_section(options)
         self._base_options = unwrapped if isinstance(unwrapped, dict) else {}

@@ -316,3 +316,42 @@ async def test_database_that_appears_later_and_configuration_change(broken: Lang
 
 async def test_broken_server_shows_no_popups(broken: LanguageClient):
     assert broken.messages == []
+
+
+# -- pull-model settings: the server asks for them with workspace/configuration -------------------
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[SERVER]))
+async def pulling(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("pulling")
+    build_db(root / "first.db")
+    build_db(root / "second.db")
+    lsp_client.root = root
+    lsp_client.set_configuration({"databases": ["first.db"], "hover": {"histogram": "sparkline"}}, section="apiprof")
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(configuration=True)),
+            root_uri=root.as_uri(),
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def wait_for_log(client: LanguageClient, text: str) -> list[str]:
+    for _ in range(100):
+        if found := logged(client, text):
+            return found
+        await __import__("asyncio").sleep(0.05)
+    return []
+
+
+async def test_settings_are_pulled_after_initialized_and_on_change(pulling: LanguageClient):
+    assert await wait_for_log(pulling, f"apiprof databases: {pulling.root / 'first.db'}")
+    uri = open_doc(pulling, "pull.py", "from json import dumps\ndumps(1)\n")
+    text = await hover(pulling, uri, 1, 1)
+    assert text is not None and "CPU time (sampled calls): " in text  # the pulled sparkline form
+    pulling.set_configuration({"databases": ["second.db"]}, section="apiprof")
+    pulling.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    assert await wait_for_log(pulling, f"apiprof databases: {pulling.root / 'second.db'}")
+    assert pulling.messages == []
