@@ -278,7 +278,9 @@ def profile_json(db, qualname: str) -> dict[str, Any]:
 
     found = query.summary(db, qualname)
     if found is None:
-        raise UsageError(f"no profile for {qualname!r} in this database; scan its package with `apiprof-scan PACKAGE`")
+        near = query.similar_names(db, qualname)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise UsageError(f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`")
     metrics = {}
     for metric in Metric:
         hist = found.histograms.get(metric)

@@ -288,3 +288,15 @@ def data_version(db: sqlite_utils.Database) -> tuple:
         "SELECT (SELECT COUNT(*) FROM buckets), (SELECT COALESCE(SUM(count), 0) FROM buckets), "
         "(SELECT COALESCE(MAX(id), 0) FROM scans), (SELECT COUNT(*) FROM entry_points)"
     ).fetchone()
+
+
+def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[str]:
+    """Known qualified names closest to ``name`` (for "did you mean" hints on typos)."""
+    import difflib
+
+    prefix = name.split(".", 1)[0]
+    known = [r[0] for r in db.execute(
+        "SELECT qualname FROM entry_points WHERE package = ? UNION SELECT alias FROM aliases WHERE alias LIKE ?",
+        [prefix, f"{prefix}.%"],
+    )]  # fmt: skip
+    return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)

@@ -67,6 +67,13 @@ def test_show_prints_summary_histograms_scenarios_and_growth(scanned):
     assert "growth:" in text
 
 
+def test_show_suggests_close_names_for_a_typo(scanned):
+    _, db, _ = scanned
+    out = run("apiprof", "show", "tiny_pkg.sort_numbrs", "--db", db)
+    assert out.returncode == 2
+    assert "did you mean tiny_pkg.sort_numbers" in out.stderr
+
+
 def test_show_json_has_the_stable_fields(scanned):
     _, db, _ = scanned
     out = run("apiprof", "show", "tiny_pkg.sort_numbers", "--db", db, "--json")
