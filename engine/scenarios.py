@@ -405,7 +405,7 @@ def collect_scenarios(discovery: Discovery, scenario_files: Sequence[Path] = (),
     worker) and kept only if they run twice without raising.
     """
     from apiprof.engine.doctests import docstring_scenarios, identity_of
-    from apiprof.engine.synth import find_synthesized_scenario
+    from apiprof.engine.synthesized import find_synthesized_scenario
 
     specs = [spec for path in scenario_files for spec in load_scenario_file(path)]
     reasons: dict[str, list[str]] = {ep.qualname: [] for ep in discovery.entry_points}

@@ -8,12 +8,12 @@ deterministically. Unannotated required parameters are guessed from well-worn na
 ``synthesize_call(...)`` in setup, ``target(*args, **kwargs)`` as the measured call.
 
 Some types have several *flavours* (a ``str`` may be prose, a JSON array or digits): ``variant``
-picks one, so a caller can retry with another flavour when a function rejects the first.
+picks one, so a caller can retry with another flavour when a function rejects the first
+(:mod:`apiprof.engine.synthesized` does that, turning the arguments into scenario specs).
 """
 
 from __future__ import annotations
 
-import ast
 import collections
 import collections.abc as abc
 import datetime
@@ -27,7 +27,6 @@ import os
 import pathlib
 import random
 import re
-import textwrap
 import types
 import typing
 import warnings
@@ -36,8 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.engine.discover import describe_exception, resolve_object
-from apiprof.engine.records import ScenarioSource
-from apiprof.engine.scenarios import ScenarioSpec, try_scenario
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -477,99 +474,3 @@ def _draw_with_hypothesis(tp: Any, context: _Context, name: str) -> Any:
     if not drawn:
         raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
     return drawn[0]
-
-
-# -- scenarios -------------------------------------------------------------------------------
-
-NO_ARGUMENTS = "needs arguments we could not synthesise: "
-MAX_VARIANTS = 6
-"""At most this many argument flavours are tried before giving up on an entry point."""
-
-
-def raised_by_design(qualname: str) -> str:
-    """The exception a function raises on every path, by its source ("" when it may return).
-
-    Hooks such as ``JSONEncoder.default`` exist to raise unless overridden; the cost of calling
-    them *is* the cost of raising, so such a call is measured with the exception caught rather
-    than reported as rejected arguments. Only an unconditional top-level ``raise`` counts.
-    """
-    try:
-        target = inspect.unwrap(resolve_object(qualname))
-        target = getattr(target, "__func__", target)
-        tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
-    except Exception:  # C functions, no source, odd objects: no claim
-        return ""
-    function = tree.body[0] if tree.body else None
-    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not function.body:
-        return ""
-    last = function.body[-1]
-    if not isinstance(last, ast.Raise) or last.exc is None:
-        return ""
-    if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in ast.walk(function)):
-        return ""
-    exc = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
-    return ast.unparse(exc)
-
-
-def synthesized_spec(qualname: str, sizes: tuple[int, ...], synthesis: Synthesis, *, seed: int = 0,
-                     variant: int = 0, lazy: bool = False, raises: str = "") -> ScenarioSpec:
-    """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
-    (catching ``raises``, the exception the target raises by design, when given)."""
-    size = "n" if synthesis.sized else "None"
-    setup = ("from apiprof.engine.synth import consume, rewind, synthesize_call\n"
-             f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n")
-    call = "target(*args, **kwargs)"
-    if lazy:
-        call = f"consume({call}, {CONSUME_LIMIT if synthesis.sized else UNSIZED_CONSUME_LIMIT})"
-    if raises:
-        call = f"try:\n    {call}\nexcept Exception:\n    pass"
-    if synthesis.files:
-        call = f"rewind(args, kwargs)\n{call}"
-    description = f"synthesised arguments (variant {variant})" + (", result iterated" if lazy else "")
-    if raises:
-        description += f"; the function always raises {raises}, so this is the cost of raising it"
-    return ScenarioSpec(
-        id=f"synth:{qualname}",
-        qualname=qualname,
-        source=ScenarioSource.SYNTHESIZED,
-        description=description,
-        setup=setup,
-        call=call,
-        size_axis="n" if synthesis.sized else "",
-        sizes=sizes if synthesis.sized else (),
-    )
-
-
-def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: int = 0,
-                              check: bool = True) -> tuple[ScenarioSpec | None, str]:
-    """The first argument variant that builds (and, with ``check``, runs): (spec, "") or (None, reason).
-
-    The reason is a sentence for the coverage report: "needs arguments we could not synthesise:
-    ..." when none could be built, "synthesised arguments were rejected: ..." when calls failed.
-    """
-    first_failure = ""
-    variant, choices = 0, 1
-    while variant < min(choices, MAX_VARIANTS):
-        try:
-            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
-        except CannotSynthesize as error:
-            return None, first_failure or f"{NO_ARGUMENTS}{error}"
-        except Exception as error:
-            return None, first_failure or f"{NO_ARGUMENTS}building them raised {describe_exception(error)}"
-        choices = synthesis.choices
-        spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
-        if not check:
-            return spec, ""
-        failure, result = try_scenario(spec)
-        if not failure and is_lazy(result):
-            spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True)
-            failure, result = try_scenario(spec)
-        if not failure:
-            return spec, ""
-        if raises := raised_by_design(qualname):
-            spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises)
-            if not try_scenario(spec)[0]:
-                return spec, ""
-        first_failure = first_failure or f"synthesised arguments were rejected: the call {failure}"
-        variant += 1
-    return None, first_failure

@@ -16,13 +16,8 @@ import pytest
 from apiprof.engine import synth
 from apiprof.engine.records import ScenarioSource
 from apiprof.engine.scenarios import compile_scenario, try_scenario
-from apiprof.engine.synth import (
-    CannotSynthesize,
-    find_synthesized_scenario,
-    guess_from_name,
-    synthesize,
-    synthesize_arguments,
-)
+from apiprof.engine.synth import CannotSynthesize, guess_from_name, synthesize, synthesize_arguments
+from apiprof.engine.synthesized import find_synthesized_scenario, raised_by_design
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -161,8 +156,6 @@ def test_in_memory_files_are_rewound_before_each_call():
 
 
 def test_a_hook_that_always_raises_is_measured_raising():
-    from apiprof.engine.synth import find_synthesized_scenario, raised_by_design
-
     assert raised_by_design("json.JSONEncoder.default") == "TypeError"
     assert raised_by_design("json.dumps") == ""  # returns normally
     assert raised_by_design("json.encoder.c_make_encoder") == ""  # no source: no claim
