@@ -25,7 +25,7 @@ AUTO_KINDS = ["function", "method", "class", "classmethod", "staticmethod", "pro
 
 def copy_static(app: Sphinx, exception: BaseException | None) -> None:
     if exception is None and app.builder.format == "html":
-        copy_asset_file(STATIC / CSS_FILE, Path(app.outdir, "_static"))
+        copy_asset_file(STATIC / CSS_FILE, Path(app.outdir, "_static"), force=True)  # refresh after upgrades
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
