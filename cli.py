@@ -132,6 +132,16 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"memory cap per worker in MiB (default: {default.memory_mb})",
     )  # fmt: skip
     parser.add_argument(
+        "--tests", metavar="PATH", default="",
+        help="also run the package's own pytest suite (file or directory) under the profiler as one scenario; "
+        "every entry point it calls gets measurements, and ones only the tests reach become profiled",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tests-timeout", type=_positive_float, default=default.tests_timeout, metavar="S",
+        help="seconds all runs of the --tests suite may take together (it runs 2 + timing groups times); "
+        f"past it the suite is dropped with a warning (default: {default.tests_timeout:g})",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-sandbox-guard", action="store_true",
         help="skip the audit-hook guard (workers, temp directory and resource limits stay); for measuring its cost",
     )  # fmt: skip
@@ -161,6 +171,8 @@ def scan_options(args: argparse.Namespace):
         scenario_timeout=args.scenario_timeout,
         memory_mb=args.memory_mb,
         guard=not args.no_sandbox_guard,
+        tests=args.tests,
+        tests_timeout=args.tests_timeout,
     )
 
 
@@ -214,7 +226,10 @@ class ScanProgressBar:
         self.progress.stop()
 
     def update(self, event) -> None:
-        labels = {"calibrate": "calibrating probes", "discover": "discovering entry points", "profile": "profiling"}
+        labels = {
+            "calibrate": "calibrating probes", "discover": "discovering entry points",
+            "tests": "running the test suite under the profiler (--tests)", "profile": "profiling",
+        }  # fmt: skip
         if event.stage in labels:
             self.progress.update(
                 self.task, description=f"{self.package}: {labels[event.stage]}", total=event.total or None,
@@ -262,6 +277,22 @@ def print_scan_summary(summary) -> None:
         console.print(missing)
     for module, error in summary.import_failures.items():
         console.print(f"[yellow]import failed[/yellow] {module}: {error}")
+    if summary.tests is not None:
+        print_suite_line(console, summary.tests)
+
+
+def print_suite_line(console, suite) -> None:
+    """One line on the --tests scenario, then its warnings."""
+    from rich.markup import escape
+
+    counts = ", ".join(f"{suite.outcomes.get(k, 0)} {k}" for k in ("passed", "failed", "errors", "skipped"))
+    console.print(
+        f"tests: {suite.scenario_id} reached {len(suite.reached)} entry points "
+        f"({len(suite.only_by_tests)} only through the tests) in {suite.runs} profiled runs; tests {counts}",
+        markup=False,
+    )
+    for warning in suite.warnings:
+        console.print(f"[yellow]warning[/yellow] {escape(warning)}")
 
 
 # -- show --------------------------------------------------------------------------------------

@@ -9,6 +9,13 @@ transaction as they arrive, so an interrupted scan keeps everything measured so 
 ``resume=True`` continues the package's last unfinished scan, skipping entry points that already
 have a coverage row from it.
 
+With ``tests=PATH`` the package's own pytest suite is one more scenario (``tests:<name>``) with
+every discovered entry point as a target: it runs first, in a worker of its own, once per
+profiler pass (the allocation pass and each timing group), after one unprofiled warm-up run —
+``2 + groups`` runs of the whole suite in all. Each entry point it reached gets those measurements in its batch,
+next to its other scenarios; one that only the tests reach becomes profiled. Failing tests do
+not fail the scan; they are counted in the summary.
+
 With ``jobs > 1`` scenarios run in parallel workers: the sampled CPU time stays trustworthy, wall
 time only while there are idle cores for every worker (workers compete for cores and caches).
 """
@@ -34,11 +41,15 @@ from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_p
 from apiprof.engine import wire
 from apiprof.engine.records import (
     Calibration,
+    CallEdge,
     Coverage,
     CoverageRecord,
     EntryPoint,
     Environment,
+    Measurement,
     ScanBatch,
+    Scenario,
+    ScenarioSource,
 )
 from apiprof.engine.run import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.scenarios import DEFAULT_SIZES
@@ -78,9 +89,13 @@ class ScanOptions:
     guard: bool = True  # the audit-hook sandbox guard (resource limits and temp cwd apply regardless)
     python_path: tuple[str, ...] = ()  # extra import paths for workers (e.g. a source checkout)
     db_timeout: float = 30.0  # seconds to wait while another process holds the database's write lock
+    tests: str = ""  # the package's pytest suite (file or directory), profiled as one scenario; "" = off
+    tests_timeout: float = 900.0  # seconds for every run of the test suite together; the worker is then killed
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
-    RESUMED_FIELDS = ("scenario_files", "bundled_scenarios", "docstrings", "synthesize", "sizes", "repeat", "max_seconds")
+    RESUMED_FIELDS = (
+        "scenario_files", "bundled_scenarios", "docstrings", "synthesize", "sizes", "repeat", "max_seconds", "tests",
+    )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +134,7 @@ class ScanOptions:
             problems.append("--sizes must be positive integers, e.g. 10,100,1000")
         if self.repeat < 1:
             problems.append("--repeat must be at least 1")
-        if min(self.call_timeout, self.scenario_timeout, self.discovery_timeout) <= 0:
+        if min(self.call_timeout, self.scenario_timeout, self.discovery_timeout, self.tests_timeout) <= 0:
             problems.append("timeouts must be positive numbers of seconds")
         if self.memory_mb < 64:
             problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
@@ -131,7 +146,7 @@ class ScanOptions:
 class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
-    stage: str  # "discover", "calibrate", "profile", "done"
+    stage: str  # "calibrate", "discover", "tests" (only with --tests), "profile", "done"
     done: int = 0
     total: int = 0
     qualname: str = ""  # the entry point just finished (profile stage)
@@ -148,6 +163,44 @@ class CostLine:
     alloc_median_bytes: float | None
     samples: int
     growth: str
+
+
+@dataclass
+class SuiteRun:
+    """The package's test suite profiled as one scenario (``--tests``): its measurements per
+    entry point, the test outcomes of its first run, and what went wrong, if anything."""
+
+    path: str
+    scenario_id: str  # "tests:<name of PATH>"
+    status: str = "ran"  # or why it has no measurements: "unavailable" (no pytest), "failed", "timed_out", ...
+    runs: int = 0  # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
+    outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / errors / skipped (warm-up run)
+    blocked: list[str] = field(default_factory=list)  # operations the sandbox refused while it ran
+    warnings: list[str] = field(default_factory=list)
+    measurements: dict[str, list[Measurement]] = field(default_factory=dict)  # by entry point
+    edges: dict[str, list[CallEdge]] = field(default_factory=dict)  # by calling entry point
+    only_by_tests: set[str] = field(default_factory=set)  # profiled through the suite alone (filled when bucketing)
+
+    @property
+    def reached(self) -> list[str]:
+        return sorted(self.measurements)
+
+    def scenario(self, qualname: str) -> Scenario:
+        return Scenario(self.scenario_id, qualname, ScenarioSource.TESTS, f"the package's test suite at {self.path}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``tests`` object of ``--summary-json`` (see docs/cli.md)."""
+        return {
+            "scenario_id": self.scenario_id,
+            "path": self.path,
+            "status": self.status,
+            "runs": self.runs,
+            "reached": len(self.measurements),
+            "only_by_tests": sorted(self.only_by_tests),
+            **{k: self.outcomes.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
+            "blocked": list(self.blocked),
+            "warnings": list(self.warnings),
+        }
 
 
 @dataclass(frozen=True)
@@ -167,6 +220,7 @@ class ScanSummary:
     elapsed_seconds: float = 0.0
     workers_started: int = 0
     most_expensive: list[CostLine] = field(default_factory=list)
+    tests: SuiteRun | None = None  # the --tests scenario, when asked for
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -198,6 +252,7 @@ class ScanSummary:
             "resumed_skipped": self.resumed_skipped,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "most_expensive": [asdict(line) for line in self.most_expensive],
+            "tests": self.tests.to_json() if self.tests else None,
         }
 
 
@@ -250,6 +305,7 @@ def scan(
     options.validate()
     report = progress or (lambda event: None)
     check_scenario_files(options.scenario_files)
+    options = resolve_tests_path(options)
     started = time.monotonic()
     db = open_db(db_path, timeout=options.db_timeout)
     try:
@@ -261,7 +317,9 @@ def scan(
             )
         if resumed is not None:  # same scenarios and calibration as the scan being continued
             stored = ScanOptions.from_json(resumed["options"])
-            options = replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+            options = resolve_tests_path(
+                replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+            )
         environment = Environment.current()
         with WorkerPool(options.jobs, options.worker_options()) as pool:
             report(ScanProgress("calibrate"))
@@ -274,11 +332,15 @@ def scan(
                 scan_id = begin_scan(db, package, found.version, environment, calibration, options.to_json())
             store_entry_points(db, found.entry_points)
             plan = plan_scan(found, options, done=completed_entry_points(db, scan_id) if resumed else set())
-            batches = bucket_results(run_plan(pool, plan, options, calibration))
+            suite = None
+            if options.tests and plan.tasks:
+                report(ScanProgress("tests"))
+                suite = run_test_suite(found, options, calibration)
+            batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
             status = store_results(db, batches, plan, scan_id, environment.id, package, report)
-            workers = pool.started
+            workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
-        result = summarize_scan(db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers)
+        result = summarize_scan(db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite)
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
     finally:
@@ -331,6 +393,75 @@ def check_scenario_files(paths: Sequence[str]) -> None:
         if not Path(path).is_file():
             raise errors.ScenarioFileError(str(path), None, "no such scenario file; check the path")
         load_scenario_file(path)
+
+
+def resolve_tests_path(options: ScanOptions) -> ScanOptions:
+    """``options`` with ``tests`` made absolute (workers run elsewhere; resume runs from anywhere),
+    or a usage error naming the path when it does not exist."""
+    if not options.tests:
+        return options
+    path = Path(options.tests).expanduser()
+    if not path.exists():
+        raise errors.UsageError(
+            f"{options.tests}: no such test file or directory; give --tests the path of the package's pytest suite"
+        )
+    return replace(options, tests=str(path.resolve()))
+
+
+def run_test_suite(found: Discovered, options: ScanOptions, calibration: Calibration) -> SuiteRun:
+    """Profile the package's pytest suite with every entry point as a target.
+
+    It gets a fresh worker of its own, closed afterwards: a suite leaves imports, ``sys.path``
+    entries and state behind that must not leak into the other scenarios. Every run of the
+    suite together has ``tests_timeout`` seconds; past it, the worker is killed and the scan goes
+    on without the suite (a warning says so).
+    """
+    suite = SuiteRun(options.tests, f"{ScenarioSource.TESTS}:{Path(options.tests).name}")
+    request = {
+        "op": "tests",
+        "package": found.package,
+        "path": options.tests,
+        "scenario_id": suite.scenario_id,
+        "targets": [ep.qualname for ep in found.entry_points],
+        "calibration": calibration.to_json(),
+        "max_seconds": options.max_seconds,
+    }
+    with WorkerPool(1, options.worker_options()) as pool:
+        result = pool.request(request, timeout=options.tests_timeout)
+    reply = result.reply
+    suite.status = "ran" if result.status == "ok" else result.status
+    suite.runs = int(reply.get("runs", 0))
+    suite.outcomes = {k: int(v) for k, v in reply.get("outcomes", {}).items()}
+    suite.blocked = list(reply.get("blocked", []))
+    for m in reply.get("measurements", []) if result.status == "ok" else []:
+        measurement = wire.measurement_from_json(m)
+        suite.measurements.setdefault(measurement.qualname, []).append(measurement)
+    for e in reply.get("edges", []) if result.status == "ok" else []:
+        edge = wire.edge_from_json(e)
+        suite.edges.setdefault(edge.caller, []).append(edge)
+    suite.warnings = describe_suite_problems(suite, result, options.tests_timeout)
+    return suite
+
+
+def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float) -> list[str]:
+    """Sentences for the summary: why the suite gave no measurements, failing tests, refusals."""
+    where = f"--tests {suite.path}"
+    if result.status == Coverage.TIMED_OUT:
+        stopped = f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
+        return [stopped + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"]
+    if result.status != "ok":
+        return [f"{where}: the test suite was not profiled ({result.status}): {result.reason}"]
+    warnings = []
+    failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
+    if failed or broken:
+        warnings.append(
+            f"{where}: {failed} test(s) failed and {broken} errored in the sandbox; the calls they made still count"
+        )
+    if suite.blocked:
+        warnings.append(f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}")
+    if not suite.measurements:
+        warnings.append(f"{where}: the test suite ran but called none of the package's public entry points")
+    return warnings
 
 
 def calibrate_in_worker(pool: WorkerPool) -> Calibration:
@@ -412,8 +543,9 @@ def run_plan(pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Ca
     return pool.run(Task(t.id, {**t.request, **shared}, t.timeout) for t in plan.tasks)
 
 
-def bucket_results(results: Iterable[TaskResult]) -> Iterator[tuple[str, ScanBatch]]:
-    """One batch per entry point: the measurements of its scenarios and its coverage verdict."""
+def bucket_results(results: Iterable[TaskResult], suite: SuiteRun | None = None) -> Iterator[tuple[str, ScanBatch]]:
+    """One batch per entry point: the measurements of its scenarios (the test suite's among
+    them, when ``suite`` reached it) and its coverage verdict."""
     from apiprof.engine.scenarios import ScenarioSpec
 
     for result in results:
@@ -428,8 +560,25 @@ def bucket_results(results: Iterable[TaskResult]) -> Iterator[tuple[str, ScanBat
             outcomes.append((status, f"{reason} [scenario {spec.id}]" if reason else ""))
         if result.status != "done":  # the task as a whole failed: collection, or the worker died
             outcomes.append(_coverage_status(result.status, result.reason))
+        if suite is not None:
+            outcomes += add_suite_measurements(batch, result.task.id, outcomes, suite)
         batch.coverage.append(combine_outcomes(result.task.id, outcomes))
         yield result.task.id, batch
+
+
+def add_suite_measurements(
+    batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]], suite: SuiteRun
+) -> list[tuple[str, str]]:
+    """Add what the test suite measured of ``qualname`` to its batch; its outcome, if reached."""
+    measured = suite.measurements.get(qualname)
+    if not measured:
+        return []
+    if not any(status == Coverage.PROFILED for status, _ in outcomes):
+        suite.only_by_tests.add(qualname)
+    batch.scenarios.append(suite.scenario(qualname))
+    batch.measurements += measured
+    batch.edges += suite.edges.get(qualname, [])
+    return [(Coverage.PROFILED, "")]
 
 
 def _coverage_status(status: str, reason: str) -> tuple[Coverage, str]:
@@ -489,6 +638,8 @@ def summarize_scan(
     elapsed: float,
     workers: int,
     top: int = 10,
+    *,
+    tests: SuiteRun | None = None,
 ) -> ScanSummary:
     names = [ep.qualname for ep in found.entry_points]
     coverage = {
@@ -523,6 +674,7 @@ def summarize_scan(
         elapsed_seconds=elapsed,
         workers_started=workers,
         most_expensive=costs[:top],
+        tests=tests,
     )
 
 

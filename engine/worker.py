@@ -12,18 +12,22 @@ since the previous reply.
 
 Operations: ``discover`` (import the package, list entry points, read scenario files),
 ``calibrate`` (probe costs), ``entry`` (collect and profile every scenario of one entry point,
-streaming each scenario's outcome), ``call`` (call a function by name — used to test isolation
-without the profiler), ``ping``.
+streaming each scenario's outcome), ``tests`` (run the package's pytest suite under the
+profiler, all entry points as targets), ``call`` (call a function by name — used to test
+isolation without the profiler), ``ping``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import signal
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -179,6 +183,62 @@ class Worker:
             return {"status": Coverage.NO_ARGUMENTS, "reason": "its scenario ran but never called it"}
         return {"status": Coverage.PROFILED, "measurements": measurements, "edges": edges}
 
+    def op_tests(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run the package's own pytest suite under the profiler: one scenario whose targets are
+        every entry point. pytest runs in this process once unprofiled (warm-up, test outcomes),
+        then once per profiler pass (repeat 1); failing tests and tests the guard refuses count
+        as failures, not as errors of the scenario."""
+        try:
+            import pytest
+        except ImportError as exc:
+            return {"status": "unavailable", "reason": f"pytest is not installed where {request['package']} is scanned "
+                    f"({exc}); install pytest into that environment or scan without --tests"}  # fmt: skip
+        from apiprof.engine.records import Calibration
+
+        profiler, discover = self.module("profiler"), self.module("discover")
+        targets, unresolved = [], []
+        for name in request["targets"]:
+            try:
+                obj = discover.resolve_object(name)
+                profiler.resolve_site(obj)
+            except Exception:  # a name the suite cannot be measured on; its own scenarios report why
+                unresolved.append(name)
+                continue
+            targets.append(profiler.Target(name, obj))
+        runs: list[TestTally] = []
+        output = io.StringIO()
+        args = [request["path"], "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler"]
+
+        def run_suite() -> None:
+            tally = TestTally()
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+                tally.exit_code = int(pytest.main(args, plugins=[tally]))
+            runs.append(tally)
+
+        run_suite()  # unprofiled warm-up: imports, collection and assertion rewriting stay out of the passes
+        calibration = Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        report = profiler.profile(
+            run_suite, targets, scenario_id=request["scenario_id"], repeat=1,
+            max_seconds=float(request.get("max_seconds", 2.0)), calibration=calibration,
+        )  # fmt: skip
+        blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
+        first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes
+        reply = {
+            "status": "ok",
+            "runs": len(runs) - 1,
+            "exit_code": first.exit_code,
+            "outcomes": dict(first.outcomes),
+            "blocked": sorted(set(blocked)),
+            "unresolved": unresolved,
+            "measurements": [wire.measurement_to_json(m) for m in report.measurements],
+            "edges": [wire.edge_to_json(e) for e in report.edges],
+        }
+        if not any(first.outcomes[k] for k in ("passed", "failed")):  # collection or usage failed
+            tail = [line for line in output.getvalue().splitlines() if line.strip()][-3:]
+            reply.update(status="failed", reason=f"pytest exited with code {first.exit_code} without running a test"
+                         + (f": {' | '.join(tail)[:400]}" if tail else ""))  # fmt: skip
+        return reply
+
     def attempt(
         self,
         work: Callable[[], dict[str, Any]],
@@ -205,6 +265,26 @@ class Worker:
             reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
         reply["blocked"] = [event.reason for event in blocked]
         return reply
+
+
+class TestTally:
+    """A pytest plugin that counts the outcomes of one run of a test suite."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
+        self.exit_code = -1
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.outcomes["failed" if report.when == "call" else "errors"] += 1
+        elif report.skipped:
+            self.outcomes["skipped"] += 1
+        elif report.when == "call":
+            self.outcomes["passed"] += 1
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.outcomes["errors"] += 1
 
 
 def classify_trial_failure(reason: str) -> Coverage:

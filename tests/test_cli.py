@@ -109,7 +109,7 @@ def test_help_documents_every_option():
                    "--scenario-timeout", "--memory-mb", "--no-sandbox-guard", "--resume", "--summary-json",
                    "--quiet", "wall time"):  # fmt: skip
         assert option in out.stdout, option
-    assert "--tests" not in out.stdout
+    assert "--tests PATH" in out.stdout and "--tests-timeout" in out.stdout
     show = run("apiprof", "show", "--help")
     assert "p90" in show.stdout and "growth_class" in show.stdout
 
