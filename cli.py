@@ -54,7 +54,8 @@ SHOW_EPILOG = """\
   coverage: {status, reason}
   metrics: {METRIC: {label, unit, count, mean, median, p90, stdev,
             buckets: [{bucket, low, high, count, sum, sum_sq}]}}
-     METRIC is one of wall_ns, cpu_ns, alloc_incl_bytes, alloc_excl_bytes, calls_per_run;
+     METRIC is one of wall_ns, cpu_ns, alloc_incl_bytes, alloc_excl_bytes, calls_per_run,
+     io_read_bytes, io_write_bytes (I/O: Linux only, present even when zero);
      bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1
   growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,
             points, size_axis}]
@@ -358,7 +359,7 @@ def profile_json(db, qualname: str) -> dict[str, Any]:
 
 def print_profile(data: dict[str, Any]) -> None:
     from apiprof.engine.histogram import Histogram
-    from apiprof.format import format_value, text_histogram
+    from apiprof.format import format_value, text_histogram, worth_showing
 
     print(f"{data['qualname']}{data['signature']}")
     if data["summary"]:
@@ -368,11 +369,13 @@ def print_profile(data: dict[str, Any]) -> None:
         print(f"  not profiled ({status}): {data['coverage']['reason']}")
     for name, m in data["metrics"].items():
         metric = Metric(name)
+        hist = Histogram.from_buckets((b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"])
+        if not worth_showing(metric, hist):
+            continue
         print(
             f"\n{metric.label}: median {format_value(metric, m['median'])}, p90 {format_value(metric, m['p90'])}, "
             f"mean {format_value(metric, m['mean'])}, {m['count']} samples"
         )
-        hist = Histogram.from_buckets((b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"])
         for line in text_histogram(hist, metric):
             print(f"  {line}")
     if data["scenarios"]:

@@ -47,6 +47,13 @@ def format_value(metric: Metric, value: float | None) -> str:
     return format_bytes(value)
 
 
+def worth_showing(metric: Metric, hist: Histogram | None) -> bool:
+    """Whether a display shows this metric: it has samples, and for I/O, some call moved a byte
+    (most APIs do no I/O; a row of zeros per metric would bury the ones that do). Stored and
+    JSON data keep the zeros."""
+    return bool(hist) and not (metric.is_io and hist.total == 0)
+
+
 def format_bucket_range(metric: Metric, index: int) -> str:
     """``"1.0 µs – 2.0 µs"`` style label for a bucket."""
     low, high = bucket_bounds(index)

@@ -23,12 +23,19 @@ Counters (``Calibration.alloc_mechanism``):
   *current* memory, i.e. bytes still alive at exit (freed temporaries are not counted and may
   make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
 
+For *targets* only, the pass also reads the thread's system-call I/O counters at entry and
+exit (:mod:`~apiprof.engine.iocount`; Linux), giving bytes read and written per call,
+inclusive. A reading costs a system call (≈3 µs), so a target called often is sampled: its
+first ``IO_FULL_CALLS`` calls in each run, then one call in ``IO_SAMPLE_EVERY`` at random
+(random, so periodic I/O such as a buffer flush every k-th call is not aliased away).
+
 Only the thread that runs the scenario is followed; calls made by C code (``map(f, ...)``,
 ``sorted(key=...)``) are seen when they run Python code, not as C calls.
 """
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import time
@@ -39,6 +46,7 @@ from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
 from apiprof.engine.histogram import Histogram
+from apiprof.engine.iocount import IoCounter, open_io_counter
 from apiprof.engine.probes import HAS_MONITORING, acquire_tool_id, normalize_callable, release_tool_id
 
 try:
@@ -47,6 +55,9 @@ except ImportError:  # the optional extension was not built
     _alloccount = None
 
 Key = Hashable  # a code object (Python function) or a normalized C-level callable
+
+IO_FULL_CALLS = 32  # calls per target and run whose I/O is always read
+IO_SAMPLE_EVERY = 16  # beyond those, the share of calls read is 1 / IO_SAMPLE_EVERY
 
 
 class AllocCounter:
@@ -115,6 +126,8 @@ class AllocResult:
     target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # nearest enclosing target
     costack: set[tuple[Key, Key]] = field(default_factory=set)  # (ancestor, descendant)
     callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)  # code objects calling each key
+    io_read: dict[Key, Histogram] = field(default_factory=dict)  # targets only; empty without an I/O counter
+    io_write: dict[Key, Histogram] = field(default_factory=dict)
     mechanism: str = ""
 
     def shares_stack(self, a: Key, b: Key) -> bool:
@@ -122,17 +135,19 @@ class AllocResult:
 
 
 class _Frame:
-    __slots__ = ("key", "start", "children", "target", "is_c")
+    __slots__ = ("key", "start", "children", "target", "is_c", "io_start")
 
     def __init__(self, key: Key, start: int, target: Key | None, is_c: bool) -> None:
         self.key, self.start, self.children, self.target, self.is_c = key, start, 0, target, is_c
+        self.io_start: tuple[int, int] | None = None  # (read, written) at entry, for targets
 
 
 class _Recorder:
     """Turns enter/exit notifications into the AllocResult (runs inside the paused counter)."""
 
-    def __init__(self, result: AllocResult, targets: Collection[Key]) -> None:
-        self.result, self.targets = result, frozenset(targets)
+    def __init__(self, result: AllocResult, targets: Collection[Key], io: IoCounter | None = None) -> None:
+        self.result, self.targets, self.io = result, frozenset(targets), io
+        self._coin = random.Random(0).random  # private: the scenario's own random stream stays untouched
         self.stack: list[_Frame] = []
         self.depth: Counter[Key] = Counter()
         self.run_calls: Counter[Key] = Counter()
@@ -151,9 +166,15 @@ class _Recorder:
             enclosing = None
         if caller is not None:
             res.callers.setdefault(key, set()).add(caller)
-        stack.append(_Frame(key, now, enclosing, caller is not None))
+        frame = _Frame(key, now, enclosing, caller is not None)
+        if self.io is not None and key in self.targets and self._sample_io(key):
+            frame.io_start = self.io.read()
+        stack.append(frame)
         self.depth[key] += 1
         self.run_calls[key] += 1
+
+    def _sample_io(self, key: Key) -> bool:
+        return self.run_calls[key] < IO_FULL_CALLS or self._coin() * IO_SAMPLE_EVERY < 1
 
     def exit(self, key: Key, now: int) -> None:
         stack = self.stack
@@ -175,6 +196,10 @@ class _Recorder:
         res.calls[frame.key] += 1
         res.incl.setdefault(frame.key, Histogram()).add(inclusive)
         res.excl.setdefault(frame.key, Histogram()).add(exclusive)
+        if frame.io_start is not None:
+            read, written = self.io.read()
+            res.io_read.setdefault(frame.key, Histogram()).add(read - frame.io_start[0])
+            res.io_write.setdefault(frame.key, Histogram()).add(written - frame.io_start[1])
         if self.stack:  # a C callee's own bytes stay with its caller; its Python callees do not
             self.stack[-1].children += frame.children if frame.is_c else inclusive
 
@@ -199,7 +224,8 @@ def run_allocation_pass(
     under the allocation hook. Exceptions from ``run_once`` propagate after cleanup."""
     counter = counter or choose_counter()
     result = AllocResult(mechanism=counter.name)
-    recorder = _Recorder(result, targets)
+    io = open_io_counter() if targets else None
+    recorder = _Recorder(result, targets, io)
     hook = _MonitoringHook(recorder, counter) if HAS_MONITORING else _ProfileHook(recorder, counter)
     counter.start()
     try:
@@ -211,6 +237,8 @@ def run_allocation_pass(
                 break
     finally:
         counter.stop()
+        if io is not None:
+            io.close()
     return result
 
 

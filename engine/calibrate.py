@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 
 from apiprof.engine.alloc import counter_name
+from apiprof.engine.iocount import io_mechanism
 from apiprof.engine.probes import HAS_MONITORING, CSite, PySite, Site
 from apiprof.engine.records import Calibration
 from apiprof.engine.timing import CPU_SUFFIX, MASK_ALWAYS, MASK_NEVER, MECHANISM, run_timing_pass
@@ -111,6 +112,7 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
         timer_resolution_ns=max(1.0, resolution),
         mechanism=MECHANISM,
         alloc_mechanism=counter_name(),
+        io_mechanism=io_mechanism(),
     )
 
 

@@ -69,6 +69,9 @@ def profile(
         measure(key, Metric.ALLOC_INCL, alloc.incl[key])
         measure(key, Metric.ALLOC_EXCL, alloc.excl[key])
         measure(key, Metric.CALLS, Histogram.of(alloc.calls_per_run[key]))
+        if key in alloc.io_read:
+            measure(key, Metric.IO_READ, alloc.io_read[key])
+            measure(key, Metric.IO_WRITE, alloc.io_write[key])
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
         log = run_timing_pass(

@@ -28,6 +28,8 @@ class Metric(enum.StrEnum):
     ALLOC_INCL = "alloc_incl_bytes"  # bytes allocated by the call and everything it calls
     ALLOC_EXCL = "alloc_excl_bytes"  # bytes allocated by the function's own code only
     CALLS = "calls_per_run"  # how many times one scenario run called the function
+    IO_READ = "io_read_bytes"  # bytes the call's read-family system calls returned (Linux)
+    IO_WRITE = "io_write_bytes"  # bytes the call's write-family system calls accepted (Linux)
 
     @property
     def unit(self) -> str:
@@ -41,6 +43,10 @@ class Metric(enum.StrEnum):
     def is_time(self) -> bool:
         return self.unit == "ns"
 
+    @property
+    def is_io(self) -> bool:
+        return self in (Metric.IO_READ, Metric.IO_WRITE)
+
 
 _METRIC_LABELS = {
     Metric.WALL: "wall time",
@@ -48,6 +54,8 @@ _METRIC_LABELS = {
     Metric.ALLOC_INCL: "allocated (inclusive)",
     Metric.ALLOC_EXCL: "allocated (exclusive)",
     Metric.CALLS: "calls per run",
+    Metric.IO_READ: "I/O read",
+    Metric.IO_WRITE: "I/O written",
 }
 
 
@@ -162,6 +170,7 @@ class Calibration:
     timer_resolution_ns: float = 1.0
     mechanism: str = ""  # e.g. "sys.monitoring" or "sys.setprofile"
     alloc_mechanism: str = ""  # e.g. "allocator hook (_alloccount)" or "tracemalloc"
+    io_mechanism: str = ""  # what counts I/O bytes; "" where nothing does (no I/O metrics then)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -8,7 +8,8 @@ configuration.
 from __future__ import annotations
 
 from apiprof.db.query import ApiSummary
-from apiprof.format import cost_hint, format_bytes, format_ns, sparkline, text_histogram
+from apiprof.engine.records import Metric
+from apiprof.format import cost_hint, format_bytes, format_ns, sparkline, text_histogram, worth_showing
 from apiprof.lsp_server.config import ServerConfig
 
 NOT_PROFILED = "not profiled"
@@ -63,6 +64,10 @@ def _cost_table(summary: ApiSummary) -> str:
     alloc = summary.alloc_histogram
     if alloc:
         rows.append(f"| allocated | {format_bytes(alloc.median)} | {format_bytes(alloc.percentile(90))} |")
+    for metric in (Metric.IO_READ, Metric.IO_WRITE):
+        hist = summary.histograms.get(metric)
+        if worth_showing(metric, hist):
+            rows.append(f"| {metric.label} | {format_bytes(hist.median)} | {format_bytes(hist.percentile(90))} |")
     return "\n".join(rows)
 
 

@@ -17,7 +17,7 @@ from sphinx.application import Sphinx
 from apiprof.db import query
 from apiprof.db.query import ApiSummary
 from apiprof.engine.records import Metric
-from apiprof.format import format_bytes, format_ns
+from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.sphinx_ext import svg
 from apiprof.sphinx_ext.envdata import api_locations
 from apiprof.sphinx_ext.pages_names import INDEX_PAGE, page_name, pages_enabled
@@ -174,7 +174,7 @@ def render_api_page(
         "api_page.html",
         summary=summary,
         view=view_summary(qualname, summary, []),
-        details=[detail_metric(qualname, m, summary.histograms[m]) for m in Metric if summary.histograms.get(m)],
+        details=[detail_metric(qualname, m, summary.histograms[m]) for m in Metric if worth_showing(m, summary.histograms.get(m))],
         scenarios=scenario_rows(slices),
         growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),
         provenance=profiles.read(query.provenance, qualname) or [],

@@ -15,7 +15,7 @@ from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
 from apiprof.engine.growth import GrowthFit
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import NO_SIZE, Coverage, Metric
-from apiprof.format import cost_hint, format_bucket_range, format_value
+from apiprof.format import cost_hint, format_bucket_range, format_value, worth_showing
 from apiprof.sphinx_ext import svg
 
 TIME = "time"
@@ -232,7 +232,7 @@ def scenario_rows(slices: list[ScenarioSlice]) -> list[ScenarioRow]:
             ),
         )
         for s in slices
-        if s.histogram
+        if worth_showing(s.metric, s.histogram)
     ]
 
 
