@@ -43,6 +43,7 @@ class ServerConfig:
     databases: tuple[str, ...] = ()  # empty → <workspace root>/apiprof.db
     docs_url: str = ""  # base URL of the Sphinx docs; empty → no drill-down links
     docs_page: str = "apiprof/{qualname}.html"  # drill-down page below docs_url
+    environment_path: str = ""  # interpreter or virtualenv that resolves imports; "" → the workspace's .venv/venv, else ours
     completion: CompletionOptions = field(default_factory=CompletionOptions)
     hover: HoverOptions = field(default_factory=HoverOptions)
     latency: LatencyOptions = field(default_factory=LatencyOptions)

@@ -9,10 +9,12 @@ This module only turns jedi's answers into plain records the rest of the server 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jedi
+from jedi.api.environment import InvalidPythonEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,46 @@ def clamp_position(source: str, line: int, column: int) -> tuple[int, int] | Non
     return line + 1, max(0, min(column, len(lines[line])))
 
 
-class Resolver:
-    """Jedi scripts for one workspace (the project decides sys.path and the environment)."""
+WORKSPACE_ENVIRONMENTS = (".venv", "venv", ".env", "env")
+"""Virtual environments looked for in the workspace root when no ``environmentPath`` is set."""
 
-    def __init__(self, root: str | Path | None = None) -> None:
+
+def find_environment(root: str | Path | None, configured: str = "") -> Path | None:
+    """The Python environment whose packages the document imports: ``configured`` (an
+    interpreter or a virtualenv; relative to the workspace root), else a virtualenv in the root,
+    else None (the environment the server runs in)."""
+    base = Path(root) if root else Path.cwd()
+    if configured:
+        return base / Path(configured).expanduser()
+    for name in WORKSPACE_ENVIRONMENTS:
+        if (base / name / "pyvenv.cfg").is_file():
+            return base / name
+    return None
+
+
+class Resolver:
+    """Jedi scripts for one workspace: the project decides sys.path, the environment which
+    installed packages imports find (a project's own virtualenv, not the server's)."""
+
+    def __init__(
+        self, root: str | Path | None = None, environment_path: str = "", *, report: Callable[[str], None] | None = None
+    ) -> None:
+        self.environment_path = environment_path
+        self.environment = find_environment(root, environment_path) if root or environment_path else None
         self.project = jedi.Project(Path(root)) if root else None
+        if self.environment is not None:
+            project = jedi.Project(Path(root) if root else Path.cwd(), environment_path=str(self.environment))
+            try:
+                project.get_environment()  # starts nothing yet; checks the interpreter exists and runs
+            except InvalidPythonEnvironment as exc:
+                if report:
+                    report(
+                        f"apiprof: {self.environment} is not a usable Python environment ({exc}); imports resolve "
+                        "in the server's own environment — set environmentPath to an interpreter or virtualenv"
+                    )
+                self.environment = None
+            else:
+                self.project = project
 
     def _script(self, source: str, path: str | None) -> jedi.Script:
         return jedi.Script(source, path=Path(path) if path else None, project=self.project)

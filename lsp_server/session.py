@@ -70,7 +70,7 @@ class Session:
         capabilities = capabilities or types.ClientCapabilities()
         self.label_details, self.markup = _read_capabilities(capabilities)
         self.pulls_configuration = bool(capabilities.workspace and capabilities.workspace.configuration)
-        self.resolver = Resolver(root)
+        self.resolver = None
         unwrapped = unwrap_section(options)
         self._base_options = unwrapped if isinstance(unwrapped, dict) else {}
         self._apply(options)
@@ -95,6 +95,10 @@ class Session:
             self.index = CostIndex(paths, report=self.warn)
             self.index.refresh()
             self.info("apiprof databases: " + ", ".join(str(p) for p in paths))
+        if self.resolver is None or config.environment_path != self.resolver.environment_path:
+            self.resolver = Resolver(self.root, config.environment_path, report=self.warn)
+            if self.resolver.environment is not None:
+                self.info(f"apiprof: resolving imports in {self.resolver.environment}")
         self.config = config
         self.latency.slow_ms = config.latency.slow_request_ms
         self._hints.clear()
