@@ -98,8 +98,17 @@ def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
     db["entry_points"].create_index(["module"])
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_core, _v2_growth_and_module_index]
+def _v3_scan_owner(db: sqlite_utils.Database) -> None:
+    # The process running a scan (db/owner.py), so --resume can refuse a scan that is still alive.
+    for column, kind in (("host", str), ("pid", int), ("process_started", str)):
+        db["scans"].add_column(column, kind)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_core, _v2_growth_and_module_index, _v3_scan_owner]
 SCHEMA_VERSION = len(MIGRATIONS)
+READABLE_SINCE = 2
+"""The oldest schema the readers (Sphinx, the language server, ``apiprof show``) can use as it
+is: later migrations only add what scanning needs, so a read-only open need not migrate."""
 
 
 def schema_version(db: sqlite_utils.Database) -> int:
@@ -157,8 +166,11 @@ def open_db(
             f"{path}: written by a newer apiprof (schema {version} > {SCHEMA_VERSION}); upgrade apiprof"
         )
     if readonly:
-        if version < SCHEMA_VERSION:
-            raise DatabaseError(f"{path}: schema {version} is older than {SCHEMA_VERSION}; open it once read-write to migrate")
+        if version < READABLE_SINCE:
+            raise DatabaseError(
+                f"{path}: schema {version} is older than {READABLE_SINCE}; open it once read-write to migrate "
+                f"(any `apiprof-scan PACKAGE --db {path}` does)"
+            )
         return db
     try:
         db.execute("PRAGMA journal_mode = WAL")

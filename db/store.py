@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
+from apiprof.db.owner import this_process
 from apiprof.engine.growth import fit_growth
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import (
@@ -70,10 +71,17 @@ def begin_scan(
                 "environment_id": environment.id,
                 "calibration": json.dumps(calibration.to_json(), sort_keys=True),
                 "options": json.dumps(options, sort_keys=True),
+                **this_process().to_row(),
             }
         ).last_pk
         db["packages"].upsert({"name": package, "version": version, "last_scan": scan_id}, pk="name")
     return int(scan_id)
+
+
+def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
+    """Make this process the owner of a scan it resumes (a later --resume checks this one)."""
+    with db.conn:
+        db["scans"].update(scan_id, {"status": "running", "finished_at": None, **this_process().to_row()})
 
 
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:

@@ -37,7 +37,8 @@ import sqlite_utils
 from apiprof import errors
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, open_db
-from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.db.owner import ScanOwner, still_running
+from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points, take_over_scan
 from apiprof.engine import wire
 from apiprof.engine.records import (
     Calibration,
@@ -315,6 +316,12 @@ def scan(
             raise errors.UsageError(
                 f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
             )
+        if resumed is not None and resumed["owner"] is not None and still_running(resumed["owner"]):
+            owner = resumed["owner"]
+            raise errors.UsageError(
+                f"{db_path}: scan #{resumed['id']} of {package!r} is still running (process {owner.pid} on this "
+                f"host); let it finish, or stop it (kill {owner.pid}) and then --resume"
+            )
         if resumed is not None:  # same scenarios and calibration as the scan being continued
             stored = ScanOptions.from_json(resumed["options"])
             options = resolve_tests_path(
@@ -328,6 +335,7 @@ def scan(
             found = discover_package(pool, package, options)
             if resumed is not None:
                 scan_id = int(resumed["id"])
+                take_over_scan(db, scan_id)
             else:
                 scan_id = begin_scan(db, package, found.version, environment, calibration, options.to_json())
             store_entry_points(db, found.entry_points)
@@ -602,13 +610,23 @@ def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> Coverage
 
 
 def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, Any] | None:
-    """The package's newest scan that did not finish (interrupted or killed), if any."""
+    """The package's newest scan that did not finish (interrupted, killed, or still running
+    elsewhere: ``owner`` says which process last ran it, None for scans older than schema 3)."""
     row = db.execute(
-        "SELECT id, status, calibration, options FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]
+        "SELECT id, status, calibration, options, host, pid, process_started FROM scans WHERE package = ? "
+        "ORDER BY id DESC LIMIT 1",
+        [package],
     ).fetchone()
     if row is None or row[1] == "finished":
         return None
-    return {"id": row[0], "status": row[1], "calibration": json.loads(row[2] or "{}"), "options": json.loads(row[3] or "{}")}
+    owner = ScanOwner(row[4], int(row[5]), row[6] or "") if row[4] and row[5] else None
+    return {
+        "id": row[0],
+        "status": row[1],
+        "calibration": json.loads(row[2] or "{}"),
+        "options": json.loads(row[3] or "{}"),
+        "owner": owner if row[1] == "running" else None,
+    }
 
 
 def last_scan_status(db_path: str | Path, package: str) -> str | None:

@@ -153,6 +153,10 @@ def test_a_killed_scan_resumes_where_it_stopped(tmp_path):
             except sqlite3.OperationalError:
                 done = 0  # not created yet
         assert proc.poll() is None, "the scan finished before it could be killed; the test needs a slower scan"
+        alive = run("apiprof-scan", "tiny_pkg", "--db", db, "--resume", *FAST)  # while the scan still runs
+        assert alive.returncode == 2 and f"is still running (process {proc.pid} on this host)" in alive.stderr
+        assert f"kill {proc.pid}" in alive.stderr and "Traceback" not in alive.stderr
+        assert proc.poll() is None, "the refused --resume must leave the running scan alone"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

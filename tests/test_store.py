@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -135,6 +136,46 @@ def test_a_version_1_file_is_migrated_on_open_and_keeps_its_data(tmp_path):
     assert db.execute("SELECT count FROM buckets").fetchone()[0] == 5
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.conn.close()
+
+
+def test_a_version_2_file_is_readable_as_is_and_gains_scan_owners_on_migration(tmp_path):
+    import sqlite_utils
+
+    path = tmp_path / "v2.db"
+    old = sqlite_utils.Database(path)
+    migrate(old, target=2)
+    old["scans"].insert({"package": "pkg", "status": "running", "started_at": "then"})
+    old.conn.close()
+    reader = open_db(path, readonly=True)  # docs builds and editors need not migrate
+    assert schema_version(reader) == 2
+    reader.conn.close()
+    one = sqlite_utils.Database(tmp_path / "v1.db")
+    migrate(one, target=1)
+    one.conn.close()
+    with pytest.raises(DatabaseError, match="schema 1 is older than 2; open it once read-write"):
+        open_db(tmp_path / "v1.db", readonly=True)
+    db = open_db(path)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert db.execute("SELECT package, host, pid FROM scans").fetchall() == [("pkg", None, None)]
+    db.conn.close()
+
+
+def test_still_running_tells_a_live_scanner_from_a_dead_or_recycled_pid():
+    from apiprof.db.owner import ScanOwner, process_start_time, still_running, this_process
+
+    me = this_process()
+    assert me.pid == os.getpid() and me.process_started.isdigit()
+    assert not still_running(me)  # this process resuming its own scan is not "another scanner"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = ScanOwner(me.host, child.pid, process_start_time(child.pid))
+        assert still_running(owner)
+        assert not still_running(ScanOwner(me.host, child.pid, "1"))  # same pid, another process
+        assert not still_running(ScanOwner("elsewhere.example", child.pid, owner.process_started))
+    finally:
+        child.kill()
+        child.wait()
+    assert not still_running(owner)
 
 
 def test_foreign_corrupt_and_newer_files_are_refused(tmp_path):
