@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
-from apiprof.engine.histogram import Histogram
+from apiprof.engine.histogram import Histogram, IntTally
 from apiprof.engine.iocount import IoCounter, open_io_counter
 from apiprof.engine.probes import HAS_MONITORING, acquire_tool_id, normalize_callable, release_tool_id
 
@@ -135,81 +135,166 @@ class AllocResult:
 
 
 class _Frame:
-    __slots__ = ("key", "start", "children", "target", "is_c", "io_start")
+    __slots__ = ("index", "start", "children", "target", "is_c", "io_start")
 
-    def __init__(self, key: Key, start: int, target: Key | None, is_c: bool) -> None:
-        self.key, self.start, self.children, self.target, self.is_c = key, start, 0, target, is_c
+    def __init__(self, index: int, start: int, target: int, is_c: bool) -> None:
+        self.index, self.start, self.children, self.target, self.is_c = index, start, 0, target, is_c
         self.io_start: tuple[int, int] | None = None  # (read, written) at entry, for targets
 
 
 class _Recorder:
-    """Turns enter/exit notifications into the AllocResult (runs inside the paused counter)."""
+    """Turns enter/exit notifications into an :class:`AllocResult` (runs inside the paused counter).
 
-    def __init__(self, result: AllocResult, targets: Collection[Key], io: IoCounter | None = None) -> None:
-        self.result, self.targets, self.io = result, frozenset(targets), io
+    Every key gets a dense index the first time it is seen, and the hot path works on indices:
+    hashing a code object walks its names and constants (≈0.5 µs), and a call would otherwise
+    hash its key a dozen times. Code objects are found by identity first (kept alive, so an id
+    is never reused during the pass), then by value, so equal keys still share one index.
+    """
+
+    def __init__(self, targets: Collection[Key], io: IoCounter | None = None) -> None:
+        self.targets, self.io = frozenset(targets), io
         self._coin = random.Random(0).random  # private: the scenario's own random stream stays untouched
+        self.keys: list[Key] = []
+        self.is_target: list[bool] = []
+        self._by_value: dict[Key, int] = {}
+        self._by_code_id: dict[int, int] = {}
+        self._alive: list[types.CodeType] = []
+        self.calls: list[int] = []
+        self.run_calls: list[int] = []
+        self.incl: list[IntTally] = []
+        self.excl: list[IntTally] = []
+        self.io_read: dict[int, IntTally] = {}
+        self.io_write: dict[int, IntTally] = {}
+        self.edges: Counter[tuple[int, int]] = Counter()
+        self.target_edges: Counter[tuple[int, int]] = Counter()
+        self.costack: set[tuple[int, int]] = set()
+        self.callers: dict[int, set[int]] = {}
         self.stack: list[_Frame] = []
-        self.depth: Counter[Key] = Counter()
-        self.run_calls: Counter[Key] = Counter()
+        self.active: dict[int, int] = {}  # index -> frames of it on the stack
+        self.runs = 0
+        self.calls_per_run: dict[int, list[int]] = {self.index(key): [] for key in self.targets}
 
+    # -- keys ----------------------------------------------------------------------------
+    def index(self, key: Key) -> int:
+        if type(key) is types.CodeType:
+            found = self._by_code_id.get(id(key))
+            if found is None:
+                found = self._by_code_id[id(key)] = self._register(key)
+                self._alive.append(key)
+            return found
+        found = self._by_value.get(key)
+        return self._register(key) if found is None else found
+
+    def _find(self, key: Key) -> int | None:
+        """The index of a key already seen, without registering it."""
+        if type(key) is types.CodeType:
+            found = self._by_code_id.get(id(key))
+            if found is not None:
+                return found
+        return self._by_value.get(key)
+
+    def _register(self, key: Key) -> int:
+        found = self._by_value.get(key)
+        if found is not None:
+            return found
+        index = self._by_value[key] = len(self.keys)
+        self.keys.append(key)
+        self.is_target.append(key in self.targets)
+        self.calls.append(0)
+        self.run_calls.append(0)
+        self.incl.append(IntTally())
+        self.excl.append(IntTally())
+        return index
+
+    # -- events --------------------------------------------------------------------------
     def enter(self, key: Key, now: int, caller: types.CodeType | None) -> None:
-        res, stack = self.result, self.stack
-        parent = stack[-1] if stack else None
-        for ancestor in self.depth:
-            res.costack.add((ancestor, key))
-        if parent is not None:
-            res.edges[(parent.key, key)] += 1
-            enclosing = parent.key if parent.key in self.targets else parent.target
-            if enclosing is not None and key in self.targets:
-                res.target_edges[(enclosing, key)] += 1
+        i = self.index(key)
+        stack, costack = self.stack, self.costack
+        for ancestor in self.active:
+            costack.add((ancestor, i))
+        if stack:
+            parent = stack[-1]
+            self.edges[(parent.index, i)] += 1
+            enclosing = parent.index if self.is_target[parent.index] else parent.target
+            if enclosing >= 0 and self.is_target[i]:
+                self.target_edges[(enclosing, i)] += 1
         else:
-            enclosing = None
+            enclosing = -1
         if caller is not None:
-            res.callers.setdefault(key, set()).add(caller)
-        frame = _Frame(key, now, enclosing, caller is not None)
-        if self.io is not None and key in self.targets and self._sample_io(key):
+            c = self.index(caller)
+            callers = self.callers.get(i)
+            if callers is None:
+                self.callers[i] = {c}
+            else:
+                callers.add(c)
+        frame = _Frame(i, now, enclosing, caller is not None)
+        if self.io is not None and self.is_target[i] and self._sample_io(i):
             frame.io_start = self.io.read()
         stack.append(frame)
-        self.depth[key] += 1
-        self.run_calls[key] += 1
+        self.active[i] = self.active.get(i, 0) + 1
+        self.run_calls[i] += 1
 
-    def _sample_io(self, key: Key) -> bool:
-        return self.run_calls[key] < IO_FULL_CALLS or self._coin() * IO_SAMPLE_EVERY < 1
+    def _sample_io(self, i: int) -> bool:
+        return self.run_calls[i] < IO_FULL_CALLS or self._coin() * IO_SAMPLE_EVERY < 1
 
     def exit(self, key: Key, now: int) -> None:
+        i = self._find(key)
+        if i is None:
+            return  # never entered while recording
         stack = self.stack
-        if not stack or (stack[-1].key is not key and stack[-1].key != key):
-            if not self.depth[key]:
+        if not stack or stack[-1].index != i:
+            if not self.active.get(i):
                 return  # a frame that began before recording
-            while stack[-1].key != key:  # close frames whose exit we never saw
+            while stack[-1].index != i:  # close frames whose exit we never saw
                 self._close(stack[-1], now)
         self._close(stack[-1], now)
 
     def _close(self, frame: _Frame, now: int) -> None:
-        self.stack.pop()
-        self.depth[frame.key] -= 1
-        if not self.depth[frame.key]:
-            del self.depth[frame.key]
-        inclusive = max(0, now - frame.start)
-        exclusive = max(0, inclusive - frame.children)
-        res = self.result
-        res.calls[frame.key] += 1
-        res.incl.setdefault(frame.key, Histogram()).add(inclusive)
-        res.excl.setdefault(frame.key, Histogram()).add(exclusive)
+        stack = self.stack
+        stack.pop()
+        i = frame.index
+        left = self.active[i] - 1
+        if left:
+            self.active[i] = left
+        else:
+            del self.active[i]
+        inclusive = now - frame.start if now > frame.start else 0
+        exclusive = inclusive - frame.children if inclusive > frame.children else 0
+        self.calls[i] += 1
+        self.incl[i].add(inclusive)
+        self.excl[i].add(exclusive)
         if frame.io_start is not None:
             read, written = self.io.read()
-            res.io_read.setdefault(frame.key, Histogram()).add(read - frame.io_start[0])
-            res.io_write.setdefault(frame.key, Histogram()).add(written - frame.io_start[1])
-        if self.stack:  # a C callee's own bytes stay with its caller; its Python callees do not
-            self.stack[-1].children += frame.children if frame.is_c else inclusive
+            self.io_read.setdefault(i, IntTally()).add(read - frame.io_start[0])
+            self.io_write.setdefault(i, IntTally()).add(written - frame.io_start[1])
+        if stack:  # a C callee's own bytes stay with its caller; its Python callees do not
+            stack[-1].children += frame.children if frame.is_c else inclusive
 
     def end_run(self) -> None:
         self.stack.clear()
-        self.depth.clear()
-        for key in self.targets:
-            self.result.calls_per_run.setdefault(key, []).append(self.run_calls.get(key, 0))
-        self.run_calls.clear()
-        self.result.runs += 1
+        self.active.clear()
+        for i, counts in self.calls_per_run.items():
+            counts.append(self.run_calls[i])
+        self.run_calls = [0] * len(self.keys)
+        self.runs += 1
+
+    # -- result --------------------------------------------------------------------------
+    def result(self, mechanism: str) -> AllocResult:
+        keys = self.keys
+        res = AllocResult(runs=self.runs, mechanism=mechanism)
+        for i, n in enumerate(self.calls):
+            if n:
+                res.calls[keys[i]] = n
+                res.incl[keys[i]] = self.incl[i].histogram()
+                res.excl[keys[i]] = self.excl[i].histogram()
+        res.calls_per_run = {keys[i]: counts for i, counts in self.calls_per_run.items()}
+        res.edges = Counter({(keys[a], keys[b]): n for (a, b), n in self.edges.items()})
+        res.target_edges = Counter({(keys[a], keys[b]): n for (a, b), n in self.target_edges.items()})
+        res.costack = {(keys[a], keys[b]) for a, b in self.costack}
+        res.callers = {keys[i]: {keys[c] for c in callers} for i, callers in self.callers.items()}
+        res.io_read = {keys[i]: tally.histogram() for i, tally in self.io_read.items()}
+        res.io_write = {keys[i]: tally.histogram() for i, tally in self.io_write.items()}
+        return res
 
 
 def run_allocation_pass(
@@ -223,9 +308,8 @@ def run_allocation_pass(
     """Run the scenario up to ``repeat`` times (at least once, stopping after ``max_seconds``)
     under the allocation hook. Exceptions from ``run_once`` propagate after cleanup."""
     counter = counter or choose_counter()
-    result = AllocResult(mechanism=counter.name)
     io = open_io_counter() if targets else None
-    recorder = _Recorder(result, targets, io)
+    recorder = _Recorder(targets, io)
     hook = _MonitoringHook(recorder, counter) if HAS_MONITORING else _ProfileHook(recorder, counter)
     counter.start()
     try:
@@ -239,7 +323,7 @@ def run_allocation_pass(
         counter.stop()
         if io is not None:
             io.close()
-    return result
+    return recorder.result(counter.name)
 
 
 def _is_python_callable(obj: object) -> bool:

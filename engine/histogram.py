@@ -183,6 +183,30 @@ class Histogram:
         return out
 
 
+class IntTally:
+    """Count, sum and sum of squares per log2 bucket for non-negative integers, in plain lists:
+    the hot-loop form of a :class:`Histogram` (no objects per value, exact integer sums), made
+    into one by :meth:`histogram` when the loop is done."""
+
+    __slots__ = ("cells",)
+
+    def __init__(self) -> None:
+        self.cells: dict[int, list[int]] = {}
+
+    def add(self, value: int) -> None:
+        index = value.bit_length() - 1  # 0 -> -1, which is ZERO_BUCKET
+        cell = self.cells.get(index)
+        if cell is None:
+            self.cells[index] = [1, value, value * value]
+        else:
+            cell[0] += 1
+            cell[1] += value
+            cell[2] += value * value
+
+    def histogram(self) -> Histogram:
+        return Histogram.from_buckets((index, c, s, sq) for index, (c, s, sq) in self.cells.items())
+
+
 def _value_range(index: int, b: Bucket) -> tuple[float, float]:
     low, high = bucket_bounds(index)
     spread = math.sqrt(3 * b.variance)

@@ -100,3 +100,14 @@ def test_empty_histogram_statistics_are_nan():
     hist = Histogram()
     assert not hist
     assert math.isnan(hist.mean) and math.isnan(hist.median) and math.isnan(hist.stdev)
+
+
+def test_int_tally_builds_the_same_histogram_as_adding_values():
+    from apiprof.engine.histogram import IntTally
+
+    rng = random.Random(7)
+    values = [0, 0, 1, 2, 3, 1023, 1024, 10**12] + [rng.randrange(0, 5000) for _ in range(500)]
+    tally = IntTally()
+    for value in values:
+        tally.add(value)
+    assert list(tally.histogram().rows()) == list(Histogram.of(values).rows())
