@@ -26,7 +26,7 @@ from apiprof.sphinx_ext.render import render
 from apiprof.sphinx_ext.views import (
     detail_metric,
     growth_phrase,
-    scenario_rows,
+    scenario_table,
     view_growth,
     view_summary,
 )
@@ -175,7 +175,7 @@ def render_api_page(
         summary=summary,
         view=view_summary(qualname, summary, []),
         details=[detail_metric(qualname, m, summary.histograms[m]) for m in Metric if worth_showing(m, summary.histograms.get(m))],
-        scenarios=scenario_rows(slices),
+        scenarios=scenario_table(slices),
         growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),
         provenance=profiles.read(query.provenance, qualname) or [],
         callers=edge_links(edges["callers"]),

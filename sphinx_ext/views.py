@@ -199,41 +199,71 @@ def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetai
 
 
 @dataclass(frozen=True)
+class ScenarioCell:
+    median: str  # "" when the metric has no samples in this slice
+    detail: str  # tooltip: p90 and sample count
+
+
+@dataclass(frozen=True)
 class ScenarioRow:
     scenario_id: str
     source: str
     description: str
     size: str
-    metric: str
-    samples: int
-    median: str
-    p90: str
+    span: int  # rows of this scenario (its sizes); 0 on all but its first row
+    cells: tuple[ScenarioCell, ...]  # one per column of the table
     strip_svg: Markup
 
 
-def scenario_rows(slices: list[ScenarioSlice]) -> list[ScenarioRow]:
-    """Table rows per scenario and size; a strip is drawn only where a metric has several slices
-    (a lone slice would repeat the distribution shown above it)."""
-    per_metric = Counter(s.metric for s in slices if s.histogram)
-    return [
-        ScenarioRow(
-            s.scenario_id,
-            s.source,
-            s.description,
-            "" if s.size == NO_SIZE else str(s.size),
-            s.metric.label,
-            s.histogram.count,
-            format_value(s.metric, s.histogram.median),
-            format_value(s.metric, s.histogram.percentile(90)),
-            Markup(
-                svg.heat_strip_svg(s.histogram.counts(), s.metric, title=f"{s.scenario_id} {s.metric.label}", width=120)
-                if per_metric[s.metric] > 1
-                else ""
-            ),
+@dataclass(frozen=True)
+class ScenarioTable:
+    """One row per scenario and size, one column per metric: the medians side by side."""
+
+    columns: tuple[str, ...]
+    rows: tuple[ScenarioRow, ...]
+    strips: bool  # a last column of time heat strips (several rows to compare)
+
+
+def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
+    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. A time
+    heat strip closes each row when there are several rows to compare."""
+    metrics = [m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)]
+    grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
+    for piece in slices:
+        grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
+    spans = Counter(scenario_id for scenario_id, _ in grouped)
+    time_metric = next((m for m in (Metric.WALL, Metric.CPU) if m in metrics), None)
+    strips = time_metric is not None and len(grouped) > 1
+    rows, seen = [], set()
+    for (scenario_id, size), by_metric in grouped.items():
+        first = next(iter(by_metric.values()))
+        timed = by_metric.get(time_metric) if time_metric else None
+        rows.append(
+            ScenarioRow(
+                scenario_id,
+                first.source,
+                first.description,
+                "" if size == NO_SIZE else str(size),
+                0 if scenario_id in seen else spans[scenario_id],
+                tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
+                Markup(
+                    svg.heat_strip_svg(timed.histogram.counts(), time_metric, title=f"{scenario_id} {time_metric.label}", width=120)
+                    if strips and timed and timed.histogram
+                    else ""
+                ),
+            )
         )
-        for s in slices
-        if worth_showing(s.metric, s.histogram)
-    ]
+        seen.add(scenario_id)
+    return ScenarioTable(tuple(m.label for m in metrics), tuple(rows), strips)
+
+
+def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
+    if piece is None or not worth_showing(metric, piece.histogram):
+        return ScenarioCell("", "")
+    hist = piece.histogram
+    return ScenarioCell(
+        format_value(metric, hist.median), f"p90 {format_value(metric, hist.percentile(90))} · {hist.count} samples"
+    )
 
 
 @dataclass(frozen=True)
@@ -259,9 +289,11 @@ def growth_formula(row: GrowthRow) -> str:
 
 
 def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]) -> list[GrowthView]:
-    """One chart per fit: median cost at each measured size (what the fit uses) with the fitted curve over it."""
+    """One chart per fit: median cost at each measured size (what the fit uses) with the fitted curve over it,
+    time first (metrics in their display order), then by scenario."""
+    order = {metric: position for position, metric in enumerate(Metric)}
     out = []
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (order[r.metric], r.scenario_id)):
         points = sorted(
             (float(s.size), s.histogram.median)
             for s in slices

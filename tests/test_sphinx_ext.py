@@ -260,6 +260,25 @@ def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
         assert f"<td>{p}</td>" in text
 
 
+def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(html_build):
+    _, outdir, _ = html_build
+    text = (outdir / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
+    table = text[text.index('id="apiprof-scenarios"') :]
+    table = table[: table.index("</table>")]
+    header = re.findall(r"<th>([^<]*)</th>", table)
+    assert header == ["scenario", "source", "size", Metric.WALL.label, Metric.CPU.label, Metric.ALLOC_INCL.label, "time buckets"]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)][1:]
+    assert len(rows) == 5  # render-n at 4 sizes, synth unsized
+    assert table.count('rowspan="4"') == 2  # scenario and source cells span render-n's four sizes
+    for n in (10, 100, 1000, 5000):
+        [cells] = [c for c in rows if f"<td>{n}</td>" in "".join(f"<td>{x}</td>" for x in c)]
+        assert format_ns(100.0 + 3.0 * n) in cells and cells.count("—") == 2  # wall only: no CPU, no allocation
+    synth = [c for c in rows if "synth" in "".join(c)][0]
+    cpu = from_counts(COUNTS["demo_mod.render"][Metric.CPU])
+    assert format_ns(cpu.median) in synth and format_bytes(from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median) in synth
+    assert f'title="p90 {format_ns(cpu.percentile(90))} · 280 samples"' in table
+
+
 def test_call_edges_link_between_pages(html_build):
     _, outdir, _ = html_build
     page = outdir / "apiprof" / "demo_mod.parse.html"
