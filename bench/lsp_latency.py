@@ -1,6 +1,6 @@
 """Latency of apiprof-lsp against a database with ≥ 100,000 entry points, beside plain jedi.
 
-    python bench/lsp_latency.py [--entry-points 100000] [--rounds 200] [--keep DIR]
+    python bench/lsp_latency.py [--entry-points 100000] [--rounds 200] [--keep DIR] [--workspace-venv]
 
 Builds a synthetic workspace (package ``synthpkg``: 100 modules, ``synthpkg.big`` with 1000
 members) and its database in one transaction, then starts two real servers over stdio — the
@@ -9,6 +9,8 @@ same requests to both, alternating, so machine load hits both equally. Reported:
 round trip p50/p95 and the servers' own handler times (``apiprof/latencyReport``), and our
 *added* latency = full − jedi-only. Targets: added p95 ≤ 5 ms for hover, ≤ 20 ms for a
 completion list of 1000 items. In-process jedi (no LSP at all) is shown for scale.
+``--workspace-venv`` puts a virtualenv in the workspace, so both servers resolve imports in it
+(jedi then answers from a subprocess running that environment's interpreter).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -236,10 +239,14 @@ def main() -> None:
     parser.add_argument("--entry-points", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="build the workspace in DIR and keep it")
+    parser.add_argument("--workspace-venv", action="store_true", help="resolve imports in a virtualenv in the workspace")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="apiprof-lsp-bench-"))
     try:
         write_sources(root)
+        if args.workspace_venv:
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+            print(f"workspace virtualenv: {root / '.venv'}")
         seconds = generate_db(root / "apiprof.db", args.entry_points)
         size = (root / "apiprof.db").stat().st_size / 2**20
         print(f"database: {args.entry_points:,} entry points in {seconds:.2f} s ({size:.0f} MiB) at {root / 'apiprof.db'}")
