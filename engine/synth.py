@@ -27,6 +27,7 @@ import os
 import pathlib
 import random
 import re
+import sys
 import types
 import typing
 import warnings
@@ -174,7 +175,7 @@ def _arguments_for(target: Callable[..., object], context: _Context, *, skip: in
             continue
         if parameter.kind is parameter.VAR_POSITIONAL:
             element = _element_annotation(parameter, hints)
-            if element is not None:
+            if element is not None and element not in (Any, object):  # `*args: Any` is forwarded on: pass none
                 args.extend(_build(element, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
@@ -219,12 +220,41 @@ def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
         pass
     hints: dict[str, Any] = {}
     namespace = getattr(inspect.unwrap(function), "__globals__", {})
+    widened: dict[str, Any] | None = None
     for name, annotation in getattr(function, "__annotations__", {}).items():
+        if not isinstance(annotation, str):
+            hints[name] = annotation
+            continue
         try:
-            hints[name] = eval(annotation, namespace, vars(typing)) if isinstance(annotation, str) else annotation
+            hints[name] = eval(annotation, namespace, vars(typing))
+            continue
+        except Exception:
+            pass
+        if widened is None:  # names imported only under `if TYPE_CHECKING:` are the package's own classes
+            widened = {**package_classes(getattr(function, "__module__", "") or ""), **namespace}
+        try:
+            hints[name] = eval(annotation, widened, vars(typing))
         except Exception:
             continue
     return hints
+
+
+def package_classes(module: str) -> dict[str, type]:
+    """The classes defined in ``module``'s top-level package and imported so far, by their names
+    (a name two classes share is left out: it would be a guess)."""
+    package = module.split(".")[0]
+    if not package:
+        return {}
+    found: dict[str, type | None] = {}
+    for name, loaded in list(sys.modules.items()):
+        if loaded is None or not (name == package or name.startswith(package + ".")):
+            continue
+        for value in list(vars(loaded).values()):
+            if isinstance(value, type) and (getattr(value, "__module__", "") or "").split(".")[0] == package:
+                seen = found.setdefault(value.__name__, value)
+                if seen is not value:
+                    found[value.__name__] = None
+    return {name: cls for name, cls in found.items() if cls is not None}
 
 
 def _annotation_of(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:

@@ -94,10 +94,11 @@ def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: in
     while variant < min(choices, MAX_VARIANTS):
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
-        except CannotSynthesize as error:
-            return None, first_failure or f"{NO_ARGUMENTS}{error}"
-        except Exception as error:
-            return None, first_failure or f"{NO_ARGUMENTS}building them raised {describe_exception(error)}"
+        except Exception as error:  # this flavour cannot be built; a later one may
+            reason = str(error) if isinstance(error, CannotSynthesize) else f"building them raised {describe_exception(error)}"
+            first_failure = first_failure or f"{NO_ARGUMENTS}{reason}"
+            variant += 1
+            continue
         choices = synthesis.choices
         spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
         if not check:

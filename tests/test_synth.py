@@ -162,3 +162,25 @@ def test_a_hook_that_always_raises_is_measured_raising():
     spec, reason = find_synthesized_scenario("json.JSONEncoder.default", (10,))
     assert reason == "" and spec is not None
     assert "except Exception" in spec.call and "always raises TypeError" in spec.description
+
+
+def test_annotations_imported_only_for_type_checking_resolve_to_the_packages_classes():
+    import typed_pkg
+
+    target, args, _ = synth.synthesize_call("typed_pkg.render_with", 10)
+    assert isinstance(args[0], typed_pkg.Engine) and target(*args) == "engine" * 3
+    assert synth.package_classes("typed_pkg.users")["Engine"] is typed_pkg.Engine
+    assert "Engine" not in synth.package_classes("json")  # only the annotated function's own package
+
+
+def test_forwarded_any_args_get_no_positional_values():
+    assert synthesize_arguments("typed_pkg.forward", 10)[0] == ()
+    spec, reason = find_synthesized_scenario("typed_pkg.forward", (10,))
+    assert spec is not None and reason == ""
+
+
+def test_a_flavour_that_cannot_be_built_does_not_end_the_search():
+    spec, reason = find_synthesized_scenario("typed_pkg.third_time_lucky", (10,))
+    assert reason == "" and spec is not None and "variant 2" in spec.description  # Rejected, Unbuildable, Accepted
+    with pytest.raises(CannotSynthesize, match="this flavour cannot be built"):
+        synthesize("typed_pkg.third_time_lucky", 10, variant=1)
