@@ -203,8 +203,10 @@ def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
 
 
 def growth(db: sqlite_utils.Database, qualname: str) -> list[GrowthRow]:
-    """Every growth fit stored for an API (one per metric and sized scenario)."""
-    return _growth_rows(db, [qualname]).get(qualname, [])
+    """Every growth fit stored for an API (one per metric and sized scenario), time first: metrics
+    in their display order, then by scenario."""
+    order = {metric: position for position, metric in enumerate(Metric)}
+    return sorted(_growth_rows(db, [qualname]).get(qualname, []), key=lambda g: (order[g.metric], g.scenario_id))
 
 
 @dataclass(frozen=True)

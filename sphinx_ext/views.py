@@ -289,11 +289,10 @@ def growth_formula(row: GrowthRow) -> str:
 
 
 def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]) -> list[GrowthView]:
-    """One chart per fit: median cost at each measured size (what the fit uses) with the fitted curve over it,
-    time first (metrics in their display order), then by scenario."""
-    order = {metric: position for position, metric in enumerate(Metric)}
+    """One chart per fit (in ``rows`` order): median cost at each measured size (what the fit uses)
+    with the fitted curve over it."""
     out = []
-    for row in sorted(rows, key=lambda r: (order[r.metric], r.scenario_id)):
+    for row in rows:
         points = sorted(
             (float(s.size), s.histogram.median)
             for s in slices
