@@ -9,12 +9,7 @@ transaction as they arrive, so an interrupted scan keeps everything measured so 
 ``resume=True`` continues the package's last unfinished scan, skipping entry points that already
 have a coverage row from it.
 
-With ``tests=PATH`` the package's own pytest suite is one more scenario (``tests:<name>``) with
-every discovered entry point as a target: it runs first, in a worker of its own, once per
-profiler pass (the allocation pass and each timing group), after one unprofiled warm-up run —
-``2 + groups`` runs of the whole suite in all. Each entry point it reached gets those measurements in its batch,
-next to its other scenarios; one that only the tests reach becomes profiled. Failing tests do
-not fail the scan; they are counted in the summary.
+With ``tests=PATH`` the package's own pytest suite is one more scenario (:mod:`~apiprof.engine.testsuite`).
 
 With ``jobs > 1`` scenarios run in parallel workers: the sampled CPU time stays trustworthy, wall
 time only while there are idle cores for every worker (workers compete for cores and caches).
@@ -42,18 +37,15 @@ from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_p
 from apiprof.engine import wire
 from apiprof.engine.records import (
     Calibration,
-    CallEdge,
     Coverage,
     CoverageRecord,
     EntryPoint,
     Environment,
-    Measurement,
     ScanBatch,
-    Scenario,
-    ScenarioSource,
 )
 from apiprof.engine.run import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.scenarios import DEFAULT_SIZES
+from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 
 NOT_PROFILED_ORDER = [
     Coverage.BLOCKED,
@@ -166,44 +158,6 @@ class CostLine:
     growth: str
 
 
-@dataclass
-class SuiteRun:
-    """The package's test suite profiled as one scenario (``--tests``): its measurements per
-    entry point, the test outcomes of its first run, and what went wrong, if anything."""
-
-    path: str
-    scenario_id: str  # "tests:<name of PATH>"
-    status: str = "ran"  # or why it has no measurements: "unavailable" (no pytest), "failed", "timed_out", ...
-    runs: int = 0  # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
-    outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / errors / skipped (warm-up run)
-    blocked: list[str] = field(default_factory=list)  # operations the sandbox refused while it ran
-    warnings: list[str] = field(default_factory=list)
-    measurements: dict[str, list[Measurement]] = field(default_factory=dict)  # by entry point
-    edges: dict[str, list[CallEdge]] = field(default_factory=dict)  # by calling entry point
-    only_by_tests: set[str] = field(default_factory=set)  # profiled through the suite alone (filled when bucketing)
-
-    @property
-    def reached(self) -> list[str]:
-        return sorted(self.measurements)
-
-    def scenario(self, qualname: str) -> Scenario:
-        return Scenario(self.scenario_id, qualname, ScenarioSource.TESTS, f"the package's test suite at {self.path}")
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``tests`` object of ``--summary-json`` (see docs/cli.md)."""
-        return {
-            "scenario_id": self.scenario_id,
-            "path": self.path,
-            "status": self.status,
-            "runs": self.runs,
-            "reached": len(self.measurements),
-            "only_by_tests": sorted(self.only_by_tests),
-            **{k: self.outcomes.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
-            "blocked": list(self.blocked),
-            "warnings": list(self.warnings),
-        }
-
-
 @dataclass(frozen=True)
 class ScanSummary:
     """What a scan did, for the end-of-scan table and ``--summary-json``."""
@@ -306,7 +260,7 @@ def scan(
     options.validate()
     report = progress or (lambda event: None)
     check_scenario_files(options.scenario_files)
-    options = resolve_tests_path(options)
+    options = with_absolute_suite_path(options)
     started = time.monotonic()
     db = open_db(db_path, timeout=options.db_timeout)
     try:
@@ -324,7 +278,7 @@ def scan(
             )
         if resumed is not None:  # same scenarios and calibration as the scan being continued
             stored = ScanOptions.from_json(resumed["options"])
-            options = resolve_tests_path(
+            options = with_absolute_suite_path(
                 replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
             )
         environment = Environment.current()
@@ -343,7 +297,10 @@ def scan(
             suite = None
             if options.tests and plan.tasks:
                 report(ScanProgress("tests"))
-                suite = run_test_suite(found, options, calibration)
+                suite = run_test_suite(
+                    found.package, [ep.qualname for ep in found.entry_points], options.tests, options.worker_options(),
+                    timeout=options.tests_timeout, max_seconds=options.max_seconds, calibration=calibration,
+                )  # fmt: skip
             batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
             status = store_results(db, batches, plan, scan_id, environment.id, package, report)
             workers = pool.started + (suite is not None)
@@ -391,6 +348,11 @@ def claim_write_access(db: sqlite_utils.Database, db_path: str | Path) -> None:
         ) from exc
 
 
+def with_absolute_suite_path(options: ScanOptions) -> ScanOptions:
+    """``options`` with ``tests`` made absolute (workers run elsewhere; resume runs from anywhere)."""
+    return replace(options, tests=resolve_suite_path(options.tests)) if options.tests else options
+
+
 def check_scenario_files(paths: Sequence[str]) -> None:
     """Parse every scenario file here (parsing runs no code) so a typo fails fast with file:line."""
     if not paths:
@@ -401,75 +363,6 @@ def check_scenario_files(paths: Sequence[str]) -> None:
         if not Path(path).is_file():
             raise errors.ScenarioFileError(str(path), None, "no such scenario file; check the path")
         load_scenario_file(path)
-
-
-def resolve_tests_path(options: ScanOptions) -> ScanOptions:
-    """``options`` with ``tests`` made absolute (workers run elsewhere; resume runs from anywhere),
-    or a usage error naming the path when it does not exist."""
-    if not options.tests:
-        return options
-    path = Path(options.tests).expanduser()
-    if not path.exists():
-        raise errors.UsageError(
-            f"{options.tests}: no such test file or directory; give --tests the path of the package's pytest suite"
-        )
-    return replace(options, tests=str(path.resolve()))
-
-
-def run_test_suite(found: Discovered, options: ScanOptions, calibration: Calibration) -> SuiteRun:
-    """Profile the package's pytest suite with every entry point as a target.
-
-    It gets a fresh worker of its own, closed afterwards: a suite leaves imports, ``sys.path``
-    entries and state behind that must not leak into the other scenarios. Every run of the
-    suite together has ``tests_timeout`` seconds; past it, the worker is killed and the scan goes
-    on without the suite (a warning says so).
-    """
-    suite = SuiteRun(options.tests, f"{ScenarioSource.TESTS}:{Path(options.tests).name}")
-    request = {
-        "op": "tests",
-        "package": found.package,
-        "path": options.tests,
-        "scenario_id": suite.scenario_id,
-        "targets": [ep.qualname for ep in found.entry_points],
-        "calibration": calibration.to_json(),
-        "max_seconds": options.max_seconds,
-    }
-    with WorkerPool(1, options.worker_options()) as pool:
-        result = pool.request(request, timeout=options.tests_timeout)
-    reply = result.reply
-    suite.status = "ran" if result.status == "ok" else result.status
-    suite.runs = int(reply.get("runs", 0))
-    suite.outcomes = {k: int(v) for k, v in reply.get("outcomes", {}).items()}
-    suite.blocked = list(reply.get("blocked", []))
-    for m in reply.get("measurements", []) if result.status == "ok" else []:
-        measurement = wire.measurement_from_json(m)
-        suite.measurements.setdefault(measurement.qualname, []).append(measurement)
-    for e in reply.get("edges", []) if result.status == "ok" else []:
-        edge = wire.edge_from_json(e)
-        suite.edges.setdefault(edge.caller, []).append(edge)
-    suite.warnings = describe_suite_problems(suite, result, options.tests_timeout)
-    return suite
-
-
-def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float) -> list[str]:
-    """Sentences for the summary: why the suite gave no measurements, failing tests, refusals."""
-    where = f"--tests {suite.path}"
-    if result.status == Coverage.TIMED_OUT:
-        stopped = f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
-        return [stopped + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"]
-    if result.status != "ok":
-        return [f"{where}: the test suite was not profiled ({result.status}): {result.reason}"]
-    warnings = []
-    failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
-    if failed or broken:
-        warnings.append(
-            f"{where}: {failed} test(s) failed and {broken} errored in the sandbox; the calls they made still count"
-        )
-    if suite.blocked:
-        warnings.append(f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}")
-    if not suite.measurements:
-        warnings.append(f"{where}: the test suite ran but called none of the package's public entry points")
-    return warnings
 
 
 def calibrate_in_worker(pool: WorkerPool) -> Calibration:
@@ -569,24 +462,9 @@ def bucket_results(results: Iterable[TaskResult], suite: SuiteRun | None = None)
         if result.status != "done":  # the task as a whole failed: collection, or the worker died
             outcomes.append(_coverage_status(result.status, result.reason))
         if suite is not None:
-            outcomes += add_suite_measurements(batch, result.task.id, outcomes, suite)
+            outcomes += suite.add_to_batch(batch, result.task.id, outcomes)
         batch.coverage.append(combine_outcomes(result.task.id, outcomes))
         yield result.task.id, batch
-
-
-def add_suite_measurements(
-    batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]], suite: SuiteRun
-) -> list[tuple[str, str]]:
-    """Add what the test suite measured of ``qualname`` to its batch; its outcome, if reached."""
-    measured = suite.measurements.get(qualname)
-    if not measured:
-        return []
-    if not any(status == Coverage.PROFILED for status, _ in outcomes):
-        suite.only_by_tests.add(qualname)
-    batch.scenarios.append(suite.scenario(qualname))
-    batch.measurements += measured
-    batch.edges += suite.edges.get(qualname, [])
-    return [(Coverage.PROFILED, "")]
 
 
 def _coverage_status(status: str, reason: str) -> tuple[Coverage, str]:

@@ -12,13 +12,8 @@ from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.engine.records import Coverage, Metric
 from apiprof.engine.run import Task, TaskResult
-from apiprof.engine.scan import (
-    ScanOptions,
-    ScanProgress,
-    SuiteRun,
-    describe_suite_problems,
-    scan,
-)
+from apiprof.engine.scan import ScanOptions, ScanProgress, scan
+from apiprof.engine.testsuite import SuiteRun, describe_suite_problems
 from apiprof.engine.worker import Worker, load_engine
 from apiprof.errors import UsageError
 

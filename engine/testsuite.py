@@ -1,0 +1,144 @@
+"""The package's own pytest suite as one scenario (``apiprof-scan PACKAGE --tests PATH``).
+
+The suite is one more scenario (``tests:<name>``) with every discovered entry point as a
+target. It runs first, in a worker of its own, once per profiler pass (the allocation pass and
+each timing group), after one unprofiled warm-up run — ``2 + groups`` runs of the whole suite in
+all. Each entry point it reached gets those measurements in its batch, next to its other
+scenarios; one that only the tests reach becomes profiled. Failing tests do not fail the scan;
+they are counted in the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apiprof import errors
+from apiprof.engine import wire
+from apiprof.engine.records import Calibration, CallEdge, Coverage, Measurement, ScanBatch, Scenario, ScenarioSource
+from apiprof.engine.run import TaskResult, WorkerOptions, WorkerPool
+
+
+@dataclass
+class SuiteRun:
+    """The package's test suite profiled as one scenario (``--tests``): its measurements per
+    entry point, the test outcomes of its first run, and what went wrong, if anything."""
+
+    path: str
+    scenario_id: str  # "tests:<name of PATH>"
+    status: str = "ran"  # or why it has no measurements: "unavailable" (no pytest), "failed", "timed_out", ...
+    runs: int = 0  # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
+    outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / errors / skipped (warm-up run)
+    blocked: list[str] = field(default_factory=list)  # operations the sandbox refused while it ran
+    warnings: list[str] = field(default_factory=list)
+    measurements: dict[str, list[Measurement]] = field(default_factory=dict)  # by entry point
+    edges: dict[str, list[CallEdge]] = field(default_factory=dict)  # by calling entry point
+    only_by_tests: set[str] = field(default_factory=set)  # profiled through the suite alone (filled when bucketing)
+
+    @property
+    def reached(self) -> list[str]:
+        return sorted(self.measurements)
+
+    def scenario(self, qualname: str) -> Scenario:
+        return Scenario(self.scenario_id, qualname, ScenarioSource.TESTS, f"the package's test suite at {self.path}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``tests`` object of ``--summary-json`` (see docs/cli.md)."""
+        return {
+            "scenario_id": self.scenario_id,
+            "path": self.path,
+            "status": self.status,
+            "runs": self.runs,
+            "reached": len(self.measurements),
+            "only_by_tests": sorted(self.only_by_tests),
+            **{k: self.outcomes.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
+            "blocked": list(self.blocked),
+            "warnings": list(self.warnings),
+        }
+
+    def add_to_batch(self, batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Add what the suite measured of ``qualname`` to its batch (``outcomes`` are its other
+        scenarios'); returns the suite's outcome for it, if the suite reached it."""
+        measured = self.measurements.get(qualname)
+        if not measured:
+            return []
+        if not any(status == Coverage.PROFILED for status, _ in outcomes):
+            self.only_by_tests.add(qualname)
+        batch.scenarios.append(self.scenario(qualname))
+        batch.measurements += measured
+        batch.edges += self.edges.get(qualname, [])
+        return [(Coverage.PROFILED, "")]
+
+
+def resolve_suite_path(path: str) -> str:
+    """``path`` made absolute, or a usage error naming it when it does not exist."""
+    found = Path(path).expanduser()
+    if not found.exists():
+        raise errors.UsageError(f"{path}: no such test file or directory; give --tests the path of the package's pytest suite")
+    return str(found.resolve())
+
+
+def run_test_suite(
+    package: str,
+    targets: list[str],
+    path: str,
+    worker_options: WorkerOptions,
+    *,
+    timeout: float,
+    max_seconds: float,
+    calibration: Calibration,
+) -> SuiteRun:
+    """Profile the package's pytest suite with every entry point as a target.
+
+    It gets a fresh worker of its own, closed afterwards: a suite leaves imports, ``sys.path``
+    entries and state behind that must not leak into the other scenarios. Every run of the
+    suite together has ``timeout`` seconds; past it, the worker is killed and the scan goes
+    on without the suite (a warning says so).
+    """
+    suite = SuiteRun(path, f"{ScenarioSource.TESTS}:{Path(path).name}")
+    request = {
+        "op": "tests",
+        "package": package,
+        "path": path,
+        "scenario_id": suite.scenario_id,
+        "targets": targets,
+        "calibration": calibration.to_json(),
+        "max_seconds": max_seconds,
+    }
+    with WorkerPool(1, worker_options) as pool:
+        result = pool.request(request, timeout=timeout)
+    reply = result.reply
+    suite.status = "ran" if result.status == "ok" else result.status
+    suite.runs = int(reply.get("runs", 0))
+    suite.outcomes = {k: int(v) for k, v in reply.get("outcomes", {}).items()}
+    suite.blocked = list(reply.get("blocked", []))
+    for m in reply.get("measurements", []) if result.status == "ok" else []:
+        measurement = wire.measurement_from_json(m)
+        suite.measurements.setdefault(measurement.qualname, []).append(measurement)
+    for e in reply.get("edges", []) if result.status == "ok" else []:
+        edge = wire.edge_from_json(e)
+        suite.edges.setdefault(edge.caller, []).append(edge)
+    suite.warnings = describe_suite_problems(suite, result, timeout)
+    return suite
+
+
+def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float) -> list[str]:
+    """Sentences for the summary: why the suite gave no measurements, failing tests, refusals."""
+    where = f"--tests {suite.path}"
+    if result.status == Coverage.TIMED_OUT:
+        stopped = f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
+        return [stopped + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"]
+    if result.status != "ok":
+        return [f"{where}: the test suite was not profiled ({result.status}): {result.reason}"]
+    warnings = []
+    failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
+    if failed or broken:
+        warnings.append(
+            f"{where}: {failed} test(s) failed and {broken} errored in the sandbox; the calls they made still count"
+        )
+    if suite.blocked:
+        warnings.append(f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}")
+    if not suite.measurements:
+        warnings.append(f"{where}: the test suite ran but called none of the package's public entry points")
+    return warnings
