@@ -1,7 +1,7 @@
 """Command line: ``apiprof-scan`` and ``apiprof {scan,show,merge,scenarios}``.
 
 Each command parses its options, calls one library function (``engine.scan.scan``,
-``db.query.summary``, ``db.merge.merge_files``, ``engine.scan.write_scenario_scaffold``) and
+``db.document.profile_document``, ``db.merge.merge_files``, ``engine.scan.write_scenario_scaffold``) and
 prints the result. Errors from the ``ApiprofError`` family become one line on stderr and the
 error's exit code (2 usage, 3 database, 1 other); Ctrl-C exits with 130.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -299,64 +298,6 @@ def print_suite_line(console, suite) -> None:
 # -- show --------------------------------------------------------------------------------------
 
 
-def _stat(value: float | None) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def profile_json(db, qualname: str) -> dict[str, Any]:
-    """The documented ``apiprof show --json`` object (fields listed in SHOW_EPILOG)."""
-    from apiprof.db import query
-    from apiprof.engine.histogram import bucket_bounds
-
-    found = query.summary(db, qualname)
-    if found is None:
-        near = query.similar_names(db, qualname)
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        raise UsageError(f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`")
-    metrics = {}
-    for metric in Metric:
-        hist = found.histograms.get(metric)
-        if not hist:
-            continue
-        metrics[str(metric)] = {
-            "label": metric.label,
-            "unit": metric.unit,
-            "count": hist.count,
-            "mean": _stat(hist.mean),
-            "median": _stat(hist.median),
-            "p90": _stat(hist.percentile(90)),
-            "stdev": _stat(hist.stdev),
-            "buckets": [
-                {"bucket": i, "low": bucket_bounds(i)[0], "high": bucket_bounds(i)[1], "count": c, "sum": s, "sum_sq": sq}
-                for i, c, s, sq in hist.rows()
-            ],
-        }
-    scenarios: dict[str, dict[str, Any]] = {}
-    for piece in query.scenario_breakdown(db, found.qualname):
-        entry = scenarios.setdefault(
-            piece.scenario_id, {"id": piece.scenario_id, "source": piece.source, "description": piece.description, "sizes": []}
-        )
-        if piece.size >= 0 and piece.size not in entry["sizes"]:
-            entry["sizes"].append(piece.size)
-    return {
-        "qualname": found.qualname,
-        "module": found.module,
-        "kind": found.kind,
-        "signature": found.signature,
-        "summary": found.summary,
-        "coverage": {"status": found.coverage or None, "reason": found.reason},
-        "metrics": metrics,
-        "growth_class": found.growth.growth_class if found.growth else None,
-        "growth": [
-            {"metric": str(g.metric), "scenario_id": g.scenario_id, "growth_class": g.growth_class,
-             "rel_error": g.rel_error, "r2": g.r2, "points": g.points, "size_axis": g.size_axis}
-            for g in query.growth(db, found.qualname)
-        ],  # fmt: skip
-        "scenario_count": found.scenarios,
-        "scenarios": list(scenarios.values()),
-    }
-
-
 def print_profile(data: dict[str, Any]) -> None:
     from apiprof.engine.histogram import Histogram
     from apiprof.format import format_value, text_histogram, worth_showing
@@ -393,11 +334,12 @@ def print_profile(data: dict[str, Any]) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from apiprof.db.document import profile_document
     from apiprof.db.schema import open_db
 
     db = open_db(args.db, readonly=True)
     try:
-        data = profile_json(db, args.qualname)
+        data = profile_document(db, args.qualname)
     finally:
         db.conn.close()
     if args.json:

@@ -1,0 +1,77 @@
+"""One API's profile as a stable JSON document: what ``apiprof show --json`` prints for scripts
+and CI, and what ``apiprof show`` draws in the terminal.
+
+Fields (documented for users in ``apiprof show --help`` and docs/cli.md): qualname, module, kind,
+signature, summary; coverage {status, reason}; metrics {METRIC: {label, unit, count, mean, median,
+p90, stdev, buckets: [{bucket, low, high, count, sum, sum_sq}]}}; growth_class; growth [{metric,
+scenario_id, growth_class, rel_error, r2, points, size_axis}] (time first); scenario_count;
+scenarios [{id, source, description, sizes}]. Statistics are null when a metric has no samples.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import sqlite_utils
+
+from apiprof.db import query
+from apiprof.engine.histogram import bucket_bounds
+from apiprof.engine.records import Metric
+from apiprof.errors import UsageError
+
+
+def _stat(value: float | None) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]:
+    """Everything stored about one API (any alias of it) as plain JSON-ready data; a usage error
+    with close names when the database does not know it."""
+    found = query.summary(db, qualname)
+    if found is None:
+        near = query.similar_names(db, qualname)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise UsageError(f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`")
+    metrics = {}
+    for metric in Metric:
+        hist = found.histograms.get(metric)
+        if not hist:
+            continue
+        metrics[str(metric)] = {
+            "label": metric.label,
+            "unit": metric.unit,
+            "count": hist.count,
+            "mean": _stat(hist.mean),
+            "median": _stat(hist.median),
+            "p90": _stat(hist.percentile(90)),
+            "stdev": _stat(hist.stdev),
+            "buckets": [
+                {"bucket": i, "low": bucket_bounds(i)[0], "high": bucket_bounds(i)[1], "count": c, "sum": s, "sum_sq": sq}
+                for i, c, s, sq in hist.rows()
+            ],
+        }
+    scenarios: dict[str, dict[str, Any]] = {}
+    for piece in query.scenario_breakdown(db, found.qualname):
+        entry = scenarios.setdefault(
+            piece.scenario_id, {"id": piece.scenario_id, "source": piece.source, "description": piece.description, "sizes": []}
+        )
+        if piece.size >= 0 and piece.size not in entry["sizes"]:
+            entry["sizes"].append(piece.size)
+    return {
+        "qualname": found.qualname,
+        "module": found.module,
+        "kind": found.kind,
+        "signature": found.signature,
+        "summary": found.summary,
+        "coverage": {"status": found.coverage or None, "reason": found.reason},
+        "metrics": metrics,
+        "growth_class": found.growth.growth_class if found.growth else None,
+        "growth": [
+            {"metric": str(g.metric), "scenario_id": g.scenario_id, "growth_class": g.growth_class,
+             "rel_error": g.rel_error, "r2": g.r2, "points": g.points, "size_axis": g.size_axis}
+            for g in query.growth(db, found.qualname)
+        ],  # fmt: skip
+        "scenario_count": found.scenarios,
+        "scenarios": list(scenarios.values()),
+    }
