@@ -263,10 +263,9 @@ class _Recorder:
         self.calls[i] += 1
         self.incl[i].add(inclusive)
         self.excl[i].add(exclusive)
-        if frame.io_start is not None:
-            read, written = self.io.read()
-            self.io_read.setdefault(i, IntTally()).add(read - frame.io_start[0])
-            self.io_write.setdefault(i, IntTally()).add(written - frame.io_start[1])
+        if frame.io_start is not None and (end := self.io.read()) is not None:
+            self.io_read.setdefault(i, IntTally()).add(end[0] - frame.io_start[0])
+            self.io_write.setdefault(i, IntTally()).add(end[1] - frame.io_start[1])
         if stack:  # a C callee's own bytes stay with its caller; its Python callees do not
             stack[-1].children += frame.children if frame.is_c else inclusive
 

@@ -23,24 +23,43 @@ MECHANISM = "read/write syscalls (/proc/thread-self/io rchar/wchar)"
 
 
 class IoCounter:
-    """Cumulative (read, written) bytes of this thread's system calls, minus our own reads."""
+    """Cumulative (read, written) bytes of this thread's system calls, minus our own reads.
+
+    It is read from inside the profiler's hook while package code runs, and that code may close
+    or reuse our descriptor (``os.closerange``). A read that fails or returns anything but the
+    proc file's text switches the counter off for good — None from then on — instead of raising
+    into the scenario or reporting another file's numbers.
+    """
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
+        self._fd: int | None = fd
         self._own_reads = 0  # bytes this counter's own reads of the proc file added to rchar
 
-    def read(self) -> tuple[int, int]:
-        data = os.pread(self._fd, 512, 0)
-        first = data.index(b"\n")
-        second = data.index(b"\n", first + 1)
-        rchar = int(data[data.index(b":") + 1 : first])
-        wchar = int(data[data.index(b":", first) + 1 : second])
+    def read(self) -> tuple[int, int] | None:
+        if self._fd is None:
+            return None
+        try:
+            data = os.pread(self._fd, 512, 0)
+            if not data.startswith(b"rchar:"):
+                raise ValueError("not /proc/thread-self/io")
+            first = data.index(b"\n")
+            second = data.index(b"\n", first + 1)
+            rchar = int(data[6:first])
+            wchar = int(data[data.index(b":", first) + 1 : second])
+        except (OSError, ValueError):
+            self._fd = None  # closed or reused by the code being measured: stop, do not guess
+            return None
         corrected = rchar - self._own_reads  # this read's own bytes count from the next one on
         self._own_reads += len(data)
         return corrected, wchar
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass  # already closed by the code that was measured
+            self._fd = None
 
 
 def open_io_counter() -> IoCounter | None:
@@ -51,10 +70,8 @@ def open_io_counter() -> IoCounter | None:
     except OSError:
         return None
     counter = IoCounter(fd)
-    try:
-        counter.read()
-    except (OSError, ValueError):  # present but unreadable or in an unexpected format
-        counter.close()
+    if counter.read() is None:  # present but unreadable or in an unexpected format
+        os.close(fd)  # still ours: nothing else ran in between
         return None
     return counter
 

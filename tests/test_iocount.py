@@ -148,3 +148,25 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
         expected = 2 + sum(len(json_text) - 1 + len(str(i)) for i in range(n)) + 2 * (n - 1)
         assert hist.count == 3 and hist.total == 3 * expected, n
     assert fit_growth(sorted(reads), [reads[n].median for n in sorted(reads)]).growth_class == "O(n)"
+
+
+def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(tmp_path):
+    """Package code may close every descriptor it did not open; the pass must go on, with no
+    exception in the scenario and no numbers read from whatever file reuses the number."""
+    counter = iocount.open_io_counter()
+    fd = counter._fd
+    counter.close()
+    stray = tmp_path / "stray.txt"
+    stray.write_text("not the proc file\n" * 3)
+
+    def hostile():
+        gt.leaf()
+        os.closerange(fd, fd + 1)  # the counter's descriptor is the next free one, like ours was
+        reused = os.open(stray, os.O_RDONLY)  # ...and a plain file takes its number
+        gt.leaf()
+        os.close(reused)
+
+    result = alloc.run_allocation_pass(hostile, [gt.leaf.__code__, hostile.__code__], repeat=2)
+    assert result.calls[gt.leaf.__code__] == 4 and result.runs == 2  # the scenario ran undisturbed
+    leaf_io = result.io_read.get(gt.leaf.__code__)
+    assert leaf_io is None or (leaf_io.count <= 1 and leaf_io.total == 0)  # at most the first call, exact
