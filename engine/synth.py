@@ -230,13 +230,21 @@ def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
             continue
         except Exception:
             pass
-        if widened is None:  # names imported only under `if TYPE_CHECKING:` are the package's own classes
-            widened = {**package_classes(getattr(function, "__module__", "") or ""), **namespace}
+        if widened is None:  # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib ones
+            widened = {**WELL_KNOWN_NAMES, **package_classes(getattr(function, "__module__", "") or ""), **namespace}
         try:
             hints[name] = eval(annotation, widened, vars(typing))
         except Exception:
             continue
     return hints
+
+
+WELL_KNOWN_NAMES: dict[str, Any] = {
+    "Path": pathlib.Path, "PurePath": pathlib.PurePath, "PathLike": os.PathLike, "Decimal": decimal.Decimal,
+    "Fraction": fractions.Fraction, "date": datetime.date, "datetime": datetime.datetime,
+    "timedelta": datetime.timedelta, "Enum": enum.Enum, "abc": abc,
+}  # fmt: skip
+"""Standard-library names annotations often import only for type checking."""
 
 
 def package_classes(module: str) -> dict[str, type]:
@@ -340,6 +348,11 @@ def _text(rng: random.Random, n: int) -> str:
     return " ".join(words)[:n]
 
 
+def _word(rng: random.Random) -> str:
+    """An identifier-like word (``loremdolor``): not sized, since names do not grow with n."""
+    return rng.choice(_WORDS) + rng.choice(_WORDS)
+
+
 def _json_text(rng: random.Random, n: int) -> str:
     return "[" + ", ".join(str(rng.randint(0, 999)) for _ in range(n)) + "]"
 
@@ -378,9 +391,12 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
         return context.pick([rng.uniform(0.05, 0.95), rng.uniform(1.0, 100.0), 0.0])
     if tp is complex:
         return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
-    if tp is str:
+    if tp is str:  # prose, one word (names, labels and keys reject spaces), a JSON array, digits
+        text = context.pick([_text(rng, n), None, _json_text(rng, n), _digits(rng, n)])
+        if text is None:
+            return _word(rng)
         context.sized = True
-        return context.pick([_text(rng, n), _json_text(rng, n), _digits(rng, n)])
+        return text
     if tp in (bytes, bytearray):
         context.sized = True
         return tp(rng.randbytes(n))

@@ -99,7 +99,7 @@ def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: in
             first_failure = first_failure or f"{NO_ARGUMENTS}{reason}"
             variant += 1
             continue
-        choices = synthesis.choices
+        choices = max(choices, synthesis.choices)  # flavours differ per variant (a union member may have none)
         spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
         if not check:
             return spec, ""

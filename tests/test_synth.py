@@ -184,3 +184,15 @@ def test_a_flavour_that_cannot_be_built_does_not_end_the_search():
     assert reason == "" and spec is not None and "variant 2" in spec.description  # Rejected, Unbuildable, Accepted
     with pytest.raises(CannotSynthesize, match="this flavour cannot be built"):
         synthesize("typed_pkg.third_time_lucky", 10, variant=1)
+
+
+def test_a_one_word_string_is_tried_when_prose_and_other_union_members_are_refused():
+    spec, reason = find_synthesized_scenario("typed_pkg.label_only", (10,))
+    assert reason == "" and spec is not None and "variant 2" in spec.description  # prose, bytes, then a word
+    target, args, _ = synth.synthesize_call("typed_pkg.label_only", 10, variant=2)
+    assert args[0].isalpha() and target(*args) == args[0].upper()
+
+
+def test_stdlib_names_imported_for_type_checking_give_the_real_reason():
+    with pytest.raises(CannotSynthesize, match="file path"):
+        synthesize("typed_pkg.read_config", 10)
