@@ -109,8 +109,10 @@ class Worker:
         """Collect the docstring/synthesised scenarios of one entry point (each tried once, as
         collection does) and profile them and its file scenarios, one after another.
 
-        Each scenario's outcome is sent at once as a ``partial`` message, so a later crash of
-        this worker loses nothing already measured.
+        Each size of each scenario is sent at once as a ``partial`` message, so a later crash or
+        timeout of this worker loses nothing already measured — an O(n!) function keeps its
+        small sizes when a large one runs out of time. A scenario stops at its first failing
+        size: larger inputs fail the same way or worse.
         """
         scenarios = self.module("scenarios")
         specs = [scenarios.ScenarioSpec.from_json(s) for s in request.get("specs", [])]
@@ -129,8 +131,11 @@ class Worker:
                 reason = f"its scenarios hit the trial timeout: {reason}"
             return {"status": status, "reason": reason}
         for spec in specs:
-            outcome = self.attempt(lambda spec=spec: self.profile_scenario(spec, request), source=spec.source)
-            self.emit({"id": request.get("id"), "partial": True, "scenario": spec.to_json(), **outcome})
+            for size in scenario_sizes(spec):
+                outcome = self.attempt(lambda spec=spec, size=size: self.profile_size(spec, size, request), source=spec.source)
+                self.emit({"id": request.get("id"), "partial": True, "scenario": spec.to_json(), **outcome})
+                if outcome["status"] != Coverage.PROFILED:
+                    break
         return {"status": "done", "reason": collected.get("reason", "")}
 
     def collect_for_entry(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -154,34 +159,31 @@ class Worker:
             "reason": unscenarioed.get(entry["qualname"], ""),
         }
 
-    def profile_scenario(self, spec: Any, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one scenario at each of its sizes under the profiler."""
+    def profile_size(self, spec: Any, size: int, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
         from apiprof.engine.records import Calibration
 
         scenarios, profiler, discover = self.module("scenarios"), self.module("profiler"), self.module("discover")
         calibration = Calibration.from_json(request["calibration"]) if request.get("calibration") else None
         targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
         call_timeout = float(request.get("call_timeout", 0))
-        sizes = list(spec.sizes) if spec.size_axis and spec.sizes else [NO_SIZE]
-        measurements, edges = [], []
-        for size in sizes:
-            setup = run_with_call_timeout(
-                lambda size=size: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout
-            )
-            report = profiler.profile(
-                run_with_call_timeout(setup(), call_timeout),
-                targets,
-                scenario_id=spec.id,
-                size=size,
-                repeat=int(spec.repeat or request.get("repeat", 20)),
-                max_seconds=float(request.get("max_seconds", 2.0)),
-                calibration=calibration,
-            )
-            measurements += [wire.measurement_to_json(m) for m in report.measurements]
-            edges += [wire.edge_to_json(e) for e in report.edges]
-        if not any(m["qualname"] == spec.qualname for m in measurements):
+        setup = run_with_call_timeout(lambda: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout)
+        report = profiler.profile(
+            run_with_call_timeout(setup(), call_timeout),
+            targets,
+            scenario_id=spec.id,
+            size=size,
+            repeat=int(spec.repeat or request.get("repeat", 20)),
+            max_seconds=float(request.get("max_seconds", 2.0)),
+            calibration=calibration,
+        )
+        if not any(m.qualname == spec.qualname for m in report.measurements):
             return {"status": Coverage.NO_ARGUMENTS, "reason": "its scenario ran but never called it"}
-        return {"status": Coverage.PROFILED, "measurements": measurements, "edges": edges}
+        return {
+            "status": Coverage.PROFILED,
+            "measurements": [wire.measurement_to_json(m) for m in report.measurements],
+            "edges": [wire.edge_to_json(e) for e in report.edges],
+        }
 
     def op_tests(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run the package's own pytest suite under the profiler: one scenario whose targets are
@@ -265,6 +267,11 @@ class Worker:
             reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
         reply["blocked"] = [event.reason for event in blocked]
         return reply
+
+
+def scenario_sizes(spec: Any) -> list[int]:
+    """The sizes a scenario runs at: its size axis values, or just ``NO_SIZE``."""
+    return list(spec.sizes) if spec.size_axis and spec.sizes else [NO_SIZE]
 
 
 class TestTally:

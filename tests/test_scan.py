@@ -191,3 +191,21 @@ def test_combine_outcomes_prefers_a_profile_then_the_most_telling_failure():
     assert combine_outcomes("f", [("crashed", "x"), ("profiled", "")]).status == Coverage.PROFILED
     record = combine_outcomes("f", [("no_arguments", "a"), ("blocked", "b"), ("crashed", "c")])
     assert (record.status, record.reason) == (Coverage.BLOCKED, "b")
+
+
+def test_sizes_measured_before_a_timeout_are_kept(tmp_path):
+    path = tmp_path / "explosive.db"
+    options = tiny_options(
+        scenario_files=(str(FIXTURES / "tiny_pkg" / "explosive_scenarios.toml"),), docstrings=False, synthesize=False,
+        bundled_scenarios=False, call_timeout=1.0,
+    )  # fmt: skip
+    summary = scan("tiny_pkg", db_path=path, options=options)
+    assert "tiny_pkg.sort_numbers" not in {r.qualname for r in summary.not_profiled}
+    db = open_db(path, readonly=True)
+    try:
+        sizes = {r[0] for r in db.execute("SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'")}
+        fits = db.execute("SELECT points FROM growth WHERE qualname = 'tiny_pkg.sort_numbers' AND metric = 'wall_ns'").fetchall()
+    finally:
+        db.conn.close()
+    assert sizes == {2, 4, 8}  # n = 1000 ran out of time; what came before it is stored
+    assert fits == [(3,)]
