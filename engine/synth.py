@@ -466,7 +466,12 @@ def _elements(element: Any, context: _Context, name: str, rng: random.Random) ->
 
 
 def _distinct(element: Any, context: _Context, name: str, rng: random.Random) -> list[Any]:
-    """n distinct keys: numbers and strings made unique by index, others as drawn."""
+    """n distinct keys: numbers and strings made unique by index, others as drawn. Keys and set
+    members must be hashable, so an unconstrained type (``Any``, a bare TypeVar) gets words."""
+    if element is Any or element is object or (
+        isinstance(element, typing.TypeVar) and not element.__constraints__ and element.__bound__ is None
+    ):
+        element = str
     if element is int:
         return rng.sample(range(context.n * 10), context.n)
     if element is str:

@@ -196,3 +196,9 @@ def test_a_one_word_string_is_tried_when_prose_and_other_union_members_are_refus
 def test_stdlib_names_imported_for_type_checking_give_the_real_reason():
     with pytest.raises(CannotSynthesize, match="file path"):
         synthesize("typed_pkg.read_config", 10)
+
+
+def test_keys_and_set_members_of_any_type_are_hashable():
+    target, args, _ = synth.synthesize_call("typed_pkg.key_count", 10)
+    assert all(isinstance(key, str) for key in args[0]) and all(isinstance(m, str) for m in args[1])
+    assert target(*args) == 20
