@@ -120,7 +120,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--timeout", type=_positive_float, default=default.call_timeout, metavar="S",
-        help=f"seconds one call may take (default: {default.call_timeout:g})",
+        help=f"seconds one call may take; one stuck in C code ends its worker 2 CPU-seconds later "
+        f"(default: {default.call_timeout:g})",
     )  # fmt: skip
     parser.add_argument(
         "--scenario-timeout", type=_positive_float, default=default.scenario_timeout, metavar="S",

@@ -113,6 +113,11 @@ def describe_death(returncode: int, stderr_tail: str, memory_mb: int) -> tuple[C
             return Coverage.CRASHED, f"the worker crashed: {signal.Signals(sig).name} ({_CRASH_SIGNALS[sig]})"
         if sig == signal.SIGXCPU:
             return Coverage.TIMED_OUT, "the worker used up its CPU-time limit"
+        if sig == signal.SIGPROF:  # the worker's own stop for a call stuck in C code (worker.run_with_call_timeout)
+            return Coverage.TIMED_OUT, (
+                "a single call ran past the per-call timeout and did not answer the interrupt "
+                "(C code, or code that blocked it); its worker was stopped"
+            )
         if sig == signal.SIGKILL:
             return Coverage.MEMORY, "the worker was killed by SIGKILL (most likely the out-of-memory killer)"
         return Coverage.CRASHED, f"the worker was killed by {signal.Signals(sig).name}"

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from apiprof.engine import deadline
 from apiprof.engine.discover import Discovery, describe_exception, resolve_object
 from apiprof.engine.records import Scenario, ScenarioSource
 from apiprof.errors import ScenarioFileError
@@ -503,11 +504,13 @@ def _alarm(seconds: float) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     outer_remaining, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer_budget = deadline.arm(seconds)  # in workers: a trial stuck in C code ends the process
     started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        deadline.disarm(outer_budget)
         signal.signal(signal.SIGALRM, previous)
         if outer_remaining:  # an enclosing timeout keeps running (and fires at once if it is due)
             signal.setitimer(signal.ITIMER_REAL, max(outer_remaining - (time.monotonic() - started), 1e-4))

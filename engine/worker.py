@@ -26,12 +26,13 @@ import io
 import os
 import signal
 import sys
+import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from apiprof.engine import sandbox, wire
+from apiprof.engine import deadline, sandbox, wire
 from apiprof.engine.records import NO_SIZE, Coverage, ScenarioSource
 from apiprof.errors import ApiprofError
 
@@ -46,16 +47,20 @@ def _on_alarm(signum: int, frame: object) -> None:
 
 
 def run_with_call_timeout(fn: Callable[[], object], seconds: float) -> Callable[[], object]:
-    """``fn`` wrapped so that each call is interrupted after ``seconds`` (Python code only)."""
+    """``fn`` wrapped so that each call is interrupted after ``seconds``: SIGALRM raises
+    :class:`CallTimeout` in Python code; a call stuck in C code ends the worker
+    (:mod:`~apiprof.engine.deadline`)."""
     if not seconds or seconds <= 0:
         return fn
 
     def timed_call() -> object:
         signal.setitimer(signal.ITIMER_REAL, seconds)
+        outer = deadline.arm(seconds)
         try:
             return fn()
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            deadline.disarm(outer)
 
     return timed_call
 
@@ -112,7 +117,9 @@ class Worker:
         Each size of each scenario is sent at once as a ``partial`` message, so a later crash or
         timeout of this worker loses nothing already measured — an O(n!) function keeps its
         small sizes when a large one runs out of time. A scenario stops at its first failing
-        size: larger inputs fail the same way or worse.
+        size (larger inputs fail the same way or worse), and after a size whose calls already
+        take a fifth of the per-call timeout: the next, larger size would most likely run out of
+        time, after minutes of allocation and timing passes.
         """
         scenarios = self.module("scenarios")
         specs = [scenarios.ScenarioSpec.from_json(s) for s in request.get("specs", [])]
@@ -134,7 +141,7 @@ class Worker:
             for size in scenario_sizes(spec):
                 outcome = self.attempt(lambda spec=spec, size=size: self.profile_size(spec, size, request), source=spec.source)
                 self.emit({"id": request.get("id"), "partial": True, "scenario": spec.to_json(), **outcome})
-                if outcome["status"] != Coverage.PROFILED:
+                if outcome["status"] != Coverage.PROFILED or too_slow_to_grow(outcome, request):
                     break
         return {"status": "done", "reason": collected.get("reason", "")}
 
@@ -168,8 +175,18 @@ class Worker:
         targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
         call_timeout = float(request.get("call_timeout", 0))
         setup = run_with_call_timeout(lambda: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout)
+        run_once = run_with_call_timeout(setup(), call_timeout)
+        slowest = [0.0]
+
+        def timed_run() -> object:  # the slowest run (under the allocation pass) decides whether to grow
+            started = time.perf_counter()
+            try:
+                return run_once()
+            finally:
+                slowest[0] = max(slowest[0], time.perf_counter() - started)
+
         report = profiler.profile(
-            run_with_call_timeout(setup(), call_timeout),
+            timed_run,
             targets,
             scenario_id=spec.id,
             size=size,
@@ -183,6 +200,7 @@ class Worker:
             "status": Coverage.PROFILED,
             "measurements": [wire.measurement_to_json(m) for m in report.measurements],
             "edges": [wire.edge_to_json(e) for e in report.edges],
+            "slowest_run_seconds": slowest[0],
         }
 
     def op_tests(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +285,14 @@ class Worker:
             reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
         reply["blocked"] = [event.reason for event in blocked]
         return reply
+
+
+def too_slow_to_grow(outcome: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Whether this size's slowest scenario run took over a fifth of the per-call timeout, so a
+    larger size is not worth starting. The slowest run is one under the allocation pass, which
+    hooks every call and is where a larger input would run out of time first."""
+    limit = float(request.get("call_timeout", 0))
+    return limit > 0 and float(outcome.get("slowest_run_seconds", 0.0)) > limit / 5
 
 
 def scenario_sizes(spec: Any) -> list[int]:
@@ -357,6 +383,7 @@ def main(argv: list[str] | None = None) -> None:
 
     sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
     signal.signal(signal.SIGALRM, _on_alarm)
+    deadline.enable()  # a call stuck in C code ends this process
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
     engine = load_engine()
     guard = None if args.no_guard else sandbox.install_guard(args.sandbox)

@@ -27,7 +27,7 @@ def hostile_results(hostile_home):
     """Every hostile function called once in a two-worker pool (shared: workers are slow to start)."""
     options = WorkerOptions(memory_mb=512, call_timeout=1.0, scenario_timeout=5.0, env={"PYTHONPATH": str(hostile_home)})
     names = ["delete_canary", "write_outside", "open_socket", "spawn_process", "segfault", "loop_forever",
-             "loop_ignoring_alarms", "allocate_forever", "add"]  # fmt: skip
+             "loop_ignoring_alarms", "loop_blocking_signals", "spin_in_c", "allocate_forever", "add"]  # fmt: skip
     tasks = [Task(n, {"op": "call", "target": f"hostile_pkg:{n}", "args": [2, 3] if n == "add" else [],
                       "call_timeout": 1.0}) for n in names]  # fmt: skip
     with WorkerPool(2, options) as pool:
@@ -46,7 +46,9 @@ def test_every_hostile_call_ends_with_its_reason(hostile_results, hostile_home):
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process: echo escaped"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "per-call timeout"),
-        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "5 s scenario timeout"),
+        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "did not answer the interrupt"),  # the CPU-time stop
+        "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
+        "loop_blocking_signals": (Coverage.TIMED_OUT, "5 s scenario timeout"),  # only the scanner can stop it
         "allocate_forever": (Coverage.MEMORY, "512 MiB"),
     }
     for name, (status, reason) in expected.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,9 @@ def test_hostile_package_is_contained_and_each_failure_has_its_reason(hostile_sc
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "timeout"),
-        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "scenario timeout"),
+        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "did not answer the interrupt"),  # its CPU time stops it
+        "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
+        "loop_blocking_signals": (Coverage.TIMED_OUT, "scenario timeout"),
         "allocate_forever": (Coverage.MEMORY, "memory"),
     }
     for name, (status, reason) in expected.items():
@@ -209,3 +212,21 @@ def test_sizes_measured_before_a_timeout_are_kept(tmp_path):
         db.conn.close()
     assert sizes == {2, 4, 8}  # n = 1000 ran out of time; what came before it is stored
     assert fits == [(3,)]
+
+
+def test_a_size_whose_calls_near_the_timeout_is_the_last_one_tried(tmp_path):
+    path = tmp_path / "slowing.db"
+    options = tiny_options(
+        scenario_files=(str(FIXTURES / "tiny_pkg" / "slowing_scenarios.toml"),), docstrings=False, synthesize=False,
+        bundled_scenarios=False, call_timeout=1.0, max_seconds=0.5,
+    )  # fmt: skip
+    started = time.monotonic()
+    summary = scan("tiny_pkg", db_path=path, options=options)
+    assert "tiny_pkg.sort_numbers" not in {r.qualname for r in summary.not_profiled}
+    db = open_db(path, readonly=True)
+    try:
+        sizes = {r[0] for r in db.execute("SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'")}
+    finally:
+        db.conn.close()
+    assert sizes == {2, 4}  # n = 4 took 0.3 s a call, over a fifth of the 1 s timeout: n = 8 was not started
+    assert time.monotonic() - started < 60
