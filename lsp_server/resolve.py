@@ -80,7 +80,7 @@ class Resolver:
         if self.environment is not None:
             project = jedi.Project(Path(root) if root else Path.cwd(), environment_path=str(self.environment))
             try:
-                project.get_environment()  # starts nothing yet; checks the interpreter exists and runs
+                project.get_environment()  # runs the interpreter once: it must exist and start
             except InvalidPythonEnvironment as exc:
                 if report:
                     report(

@@ -21,7 +21,7 @@ from apiprof.db.store import add_histograms
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import Metric
 from apiprof.lsp_server.resolve import find_environment
-from test_lsp_server import SERVER, complete, hint_of, hover, logged, open_doc, wait_for_log
+from test_lsp_server import SERVER, complete, hint_of, hover, open_doc, wait_for_log
 
 on_server_loop = pytest.mark.asyncio(loop_scope="module")
 
