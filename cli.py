@@ -81,7 +81,9 @@ def _sizes(text: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 10,100,1000, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers like 10,100,1000, got {text!r}"
+        ) from None
     if not sizes or any(s < 1 for s in sizes):
         raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
     return sizes
@@ -92,69 +94,119 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
 
     default = ScanOptions()
     parser.add_argument(
-        "packages", metavar="PACKAGE", nargs="+", help="importable name(s) of the package(s) to scan, e.g. textwrap"
+        "packages",
+        metavar="PACKAGE",
+        nargs="+",
+        help="importable name(s) of the package(s) to scan, e.g. textwrap",
     )
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=f"profile database to add to (default: ./{DEFAULT_DB})")
     parser.add_argument(
-        "--scenarios", nargs="+", default=[], metavar="FILE", action="extend",
+        "--db",
+        default=DEFAULT_DB,
+        metavar="PATH",
+        help=f"profile database to add to (default: ./{DEFAULT_DB})",
+    )
+    parser.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        action="extend",
         help="scenario files (TOML, see docs/scenario-format.md) with calls, setup and size axes; repeatable",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-bundled-scenarios", action="store_true",
+        "--no-bundled-scenarios",
+        action="store_true",
         help="do not add the scenario file apiprof ships for the package (today: json)",
-    )  # fmt: skip
-    parser.add_argument("--no-docstrings", action="store_true", help="do not run the API's >>> docstring examples as scenarios")
-    parser.add_argument("--no-synth", action="store_true", help="do not synthesise arguments from annotations and defaults")
+    )
     parser.add_argument(
-        "--sizes", type=_sizes, default=default.sizes, metavar="N,N,...",
+        "--no-docstrings",
+        action="store_true",
+        help="do not run the API's >>> docstring examples as scenarios",
+    )
+    parser.add_argument(
+        "--no-synth",
+        action="store_true",
+        help="do not synthesise arguments from annotations and defaults",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=default.sizes,
+        metavar="N,N,...",
         help="input sizes for synthesised sized scenarios, used to fit growth "
         f"(default: {','.join(map(str, default.sizes))})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--repeat", type=_positive_int, default=default.repeat, metavar="N",
+        "--repeat",
+        type=_positive_int,
+        default=default.repeat,
+        metavar="N",
         help=f"runs per scenario and size (default: {default.repeat})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--jobs", "-j", type=_positive_int, default=1, metavar="N",
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        default=1,
+        metavar="N",
         help="parallel workers (default: 1); wall time needs an idle core per worker (see below)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--timeout", type=_positive_float, default=default.call_timeout, metavar="S",
+        "--timeout",
+        type=_positive_float,
+        default=default.call_timeout,
+        metavar="S",
         help=f"seconds one call may take; one stuck in C code ends its worker 2 CPU-seconds later "
         f"(default: {default.call_timeout:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--scenario-timeout", type=_positive_float, default=default.scenario_timeout, metavar="S",
+        "--scenario-timeout",
+        type=_positive_float,
+        default=default.scenario_timeout,
+        metavar="S",
         help="seconds all scenarios of one entry point may take together; the worker is killed after it "
         f"(default: {default.scenario_timeout:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--memory-mb", type=_positive_int, default=default.memory_mb, metavar="M",
+        "--memory-mb",
+        type=_positive_int,
+        default=default.memory_mb,
+        metavar="M",
         help=f"memory cap per worker in MiB (default: {default.memory_mb})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--tests", metavar="PATH", default="",
+        "--tests",
+        metavar="PATH",
+        default="",
         help="also run the package's own pytest suite (file or directory) under the profiler as one scenario; "
         "every entry point it calls gets measurements, and ones only the tests reach become profiled",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--tests-timeout", type=_positive_float, default=default.tests_timeout, metavar="S",
+        "--tests-timeout",
+        type=_positive_float,
+        default=default.tests_timeout,
+        metavar="S",
         help="seconds all runs of the --tests suite may take together (it runs 2 + timing groups times); "
         f"past it the suite is dropped with a warning (default: {default.tests_timeout:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-sandbox-guard", action="store_true",
+        "--no-sandbox-guard",
+        action="store_true",
         help="skip the audit-hook guard (workers, temp directory and resource limits stay); for measuring its cost",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--resume", action="store_true",
+        "--resume",
+        action="store_true",
         help="continue the last unfinished scan of PACKAGE in --db (with several packages, finished ones are skipped)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--summary-json", metavar="PATH",
+        "--summary-json",
+        metavar="PATH",
         help="also write the summary as JSON: discovered, profiled, each entry point not profiled with its reason",
-    )  # fmt: skip
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary table")
+    )
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress bar and no summary table"
+    )
 
 
 def scan_options(args: argparse.Namespace):
@@ -195,12 +247,17 @@ def run_scan(args: argparse.Namespace) -> int:
             summary = scan(package, db_path=args.db, options=options, resume=resume)
         else:
             with ScanProgressBar(package) as bar:
-                summary = scan(package, db_path=args.db, options=options, resume=resume, progress=bar.update)
+                summary = scan(
+                    package, db_path=args.db, options=options, resume=resume, progress=bar.update
+                )
             print_scan_summary(summary)
         summaries.append(summary)
-        if args.summary_json:  # rewritten after each package: an interrupted run keeps the finished ones
+        # rewritten after each package: an interrupted run keeps the finished ones
+        if args.summary_json:
             document = {"packages": [s.to_json() for s in summaries]}
-            Path(args.summary_json).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+            Path(args.summary_json).write_text(
+                json.dumps(document, indent=2) + "\n", encoding="utf-8"
+            )
     return 0
 
 
@@ -209,13 +266,25 @@ class ScanProgressBar:
 
     def __init__(self, package: str) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[current]}", style="dim"),
-            console=Console(stderr=True), transient=True,
-        )  # fmt: skip
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[current]}", style="dim"),
+            console=Console(stderr=True),
+            transient=True,
+        )
         self.package = package
         self.task = self.progress.add_task(f"{package}: starting workers", total=None, current="")
 
@@ -228,15 +297,19 @@ class ScanProgressBar:
 
     def update(self, event) -> None:
         labels = {
-            "calibrate": "calibrating probes", "discover": "discovering entry points",
-            "tests": "running the test suite under the profiler (--tests)", "profile": "profiling",
-        }  # fmt: skip
+            "calibrate": "calibrating probes",
+            "discover": "discovering entry points",
+            "tests": "running the test suite under the profiler (--tests)",
+            "profile": "profiling",
+        }
         if event.stage in labels:
             self.progress.update(
-                self.task, description=f"{self.package}: {labels[event.stage]}", total=event.total or None,
+                self.task,
+                description=f"{self.package}: {labels[event.stage]}",
+                total=event.total or None,
                 completed=event.done,
                 current=f"{event.qualname} ({event.status})" if event.qualname else "",
-            )  # fmt: skip
+            )
 
 
 def print_scan_summary(summary) -> None:
@@ -256,12 +329,20 @@ def print_scan_summary(summary) -> None:
     if summary.most_expensive:
         table = Table(title="Most expensive entry points (median time per call)")
         for column in ("entry point", "time median", "time p90", "allocated", "growth", "samples"):
-            table.add_column(column, justify="left" if column in ("entry point", "growth") else "right", overflow="fold")
+            table.add_column(
+                column,
+                justify="left" if column in ("entry point", "growth") else "right",
+                overflow="fold",
+            )
         for line in summary.most_expensive:
             table.add_row(
-                line.qualname, format_ns(line.time_median_ns), format_ns(line.time_p90_ns),
-                format_bytes(line.alloc_median_bytes), line.growth or "—", str(line.samples),
-            )  # fmt: skip
+                line.qualname,
+                format_ns(line.time_median_ns),
+                format_ns(line.time_p90_ns),
+                format_bytes(line.alloc_median_bytes),
+                line.growth or "—",
+                str(line.samples),
+            )
         console.print(table)
     counts = Table(title="Coverage")
     counts.add_column("status")
@@ -286,7 +367,9 @@ def print_suite_line(console, suite) -> None:
     """One line on the --tests scenario, then its warnings."""
     from rich.markup import escape
 
-    counts = ", ".join(f"{suite.outcomes.get(k, 0)} {k}" for k in ("passed", "failed", "errors", "skipped"))
+    counts = ", ".join(
+        f"{suite.outcomes.get(k, 0)} {k}" for k in ("passed", "failed", "errors", "skipped")
+    )
     console.print(
         f"tests: {suite.scenario_id} reached {len(suite.reached)} entry points "
         f"({len(suite.only_by_tests)} only through the tests) in {suite.runs} profiled runs; tests {counts}",
@@ -311,7 +394,9 @@ def print_profile(data: dict[str, Any]) -> None:
         print(f"  not profiled ({status}): {data['coverage']['reason']}")
     for name, m in data["metrics"].items():
         metric = Metric(name)
-        hist = Histogram.from_buckets((b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"])
+        hist = Histogram.from_buckets(
+            (b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"]
+        )
         if not worth_showing(metric, hist):
             continue
         print(
@@ -360,7 +445,9 @@ def run_merge(args: argparse.Namespace) -> int:
         if Path(path).resolve() == Path(args.output).resolve():
             raise UsageError(f"{path} is both the output and an input; name a new output file")
     totals = merge_files(args.output, args.inputs)
-    print(f"merged {len(args.inputs)} database(s) into {args.output}: {totals.get('buckets', 0)} bucket rows added")
+    print(
+        f"merged {len(args.inputs)} database(s) into {args.output}: {totals.get('buckets', 0)} bucket rows added"
+    )
     return 0
 
 
@@ -369,8 +456,12 @@ def run_scenarios_init(args: argparse.Namespace) -> int:
 
     output = Path(args.output or f"{args.package}.scenarios.toml")
     options = ScanOptions(scenario_files=tuple(args.scenarios))
-    written, discovered = write_scenario_scaffold(args.package, output, options=options, overwrite=args.force)
-    print(f"wrote {output}: {written} of {discovered} entry points need a scenario; fill in their calls")
+    written, discovered = write_scenario_scaffold(
+        args.package, output, options=options, overwrite=args.force
+    )
+    print(
+        f"wrote {output}: {written} of {discovered} entry points need a scenario; fill in their calls"
+    )
     return 0
 
 
@@ -378,45 +469,76 @@ def run_scenarios_init(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="apiprof", description="What does calling this API typically cost?")
+    parser = argparse.ArgumentParser(
+        prog="apiprof", description="What does calling this API typically cost?"
+    )
     parser.add_argument("--version", action="version", version=f"apiprof {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     scan = commands.add_parser(
-        "scan", help="profile a package (same as apiprof-scan)", description=SCAN_DESCRIPTION,
-        epilog=SCAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+        "scan",
+        help="profile a package (same as apiprof-scan)",
+        description=SCAN_DESCRIPTION,
+        epilog=SCAN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_scan_arguments(scan)
     scan.set_defaults(handler=run_scan)
 
     show = commands.add_parser(
-        "show", help="print the profile of one entry point", epilog=SHOW_EPILOG,
+        "show",
+        help="print the profile of one entry point",
+        epilog=SHOW_EPILOG,
         description="Print the cost profile of one API: summary, a histogram per metric, scenarios, growth.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
-    show.add_argument("qualname", metavar="QUALNAME", help="qualified name, e.g. textwrap.wrap (re-exported aliases work)")
-    show.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=f"profile database (default: ./{DEFAULT_DB})")
-    show.add_argument("--json", action="store_true", help="print JSON with the stable fields listed below")
+    )
+    show.add_argument(
+        "qualname",
+        metavar="QUALNAME",
+        help="qualified name, e.g. textwrap.wrap (re-exported aliases work)",
+    )
+    show.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="PATH",
+        help=f"profile database (default: ./{DEFAULT_DB})",
+    )
+    show.add_argument(
+        "--json", action="store_true", help="print JSON with the stable fields listed below"
+    )
     show.set_defaults(handler=run_show)
 
     merge = commands.add_parser(
-        "merge", help="add databases together",
+        "merge",
+        help="add databases together",
         description="Add the profiles of IN databases into OUT (created if missing). Counts add; nothing is overwritten.",
-    )  # fmt: skip
+    )
     merge.add_argument("output", metavar="OUT", help="database to create or extend")
     merge.add_argument("inputs", metavar="IN", nargs="+", help="databases to add (read only)")
     merge.set_defaults(handler=run_merge)
 
     scenarios = commands.add_parser("scenarios", help="work with scenario files")
-    scenario_commands = scenarios.add_subparsers(dest="scenarios_command", required=True, metavar="COMMAND")
+    scenario_commands = scenarios.add_subparsers(
+        dest="scenarios_command", required=True, metavar="COMMAND"
+    )
     init = scenario_commands.add_parser(
-        "init", help="write a scaffold scenario file",
+        "init",
+        help="write a scaffold scenario file",
         description="Write a scaffold scenario file listing the entry points of PACKAGE that no scenario source "
         "(docstring examples, argument synthesis, --scenarios files) can call yet. Runs discovery in a sandboxed worker.",
-    )  # fmt: skip
+    )
     init.add_argument("package", metavar="PACKAGE", help="importable name of the package")
-    init.add_argument("-o", "--output", metavar="FILE", help="file to write (default: PACKAGE.scenarios.toml)")
-    init.add_argument("--scenarios", nargs="+", default=[], metavar="FILE", action="extend", help="existing scenario files whose entry points are covered")
+    init.add_argument(
+        "-o", "--output", metavar="FILE", help="file to write (default: PACKAGE.scenarios.toml)"
+    )
+    init.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        action="extend",
+        help="existing scenario files whose entry points are covered",
+    )
     init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     init.set_defaults(handler=run_scenarios_init)
     return parser
@@ -424,9 +546,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build_scan_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="apiprof-scan", description=SCAN_DESCRIPTION, epilog=SCAN_EPILOG,
+        prog="apiprof-scan",
+        description=SCAN_DESCRIPTION,
+        epilog=SCAN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     add_scan_arguments(parser)
     parser.set_defaults(handler=run_scan)
     return parser
@@ -438,17 +562,22 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
 
 def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # `kill` saves like Ctrl-C does
+    # `kill` saves like Ctrl-C does
+    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     try:
         return args.handler(args)
     except ApiprofError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return error.exit_code
-    except BrokenPipeError:  # e.g. `apiprof show X --json | head`: the reader left, nothing to report
+    # e.g. `apiprof show X --json | head`: the reader left, nothing to report
+    except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted; everything measured so far is saved (continue with --resume)", file=sys.stderr)
+        print(
+            f"{parser.prog}: interrupted; everything measured so far is saved (continue with --resume)",
+            file=sys.stderr,
+        )
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -20,7 +20,11 @@ def _scaled(value: float, units: list[tuple[float, str]]) -> str:
     for factor, unit in units:
         if abs(value) >= factor:
             scaled = value / factor
-            digits = 0 if unit in ("ns", "B") or scaled >= 100 else (1 if scaled >= 10 else 2 if scaled < 1 else 1)
+            digits = (
+                0
+                if unit in ("ns", "B") or scaled >= 100
+                else (1 if scaled >= 10 else 2 if scaled < 1 else 1)
+            )
             return f"{scaled:.{digits}f} {unit}"
     return f"{value:.0f} {units[-1][1]}"
 

@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures"))
-import groundtruth_pkg as gt  # noqa: E402
+import groundtruth_pkg as gt
 
-from apiprof.engine.calibrate import calibrate  # noqa: E402
-from apiprof.engine.probes import PySite  # noqa: E402
-from apiprof.engine.profiler import Target, profile  # noqa: E402
-from apiprof.engine.records import Metric  # noqa: E402
-from apiprof.engine.timing import measure_calls, run_timing_pass  # noqa: E402
+from apiprof.engine.calibrate import calibrate
+from apiprof.engine.probes import PySite
+from apiprof.engine.profiler import Target, profile
+from apiprof.engine.records import Metric
+from apiprof.engine.timing import measure_calls, run_timing_pass
 
 try:
     import yappi
@@ -60,7 +60,9 @@ def truth_ns(fn, chunk, chunks) -> float:
     """Median over many short interleaved chunks of (fn chunk − empty-function chunk) / chunk:
     both sides include loop and call dispatch, which apiprof's probed interval excludes;
     medians of short chunks shrug off the interruptions of a busy machine."""
-    return statistics.median((_chunk(fn, chunk) - _chunk(_empty, chunk)) / chunk for _ in range(chunks))
+    return statistics.median(
+        (_chunk(fn, chunk) - _chunk(_empty, chunk)) / chunk for _ in range(chunks)
+    )
 
 
 def scenario():
@@ -71,14 +73,21 @@ def scenario():
 
 def apiprof_ns(cal) -> dict[str, float]:
     """profile() for the histograms, and one timing pass per function for the exact median."""
-    report = profile(scenario, [Target(n, f) for n, f in FUNCTIONS.items()], scenario_id="bench", repeat=1)
+    report = profile(
+        scenario, [Target(n, f) for n, f in FUNCTIONS.items()], scenario_id="bench", repeat=1
+    )
     walls = {m.qualname: m.histogram for m in report.measurements if m.metric is Metric.WALL}
     raw = {}
     for name, fn in FUNCTIONS.items():
-        (costs,) = measure_calls(run_timing_pass(scenario, [PySite(fn)], repeat=1), cal.overhead_ns, cal.cpu_overhead_ns)
+        (costs,) = measure_calls(
+            run_timing_pass(scenario, [PySite(fn)], repeat=1), cal.overhead_ns, cal.cpu_overhead_ns
+        )
         raw[name] = statistics.median(costs.wall_ns)
-    return raw | {f"{n} (hist-mean)": h.mean for n, h in walls.items()} | {
-        f"{n} (hist-p50)": h.percentile(50) for n, h in walls.items()}
+    return (
+        raw
+        | {f"{n} (hist-mean)": h.mean for n, h in walls.items()}
+        | {f"{n} (hist-p50)": h.percentile(50) for n, h in walls.items()}
+    )
 
 
 def cprofile_ns() -> dict[str, float]:
@@ -86,8 +95,11 @@ def cprofile_ns() -> dict[str, float]:
     prof.enable()
     scenario()
     prof.disable()
-    return {name: ct / nc * 1e9 for (_, _, name), (cc, nc, tt, ct, _) in pstats.Stats(prof).stats.items()
-            if name in FUNCTIONS}
+    return {
+        name: ct / nc * 1e9
+        for (_, _, name), (cc, nc, tt, ct, _) in pstats.Stats(prof).stats.items()
+        if name in FUNCTIONS
+    }
 
 
 def yappi_ns() -> dict[str, float]:
@@ -96,8 +108,11 @@ def yappi_ns() -> dict[str, float]:
     yappi.start()
     scenario()
     yappi.stop()
-    out = {stat.name: stat.ttot / stat.ncall * 1e9 for stat in yappi.get_func_stats()
-           if stat.name in FUNCTIONS and stat.module.endswith("groundtruth_pkg/__init__.py")}
+    out = {
+        stat.name: stat.ttot / stat.ncall * 1e9
+        for stat in yappi.get_func_stats()
+        if stat.name in FUNCTIONS and stat.module.endswith("groundtruth_pkg/__init__.py")
+    }
     yappi.clear_stats()
     return out
 
@@ -112,29 +127,49 @@ def run_here(rounds: int) -> None:
             rows[name].setdefault(method + variant, []).append(value)
 
     for _ in range(rounds):
-        add("truth", {"mid": truth_ns(gt.mid, 1, OUTER_CALLS), "leaf": truth_ns(gt.leaf, 50, 400),
-                      "tiny": truth_ns(gt.tiny, 50, 400)})
+        add(
+            "truth",
+            {
+                "mid": truth_ns(gt.mid, 1, OUTER_CALLS),
+                "leaf": truth_ns(gt.leaf, 50, 400),
+                "tiny": truth_ns(gt.tiny, 50, 400),
+            },
+        )
         add("apiprof", apiprof_ns(cal))
         add("cProfile", cprofile_ns())
         if yappi is not None:
             add("yappi", yappi_ns())
-    print(f"\npython {sys.version.split()[0]}  probes: {cal.mechanism}  (medians of {rounds} rounds; ratio = reported / truth)")
+    print(
+        f"\npython {sys.version.split()[0]}  probes: {cal.mechanism}  (medians of {rounds} rounds; ratio = reported / truth)"
+    )
     methods = [m for m in next(iter(rows.values())) if m != "truth"]
-    print(f"{'function':9} {'truth ns':>10} " + " ".join(f"{m:>18}" for m in methods) + f" {'target':>9} {'result':>6}")
+    print(
+        f"{'function':9} {'truth ns':>10} "
+        + " ".join(f"{m:>18}" for m in methods)
+        + f" {'target':>9} {'result':>6}"
+    )
     for name, values in rows.items():
         truth = statistics.median(values["truth"])
         # median of per-round ratios: truth and measurement of one round share the machine's load
-        ratios = {m: statistics.median(v / t for v, t in zip(values[m], values["truth"])) for m in methods if m in values}
+        ratios = {
+            m: statistics.median(v / t for v, t in zip(values[m], values["truth"]))
+            for m in methods
+            if m in values
+        }
         verdict = "PASS" if abs(ratios["apiprof"] - 1) <= TARGETS[name] else "MISS"
         cells = " ".join(f"{ratios[m]:18.3f}" if m in ratios else f"{'-':>18}" for m in methods)
-        print(f"{name:9} {truth:10.1f} {cells} {'±' + format(TARGETS[name], '.0%'):>9} {verdict:>6}")
+        print(
+            f"{name:9} {truth:10.1f} {cells} {'±' + format(TARGETS[name], '.0%'):>9} {verdict:>6}"
+        )
 
 
 def run_all(rounds: int) -> None:
     """Every supported interpreter that can import apiprof (its venv's python, found by glob)."""
     candidates = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + [sys.executable]
     for python in sorted(set(candidates)):
-        probe = subprocess.run([python, "-c", "import apiprof.engine.calibrate"], capture_output=True)
+        probe = subprocess.run(
+            [python, "-c", "import apiprof.engine.calibrate"], capture_output=True
+        )
         if probe.returncode == 0:
             subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures"))
 
-import groundtruth_pkg as gt  # noqa: E402
+import groundtruth_pkg as gt
 
-from apiprof.engine import alloc  # noqa: E402
+from apiprof.engine import alloc
 
 ROUNDS = 5
 RECORDS = [{"id": i, "ok": True, "tags": ["a", "b"]} for i in range(2000)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import statistics
 import subprocess
@@ -24,8 +25,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import json
 
 import jedi
 
@@ -44,7 +43,10 @@ def write_sources(root: Path) -> None:
     (pkg / "__init__.py").write_text("")
     for module in ("big", HOVER_MODULE):
         (pkg / f"{module}.py").write_text(
-            "".join(f"def func_{i:04d}(x, n=1):\n    '''Synthetic entry point {i}.'''\n    return x\n\n" for i in range(BIG))
+            "".join(
+                f"def func_{i:04d}(x, n=1):\n    '''Synthetic entry point {i}.'''\n    return x\n\n"
+                for i in range(BIG)
+            )
         )
 
 
@@ -57,15 +59,32 @@ def generate_db(path: Path, entry_points: int) -> float:
     names = [(m, f"synthpkg.{m}.func_{i:04d}") for m in modules for i in range(BIG)][:entry_points]
     # a few hundred distinct shapes, reused: building 200,000 histograms would time Python, not SQLite
     shapes = [
-        [(str(Metric.CPU), *row) for row in Histogram.of([800 + 37 * k, 900 + 91 * k, 1200 + 13 * k, 20 * k]).rows()]
+        [
+            (str(Metric.CPU), *row)
+            for row in Histogram.of([800 + 37 * k, 900 + 91 * k, 1200 + 13 * k, 20 * k]).rows()
+        ]
         + [(str(Metric.ALLOC_INCL), *row) for row in Histogram.of([64 + 11 * k, 96 + 5 * k]).rows()]
         for k in range(331)
     ]
     env_id = env.id
     rows, eps = [], []
     for n, (module, qualname) in enumerate(names):
-        eps.append((qualname, "synthpkg", f"synthpkg.{module}", "function", "(x, n=1)", f"Synthetic entry point {n}.", "", 0))
-        rows += [(qualname, metric, "synth", -1, env_id, *row) for metric, *row in shapes[n % len(shapes)]]
+        eps.append(
+            (
+                qualname,
+                "synthpkg",
+                f"synthpkg.{module}",
+                "function",
+                "(x, n=1)",
+                f"Synthetic entry point {n}.",
+                "",
+                0,
+            )
+        )
+        rows += [
+            (qualname, metric, "synth", -1, env_id, *row)
+            for metric, *row in shapes[n % len(shapes)]
+        ]
     with db.conn:
         db.conn.executemany("INSERT INTO entry_points VALUES (?, ?, ?, ?, ?, ?, ?, ?)", eps)
         db.conn.executemany(ADD_BUCKETS_SQL, rows)
@@ -97,9 +116,20 @@ class RawClient:
             *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
         client = cls(process)
-        item = {"labelDetailsSupport": True, "documentationFormat": ["markdown"]}  # as VS Code declares
-        capabilities = {"textDocument": {"completion": {"completionItem": item}, "hover": {"contentFormat": ["markdown"]}}}
-        await client.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities})
+        item = {
+            "labelDetailsSupport": True,
+            "documentationFormat": ["markdown"],
+        }  # as VS Code declares
+        capabilities = {
+            "textDocument": {
+                "completion": {"completionItem": item},
+                "hover": {"contentFormat": ["markdown"]},
+            }
+        }
+        await client.request(
+            "initialize",
+            {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities},
+        )
         client.notify("initialized", {})
         return client
 
@@ -142,7 +172,10 @@ async def timed(request) -> float:
 
 async def run(args: argparse.Namespace, root: Path) -> None:
     exe = shutil.which("apiprof-lsp", path=str(Path(sys.executable).parent)) or "apiprof-lsp"
-    ours, jedi_only = await RawClient.start([exe], root), await RawClient.start([exe, "--jedi-only"], root)
+    ours, jedi_only = (
+        await RawClient.start([exe], root),
+        await RawClient.start([exe, "--jedi-only"], root),
+    )
     completion_src = "import synthpkg.big as big\nbig."
     hover_lines = [f"m.func_{i:04d}(1)" for i in range(BIG)]
     hover_src = f"import synthpkg.{HOVER_MODULE} as m\n" + "\n".join(hover_lines) + "\n"
@@ -156,22 +189,33 @@ async def run(args: argparse.Namespace, root: Path) -> None:
 
     def completion(client):
         position = {"line": 1, "character": 4}
-        return client.request("textDocument/completion", {"textDocument": {"uri": uris["complete.py"]}, "position": position})
+        return client.request(
+            "textDocument/completion",
+            {"textDocument": {"uri": uris["complete.py"]}, "position": position},
+        )
 
     def hover(client, i):
         position = {"line": 1 + i % BIG, "character": 4}
-        return client.request("textDocument/hover", {"textDocument": {"uri": uris["hover.py"]}, "position": position})
+        return client.request(
+            "textDocument/hover", {"textDocument": {"uri": uris["hover.py"]}, "position": position}
+        )
 
     items = (await completion(ours))["items"]
-    hinted = sum(1 for i in items if i.get("labelDetails", {}).get("description", "").startswith("≈"))
+    hinted = sum(
+        1 for i in items if i.get("labelDetails", {}).get("description", "").startswith("≈")
+    )
     sample = await hover(ours, 0)
-    assert sample and "synthpkg.m001.func_0000" in sample["contents"]["value"], "hover found no profile"
+    assert sample and "synthpkg.m001.func_0000" in sample["contents"]["value"], (
+        "hover found no profile"
+    )
     for _ in range(5):  # warm jedi's caches in both servers
         await completion(jedi_only)
         await completion(ours)
         await hover(jedi_only, 0)
 
-    times: dict[str, list[float]] = {k: [] for k in ("c_ours", "c_jedi", "h_ours", "h_jedi", "hw_ours", "hw_jedi")}
+    times: dict[str, list[float]] = {
+        k: [] for k in ("c_ours", "c_jedi", "h_ours", "h_jedi", "hw_ours", "hw_jedi")
+    }
     for i in range(args.rounds):
         # distinct names: every hover is the first lookup of its name (cold per-name cache)
         times["h_ours"].append(await timed(hover(ours, i + 1)))
@@ -194,7 +238,9 @@ async def run(args: argparse.Namespace, root: Path) -> None:
         reports[label] = {m["method"]: m for m in report["methods"]}
         await client.close()
 
-    print(f"completion list: {len(items)} items, {hinted} with a cost hint; {args.rounds} rounds per row\n")
+    print(
+        f"completion list: {len(items)} items, {hinted} with a cost hint; {args.rounds} rounds per row\n"
+    )
     print(f"{'request (client round trip, ms)':<44}{'p50':>8}{'p95':>8}")
     rows = [
         ("completion `big.` — apiprof-lsp", "c_ours"),
@@ -239,17 +285,25 @@ def main() -> None:
     parser.add_argument("--entry-points", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="build the workspace in DIR and keep it")
-    parser.add_argument("--workspace-venv", action="store_true", help="resolve imports in a virtualenv in the workspace")
+    parser.add_argument(
+        "--workspace-venv",
+        action="store_true",
+        help="resolve imports in a virtualenv in the workspace",
+    )
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="apiprof-lsp-bench-"))
     try:
         write_sources(root)
         if args.workspace_venv:
-            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+            subprocess.run(
+                [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True
+            )
             print(f"workspace virtualenv: {root / '.venv'}")
         seconds = generate_db(root / "apiprof.db", args.entry_points)
         size = (root / "apiprof.db").stat().st_size / 2**20
-        print(f"database: {args.entry_points:,} entry points in {seconds:.2f} s ({size:.0f} MiB) at {root / 'apiprof.db'}")
+        print(
+            f"database: {args.entry_points:,} entry points in {seconds:.2f} s ({size:.0f} MiB) at {root / 'apiprof.db'}"
+        )
         asyncio.run(run(args, root))
     finally:
         if not args.keep:

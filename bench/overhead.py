@@ -58,18 +58,26 @@ def run_here(rounds: int) -> None:
     full_cpu = med(c.overhead_ns["enter+cpu"] + c.overhead_ns["exit+cpu"] for c in cals)
     c_full = med(c.overhead_ns["c_enter"] + c.overhead_ns["c_exit"] for c in cals)
     short_mix = (15 * full + full_cpu) / 16
-    print(f"python {sys.version.split()[0]:8} {cals[0].mechanism:46} inside={inside:5.0f}  full={full:5.0f}  "
-          f"full+cpu={full_cpu:5.0f}  short-call mix={short_mix:5.0f}  C full={c_full:5.0f}  "
-          f"cProfile={cprofile_ns(rounds * 3):5.0f}  (ns per call)")
+    print(
+        f"python {sys.version.split()[0]:8} {cals[0].mechanism:46} inside={inside:5.0f}  full={full:5.0f}  "
+        f"full+cpu={full_cpu:5.0f}  short-call mix={short_mix:5.0f}  C full={c_full:5.0f}  "
+        f"cProfile={cprofile_ns(rounds * 3):5.0f}  (ns per call)"
+    )
 
 
 def run_all(rounds: int) -> None:
-    supported = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + glob.glob("/root/.pyenv/versions/3.1[1-9]*/bin/python3")
+    supported = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + glob.glob(
+        "/root/.pyenv/versions/3.1[1-9]*/bin/python3"
+    )
     for python in sorted(set(supported) | {sys.executable}):
-        probe = subprocess.run([python, "-c", "import apiprof.engine.calibrate"], capture_output=True)
+        probe = subprocess.run(
+            [python, "-c", "import apiprof.engine.calibrate"], capture_output=True
+        )
         if probe.returncode:
-            print(f"{python}: apiprof not importable; install with `{python} -m venv /tmp/v && "
-                  f"/tmp/v/bin/pip install -e /work/main` and run bench/overhead.py with /tmp/v/bin/python")
+            print(
+                f"{python}: apiprof not importable; install with `{python} -m venv /tmp/v && "
+                f"/tmp/v/bin/pip install -e /work/main` and run bench/overhead.py with /tmp/v/bin/python"
+            )
             continue
         subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)
 

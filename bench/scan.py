@@ -52,11 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", nargs="+", default=DEFAULT_PACKAGES)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=5, help="runs per scenario and size (default 5)")
-    parser.add_argument("--max-seconds", type=float, default=1.0, help="measuring budget per scenario and size")
-    parser.add_argument("--no-guard-comparison", action="store_true", help="scan once per package, with the guard")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="runs per scenario and size (default 5)"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=1.0, help="measuring budget per scenario and size"
+    )
+    parser.add_argument(
+        "--no-guard-comparison", action="store_true", help="scan once per package, with the guard"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    parser.add_argument("--verbose", action="store_true", help="list every entry point that was not profiled")
+    parser.add_argument(
+        "--verbose", action="store_true", help="list every entry point that was not profiled"
+    )
     args = parser.parse_args(argv)
 
     options = ScanOptions(repeat=args.repeat, max_seconds=args.max_seconds, jobs=args.jobs)
@@ -70,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         g = row["guard"]
         cover = g["profiled"] / g["discovered"] if g["discovered"] else 0.0
         extra = (
-            f"{row['no_guard']['seconds']:>10.1f} {row['guard_cost_ratio']:>9.2f}x" if "no_guard" in row else ""
+            f"{row['no_guard']['seconds']:>10.1f} {row['guard_cost_ratio']:>9.2f}x"
+            if "no_guard" in row
+            else ""
         )
         print(
             f"{package:<12} {g['discovered']:>5} {g['profiled']:>8} {cover:>6.0%} {g['seconds']:>8.1f} "

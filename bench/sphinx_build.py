@@ -26,12 +26,19 @@ from pathlib import Path
 from apiprof.db.schema import open_db
 from apiprof.db.store import store_batch, store_entry_points
 from apiprof.engine.histogram import from_counts
-from apiprof.engine.records import EntryKind, EntryPoint, Environment, Measurement, Metric, ScanBatch
+from apiprof.engine.records import (
+    EntryKind,
+    EntryPoint,
+    Environment,
+    Measurement,
+    Metric,
+    ScanBatch,
+)
 
 PER_MODULE = 20  # 10 functions + 2 classes with 4 methods each → 20 documented APIs
 
 
-FULL_DOC = '''{summary}
+FULL_DOC = """{summary}
 
     The input is processed chunk by chunk; each chunk is copied once, so the cost grows with
     the length of ``data`` and the allocation with ``size``. See :func:`func_0` for the
@@ -48,7 +55,7 @@ FULL_DOC = '''{summary}
 
         >>> func_{i}([1, 2, 3], size=2)
         [1, 2]
-    '''
+    """
 
 
 def docstring(summary: str, i: int, full: bool) -> str:
@@ -82,7 +89,9 @@ def api_names(index: int) -> list[tuple[str, EntryKind]]:
     return names
 
 
-def write_project(root: Path, modules: int, with_extension: bool, pages: str, full_docs: bool) -> Path:
+def write_project(
+    root: Path, modules: int, with_extension: bool, pages: str, full_docs: bool
+) -> Path:
     src = root / ("with" if with_extension else "without")
     (src / "benchpkg").mkdir(parents=True)
     (src / "benchpkg" / "__init__.py").write_text('"""Benchmark package."""\n')
@@ -110,8 +119,19 @@ def write_database(path: Path, modules: int) -> int:
         for n, (qualname, kind) in enumerate(api_names(index)):
             entries.append(EntryPoint(qualname, "benchpkg", qualname.rsplit(".", 1)[0], kind))
             base = 6 + (n + index) % 12
-            measurements.append(Measurement(qualname, "synth", Metric.CPU, from_counts({base: 150, base + 1: 90, base + 3: 10})))
-            measurements.append(Measurement(qualname, "synth", Metric.ALLOC_INCL, from_counts({base - 2: 200, base: 50})))
+            measurements.append(
+                Measurement(
+                    qualname,
+                    "synth",
+                    Metric.CPU,
+                    from_counts({base: 150, base + 1: 90, base + 3: 10}),
+                )
+            )
+            measurements.append(
+                Measurement(
+                    qualname, "synth", Metric.ALLOC_INCL, from_counts({base - 2: 200, base: 50})
+                )
+            )
     store_entry_points(db, entries)
     with db.conn:
         db["environments"].insert({"id": env.id, **env.__dict__}, pk="id", ignore=True)
@@ -133,7 +153,11 @@ def time_build(src: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-E", "-b", "html", str(src), str(out)], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-E", "-b", "html", str(src), str(out)],
+        check=True,
+        env=env,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -141,11 +165,15 @@ def time_build(src: Path) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--apis", type=int, default=320, help="documented APIs (rounded up to modules of 20)")
+    parser.add_argument(
+        "--apis", type=int, default=320, help="documented APIs (rounded up to modules of 20)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pages", choices=["referenced", "none"], default="referenced")
     parser.add_argument(
-        "--docstrings", choices=["full", "short"], default="full",
+        "--docstrings",
+        choices=["full", "short"],
+        default="full",
         help="full: a paragraph, parameter list, note and example per API (typical of a library); short: one line",
     )
     parser.add_argument("--keep", type=Path, help="build here and keep the output")
@@ -163,17 +191,23 @@ def main(argv: list[str] | None = None) -> None:
             runs["without"].append(time_build(plain))
             runs["with"].append(time_build(extended))
         pages = len(list((root / "_build-with" / "apiprof").glob("*.html")))
-        print(f"documented APIs: {apis} in {modules} modules ({args.docstrings} docstrings); drill-down pages: {pages}")
+        print(
+            f"documented APIs: {apis} in {modules} modules ({args.docstrings} docstrings); drill-down pages: {pages}"
+        )
         best = {}
         for side, label in (("without", "without"), ("with", "with   ")):
             wall, cpu = min(w for w, _ in runs[side]), min(c for _, c in runs[side])
             best[side] = (wall, cpu)
-            print(f"{label} apiprof.sphinx_ext: CPU best {cpu:.2f} s, wall best {wall:.2f} s "
-                  f"(CPU runs: {', '.join(f'{c:.2f}' for _, c in runs[side])})")
+            print(
+                f"{label} apiprof.sphinx_ext: CPU best {cpu:.2f} s, wall best {wall:.2f} s "
+                f"(CPU runs: {', '.join(f'{c:.2f}' for _, c in runs[side])})"
+            )
         cpu_ratio = best["with"][1] / best["without"][1]
         wall_ratio = best["with"][0] / best["without"][0]
-        print(f"ratio with/without: CPU {cpu_ratio:.3f} ({100 * (cpu_ratio - 1):+.1f} %), "
-              f"wall {wall_ratio:.3f} ({100 * (wall_ratio - 1):+.1f} %); target ≤ +15 %")
+        print(
+            f"ratio with/without: CPU {cpu_ratio:.3f} ({100 * (cpu_ratio - 1):+.1f} %), "
+            f"wall {wall_ratio:.3f} ({100 * (wall_ratio - 1):+.1f} %); target ≤ +15 %"
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -2,7 +2,13 @@
 
 from apiprof.db.query import ApiSummary, all_summaries, histograms, module_summaries, summary
 from apiprof.db.schema import DEFAULT_DB, SCHEMA_VERSION, open_db
-from apiprof.db.store import add_histograms, begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.db.store import (
+    add_histograms,
+    begin_scan,
+    finish_scan,
+    store_batch,
+    store_entry_points,
+)
 
 __all__ = [
     "DEFAULT_DB",

@@ -32,7 +32,9 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
     if found is None:
         near = query.similar_names(db, qualname)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        raise UsageError(f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`")
+        raise UsageError(
+            f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`"
+        )
     metrics = {}
     for metric in Metric:
         hist = found.histograms.get(metric)
@@ -47,14 +49,27 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
             "p90": _stat(hist.percentile(90)),
             "stdev": _stat(hist.stdev),
             "buckets": [
-                {"bucket": i, "low": bucket_bounds(i)[0], "high": bucket_bounds(i)[1], "count": c, "sum": s, "sum_sq": sq}
+                {
+                    "bucket": i,
+                    "low": bucket_bounds(i)[0],
+                    "high": bucket_bounds(i)[1],
+                    "count": c,
+                    "sum": s,
+                    "sum_sq": sq,
+                }
                 for i, c, s, sq in hist.rows()
             ],
         }
     scenarios: dict[str, dict[str, Any]] = {}
     for piece in query.scenario_breakdown(db, found.qualname):
         entry = scenarios.setdefault(
-            piece.scenario_id, {"id": piece.scenario_id, "source": piece.source, "description": piece.description, "sizes": []}
+            piece.scenario_id,
+            {
+                "id": piece.scenario_id,
+                "source": piece.source,
+                "description": piece.description,
+                "sizes": [],
+            },
         )
         if piece.size >= 0 and piece.size not in entry["sizes"]:
             entry["sizes"].append(piece.size)
@@ -68,10 +83,17 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
         "metrics": metrics,
         "growth_class": found.growth.growth_class if found.growth else None,
         "growth": [
-            {"metric": str(g.metric), "scenario_id": g.scenario_id, "growth_class": g.growth_class,
-             "rel_error": g.rel_error, "r2": g.r2, "points": g.points, "size_axis": g.size_axis}
+            {
+                "metric": str(g.metric),
+                "scenario_id": g.scenario_id,
+                "growth_class": g.growth_class,
+                "rel_error": g.rel_error,
+                "r2": g.r2,
+                "points": g.points,
+                "size_axis": g.size_axis,
+            }
             for g in query.growth(db, found.qualname)
-        ],  # fmt: skip
+        ],
         "scenario_count": found.scenarios,
         "scenarios": list(scenarios.values()),
     }

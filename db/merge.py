@@ -25,7 +25,9 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
     try:
         with conn:
             for table in ("environments", "entry_points", "aliases", "scenarios", "packages"):
-                counts[table] = conn.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}").rowcount
+                counts[table] = conn.execute(
+                    f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}"
+                ).rowcount
             scan_ids = {}
             for row in conn.execute(
                 "SELECT id, package, started_at, finished_at, status, environment_id, calibration, options FROM src.scans"
@@ -45,7 +47,9 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
             edges = conn.execute("SELECT caller, callee, count FROM src.call_edges").fetchall()
             conn.executemany(ADD_EDGES_SQL, edges)
             counts["call_edges"] = len(edges)
-            coverage = conn.execute("SELECT qualname, package, status, reason, scan_id FROM src.coverage").fetchall()
+            coverage = conn.execute(
+                "SELECT qualname, package, status, reason, scan_id FROM src.coverage"
+            ).fetchall()
             for qualname, package, status, reason, scan_id in coverage:
                 conn.execute(
                     "INSERT INTO main.coverage (qualname, package, status, reason, scan_id) VALUES (?, ?, ?, ?, ?) "
@@ -54,7 +58,10 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
                     [qualname, package, status, reason, scan_ids.get(scan_id)],
                 )
             counts["coverage"] = len(coverage)
-            touched = [r[0] for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")]
+            touched = [
+                r[0]
+                for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")
+            ]
             recompute_growth(target, touched)
     finally:
         conn.execute("DETACH DATABASE src")

@@ -29,7 +29,8 @@ def process_start_time(pid: int) -> str:
     "" where it cannot be read. Unique per pid over a boot, which is what makes it a check."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()  # the command name may hold spaces and ")"
+            # the command name may hold spaces and ")"
+            fields = stat.read().rsplit(b")", 1)[1].split()
         return fields[19].decode()
     except (OSError, IndexError):
         return ""

@@ -107,7 +107,12 @@ def histograms(
 ) -> dict[Metric, Histogram]:
     """Merged histograms per metric for one API, optionally restricted to a slice."""
     where, params = ["qualname = ?"], [qualname]
-    for column, value in (("metric", metric), ("scenario_id", scenario_id), ("size", size), ("environment_id", environment_id)):
+    for column, value in (
+        ("metric", metric),
+        ("scenario_id", scenario_id),
+        ("size", size),
+        ("environment_id", environment_id),
+    ):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(str(value) if column == "metric" else value)
@@ -135,16 +140,26 @@ def summary(db: sqlite_utils.Database, name: str) -> ApiSummary | None:
 
 def module_summaries(db: sqlite_utils.Database, module: str) -> dict[str, ApiSummary]:
     """All entry points whose canonical home is ``module`` (not its submodules)."""
-    names = [r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE module = ?", [module])]
+    names = [
+        r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE module = ?", [module])
+    ]
     return summaries(db, names)
 
 
 def all_summaries(db: sqlite_utils.Database, package: str | None = None) -> dict[str, ApiSummary]:
     """Every known API (entry points and anything with buckets), optionally for one package."""
     if package is None:
-        names = [r[0] for r in db.execute("SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM buckets")]
+        names = [
+            r[0]
+            for r in db.execute(
+                "SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM buckets"
+            )
+        ]
     else:
-        names = [r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])]
+        names = [
+            r[0]
+            for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
+        ]
     return summaries(db, names)
 
 
@@ -156,7 +171,8 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
         chunk = qualnames[chunk_start : chunk_start + 500]
         marks = ",".join("?" * len(chunk))
         for row in db.execute(
-            f"SELECT qualname, module, kind, signature, summary FROM entry_points WHERE qualname IN ({marks})", chunk
+            f"SELECT qualname, module, kind, signature, summary FROM entry_points WHERE qualname IN ({marks})",
+            chunk,
         ):
             out[row[0]] = ApiSummary(*row)
         for qualname, status, reason in db.execute(
@@ -206,7 +222,10 @@ def growth(db: sqlite_utils.Database, qualname: str) -> list[GrowthRow]:
     """Every growth fit stored for an API (one per metric and sized scenario), time first: metrics
     in their display order, then by scenario."""
     order = {metric: position for position, metric in enumerate(Metric)}
-    return sorted(_growth_rows(db, [qualname]).get(qualname, []), key=lambda g: (order[g.metric], g.scenario_id))
+    return sorted(
+        _growth_rows(db, [qualname]).get(qualname, []),
+        key=lambda g: (order[g.metric], g.scenario_id),
+    )
 
 
 @dataclass(frozen=True)
@@ -230,7 +249,9 @@ def scenario_breakdown(db: sqlite_utils.Database, qualname: str) -> list[Scenari
     ).fetchall()
     grouped: dict[tuple, list[tuple]] = defaultdict(list)
     for scenario_id, source, description, size, metric, bucket, count, total, total_sq in rows:
-        grouped[(scenario_id, source, description, size, metric)].append((bucket, count, total, total_sq))
+        grouped[(scenario_id, source, description, size, metric)].append(
+            (bucket, count, total, total_sq)
+        )
     return [
         ScenarioSlice(sid, source, desc, size, Metric(metric), Histogram.from_buckets(b))
         for (sid, source, desc, size, metric), b in grouped.items()
@@ -258,10 +279,16 @@ def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
         [qualname, str(Metric.WALL)],
     ).fetchall():
         env = db.execute(
-            "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?", [env_id]
+            "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?",
+            [env_id],
         ).fetchone() or ("?", "?", "?", "?", "?")
         scans = tuple(
-            {"id": sid, "started_at": started, "finished_at": finished, "calibration": json.loads(cal or "{}")}
+            {
+                "id": sid,
+                "started_at": started,
+                "finished_at": finished,
+                "calibration": json.loads(cal or "{}"),
+            }
             for sid, started, finished, cal in db.execute(
                 "SELECT id, started_at, finished_at, calibration FROM scans WHERE environment_id = ? "
                 "AND package = (SELECT package FROM entry_points WHERE qualname = ?) ORDER BY id",
@@ -297,8 +324,11 @@ def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[
     import difflib
 
     prefix = name.split(".", 1)[0]
-    known = [r[0] for r in db.execute(
-        "SELECT qualname FROM entry_points WHERE package = ? UNION SELECT alias FROM aliases WHERE alias LIKE ?",
-        [prefix, f"{prefix}.%"],
-    )]  # fmt: skip
+    known = [
+        r[0]
+        for r in db.execute(
+            "SELECT qualname FROM entry_points WHERE package = ? UNION SELECT alias FROM aliases WHERE alias LIKE ?",
+            [prefix, f"{prefix}.%"],
+        )
+    ]
     return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)

@@ -22,7 +22,14 @@ DEFAULT_DB = "apiprof.db"
 def _v1_core(db: sqlite_utils.Database) -> None:
     db["packages"].create({"name": str, "version": str, "last_scan": int}, pk="name")
     db["environments"].create(
-        {"id": str, "python": str, "implementation": str, "system": str, "machine": str, "cpu": str},
+        {
+            "id": str,
+            "python": str,
+            "implementation": str,
+            "system": str,
+            "machine": str,
+            "cpu": str,
+        },
         pk="id",
     )
     db["scans"].create(
@@ -104,7 +111,11 @@ def _v3_scan_owner(db: sqlite_utils.Database) -> None:
         db["scans"].add_column(column, kind)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_core, _v2_growth_and_module_index, _v3_scan_owner]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _v1_core,
+    _v2_growth_and_module_index,
+    _v3_scan_owner,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
 """The oldest schema the readers (Sphinx, the language server, ``apiprof show``) can use as it
@@ -132,7 +143,11 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
 
 
 def open_db(
-    path: str | Path = DEFAULT_DB, *, create: bool = True, readonly: bool = False, timeout: float = 30.0
+    path: str | Path = DEFAULT_DB,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    timeout: float = 30.0,
 ) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) an apiprof database.
 
@@ -142,7 +157,9 @@ def open_db(
     """
     path = Path(path)
     if not path.exists() and (readonly or not create):
-        raise DatabaseError(f"{path}: no such database; run `apiprof-scan PACKAGE --db {path}` to create it")
+        raise DatabaseError(
+            f"{path}: no such database; run `apiprof-scan PACKAGE --db {path}` to create it"
+        )
     try:
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
@@ -152,14 +169,22 @@ def open_db(
         tables = db.table_names()
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(f"{path}: the database is locked by another process; wait for it or use another --db") from exc
-        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); pass another --db path") from exc
+            raise DatabaseError(
+                f"{path}: the database is locked by another process; wait for it or use another --db"
+            ) from exc
+        raise DatabaseError(
+            f"{path}: not a usable SQLite database ({exc}); pass another --db path"
+        ) from exc
     if tables and "meta" not in tables:
-        raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; pass another --db path")
+        raise DatabaseError(
+            f"{path}: this SQLite file was not written by apiprof; pass another --db path"
+        )
     if "meta" in tables:
         app = db.execute("SELECT value FROM meta WHERE key = 'app'").fetchone()
         if not app or app[0] != APP_ID:
-            raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; pass another --db path")
+            raise DatabaseError(
+                f"{path}: this SQLite file was not written by apiprof; pass another --db path"
+            )
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         raise DatabaseError(
@@ -179,6 +204,8 @@ def open_db(
         migrate(db)
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(f"{path}: the database is locked by another process; wait for it or use another --db") from exc
+            raise DatabaseError(
+                f"{path}: the database is locked by another process; wait for it or use another --db"
+            ) from exc
         raise DatabaseError(f"{path}: {exc}") from exc
     return db

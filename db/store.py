@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlite_utils
@@ -48,7 +48,7 @@ ON CONFLICT (caller, callee) DO UPDATE SET count = count + excluded.count
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def begin_scan(
@@ -61,27 +61,37 @@ def begin_scan(
 ) -> int:
     """Record the start of a scan; returns its id (used by --resume)."""
     with db.conn:
-        db["environments"].insert({"id": environment.id, **asdict(environment)}, pk="id", ignore=True)
-        scan_id = db["scans"].insert(
-            {
-                "package": package,
-                "started_at": _now(),
-                "finished_at": None,
-                "status": "running",
-                "environment_id": environment.id,
-                "calibration": json.dumps(calibration.to_json(), sort_keys=True),
-                "options": json.dumps(options, sort_keys=True),
-                **this_process().to_row(),
-            }
-        ).last_pk
-        db["packages"].upsert({"name": package, "version": version, "last_scan": scan_id}, pk="name")
+        db["environments"].insert(
+            {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
+        )
+        scan_id = (
+            db["scans"]
+            .insert(
+                {
+                    "package": package,
+                    "started_at": _now(),
+                    "finished_at": None,
+                    "status": "running",
+                    "environment_id": environment.id,
+                    "calibration": json.dumps(calibration.to_json(), sort_keys=True),
+                    "options": json.dumps(options, sort_keys=True),
+                    **this_process().to_row(),
+                }
+            )
+            .last_pk
+        )
+        db["packages"].upsert(
+            {"name": package, "version": version, "last_scan": scan_id}, pk="name"
+        )
     return int(scan_id)
 
 
 def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
     """Make this process the owner of a scan it resumes (a later --resume checks this one)."""
     with db.conn:
-        db["scans"].update(scan_id, {"status": "running", "finished_at": None, **this_process().to_row()})
+        db["scans"].update(
+            scan_id, {"status": "running", "finished_at": None, **this_process().to_row()}
+        )
 
 
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
@@ -110,7 +120,11 @@ def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPo
             pk="qualname",
         )
         db["aliases"].upsert_all(
-            ({"alias": alias, "qualname": ep.qualname} for ep in entry_points for alias in ep.aliases),
+            (
+                {"alias": alias, "qualname": ep.qualname}
+                for ep in entry_points
+                for alias in ep.aliases
+            ),
             pk="alias",
         )
 
@@ -191,13 +205,17 @@ def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None 
             return
         where += f" AND qualname IN ({','.join('?' * len(qualnames))})"
         params += qualnames
-    series: dict[tuple[str, str, str], dict[int, Histogram]] = defaultdict(lambda: defaultdict(Histogram))
+    series: dict[tuple[str, str, str], dict[int, Histogram]] = defaultdict(
+        lambda: defaultdict(Histogram)
+    )
     for qualname, metric, scenario_id, size, bucket, count, total, total_sq in db.execute(
         "SELECT qualname, metric, scenario_id, size, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
         f"WHERE {where} AND metric != ? GROUP BY qualname, metric, scenario_id, size, bucket",
         [*params, str(Metric.CALLS)],
     ):
-        series[(qualname, metric, scenario_id)][size].merge(Histogram.from_buckets([(bucket, count, total, total_sq)]))
+        series[(qualname, metric, scenario_id)][size].merge(
+            Histogram.from_buckets([(bucket, count, total, total_sq)])
+        )
     axes = dict(db.execute("SELECT id, size_axis FROM scenarios").fetchall())
     rows = []
     for (qualname, metric, scenario_id), by_size in series.items():
@@ -234,10 +252,14 @@ def add_histograms(
     """Add histograms for one API outside a scan (in-the-wild collectors, tests, imports)."""
     environment = environment or Environment.current()
     with db.conn:
-        db["environments"].insert({"id": environment.id, **asdict(environment)}, pk="id", ignore=True)
+        db["environments"].insert(
+            {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
+        )
     store_batch(
         db,
-        ScanBatch(measurements=[Measurement(qualname, scenario_id, m, h) for m, h in histograms.items()]),
+        ScanBatch(
+            measurements=[Measurement(qualname, scenario_id, m, h) for m, h in histograms.items()]
+        ),
         environment_id=environment.id,
         package=qualname.split(".", 1)[0],
     )

@@ -22,7 +22,8 @@ myst_heading_anchors = 3
 apiprof_db = os.environ.get("APIPROF_DB", "apiprof.db")
 apiprof_auto = True
 apiprof_metrics = ["time", "alloc_incl_bytes"]
-apiprof_warn_unprofiled = False  # json/textwrap have a few APIs no scenario reaches; the page says so
+# json/textwrap have a few APIs no scenario reaches; the page says so
+apiprof_warn_unprofiled = False
 apiprof_pages = "referenced"
 
 # -- autodoc -----------------------------------------------------------------------------------

@@ -98,7 +98,10 @@ def active_times(
         elif event.call == CLOSES and open_stack:
             opened = open_stack.pop()
             start, end = opened.time, event.time
-            probe_cost = cost_before[bisect.bisect_left(times, end)] - cost_before[bisect.bisect_left(times, start)]
+            probe_cost = (
+                cost_before[bisect.bisect_left(times, end)]
+                - cost_before[bisect.bisect_left(times, start)]
+            )
             active = max(0.0, (end - start) - probe_cost - away_within(start, end))
             calls.append(TimedCall(opened.name or event.name, start, end, active))
     return calls

@@ -47,7 +47,12 @@ from dataclasses import dataclass, field
 
 from apiprof.engine.histogram import Histogram, IntTally
 from apiprof.engine.iocount import IoCounter, open_io_counter
-from apiprof.engine.probes import HAS_MONITORING, acquire_tool_id, normalize_callable, release_tool_id
+from apiprof.engine.probes import (
+    HAS_MONITORING,
+    acquire_tool_id,
+    normalize_callable,
+    release_tool_id,
+)
 
 try:
     from apiprof.engine import _alloccount
@@ -123,10 +128,13 @@ class AllocResult:
     calls: Counter[Key] = field(default_factory=Counter)
     calls_per_run: dict[Key, list[int]] = field(default_factory=dict)  # for `targets` only
     edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # direct caller -> callee
-    target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # nearest enclosing target
+    # nearest enclosing target
+    target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)
     costack: set[tuple[Key, Key]] = field(default_factory=set)  # (ancestor, descendant)
-    callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)  # code objects calling each key
-    io_read: dict[Key, Histogram] = field(default_factory=dict)  # targets only; empty without an I/O counter
+    # code objects calling each key
+    callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)
+    # targets only; empty without an I/O counter
+    io_read: dict[Key, Histogram] = field(default_factory=dict)
     io_write: dict[Key, Histogram] = field(default_factory=dict)
     mechanism: str = ""
 
@@ -135,10 +143,16 @@ class AllocResult:
 
 
 class _Frame:
-    __slots__ = ("index", "start", "children", "target", "is_c", "io_start")
+    __slots__ = ("children", "index", "io_start", "is_c", "start", "target")
 
     def __init__(self, index: int, start: int, target: int, is_c: bool) -> None:
-        self.index, self.start, self.children, self.target, self.is_c = index, start, 0, target, is_c
+        self.index, self.start, self.children, self.target, self.is_c = (
+            index,
+            start,
+            0,
+            target,
+            is_c,
+        )
         self.io_start: tuple[int, int] | None = None  # (read, written) at entry, for targets
 
 
@@ -153,7 +167,8 @@ class _Recorder:
 
     def __init__(self, targets: Collection[Key], io: IoCounter | None = None) -> None:
         self.targets, self.io = frozenset(targets), io
-        self._coin = random.Random(0).random  # private: the scenario's own random stream stays untouched
+        # private: the scenario's own random stream stays untouched
+        self._coin = random.Random(0).random
         self.keys: list[Key] = []
         self.is_target: list[bool] = []
         self._by_value: dict[Key, int] = {}
@@ -288,7 +303,9 @@ class _Recorder:
                 res.excl[keys[i]] = self.excl[i].histogram()
         res.calls_per_run = {keys[i]: counts for i, counts in self.calls_per_run.items()}
         res.edges = Counter({(keys[a], keys[b]): n for (a, b), n in self.edges.items()})
-        res.target_edges = Counter({(keys[a], keys[b]): n for (a, b), n in self.target_edges.items()})
+        res.target_edges = Counter(
+            {(keys[a], keys[b]): n for (a, b), n in self.target_edges.items()}
+        )
         res.costack = {(keys[a], keys[b]) for a, b in self.costack}
         res.callers = {keys[i]: {keys[c] for c in callers} for i, callers in self.callers.items()}
         res.io_read = {keys[i]: tally.histogram() for i, tally in self.io_read.items()}
@@ -372,15 +389,28 @@ class _MonitoringHook:
         tool = acquire_tool_id()
         try:
             for event, callback in (
-                (events.PY_START, on_start), (events.PY_RESUME, on_start), (events.PY_THROW, on_start),
-                (events.PY_RETURN, on_exit), (events.PY_YIELD, on_exit), (events.PY_UNWIND, on_exit),
-                (events.CALL, on_call), (events.C_RETURN, on_c_exit), (events.C_RAISE, on_c_exit),
+                (events.PY_START, on_start),
+                (events.PY_RESUME, on_start),
+                (events.PY_THROW, on_start),
+                (events.PY_RETURN, on_exit),
+                (events.PY_YIELD, on_exit),
+                (events.PY_UNWIND, on_exit),
+                (events.CALL, on_call),
+                (events.C_RETURN, on_c_exit),
+                (events.C_RAISE, on_c_exit),
             ):
                 monitoring.register_callback(tool, event, callback)
             monitoring.set_events(
                 tool,
-                events.PY_START | events.PY_RESUME | events.PY_THROW | events.PY_RETURN | events.PY_YIELD
-                | events.PY_UNWIND | events.CALL | events.C_RETURN | events.C_RAISE,
+                events.PY_START
+                | events.PY_RESUME
+                | events.PY_THROW
+                | events.PY_RETURN
+                | events.PY_YIELD
+                | events.PY_UNWIND
+                | events.CALL
+                | events.C_RETURN
+                | events.C_RAISE,
             )
             run_once()
         finally:

@@ -82,12 +82,16 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
     cpu: dict[str, float] = {}
     c_site = CSite(_C_PROBE)
     c_callers = {c_site.key: {_loop_builtin.__code__}}
-    builtin_cost = _median_rounds(lambda: _plain(_loop_builtin, calls), lambda: _plain(_loop_bare, calls), rounds, calls)
+    builtin_cost = _median_rounds(
+        lambda: _plain(_loop_builtin, calls), lambda: _plain(_loop_bare, calls), rounds, calls
+    )
     py_mechanism = "monitoring" if HAS_MONITORING else "trampoline"
     probes = [("enter", "exit", PySite(_empty), _loop_empty, None, py_mechanism, (0.0, 0.0))]
     probes.append(("c_enter", "c_exit", c_site, _loop_builtin, c_callers, None, builtin_cost))
     if not HAS_MONITORING:
-        probes.append(("hook_enter", "hook_exit", PySite(_empty), _loop_empty, None, "setprofile", (0.0, 0.0)))
+        probes.append(
+            ("hook_enter", "hook_exit", PySite(_empty), _loop_empty, None, "setprofile", (0.0, 0.0))
+        )
     for enter, exit_, site, loop, callers, mechanism, body in probes:
         for suffix, mask in (("", MASK_NEVER), (CPU_SUFFIX, MASK_ALWAYS)):
             figures = _measure_probe(site, loop, callers, rounds, calls, mechanism, mask)
@@ -99,7 +103,9 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
                 out[exit_ + suffix] = max(0.0, figures.full[clock] - inside)
     if not HAS_MONITORING:
         filtered = _median_rounds(
-            lambda: _timed_pass(PySite(_never_called), _loop_empty, None, calls, "setprofile", MASK_NEVER)[0],
+            lambda: _timed_pass(
+                PySite(_never_called), _loop_empty, None, calls, "setprofile", MASK_NEVER
+            )[0],
             lambda: _plain(_loop_empty, calls),
             rounds,
             2 * calls,  # a call and a return event per call
@@ -128,28 +134,52 @@ def _plain(loop: Callable[[int], None], calls: int) -> tuple[int, int]:
     return w1 - w0, c1 - c0
 
 
-def _timed_pass(site: Site, loop: Callable[[int], None], callers, calls: int, mechanism: str | None, mask: int):
+def _timed_pass(
+    site: Site, loop: Callable[[int], None], callers, calls: int, mechanism: str | None, mask: int
+):
     totals: list[tuple[int, int]] = []
-    log = run_timing_pass(lambda: totals.append(_plain(loop, calls)), [site], callers, repeat=1,
-                          cpu_mask=mask, mechanism=mechanism, reference=False)
+    log = run_timing_pass(
+        lambda: totals.append(_plain(loop, calls)),
+        [site],
+        callers,
+        repeat=1,
+        cpu_mask=mask,
+        mechanism=mechanism,
+        reference=False,
+    )
     return totals[0], log
 
 
-def _median_rounds(measured: Callable[[], tuple[int, int]], baseline: Callable[[], tuple[int, int]],
-                   rounds: int, per: int) -> tuple[float, float]:
+def _median_rounds(
+    measured: Callable[[], tuple[int, int]],
+    baseline: Callable[[], tuple[int, int]],
+    rounds: int,
+    per: int,
+) -> tuple[float, float]:
     """Median over interleaved rounds of (measured − baseline) / per, for wall and CPU."""
     diffs = []
     for _ in range(rounds):
         m, b = measured(), baseline()
         diffs.append(((m[0] - b[0]) / per, (m[1] - b[1]) / per))
-    return (max(0.0, statistics.median(d[0] for d in diffs)), max(0.0, statistics.median(d[1] for d in diffs)))
+    return (
+        max(0.0, statistics.median(d[0] for d in diffs)),
+        max(0.0, statistics.median(d[1] for d in diffs)),
+    )
 
 
-def _measure_probe(site: Site, loop, callers, rounds: int, calls: int, mechanism: str | None, mask: int
-                   ) -> _ProbeFigures:
+def _measure_probe(
+    site: Site, loop, callers, rounds: int, calls: int, mechanism: str | None, mask: int
+) -> _ProbeFigures:
     """Inside = median raw interval; full = median spacing of consecutive probed calls (robust
     to interruptions, unlike a loop total) minus the plain loop's per-call time."""
-    inside_wall, inside_cpu, spacing_wall, spacing_cpu, plain_wall, plain_cpu = [], [], [], [], [], []
+    inside_wall, inside_cpu, spacing_wall, spacing_cpu, plain_wall, plain_cpu = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     med = statistics.median
     for _ in range(rounds):
         _, log = _timed_pass(site, loop, callers, calls, mechanism, mask)
@@ -164,7 +194,10 @@ def _measure_probe(site: Site, loop, callers, rounds: int, calls: int, mechanism
         plain_cpu.append(base_c / calls)
     return _ProbeFigures(
         (med(inside_wall), med(inside_cpu)),
-        (max(0.0, med(spacing_wall) - med(plain_wall)), max(0.0, med(spacing_cpu) - med(plain_cpu))),
+        (
+            max(0.0, med(spacing_wall) - med(plain_wall)),
+            max(0.0, med(spacing_cpu) - med(plain_cpu)),
+        ),
     )
 
 

@@ -74,7 +74,9 @@ def _entry_to_json(ep: EntryPoint) -> dict[str, Any]:
 
 
 def _entry_from_json(data: dict[str, Any]) -> EntryPoint:
-    return EntryPoint(**{**data, "kind": EntryKind(data["kind"]), "aliases": tuple(data["aliases"])})
+    return EntryPoint(
+        **{**data, "kind": EntryKind(data["kind"]), "aliases": tuple(data["aliases"])}
+    )
 
 
 def describe_exception(error: BaseException) -> str:
@@ -103,7 +105,9 @@ def resolve_object(qualname: str) -> object:
         try:
             obj: object = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
-            if error.name and (module_name == error.name or module_name.startswith(error.name + ".")):
+            if error.name and (
+                module_name == error.name or module_name.startswith(error.name + ".")
+            ):
                 continue  # this prefix is not a module: try a shorter one
             raise
         for attribute in parts[split:]:
@@ -115,7 +119,9 @@ def resolve_object(qualname: str) -> object:
                     f"{'.'.join(parts[split:])!r}; check the spelling against `apiprof-scan --list`"
                 ) from None
         return obj
-    raise UsageError(f"cannot resolve {qualname!r}: no importable module prefix; is the package installed?")
+    raise UsageError(
+        f"cannot resolve {qualname!r}: no importable module prefix; is the package installed?"
+    )
 
 
 # -- importing -------------------------------------------------------------------------------
@@ -132,17 +138,21 @@ def _import_root(package: str) -> types.ModuleType:
                 f"no package named {package!r} is importable here; install it into the environment "
                 f"apiprof runs in (e.g. `pip install {package}`) or check the spelling"
             ) from None
-        raise PackageNotFound(f"importing {package!r} failed: {describe_exception(error)}; "
-                              "install its missing dependency and scan again") from None
+        raise PackageNotFound(
+            f"importing {package!r} failed: {describe_exception(error)}; "
+            "install its missing dependency and scan again"
+        ) from None
     except (Exception, SystemExit) as error:
-        raise PackageNotFound(f"importing {package!r} failed: {describe_exception(error)}; "
-                              "fix the import error (run `python -c 'import "
-                              f"{package}'` to see it) and scan again") from None
+        raise PackageNotFound(
+            f"importing {package!r} failed: {describe_exception(error)}; "
+            "fix the import error (run `python -c 'import "
+            f"{package}'` to see it) and scan again"
+        ) from None
 
 
 def is_private_module(name: str, package: str) -> bool:
     """True for ``pkg._impl``, ``pkg.tests`` and anything below them."""
-    relative = name[len(package):].lstrip(".").split(".") if name != package else []
+    relative = name[len(package) :].lstrip(".").split(".") if name != package else []
     return any(part.startswith("_") or part in SKIPPED_MODULES for part in relative)
 
 
@@ -226,7 +236,9 @@ def _member_kind(raw: object) -> EntryKind | None:
         return EntryKind.CLASSMETHOD
     if isinstance(raw, property) or type(raw).__name__ == "cached_property":
         return EntryKind.PROPERTY
-    if inspect.isfunction(raw) or isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+    if inspect.isfunction(raw) or isinstance(
+        raw, (types.MethodDescriptorType, types.WrapperDescriptorType)
+    ):
         return EntryKind.METHOD
     if callable(raw) and hasattr(raw, "__wrapped__") and not inspect.isclass(raw):
         return EntryKind.METHOD
@@ -267,18 +279,29 @@ def _identity(raw: object) -> object:
     return raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
 
 
-def _add_candidate(candidates: dict[int, _Candidate], qualname: str, obj: object, module: str, package: str) -> None:
+def _add_candidate(
+    candidates: dict[int, _Candidate], qualname: str, obj: object, module: str, package: str
+) -> None:
     kind = _entry_kind(obj)
     if kind is None:
         return
     _remember(candidates, obj, kind, qualname, module)
     if kind is EntryKind.CLASS:
         for name, raw, member_kind in _class_members(obj, package):
-            _remember(candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, obj, name)
+            _remember(
+                candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, obj, name
+            )
 
 
-def _remember(candidates: dict[int, _Candidate], obj: object, kind: EntryKind, qualname: str,
-              module: str, owner: type | None = None, member: str = "") -> None:
+def _remember(
+    candidates: dict[int, _Candidate],
+    obj: object,
+    kind: EntryKind,
+    qualname: str,
+    module: str,
+    owner: type | None = None,
+    member: str = "",
+) -> None:
     candidate = candidates.setdefault(id(obj), _Candidate(obj, kind, [], owner, member))
     if qualname not in (path for path, _ in candidate.paths):
         candidate.paths.append((qualname, module))
@@ -292,8 +315,13 @@ def _path_rank(path: tuple[str, str]) -> tuple[int, int, str]:
 def _to_entry(candidate: _Candidate, package: str) -> EntryPoint:
     paths = sorted(candidate.paths, key=_path_rank)
     qualname, module = paths[0]
-    entry = EntryPoint(qualname=qualname, package=package, module=module, kind=candidate.kind,
-                       aliases=tuple(path for path, _ in paths[1:]))
+    entry = EntryPoint(
+        qualname=qualname,
+        package=package,
+        module=module,
+        kind=candidate.kind,
+        aliases=tuple(path for path, _ in paths[1:]),
+    )
     return replace(entry, **_describe(candidate))
 
 
@@ -303,14 +331,18 @@ def _describe(candidate: _Candidate) -> dict[str, Any]:
     code_obj = obj.fget if isinstance(obj, property) else getattr(obj, "func", obj)
     details: dict[str, Any] = {}
     if kind is not EntryKind.PROPERTY:
-        details["signature"] = signature_text(obj, drop_first=kind in (EntryKind.METHOD, EntryKind.CLASSMETHOD))
+        details["signature"] = signature_text(
+            obj, drop_first=kind in (EntryKind.METHOD, EntryKind.CLASSMETHOD)
+        )
     doc = obj.__doc__ if kind is not EntryKind.CLASS else vars(obj).get("__doc__")
     if isinstance(doc, str) and doc.strip():
         details["summary"] = inspect.cleandoc(doc).splitlines()[0].strip()
     try:
         details["source_file"] = inspect.getsourcefile(inspect.unwrap(code_obj)) or ""
         code = getattr(inspect.unwrap(code_obj), "__code__", None)
-        details["source_line"] = code.co_firstlineno if code else inspect.getsourcelines(code_obj)[1]
+        details["source_line"] = (
+            code.co_firstlineno if code else inspect.getsourcelines(code_obj)[1]
+        )
     except (TypeError, OSError):
         pass
     return details

@@ -20,13 +20,34 @@ from apiprof.engine.discover import resolve_object
 from apiprof.engine.records import EntryPoint, ScenarioSource
 from apiprof.engine.scenarios import ScenarioSpec
 
-IO_MODULES = frozenset({
-    "os", "io", "sys", "subprocess", "socket", "shutil", "pathlib", "tempfile", "urllib", "http", "ftplib",
-    "smtplib", "requests", "httpx", "webbrowser", "asyncio", "multiprocessing", "threading", "signal",
-})
+IO_MODULES = frozenset(
+    {
+        "os",
+        "io",
+        "sys",
+        "subprocess",
+        "socket",
+        "shutil",
+        "pathlib",
+        "tempfile",
+        "urllib",
+        "http",
+        "ftplib",
+        "smtplib",
+        "requests",
+        "httpx",
+        "webbrowser",
+        "asyncio",
+        "multiprocessing",
+        "threading",
+        "signal",
+    }
+)
 """Using any of these in an example marks it as doing I/O (or worse): not run."""
 
-IO_BUILTINS = frozenset({"open", "input", "breakpoint", "exit", "quit", "help", "exec", "eval", "compile"})
+IO_BUILTINS = frozenset(
+    {"open", "input", "breakpoint", "exit", "quit", "help", "exec", "eval", "compile"}
+)
 
 
 @dataclass(frozen=True)
@@ -66,8 +87,11 @@ def example_blocks(docstring: str) -> list[ExampleBlock]:
 
 
 def _to_block(index: int, group: list[doctest.Example]) -> ExampleBlock:
-    kept = [example for example in group
-            if not example.options.get(doctest.SKIP) and example.exc_msg is None]
+    kept = [
+        example
+        for example in group
+        if not example.options.get(doctest.SKIP) and example.exc_msg is None
+    ]
     code = "".join(example.source for example in kept)
     if not code.strip():
         return ExampleBlock(index, "", "every statement is skipped or expected to raise")
@@ -97,11 +121,15 @@ def does_io(tree: ast.AST) -> str:
 
 def module_globals_setup(module: str) -> str:
     """Setup code giving an example its module's globals, as doctest does."""
-    return (f"globals().update({{name: value for name, value in vars(__import__('importlib')"
-            f".import_module({module!r})).items() if not name.startswith('__')}})\n")
+    return (
+        f"globals().update({{name: value for name, value in vars(__import__('importlib')"
+        f".import_module({module!r})).items() if not name.startswith('__')}})\n"
+    )
 
 
-def docstring_scenarios(entry: EntryPoint, obj: object, public: Mapping[int, str]) -> tuple[list[ScenarioSpec], str]:
+def docstring_scenarios(
+    entry: EntryPoint, obj: object, public: Mapping[int, str]
+) -> tuple[list[ScenarioSpec], str]:
     """Scenarios for ``entry``'s docstring examples, and why examples were left out ("" if none were).
 
     ``public`` maps ``id(identity object)`` to qualname for all entry points (see
@@ -110,7 +138,9 @@ def docstring_scenarios(entry: EntryPoint, obj: object, public: Mapping[int, str
     blocks = example_blocks(docstring_of(obj))
     if not blocks:
         return [], ""
-    module = getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None) or entry.module
+    module = (
+        getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None) or entry.module
+    )
     setup = module_globals_setup(module)
     namespace = _namespace_of(module)
     specs, reasons = [], []
@@ -119,15 +149,17 @@ def docstring_scenarios(entry: EntryPoint, obj: object, public: Mapping[int, str
             reasons.append(f"example {block.index}: {block.skipped}")
             continue
         targets = tuple(find_targets(block.code, namespace, public, entry.qualname))
-        specs.append(ScenarioSpec(
-            id=f"doc:{entry.qualname}#{block.index}",
-            qualname=entry.qualname,
-            source=ScenarioSource.DOCSTRING,
-            description=f"docstring example {block.index} of {entry.qualname}",
-            setup=setup,
-            call=block.code,
-            targets=targets,
-        ))
+        specs.append(
+            ScenarioSpec(
+                id=f"doc:{entry.qualname}#{block.index}",
+                qualname=entry.qualname,
+                source=ScenarioSource.DOCSTRING,
+                description=f"docstring example {block.index} of {entry.qualname}",
+                setup=setup,
+                call=block.code,
+                targets=targets,
+            )
+        )
         setup += block.code  # later blocks may use what this one defined
     return specs, "; ".join(reasons)
 
@@ -146,7 +178,9 @@ def identity_of(obj: object) -> object:
     return obj
 
 
-def find_targets(code: str, namespace: Mapping[str, object], public: Mapping[int, str], own: str) -> list[str]:
+def find_targets(
+    code: str, namespace: Mapping[str, object], public: Mapping[int, str], own: str
+) -> list[str]:
     """``own`` first, then the public entry points the example names: ``dumps``, ``json.dumps``,
     and ``w.wrap`` after ``w = TextWrapper()`` (a method of a class the example or ``own`` is)."""
     tree = ast.parse(code)
@@ -216,4 +250,3 @@ def _resolve_chain(node: ast.expr, names: Mapping[str, object]) -> object | None
             return None
         obj = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
     return obj
-

@@ -47,7 +47,9 @@ class Bucket:
     total_sq: float = 0.0
 
     def __add__(self, other: Bucket) -> Bucket:
-        return Bucket(self.count + other.count, self.total + other.total, self.total_sq + other.total_sq)
+        return Bucket(
+            self.count + other.count, self.total + other.total, self.total_sq + other.total_sq
+        )
 
     @property
     def mean(self) -> float:
@@ -84,7 +86,9 @@ class Histogram:
     def add(self, value: float, times: int = 1) -> None:
         """Record ``value`` (``times`` identical observations of it)."""
         index = bucket_index(value)
-        self._add_bucket(index, Bucket(times, float(value) * times, float(value) * float(value) * times))
+        self._add_bucket(
+            index, Bucket(times, float(value) * times, float(value) * float(value) * times)
+        )
 
     def _add_bucket(self, index: int, bucket: Bucket) -> None:
         current = self.buckets.get(index)

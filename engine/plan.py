@@ -15,7 +15,9 @@ from typing import TypeVar
 Node = TypeVar("Node", bound=Hashable)
 
 
-def build_conflicts(nodes: Iterable[Node], costack: Iterable[tuple[Node, Node]]) -> dict[Node, set[Node]]:
+def build_conflicts(
+    nodes: Iterable[Node], costack: Iterable[tuple[Node, Node]]
+) -> dict[Node, set[Node]]:
     """Undirected conflict graph over ``nodes`` from (ancestor, descendant) pairs; self-pairs
     (recursion) and pairs involving unknown nodes are ignored."""
     graph: dict[Node, set[Node]] = {node: set() for node in nodes}

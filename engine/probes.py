@@ -24,8 +24,7 @@ from __future__ import annotations
 import inspect
 import sys
 import types
-from collections.abc import Callable
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from apiprof.errors import MeasurementError
@@ -91,7 +90,9 @@ def resolve_site(obj: object) -> Site:
     """The site that times calls of ``obj`` (function, method, property, class, builtin...)."""
     if isinstance(obj, property):
         if obj.fget is None:
-            raise MeasurementError("a property without a getter has nothing to time; target its setter function")
+            raise MeasurementError(
+                "a property without a getter has nothing to time; target its setter function"
+            )
         return resolve_site(obj.fget)
     if isinstance(obj, (staticmethod, classmethod)):
         return resolve_site(obj.__func__)
@@ -103,15 +104,25 @@ def resolve_site(obj: object) -> Site:
         if HAS_MONITORING:
             return CSite(obj)
         return _resolve_class_without_monitoring(obj)
-    if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
-                        types.ClassMethodDescriptorType, types.MethodWrapperType)):
+    if isinstance(
+        obj,
+        (
+            types.BuiltinFunctionType,
+            types.MethodDescriptorType,
+            types.WrapperDescriptorType,
+            types.ClassMethodDescriptorType,
+            types.MethodWrapperType,
+        ),
+    ):
         return CSite(obj)
     call = getattr(type(obj), "__call__", None)
     if isinstance(call, types.FunctionType):
         return PySite(call)
     if callable(obj):
         return CSite(obj)  # type: ignore[arg-type]
-    raise MeasurementError(f"{obj!r} is not callable; pass a function, method, property, class or builtin")
+    raise MeasurementError(
+        f"{obj!r} is not callable; pass a function, method, property, class or builtin"
+    )
 
 
 def _resolve_class_without_monitoring(cls: type) -> Site:
@@ -148,7 +159,9 @@ def acquire_tool_id() -> int:
         if monitoring.get_tool(tool) is None:
             monitoring.use_tool_id(tool, TOOL_NAME)
             return tool
-    raise MeasurementError("all sys.monitoring tool ids are in use; stop other profilers/debuggers and retry")
+    raise MeasurementError(
+        "all sys.monitoring tool ids are in use; stop other profilers/debuggers and retry"
+    )
 
 
 def release_tool_id(tool: int) -> None:
@@ -159,9 +172,19 @@ def release_tool_id(tool: int) -> None:
     monitoring.free_tool_id(tool)
 
 
-def _ALL_EVENTS() -> list[int]:  # noqa: N802 - a constant computed lazily (3.11 has no sys.monitoring)
+def _ALL_EVENTS() -> list[int]:
     events = sys.monitoring.events
-    names = ("PY_START", "PY_RESUME", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "PY_THROW", "CALL", "C_RETURN", "C_RAISE")
+    names = (
+        "PY_START",
+        "PY_RESUME",
+        "PY_RETURN",
+        "PY_YIELD",
+        "PY_UNWIND",
+        "PY_THROW",
+        "CALL",
+        "C_RETURN",
+        "C_RAISE",
+    )
     return [getattr(events, name) for name in names]
 
 
@@ -178,8 +201,14 @@ class Record(list):
         self.mask = mask
 
 
-_PLACEHOLDERS = ("\0apiprof:enter", "\0apiprof:exit", "\0apiprof:clone", "\0apiprof:wall", "\0apiprof:cpu",
-                 "\0apiprof:len")
+_PLACEHOLDERS = (
+    "\0apiprof:enter",
+    "\0apiprof:exit",
+    "\0apiprof:clone",
+    "\0apiprof:wall",
+    "\0apiprof:cpu",
+    "\0apiprof:len",
+)
 _TEMPLATES: dict[int, types.CodeType] = {}
 
 _TEMPLATE = """
@@ -211,8 +240,15 @@ def _template(freevars: int) -> types.CodeType:
     if code is None:
         cells = ", ".join(f"_c{i}" for i in range(freevars)) + ("," if freevars == 1 else "")
         enter, exit_, clone, wall, cpu, size = _PLACEHOLDERS
-        source = _TEMPLATE.format(cells=cells or "_unused", enter=enter, exit=exit_, clone=clone, wall=wall, cpu=cpu,
-                                  size=size)
+        source = _TEMPLATE.format(
+            cells=cells or "_unused",
+            enter=enter,
+            exit=exit_,
+            clone=clone,
+            wall=wall,
+            cpu=cpu,
+            size=size,
+        )
         if not freevars:
             source = source.replace("            return _unused\n", "            return None\n")
         outer = compile(source, "<apiprof trampoline>", "exec").co_consts
@@ -229,19 +265,29 @@ def can_trampoline(function: types.FunctionType) -> bool:
 
 
 def install_trampoline(
-    function: types.FunctionType, enter: Record, exit_: Record,
-    wall: Callable[[], int], cpu: Callable[[], int],
+    function: types.FunctionType,
+    enter: Record,
+    exit_: Record,
+    wall: Callable[[], int],
+    cpu: Callable[[], int],
 ) -> types.CodeType:
     """Swap ``function.__code__`` for a probing trampoline; returns the original code."""
     original = function.__code__
-    clone = types.FunctionType(original, function.__globals__, function.__name__, function.__defaults__,
-                               function.__closure__)
+    clone = types.FunctionType(
+        original,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
     clone.__kwdefaults__ = function.__kwdefaults__
     template = _template(len(original.co_freevars))
     objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
     consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
     function.__code__ = template.replace(
-        co_consts=consts, co_freevars=original.co_freevars, co_name=original.co_name,
+        co_consts=consts,
+        co_freevars=original.co_freevars,
+        co_name=original.co_name,
         co_qualname=original.co_qualname,
     )
     return original

@@ -59,7 +59,9 @@ def profile(
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
     ran = [key for key in sites if alloc.calls[key]]
-    report = ProfileReport(calibration=calibration, seen={name for key in ran for name in names[key]})
+    report = ProfileReport(
+        calibration=calibration, seen={name for key in ran for name in names[key]}
+    )
 
     def measure(key: Hashable, metric: Metric, hist: Histogram) -> None:
         for name in names[key]:
@@ -75,9 +77,15 @@ def profile(
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
         log = run_timing_pass(
-            run_once, [sites[key] for key in group], alloc.callers, repeat=repeat, max_seconds=max_seconds
+            run_once,
+            [sites[key] for key in group],
+            alloc.callers,
+            repeat=repeat,
+            max_seconds=max_seconds,
         )
-        for key, costs in zip(group, measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)):
+        for key, costs in zip(
+            group, measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
+        ):
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
@@ -85,7 +93,9 @@ def profile(
     return report
 
 
-def resolve_targets(targets: Sequence[Target]) -> tuple[dict[Hashable, Site], dict[Hashable, list[str]]]:
+def resolve_targets(
+    targets: Sequence[Target],
+) -> tuple[dict[Hashable, Site], dict[Hashable, list[str]]]:
     """Sites by key, and the qualnames sharing each key (aliases of one object are measured once)."""
     sites: dict[Hashable, Site] = {}
     names: dict[Hashable, list[str]] = {}

@@ -32,7 +32,16 @@ from apiprof.engine import wire
 from apiprof.engine.records import Coverage
 from apiprof.errors import MeasurementError
 
-ENV_ALLOWLIST = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING", "VIRTUAL_ENV")
+ENV_ALLOWLIST = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "VIRTUAL_ENV",
+)
 STARTUP_TIMEOUT = 60.0
 _CRASH_SIGNALS = {
     signal.SIGSEGV: "segmentation fault",
@@ -49,9 +58,11 @@ class WorkerOptions:
 
     memory_mb: int = 2048  # address-space cap per worker
     call_timeout: float = 10.0  # one call of a scenario (interrupts Python code inside the worker)
-    scenario_timeout: float = 120.0  # one task (an entry point's scenarios); the worker is killed after it
+    # one task (an entry point's scenarios); the worker is killed after it
+    scenario_timeout: float = 120.0
     guard: bool = True  # install the audit-hook guard (resource limits apply regardless)
-    max_tasks: int = 200  # replace a worker after this many tasks (bounds leaks and CPU-limit drift)
+    # replace a worker after this many tasks (bounds leaks and CPU-limit drift)
+    max_tasks: int = 200
     cpu_seconds: int = 3600  # lifetime CPU backstop per worker (RLIMIT_CPU)
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment for workers
 
@@ -110,21 +121,30 @@ def describe_death(returncode: int, stderr_tail: str, memory_mb: int) -> tuple[C
     if returncode < 0:
         sig = -returncode
         if sig in _CRASH_SIGNALS:
-            return Coverage.CRASHED, f"the worker crashed: {signal.Signals(sig).name} ({_CRASH_SIGNALS[sig]})"
+            return (
+                Coverage.CRASHED,
+                f"the worker crashed: {signal.Signals(sig).name} ({_CRASH_SIGNALS[sig]})",
+            )
         if sig == signal.SIGXCPU:
             return Coverage.TIMED_OUT, "the worker used up its CPU-time limit"
-        if sig == signal.SIGPROF:  # the worker's own stop for a call stuck in C code (worker.run_with_call_timeout)
+        # the worker's own stop for a call stuck in C code (worker.run_with_call_timeout)
+        if sig == signal.SIGPROF:
             return Coverage.TIMED_OUT, (
                 "a single call ran past the per-call timeout and did not answer the interrupt "
                 "(C code, or code that blocked it); its worker was stopped"
             )
         if sig == signal.SIGKILL:
-            return Coverage.MEMORY, "the worker was killed by SIGKILL (most likely the out-of-memory killer)"
+            return (
+                Coverage.MEMORY,
+                "the worker was killed by SIGKILL (most likely the out-of-memory killer)",
+            )
         return Coverage.CRASHED, f"the worker was killed by {signal.Signals(sig).name}"
     if "MemoryError" in stderr_tail:
         return Coverage.MEMORY, f"ran out of memory (worker cap {memory_mb} MiB)"
     last = next((line.strip() for line in reversed(stderr_tail.splitlines()) if line.strip()), "")
-    return Coverage.CRASHED, f"the worker exited with code {returncode}" + (f": {last[:200]}" if last else "")
+    return Coverage.CRASHED, f"the worker exited with code {returncode}" + (
+        f": {last[:200]}" if last else ""
+    )
 
 
 class WorkerProcess:
@@ -140,11 +160,20 @@ class WorkerProcess:
         request_r, self.request_w = os.pipe()
         self.result_r, result_w = os.pipe()
         command = [
-            sys.executable, "-m", "apiprof.engine.worker",
-            "--request-fd", str(request_r), "--result-fd", str(result_w),
-            "--sandbox", str(self.sandbox),
-            "--memory-mb", str(options.memory_mb), "--cpu-seconds", str(options.cpu_seconds),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "apiprof.engine.worker",
+            "--request-fd",
+            str(request_r),
+            "--result-fd",
+            str(result_w),
+            "--sandbox",
+            str(self.sandbox),
+            "--memory-mb",
+            str(options.memory_mb),
+            "--cpu-seconds",
+            str(options.cpu_seconds),
+        ]
         if not options.guard:
             command.append("--no-guard")
         try:
@@ -274,7 +303,10 @@ class WorkerPool:
     def _release(self, worker: WorkerProcess, result: TaskResult) -> None:
         self.busy.discard(worker)
         worker.tasks_done += 1
-        if result.status in (Coverage.MEMORY, Coverage.TIMED_OUT) or worker.tasks_done >= self.options.max_tasks:
+        if (
+            result.status in (Coverage.MEMORY, Coverage.TIMED_OUT)
+            or worker.tasks_done >= self.options.max_tasks
+        ):
             worker.close()  # a worker that hit a limit may be in a bad state: start afresh
         else:
             self.idle.append(worker)
@@ -290,7 +322,9 @@ class WorkerPool:
     def run(self, tasks: Iterable[Task]) -> Iterator[TaskResult]:
         """Run tasks on up to ``jobs`` workers, yielding each result as it arrives (any order)."""
         pending = deque(tasks)
-        busy: dict[int, tuple[WorkerProcess, Task, float]] = {}  # result fd -> (worker, task, deadline)
+        busy: dict[
+            int, tuple[WorkerProcess, Task, float]
+        ] = {}  # result fd -> (worker, task, deadline)
         sel = selectors.DefaultSelector()
         try:
             while pending or busy:
@@ -301,7 +335,9 @@ class WorkerPool:
                     deadline = time.monotonic() + (task.timeout or self.options.scenario_timeout)
                     busy[worker.result_r] = (worker, task, deadline)
                     sel.register(worker.result_r, selectors.EVENT_READ)
-                wait = max(0.0, min(deadline for _, _, deadline in busy.values()) - time.monotonic())
+                wait = max(
+                    0.0, min(deadline for _, _, deadline in busy.values()) - time.monotonic()
+                )
                 for key, _ in sel.select(timeout=wait):
                     worker, task, _ = busy[key.fd]
                     result = self._read(worker, task)
@@ -317,7 +353,10 @@ class WorkerPool:
                         self._discard(worker)
                         limit = task.timeout or self.options.scenario_timeout
                         yield TaskResult(
-                            task, Coverage.TIMED_OUT, f"ran past the {limit:g} s scenario timeout", partials=worker.partials
+                            task,
+                            Coverage.TIMED_OUT,
+                            f"ran past the {limit:g} s scenario timeout",
+                            partials=worker.partials,
                         )
         finally:
             sel.close()
@@ -331,10 +370,17 @@ class WorkerPool:
             messages = worker.reader.feed(data) if data else []
         except (OSError, ValueError) as exc:
             self._discard(worker)
-            return TaskResult(task, Coverage.CRASHED, f"the worker sent an unreadable reply ({exc})", partials=worker.partials)
+            return TaskResult(
+                task,
+                Coverage.CRASHED,
+                f"the worker sent an unreadable reply ({exc})",
+                partials=worker.partials,
+            )
         if not data:
             worker.proc.wait()
-            status, reason = describe_death(worker.proc.returncode, worker.stderr_tail(), self.options.memory_mb)
+            status, reason = describe_death(
+                worker.proc.returncode, worker.stderr_tail(), self.options.memory_mb
+            )
             self._discard(worker)
             return TaskResult(task, status, reason, partials=worker.partials)
         for message in messages:

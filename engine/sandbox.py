@@ -95,9 +95,15 @@ class Guard:
             "shutil.rmtree": lambda a: self._check_path("delete", a[0], a[1]),
             "os.rename": self._on_rename,
             "shutil.move": self._on_rename,
-            "os.mkdir": lambda a: self._check_path("create a directory", a[0], a[2] if len(a) > 2 else None),
-            "os.chmod": lambda a: self._check_path("change permissions of", a[0], a[2] if len(a) > 2 else None),
-            "os.chown": lambda a: self._check_path("change the owner of", a[0], a[3] if len(a) > 3 else None),
+            "os.mkdir": lambda a: self._check_path(
+                "create a directory", a[0], a[2] if len(a) > 2 else None
+            ),
+            "os.chmod": lambda a: self._check_path(
+                "change permissions of", a[0], a[2] if len(a) > 2 else None
+            ),
+            "os.chown": lambda a: self._check_path(
+                "change the owner of", a[0], a[3] if len(a) > 3 else None
+            ),
             "os.truncate": lambda a: self._check_path("truncate", a[0], None),
             "os.utime": lambda a: self._check_path("change timestamps of", a[0], None),
             "os.link": lambda a: self._check_path("create a link at", a[1], None),
@@ -106,9 +112,13 @@ class Guard:
             "os.removexattr": lambda a: self._check_path("remove attributes of", a[0], None),
             "shutil.copyfile": lambda a: self._check_path("write", a[1], None),
             "shutil.copytree": lambda a: self._check_path("write", a[1], None),
-            "shutil.unpack_archive": lambda a: self._check_path("unpack into", a[1] or os.getcwd(), None),
+            "shutil.unpack_archive": lambda a: self._check_path(
+                "unpack into", a[1] or os.getcwd(), None
+            ),
             "sqlite3.connect": self._on_sqlite,
-            "sqlite3.enable_load_extension": lambda a: self._block("sqlite3.enable_load_extension", "tried to enable SQLite extension loading"),
+            "sqlite3.enable_load_extension": lambda a: self._block(
+                "sqlite3.enable_load_extension", "tried to enable SQLite extension loading"
+            ),
             "socket.connect": lambda a: self._check_address("connect to", a[0], a[1]),
             "socket.sendto": lambda a: self._check_address("send data to", a[0], a[1]),
             "socket.bind": lambda a: self._check_address("listen on", a[0], a[1]),
@@ -116,19 +126,37 @@ class Guard:
             "socket.gethostbyname": lambda a: self._check_host(a[0]),
             "socket.gethostbyname_ex": lambda a: self._check_host(a[0]),
             "socket.gethostbyaddr": lambda a: self._check_host(a[0]),
-            "subprocess.Popen": lambda a: self._block("subprocess.Popen", f"tried to spawn a process: {_command(a[1] or a[0])}"),
-            "os.system": lambda a: self._block("os.system", f"tried to run a shell command: {_short(a[0])}"),
-            "os.exec": lambda a: self._block("os.exec", f"tried to replace the worker with {_short(a[0])}"),
-            "os.posix_spawn": lambda a: self._block("os.posix_spawn", f"tried to spawn a process: {_command(a[1] or a[0])}"),
-            "os.spawn": lambda a: self._block("os.spawn", f"tried to spawn a process: {_short(a[1])}"),
+            "subprocess.Popen": lambda a: self._block(
+                "subprocess.Popen", f"tried to spawn a process: {_command(a[1] or a[0])}"
+            ),
+            "os.system": lambda a: self._block(
+                "os.system", f"tried to run a shell command: {_short(a[0])}"
+            ),
+            "os.exec": lambda a: self._block(
+                "os.exec", f"tried to replace the worker with {_short(a[0])}"
+            ),
+            "os.posix_spawn": lambda a: self._block(
+                "os.posix_spawn", f"tried to spawn a process: {_command(a[1] or a[0])}"
+            ),
+            "os.spawn": lambda a: self._block(
+                "os.spawn", f"tried to spawn a process: {_short(a[1])}"
+            ),
             "os.fork": lambda a: self._block("os.fork", "tried to fork the worker"),
             "os.forkpty": lambda a: self._block("os.forkpty", "tried to fork the worker"),
             "os.kill": self._on_kill,
-            "os.killpg": lambda a: self._block("os.killpg", f"tried to signal process group {a[0]}"),
+            "os.killpg": lambda a: self._block(
+                "os.killpg", f"tried to signal process group {a[0]}"
+            ),
             "ctypes.dlopen": self._on_dlopen,
-            "resource.setrlimit": lambda a: self._block("resource.setrlimit", "tried to change the worker's resource limits"),
-            "resource.prlimit": lambda a: self._block("resource.prlimit", "tried to change resource limits"),
-            "webbrowser.open": lambda a: self._block("webbrowser.open", f"tried to open a browser at {_short(a[0])}"),
+            "resource.setrlimit": lambda a: self._block(
+                "resource.setrlimit", "tried to change the worker's resource limits"
+            ),
+            "resource.prlimit": lambda a: self._block(
+                "resource.prlimit", "tried to change resource limits"
+            ),
+            "webbrowser.open": lambda a: self._block(
+                "webbrowser.open", f"tried to open a browser at {_short(a[0])}"
+            ),
         }
 
     # -- the hook -------------------------------------------------------------------------
@@ -166,7 +194,10 @@ class Guard:
 
     def _on_sqlite(self, args: tuple) -> None:
         target = args[0]
-        if isinstance(target, (str, bytes, os.PathLike)) and os.fsdecode(target) not in (":memory:", ""):
+        if isinstance(target, (str, bytes, os.PathLike)) and os.fsdecode(target) not in (
+            ":memory:",
+            "",
+        ):
             if not os.fsdecode(target).startswith("file::memory:"):
                 self._check_path("open a database at", target, None)
 
@@ -180,7 +211,9 @@ class Guard:
     def is_writable(self, resolved: str) -> bool:
         if resolved in _ALWAYS_WRITABLE:
             return True
-        return any(resolved == root or resolved.startswith(root + os.sep) for root in self.writable_roots)
+        return any(
+            resolved == root or resolved.startswith(root + os.sep) for root in self.writable_roots
+        )
 
     # -- network ----------------------------------------------------------------------------
     def _check_address(self, verb: str, sock: object, address: object) -> None:
@@ -192,10 +225,13 @@ class Guard:
             self._block("socket", f"tried to {verb} the Unix socket {path or address!r}")
         host = address[0] if isinstance(address, tuple) and address else address
         if not is_loopback(host):
-            self._block("socket", f"tried to {verb} {_format_address(address)} (network access is blocked)")
+            self._block(
+                "socket", f"tried to {verb} {_format_address(address)} (network access is blocked)"
+            )
 
     def _check_host(self, host: object) -> None:
-        if not is_loopback(host) and not _is_ip_literal(host):  # literals need no lookup; connect decides
+        # literals need no lookup; connect decides
+        if not is_loopback(host) and not _is_ip_literal(host):
             self._block("socket", f"tried to look up the host {host!r} (network access is blocked)")
 
     # -- processes and native code ------------------------------------------------------------
@@ -251,7 +287,11 @@ def _short(value: object, limit: int = 120) -> str:
 
 def _command(argv: object) -> str:
     if isinstance(argv, (list, tuple)):
-        return _short(" ".join(os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv))
+        return _short(
+            " ".join(
+                os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv
+            )
+        )
     return _short(argv)
 
 

@@ -31,11 +31,15 @@ package = "{package}"
 """
 
 
-def write_scaffold(discovery: Discovery, covered: set[str], path: str | Path, *, overwrite: bool = False) -> int:
+def write_scaffold(
+    discovery: Discovery, covered: set[str], path: str | Path, *, overwrite: bool = False
+) -> int:
     """Write the template file; returns how many entries it holds."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise UsageError(f"{path} already exists; choose another path or pass --force to replace it")
+        raise UsageError(
+            f"{path} already exists; choose another path or pass --force to replace it"
+        )
     missing = [ep for ep in discovery.entry_points if ep.qualname not in covered]
     version = f" {discovery.version}" if discovery.version else ""
     parts = [_HEADER.format(format=FORMAT_VERSION, package=discovery.package, version=version)]
@@ -57,16 +61,20 @@ def render_template(entry: EntryPoint) -> str:
     setup.extend(f"{name} = ...  # {annotation or 'a value'}" for name, annotation, _ in parameters)
     arguments = ", ".join(f"{name}={name}" if keyword else name for name, _, keyword in parameters)
     call = callee if entry.kind is EntryKind.PROPERTY else f"{callee}({arguments})"
-    comment = f"# {entry.qualname}{entry.signature}" + (f"\n#   {entry.summary}" if entry.summary else "")
-    return (f"{comment}\n"
-            "[[scenario]]\n"
-            f"name = {_toml_string(entry.qualname.removeprefix(entry.package + '.') or entry.qualname)}\n"
-            f"target = {_toml_string(entry.qualname)}\n"
-            "enabled = false\n"
-            f"# size_axis = \"n\"\n"
-            f"# sizes = {list(DEFAULT_SIZES)}\n"
-            f"setup = '''\n" + "\n".join(setup) + "\n'''\n"
-            f"call = {_toml_string(call)}\n")
+    comment = f"# {entry.qualname}{entry.signature}" + (
+        f"\n#   {entry.summary}" if entry.summary else ""
+    )
+    return (
+        f"{comment}\n"
+        "[[scenario]]\n"
+        f"name = {_toml_string(entry.qualname.removeprefix(entry.package + '.') or entry.qualname)}\n"
+        f"target = {_toml_string(entry.qualname)}\n"
+        "enabled = false\n"
+        f'# size_axis = "n"\n'
+        f"# sizes = {list(DEFAULT_SIZES)}\n"
+        f"setup = '''\n" + "\n".join(setup) + "\n'''\n"
+        f"call = {_toml_string(call)}\n"
+    )
 
 
 def _required_parameters(entry: EntryPoint) -> list[tuple[str, str, bool]]:
@@ -85,7 +93,9 @@ def _required_parameters(entry: EntryPoint) -> list[tuple[str, str, bool]]:
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
     required = positional[: len(positional) - len(arguments.defaults)]
-    result = [(arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", False) for arg in required]
+    result = [
+        (arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", False) for arg in required
+    ]
     for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
         if default is None:
             result.append((arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", True))

@@ -30,10 +30,16 @@ from typing import Any
 import sqlite_utils
 
 from apiprof import errors
+from apiprof.db.owner import ScanOwner, still_running
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, open_db
-from apiprof.db.owner import ScanOwner, still_running
-from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points, take_over_scan
+from apiprof.db.store import (
+    begin_scan,
+    finish_scan,
+    store_batch,
+    store_entry_points,
+    take_over_scan,
+)
 from apiprof.engine import wire
 from apiprof.engine.records import (
     Calibration,
@@ -76,19 +82,32 @@ class ScanOptions:
     max_seconds: float = 2.0  # measuring budget per scenario and size
     jobs: int = 1
     call_timeout: float = 10.0  # seconds for one call of a scenario
-    scenario_timeout: float = 120.0  # seconds for all scenarios of one entry point; the worker is then killed
-    discovery_timeout: float = 300.0  # seconds for importing the package and listing its entry points
+    # seconds for all scenarios of one entry point; the worker is then killed
+    scenario_timeout: float = 120.0
+    # seconds for importing the package and listing its entry points
+    discovery_timeout: float = 300.0
     memory_mb: int = 2048  # address-space cap per worker
-    guard: bool = True  # the audit-hook sandbox guard (resource limits and temp cwd apply regardless)
+    # the audit-hook sandbox guard (resource limits and temp cwd apply regardless)
+    guard: bool = True
     python_path: tuple[str, ...] = ()  # extra import paths for workers (e.g. a source checkout)
-    db_timeout: float = 30.0  # seconds to wait while another process holds the database's write lock
-    tests: str = ""  # the package's pytest suite (file or directory), profiled as one scenario; "" = off
-    tests_timeout: float = 900.0  # seconds for every run of the test suite together; the worker is then killed
+    # seconds to wait while another process holds the database's write lock
+    db_timeout: float = 30.0
+    # the package's pytest suite (file or directory), profiled as one scenario; "" = off
+    tests: str = ""
+    # seconds for every run of the test suite together; the worker is then killed
+    tests_timeout: float = 900.0
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
     RESUMED_FIELDS = (
-        "scenario_files", "bundled_scenarios", "docstrings", "synthesize", "sizes", "repeat", "max_seconds", "tests",
-    )  # fmt: skip
+        "scenario_files",
+        "bundled_scenarios",
+        "docstrings",
+        "synthesize",
+        "sizes",
+        "repeat",
+        "max_seconds",
+        "tests",
+    )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,7 +146,12 @@ class ScanOptions:
             problems.append("--sizes must be positive integers, e.g. 10,100,1000")
         if self.repeat < 1:
             problems.append("--repeat must be at least 1")
-        if min(self.call_timeout, self.scenario_timeout, self.discovery_timeout, self.tests_timeout) <= 0:
+        if (
+            min(
+                self.call_timeout, self.scenario_timeout, self.discovery_timeout, self.tests_timeout
+            )
+            <= 0
+        ):
             problems.append("timeouts must be positive numbers of seconds")
         if self.memory_mb < 64:
             problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
@@ -169,7 +193,8 @@ class ScanSummary:
     status: str  # "finished" or "interrupted"
     discovered: int  # public entry points found
     profiled: int
-    not_profiled: list[CoverageRecord] = field(default_factory=list)  # entry points without a profile
+    # entry points without a profile
+    not_profiled: list[CoverageRecord] = field(default_factory=list)
     import_failures: dict[str, str] = field(default_factory=dict)  # module -> error
     resumed_skipped: int = 0  # entry points already done by the resumed scan
     elapsed_seconds: float = 0.0
@@ -201,7 +226,8 @@ class ScanSummary:
             "profiled_fraction": round(self.profiled_fraction, 4),
             "coverage": self.coverage_counts,
             "not_profiled": [
-                {"qualname": r.qualname, "status": str(r.status), "reason": r.reason} for r in self.not_profiled
+                {"qualname": r.qualname, "status": str(r.status), "reason": r.reason}
+                for r in self.not_profiled
             ],
             "import_failures": dict(self.import_failures),
             "resumed_skipped": self.resumed_skipped,
@@ -279,33 +305,50 @@ def scan(
         if resumed is not None:  # same scenarios and calibration as the scan being continued
             stored = ScanOptions.from_json(resumed["options"])
             options = with_absolute_suite_path(
-                replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+                replace(
+                    options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS}
+                )
             )
         environment = Environment.current()
         with WorkerPool(options.jobs, options.worker_options()) as pool:
             report(ScanProgress("calibrate"))
-            calibration = Calibration.from_json(resumed["calibration"]) if resumed else calibrate_in_worker(pool)
+            calibration = (
+                Calibration.from_json(resumed["calibration"])
+                if resumed
+                else calibrate_in_worker(pool)
+            )
             report(ScanProgress("discover"))
             found = discover_package(pool, package, options)
             if resumed is not None:
                 scan_id = int(resumed["id"])
                 take_over_scan(db, scan_id)
             else:
-                scan_id = begin_scan(db, package, found.version, environment, calibration, options.to_json())
+                scan_id = begin_scan(
+                    db, package, found.version, environment, calibration, options.to_json()
+                )
             store_entry_points(db, found.entry_points)
-            plan = plan_scan(found, options, done=completed_entry_points(db, scan_id) if resumed else set())
+            plan = plan_scan(
+                found, options, done=completed_entry_points(db, scan_id) if resumed else set()
+            )
             suite = None
             if options.tests and plan.tasks:
                 report(ScanProgress("tests"))
                 suite = run_test_suite(
-                    found.package, [ep.qualname for ep in found.entry_points], options.tests, options.worker_options(),
-                    timeout=options.tests_timeout, max_seconds=options.max_seconds, calibration=calibration,
-                )  # fmt: skip
+                    found.package,
+                    [ep.qualname for ep in found.entry_points],
+                    options.tests,
+                    options.worker_options(),
+                    timeout=options.tests_timeout,
+                    max_seconds=options.max_seconds,
+                    calibration=calibration,
+                )
             batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
             status = store_results(db, batches, plan, scan_id, environment.id, package, report)
             workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
-        result = summarize_scan(db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite)
+        result = summarize_scan(
+            db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite
+        )
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
     finally:
@@ -325,11 +368,21 @@ def store_results(
     final status ("finished", or "interrupted" when anything — Ctrl-C included — stops it)."""
     status = "interrupted"
     try:
-        store_batch(db, ScanBatch(coverage=plan.known), environment_id=environment_id, package=package, scan_id=scan_id)
+        store_batch(
+            db,
+            ScanBatch(coverage=plan.known),
+            environment_id=environment_id,
+            package=package,
+            scan_id=scan_id,
+        )
         report(ScanProgress("profile", 0, len(plan.tasks)))
         for done, (qualname, batch) in enumerate(batches, start=1):
             store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
-            report(ScanProgress("profile", done, len(plan.tasks), qualname, str(batch.coverage[0].status)))
+            report(
+                ScanProgress(
+                    "profile", done, len(plan.tasks), qualname, str(batch.coverage[0].status)
+                )
+            )
         status = "finished"
     finally:
         batches.close()  # stops the run: busy workers are killed at once
@@ -378,12 +431,17 @@ def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Di
     from apiprof.engine.scenarios import ScenarioSpec
 
     result = pool.request(
-        {"op": "discover", "package": package,
-         "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files_for(package)]},
+        {
+            "op": "discover",
+            "package": package,
+            "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files_for(package)],
+        },
         timeout=options.discovery_timeout,
     )
     reply = expect_ok(result, f"discovering {package!r}")
-    return Discovered(Discovery.from_json(reply["discovery"]), [ScenarioSpec.from_json(s) for s in reply["specs"]])
+    return Discovered(
+        Discovery.from_json(reply["discovery"]), [ScenarioSpec.from_json(s) for s in reply["specs"]]
+    )
 
 
 def expect_ok(result: TaskResult, doing: str) -> dict[str, Any]:
@@ -392,13 +450,21 @@ def expect_ok(result: TaskResult, doing: str) -> dict[str, Any]:
         return result.reply
     if result.status == "apiprof_error":
         cls = getattr(errors, str(result.reply.get("error")), None)
-        if isinstance(cls, type) and issubclass(cls, errors.ApiprofError) and cls is not errors.ScenarioFileError:
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, errors.ApiprofError)
+            and cls is not errors.ScenarioFileError
+        ):
             raise cls(result.reason)
         raise errors.ApiprofError(result.reason)
-    raise errors.MeasurementError(f"{doing} failed in the sandboxed worker: {result.reason or result.status}")
+    raise errors.MeasurementError(
+        f"{doing} failed in the sandboxed worker: {result.reason or result.status}"
+    )
 
 
-def plan_scan(found: Discovered, options: ScanOptions, done: set[str] = frozenset(), *, profile: bool = True) -> Plan:
+def plan_scan(
+    found: Discovered, options: ScanOptions, done: set[str] = frozenset(), *, profile: bool = True
+) -> Plan:
     """One task per entry point: collect its docstring/synthesised scenarios, add its file
     scenarios, profile them all. Scenario files may also target names discovery did not list."""
     known = [
@@ -412,8 +478,17 @@ def plan_scan(found: Discovered, options: ScanOptions, done: set[str] = frozense
     entries = {entry["qualname"]: entry for entry in found.discovery.to_json()["entry_points"]}
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
-        entries[qualname] = {"qualname": qualname, "package": found.package, "module": module, "kind": "function",
-                             "signature": "", "summary": "", "source_file": "", "source_line": 0, "aliases": []}  # fmt: skip
+        entries[qualname] = {
+            "qualname": qualname,
+            "package": found.package,
+            "module": module,
+            "kind": "function",
+            "signature": "",
+            "summary": "",
+            "source_file": "",
+            "source_line": 0,
+            "aliases": [],
+        }
     tasks, skipped = [], 0
     for qualname, entry in entries.items():
         if qualname in done:
@@ -433,7 +508,9 @@ def plan_scan(found: Discovered, options: ScanOptions, done: set[str] = frozense
     return Plan(tasks, known, skipped)
 
 
-def run_plan(pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None) -> Iterator[TaskResult]:
+def run_plan(
+    pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None
+) -> Iterator[TaskResult]:
     """Run every task on the pool; results arrive in completion order."""
     shared = {
         "calibration": calibration.to_json() if calibration else None,
@@ -444,7 +521,9 @@ def run_plan(pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Ca
     return pool.run(Task(t.id, {**t.request, **shared}, t.timeout) for t in plan.tasks)
 
 
-def bucket_results(results: Iterable[TaskResult], suite: SuiteRun | None = None) -> Iterator[tuple[str, ScanBatch]]:
+def bucket_results(
+    results: Iterable[TaskResult], suite: SuiteRun | None = None
+) -> Iterator[tuple[str, ScanBatch]]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
     them, when ``suite`` reached it) and its coverage verdict."""
     from apiprof.engine.scenarios import ScenarioSpec
@@ -456,7 +535,9 @@ def bucket_results(results: Iterable[TaskResult], suite: SuiteRun | None = None)
             batch.scenarios.append(spec.to_scenario())
             status, reason = _coverage_status(partial.get("status", ""), partial.get("reason", ""))
             if status == Coverage.PROFILED:
-                batch.measurements += [wire.measurement_from_json(m) for m in partial.get("measurements", [])]
+                batch.measurements += [
+                    wire.measurement_from_json(m) for m in partial.get("measurements", [])
+                ]
                 batch.edges += [wire.edge_from_json(e) for e in partial.get("edges", [])]
             outcomes.append((status, f"{reason} [scenario {spec.id}]" if reason else ""))
         if result.status != "done":  # the task as a whole failed: collection, or the worker died
@@ -514,7 +595,9 @@ def last_scan_status(db_path: str | Path, package: str) -> str | None:
         return None
     db = open_db(db_path, readonly=True)
     try:
-        row = db.execute("SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]).fetchone()
+        row = db.execute(
+            "SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]
+        ).fetchone()
     finally:
         db.conn.close()
     return row[0] if row else None
@@ -546,12 +629,23 @@ def summarize_scan(
     }
     profiled = [q for q in names if coverage.get(q, ("",))[0] == Coverage.PROFILED]
     not_profiled = [
-        CoverageRecord(q, Coverage(coverage[q][0]) if q in coverage else Coverage.SKIPPED, coverage.get(q, ("", "not reached"))[1])
+        CoverageRecord(
+            q,
+            Coverage(coverage[q][0]) if q in coverage else Coverage.SKIPPED,
+            coverage.get(q, ("", "not reached"))[1],
+        )
         for q in names
         if coverage.get(q, ("",))[0] != Coverage.PROFILED
     ]
     costs = [
-        CostLine(s.qualname, s.time_median_ns, s.time_p90_ns, s.alloc_median_bytes, s.samples, s.growth.growth_class if s.growth else "")
+        CostLine(
+            s.qualname,
+            s.time_median_ns,
+            s.time_p90_ns,
+            s.alloc_median_bytes,
+            s.samples,
+            s.growth.growth_class if s.growth else "",
+        )
         for s in summaries(db, profiled).values()
         if s.time_median_ns is not None
     ]
@@ -589,5 +683,11 @@ def write_scenario_scaffold(
     with WorkerPool(options.jobs, options.worker_options()) as pool:
         found = discover_package(pool, package, options)
         plan = plan_scan(found, options, profile=False)
-        covered = {r.task.id for r in run_plan(pool, plan, options, None) if r.status == "done" and r.reply.get("specs")}
-    return write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite), len(found.entry_points)
+        covered = {
+            r.task.id
+            for r in run_plan(pool, plan, options, None)
+            if r.status == "done" and r.reply.get("specs")
+        }
+    return write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite), len(
+        found.entry_points
+    )

@@ -72,8 +72,14 @@ class ScenarioSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScenarioSpec:
-        return cls(**{**data, "source": ScenarioSource(data["source"]), "sizes": tuple(data["sizes"]),
-                      "targets": tuple(data["targets"])})
+        return cls(
+            **{
+                **data,
+                "source": ScenarioSource(data["source"]),
+                "sizes": tuple(data["sizes"]),
+                "targets": tuple(data["targets"]),
+            }
+        )
 
     def to_scenario(self) -> Scenario:
         return Scenario(self.id, self.qualname, self.source, self.description, self.size_axis)
@@ -93,7 +99,9 @@ def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], objec
     namespace: dict[str, Any] = {"__name__": "__apiprof_scenario__", "__builtins__": builtins}
     if spec.size_axis:
         if size is None:
-            raise ValueError(f"scenario {spec.id} has size axis {spec.size_axis!r}: pass one of {spec.sizes}")
+            raise ValueError(
+                f"scenario {spec.id} has size axis {spec.size_axis!r}: pass one of {spec.sizes}"
+            )
         namespace[spec.size_axis] = size
     if spec.setup.strip():
         exec(compile(spec.setup, f"<setup of {spec.id}>", "exec"), namespace)
@@ -117,8 +125,13 @@ def _compile_call(call: str, filename: str, namespace: dict[str, Any]) -> Callab
     body.extend(module.body)
     if isinstance(body[-1], ast.Expr):  # hand back the last expression's value, as a REPL shows it
         body[-1] = ast.copy_location(ast.Return(value=body[-1].value), body[-1])
-    function = ast.FunctionDef(name=_CALL_NAME, args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                               kw_defaults=[], defaults=[]), body=body, decorator_list=[], **_NO_TYPE_PARAMS)
+    function = ast.FunctionDef(
+        name=_CALL_NAME,
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body,
+        decorator_list=[],
+        **_NO_TYPE_PARAMS,
+    )
     wrapper = ast.Module(body=[function], type_ignores=[])
     ast.fix_missing_locations(wrapper)
     scope: dict[str, Any] = {}
@@ -139,11 +152,26 @@ def _names_bound_by(call: str) -> set[str]:
 _TOP_KEYS = {"format": int, "package": str, "defaults": dict, "scenario": list}
 _DEFAULT_KEYS = {"setup": str, "size_axis": str, "sizes": list, "repeat": int}
 _SCENARIO_KEYS = {
-    "name": str, "target": str, "call": str, "description": str, "setup": str, "inputs": dict,
-    "size_axis": str, "sizes": list, "targets": list, "repeat": int, "enabled": bool,
+    "name": str,
+    "target": str,
+    "call": str,
+    "description": str,
+    "setup": str,
+    "inputs": dict,
+    "size_axis": str,
+    "sizes": list,
+    "targets": list,
+    "repeat": int,
+    "enabled": bool,
 }
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-_TOML_TYPE = {int: "an integer", str: "a string", dict: "a table", list: "an array", bool: "true or false"}
+_TOML_TYPE = {
+    int: "an integer",
+    str: "a string",
+    dict: "a table",
+    list: "an array",
+    bool: "true or false",
+}
 
 
 def load_scenario_file(path: str | Path) -> list[ScenarioSpec]:
@@ -152,7 +180,9 @@ def load_scenario_file(path: str | Path) -> list[ScenarioSpec]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioFileError(str(path), None, f"cannot read the scenario file: {error}") from None
+        raise ScenarioFileError(
+            str(path), None, f"cannot read the scenario file: {error}"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -164,7 +194,7 @@ def load_scenario_file(path: str | Path) -> list[ScenarioSpec]:
 def _toml_error_position(error: tomllib.TOMLDecodeError) -> tuple[int | None, str]:
     message = str(error)
     if match := re.search(r"\s*\(at line (\d+), column \d+\)", message):
-        return int(match.group(1)), message[: match.start()] + message[match.end():]
+        return int(match.group(1)), message[: match.start()] + message[match.end() :]
     if match := re.search(r"\s*\(at end of document\)", message):
         return message.count("\n") or None, message[: match.start()]
     return getattr(error, "lineno", None), message
@@ -190,10 +220,15 @@ class _FileReader:
         self.check_keys((), self.data, _TOP_KEYS, "the file")
         version = self.data.get("format")
         if version is None:
-            raise ScenarioFileError(str(self.path), 1, f"missing `format = {FORMAT_VERSION}` at the top of the file")
+            raise ScenarioFileError(
+                str(self.path), 1, f"missing `format = {FORMAT_VERSION}` at the top of the file"
+            )
         if version != FORMAT_VERSION:
-            raise self.fail(("format",), f"unsupported format {version}; this apiprof reads format "
-                                          f"{FORMAT_VERSION} (upgrade apiprof or rewrite the file)")
+            raise self.fail(
+                ("format",),
+                f"unsupported format {version}; this apiprof reads format "
+                f"{FORMAT_VERSION} (upgrade apiprof or rewrite the file)",
+            )
         defaults = self.data.get("defaults", {})
         self.check_keys(("defaults",), defaults, _DEFAULT_KEYS, "[defaults]")
         self.check_sizes(("defaults",), defaults)
@@ -202,40 +237,66 @@ class _FileReader:
         for index, table in enumerate(self.data.get("scenario", [])):
             where = ("scenario", index)
             if not isinstance(table, dict):
-                raise self.fail(("scenario",), "`scenario` must be an array of tables: write [[scenario]] headers")
+                raise self.fail(
+                    ("scenario",),
+                    "`scenario` must be an array of tables: write [[scenario]] headers",
+                )
             spec = self.read_scenario(where, table, defaults)
             if spec.id in names:
-                raise self.fail((*where, "name"), f"duplicate scenario name {table['name']!r} "
-                                                  f"(first used on line {names[spec.id]}); names must be unique")
+                raise self.fail(
+                    (*where, "name"),
+                    f"duplicate scenario name {table['name']!r} "
+                    f"(first used on line {names[spec.id]}); names must be unique",
+                )
             names[spec.id] = self.line_of((*where, "name"))
             if table.get("enabled", True):
                 specs.append(spec)
         return specs
 
-    def check_keys(self, where: tuple[str | int, ...], table: dict[str, Any], allowed: dict[str, type],
-                   label: str) -> None:
+    def check_keys(
+        self,
+        where: tuple[str | int, ...],
+        table: dict[str, Any],
+        allowed: dict[str, type],
+        label: str,
+    ) -> None:
         for key, value in table.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean `{close[0]}`?" if close else f"allowed: {', '.join(sorted(allowed))}"
+                hint = (
+                    f"did you mean `{close[0]}`?"
+                    if close
+                    else f"allowed: {', '.join(sorted(allowed))}"
+                )
                 raise self.fail((*where, key), f"unknown key `{key}` in {label}; {hint}")
             expected = allowed[key]
             if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise self.fail((*where, key), f"`{key}` must be {_TOML_TYPE[expected]}, got {value!r}")
+                raise self.fail(
+                    (*where, key), f"`{key}` must be {_TOML_TYPE[expected]}, got {value!r}"
+                )
 
     def check_sizes(self, where: tuple[str | int, ...], table: dict[str, Any]) -> None:
         sizes = table.get("sizes")
         if sizes is not None and (not sizes or not all(type(s) is int and s >= 0 for s in sizes)):
-            raise self.fail((*where, "sizes"), f"`sizes` must be a non-empty array of integers >= 0, got {sizes!r}")
+            raise self.fail(
+                (*where, "sizes"),
+                f"`sizes` must be a non-empty array of integers >= 0, got {sizes!r}",
+            )
         axis = table.get("size_axis")
-        if axis and (not axis.isidentifier() or keyword.iskeyword(axis)):  # "" turns a default axis off
-            raise self.fail((*where, "size_axis"), f"`size_axis` must be a Python variable name, got {axis!r}")
+        # "" turns a default axis off
+        if axis and not axis.isidentifier() or keyword.iskeyword(axis):
+            raise self.fail(
+                (*where, "size_axis"), f"`size_axis` must be a Python variable name, got {axis!r}"
+            )
         repeat = table.get("repeat")
         if repeat is not None and repeat < 1:
             raise self.fail((*where, "repeat"), f"`repeat` must be at least 1, got {repeat}")
         targets = table.get("targets")
         if targets is not None and not all(isinstance(t, str) and t for t in targets):
-            raise self.fail((*where, "targets"), f"`targets` must be an array of qualified names, got {targets!r}")
+            raise self.fail(
+                (*where, "targets"),
+                f"`targets` must be an array of qualified names, got {targets!r}",
+            )
 
     def check_code(self, where: tuple[str | int, ...], code: str) -> None:
         try:
@@ -252,29 +313,46 @@ class _FileReader:
         rest = self.text.splitlines()[line - 1].split("=", 1)[-1].strip()
         return int(rest in ('"""', "'''"))
 
-    def read_scenario(self, where: tuple[str | int, ...], table: dict[str, Any],
-                      defaults: dict[str, Any]) -> ScenarioSpec:
+    def read_scenario(
+        self, where: tuple[str | int, ...], table: dict[str, Any], defaults: dict[str, Any]
+    ) -> ScenarioSpec:
         self.check_keys(where, table, _SCENARIO_KEYS, "[[scenario]]")
         for required in ("name", "target", "call"):
             if required not in table:
                 raise self.fail(where, f"[[scenario]] needs `{required}`")
         if not _NAME.match(table["name"]):
-            raise self.fail((*where, "name"),
-                            f"`name` may use letters, digits, '_', '.', '-' only, got {table['name']!r}")
+            raise self.fail(
+                (*where, "name"),
+                f"`name` may use letters, digits, '_', '.', '-' only, got {table['name']!r}",
+            )
         self.check_sizes(where, table)
         merged = {**defaults, **table}
         if "sizes" in table and "size_axis" not in merged:
-            raise self.fail((*where, "sizes"), "`sizes` needs `size_axis` (the variable the sizes are bound to)")
+            raise self.fail(
+                (*where, "sizes"), "`sizes` needs `size_axis` (the variable the sizes are bound to)"
+            )
         enabled = table.get("enabled", True)
         if enabled:
             self.check_code((*where, "setup"), table.get("setup", ""))
             self.check_code((*where, "call"), table["call"])
         size_axis = merged.get("size_axis", "")
-        inputs = "".join(f"{name} = {render_literal(value)}\n" for name, value in table.get("inputs", {}).items())
-        bad = [name for name in table.get("inputs", {}) if not name.isidentifier() or keyword.iskeyword(name)]
+        inputs = "".join(
+            f"{name} = {render_literal(value)}\n" for name, value in table.get("inputs", {}).items()
+        )
+        bad = [
+            name
+            for name in table.get("inputs", {})
+            if not name.isidentifier() or keyword.iskeyword(name)
+        ]
         if bad:
-            raise self.fail((*where, "inputs", bad[0]), f"input name {bad[0]!r} is not a Python variable name")
-        setup = "\n".join(part for part in (defaults.get("setup", ""), inputs, table.get("setup", "")) if part.strip())
+            raise self.fail(
+                (*where, "inputs", bad[0]), f"input name {bad[0]!r} is not a Python variable name"
+            )
+        setup = "\n".join(
+            part
+            for part in (defaults.get("setup", ""), inputs, table.get("setup", ""))
+            if part.strip()
+        )
         return ScenarioSpec(
             id=f"file:{self.path.name}#{table['name']}",
             qualname=table["target"],
@@ -296,7 +374,9 @@ def render_literal(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(render_literal(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{key!r}: {render_literal(item)}" for key, item in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{key!r}: {render_literal(item)}" for key, item in value.items()) + "}"
+        )
     if isinstance(value, (str, int, float, bool)):
         return repr(value)
     return f"__import__('datetime').{type(value).__name__}.fromisoformat({value.isoformat()!r})"
@@ -336,7 +416,9 @@ def locate_keys(text: str) -> dict[tuple[str | int, ...], int]:
     return lines
 
 
-def _with_indexes(keys: list[str], arrays: dict[tuple[str | int, ...], int]) -> tuple[str | int, ...]:
+def _with_indexes(
+    keys: list[str], arrays: dict[tuple[str | int, ...], int]
+) -> tuple[str | int, ...]:
     """``[scenario.inputs]`` after the third ``[[scenario]]`` is ``("scenario", 2, "inputs")``."""
     path: tuple[str | int, ...] = ()
     for key in keys:
@@ -396,9 +478,15 @@ def _scan_line(line: str, quote: str, depth: int) -> tuple[str, int]:
 # -- combining sources -----------------------------------------------------------------------
 
 
-def collect_scenarios(discovery: Discovery, scenario_files: Sequence[Path] = (), *, docstrings: bool = True,
-                      synthesize: bool = True, sizes: Sequence[int] = DEFAULT_SIZES,
-                      check: bool = True) -> tuple[list[ScenarioSpec], dict[str, str]]:
+def collect_scenarios(
+    discovery: Discovery,
+    scenario_files: Sequence[Path] = (),
+    *,
+    docstrings: bool = True,
+    synthesize: bool = True,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    check: bool = True,
+) -> tuple[list[ScenarioSpec], dict[str, str]]:
     """All scenarios for a discovered package, and why each uncovered entry point has none.
 
     File scenarios are taken as written. Docstring and synthesised scenarios are tried once at
@@ -431,11 +519,16 @@ def collect_scenarios(discovery: Discovery, scenario_files: Sequence[Path] = (),
             failures: list[str] = []
             kept = [spec for spec in found if not check or _keep(spec, failures)]
             if not kept and (reason or failures):
-                reasons[entry.qualname].append("docstring examples: " + "; ".join(filter(None, [reason, *failures])))
+                reasons[entry.qualname].append(
+                    "docstring examples: " + "; ".join(filter(None, [reason, *failures]))
+                )
             specs.extend(kept)
     covered = {qualname for spec in specs for qualname in (spec.qualname, *spec.targets)}
-    unscenarioed = {qualname: "; ".join(why) or "no scenario source was enabled"
-                    for qualname, why in reasons.items() if qualname not in covered}
+    unscenarioed = {
+        qualname: "; ".join(why) or "no scenario source was enabled"
+        for qualname, why in reasons.items()
+        if qualname not in covered
+    }
     return specs, unscenarioed
 
 
@@ -454,7 +547,9 @@ class _TrialTimeout(BaseException):
     """Raised by the alarm inside a trial; a BaseException so ``except Exception`` can't eat it."""
 
 
-def try_scenario(spec: ScenarioSpec, size: int | None = None, *, calls: int = 2) -> tuple[str, object]:
+def try_scenario(
+    spec: ScenarioSpec, size: int | None = None, *, calls: int = 2
+) -> tuple[str, object]:
     """Run the scenario's setup and ``calls`` calls: ("", last result) or (reason, None).
 
     Calls twice by default: an argument that the first call uses up (an iterator, a file read
@@ -495,7 +590,10 @@ def _quiet_stdio() -> Iterator[None]:
 def _alarm(seconds: float) -> Iterator[None]:
     """Interrupt the block after ``seconds`` (main thread on POSIX only; elsewhere no limit).
     Nests: an enclosing ITIMER_REAL timeout is re-armed with what is left of it."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
 
@@ -513,4 +611,6 @@ def _alarm(seconds: float) -> Iterator[None]:
         deadline.disarm(outer_budget)
         signal.signal(signal.SIGALRM, previous)
         if outer_remaining:  # an enclosing timeout keeps running (and fires at once if it is due)
-            signal.setitimer(signal.ITIMER_REAL, max(outer_remaining - (time.monotonic() - started), 1e-4))
+            signal.setitimer(
+                signal.ITIMER_REAL, max(outer_remaining - (time.monotonic() - started), 1e-4)
+            )

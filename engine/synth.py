@@ -85,15 +85,17 @@ class Synthesis:
     files: bool = False  # the measured call must `rewind(args, kwargs)` first
 
 
-def synthesize_call(qualname: str, n: int | None, seed: int = 0, variant: int = 0
-                    ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
+def synthesize_call(
+    qualname: str, n: int | None, seed: int = 0, variant: int = 0
+) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` for one call of ``qualname``; methods get a fresh instance."""
     result = synthesize(qualname, n, seed, variant)
     return result.target, result.args, result.kwargs
 
 
-def synthesize_arguments(qualname: str, n: int | None, seed: int = 0, variant: int = 0
-                         ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def synthesize_arguments(
+    qualname: str, n: int | None, seed: int = 0, variant: int = 0
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Just the ``(args, kwargs)`` of ``synthesize_call``."""
     result = synthesize(qualname, n, seed, variant)
     return result.args, result.kwargs
@@ -104,7 +106,9 @@ def synthesize(qualname: str, n: int | None, seed: int = 0, variant: int = 0) ->
     context = _Context(qualname, UNSIZED_LENGTH if n is None else n, seed, variant)
     target, prefix = _resolve_target(qualname, context)
     args, kwargs = _arguments_for(target, context, skip=len(prefix))
-    return Synthesis(target, (*prefix, *args), kwargs, context.sized, context.choices, context.files)
+    return Synthesis(
+        target, (*prefix, *args), kwargs, context.sized, context.choices, context.files
+    )
 
 
 def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -126,7 +130,9 @@ def is_lazy(result: object) -> bool:
     return isinstance(result, abc.Iterator) and not isinstance(result, (str, bytes, io.IOBase))
 
 
-def _resolve_target(qualname: str, context: _Context) -> tuple[Callable[..., object], tuple[Any, ...]]:
+def _resolve_target(
+    qualname: str, context: _Context
+) -> tuple[Callable[..., object], tuple[Any, ...]]:
     """The callable to call and leading arguments (the instance, for a property getter)."""
     obj = resolve_object(qualname)
     owner_name, _, member = qualname.rpartition(".")
@@ -149,24 +155,31 @@ def _resolve_target(qualname: str, context: _Context) -> tuple[Callable[..., obj
 
 def _construct(cls: type, context: _Context) -> object:
     if inspect.isabstract(cls):
-        raise CannotSynthesize(f"{cls.__qualname__} is abstract; a scenario file must choose a subclass")
+        raise CannotSynthesize(
+            f"{cls.__qualname__} is abstract; a scenario file must choose a subclass"
+        )
     args, kwargs = _arguments_for(cls, context)
     try:
         return cls(*args, **kwargs)
     except Exception as error:
-        raise CannotSynthesize(f"constructing {cls.__qualname__} with synthesised arguments raised "
-                               f"{describe_exception(error)}") from None
+        raise CannotSynthesize(
+            f"constructing {cls.__qualname__} with synthesised arguments raised "
+            f"{describe_exception(error)}"
+        ) from None
 
 
 # -- parameters ------------------------------------------------------------------------------
 
 
-def _arguments_for(target: Callable[..., object], context: _Context, *, skip: int = 0
-                   ) -> tuple[list[Any], dict[str, Any]]:
+def _arguments_for(
+    target: Callable[..., object], context: _Context, *, skip: int = 0
+) -> tuple[list[Any], dict[str, Any]]:
     """Arguments for the required parameters (after the first ``skip``, supplied by the caller)."""
     signature = _signature_of(target)
     if signature is None:
-        raise CannotSynthesize(f"{context.qualname} has no inspectable signature; add a scenario file entry")
+        raise CannotSynthesize(
+            f"{context.qualname} has no inspectable signature; add a scenario file entry"
+        )
     hints = _type_hints(target)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -175,7 +188,10 @@ def _arguments_for(target: Callable[..., object], context: _Context, *, skip: in
             continue
         if parameter.kind is parameter.VAR_POSITIONAL:
             element = _element_annotation(parameter, hints)
-            if element is not None and element not in (Any, object):  # `*args: Any` is forwarded on: pass none
+            if element is not None and element not in (
+                Any,
+                object,
+            ):  # `*args: Any` is forwarded on: pass none
                 args.extend(_build(element, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
@@ -206,8 +222,13 @@ def _signature_of(target: Callable[..., object]) -> inspect.Signature | None:
         name, has_default, _ = text.partition("=")
         if not name.strip().isidentifier():
             return None
-        parameters.append(inspect.Parameter(name.strip(), inspect.Parameter.POSITIONAL_ONLY,
-                                            default=None if has_default else inspect.Parameter.empty))
+        parameters.append(
+            inspect.Parameter(
+                name.strip(),
+                inspect.Parameter.POSITIONAL_ONLY,
+                default=None if has_default else inspect.Parameter.empty,
+            )
+        )
     return inspect.Signature(parameters)
 
 
@@ -230,8 +251,13 @@ def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
             continue
         except Exception:
             pass
-        if widened is None:  # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib ones
-            widened = {**WELL_KNOWN_NAMES, **package_classes(getattr(function, "__module__", "") or ""), **namespace}
+        # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib ones
+        if widened is None:
+            widened = {
+                **WELL_KNOWN_NAMES,
+                **package_classes(getattr(function, "__module__", "") or ""),
+                **namespace,
+            }
         try:
             hints[name] = eval(annotation, widened, vars(typing))
         except Exception:
@@ -240,10 +266,17 @@ def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
 
 
 WELL_KNOWN_NAMES: dict[str, Any] = {
-    "Path": pathlib.Path, "PurePath": pathlib.PurePath, "PathLike": os.PathLike, "Decimal": decimal.Decimal,
-    "Fraction": fractions.Fraction, "date": datetime.date, "datetime": datetime.datetime,
-    "timedelta": datetime.timedelta, "Enum": enum.Enum, "abc": abc,
-}  # fmt: skip
+    "Path": pathlib.Path,
+    "PurePath": pathlib.PurePath,
+    "PathLike": os.PathLike,
+    "Decimal": decimal.Decimal,
+    "Fraction": fractions.Fraction,
+    "date": datetime.date,
+    "datetime": datetime.datetime,
+    "timedelta": datetime.timedelta,
+    "Enum": enum.Enum,
+    "abc": abc,
+}
 """Standard-library names annotations often import only for type checking."""
 
 
@@ -258,7 +291,10 @@ def package_classes(module: str) -> dict[str, type]:
         if loaded is None or not (name == package or name.startswith(package + ".")):
             continue
         for value in list(vars(loaded).values()):
-            if isinstance(value, type) and (getattr(value, "__module__", "") or "").split(".")[0] == package:
+            if (
+                isinstance(value, type)
+                and (getattr(value, "__module__", "") or "").split(".")[0] == package
+            ):
                 seen = found.setdefault(value.__name__, value)
                 if seen is not value:
                     found[value.__name__] = None
@@ -272,8 +308,10 @@ def _annotation_of(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
         if guess is not None:
             return guess
         if isinstance(annotation, str):
-            raise CannotSynthesize(f"parameter {parameter.name!r}: annotation {annotation!r} cannot be resolved "
-                                   "at run time and the name gives no safe guess")
+            raise CannotSynthesize(
+                f"parameter {parameter.name!r}: annotation {annotation!r} cannot be resolved "
+                "at run time and the name gives no safe guess"
+            )
         raise CannotSynthesize(f"parameter {parameter.name!r} has no annotation or default")
     return annotation
 
@@ -302,19 +340,31 @@ class _File:
 
 _NAME_GUESSES: dict[str, Any] = {}
 for _names, _annotation in [
-    ("text s1 s2 string name word prefix suffix sep separator msg message doc line pattern placeholder "
-     "label title fmt char chars", str),
-    ("n k i j r count size width length num index idx pos start stop step depth indent limit ndigits "
-     "places base times level levels steps distance max_size max_count", int),
+    (
+        "text s1 s2 string name word prefix suffix sep separator msg message doc line pattern placeholder "
+        "label title fmt char chars",
+        str,
+    ),
+    (
+        "n k i j r count size width length num index idx pos start stop step depth indent limit ndigits "
+        "places base times level levels steps distance max_size max_count",
+        int,
+    ),
     ("h l v g b q z mu sigma p alpha beta ratio weight scale", float),
     ("x y", float | list[int]),
     ("s", str | float),
-    ("data iterable iterables seq sequence items values xs ys elements lst array arr points numbers "
-     "samples vec1 vec2 signal kernel xarr it iterator pool population", list[int]),
+    (
+        "data iterable iterables seq sequence items values xs ys elements lst array arr points numbers "
+        "samples vec1 vec2 signal kernel xarr it iterator pool population",
+        list[int],
+    ),
     ("list_of_lists m1 m2 matrix rows", list[list[int]]),
     ("obj o object item element elem value", Any),
-    ("func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
-     "wrapping_func", Callable[..., Any]),
+    (
+        "func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
+        "wrapping_func",
+        Callable[..., Any],
+    ),
     ("exception exc", type[Exception]),
     ("mapping d dct dictionary", dict[str, int]),
     ("fp file stream fileobj", _File),
@@ -330,12 +380,45 @@ def guess_from_name(name: str) -> Any:
 
 # -- values ----------------------------------------------------------------------------------
 
-_WORDS = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut "
-          "labore et dolore magna aliqua").split()
-_SEQUENCE_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Collection, abc.Iterable, abc.Reversible,
-                     abc.Container, abc.Sized}
+_WORDS = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+]
+_SEQUENCE_ORIGINS = {
+    list,
+    abc.Sequence,
+    abc.MutableSequence,
+    abc.Collection,
+    abc.Iterable,
+    abc.Reversible,
+    abc.Container,
+    abc.Sized,
+}
 _SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
-_MAPPING_ORIGINS = {dict, abc.Mapping, abc.MutableMapping, collections.OrderedDict, collections.defaultdict}
+_MAPPING_ORIGINS = {
+    dict,
+    abc.Mapping,
+    abc.MutableMapping,
+    collections.OrderedDict,
+    collections.defaultdict,
+}
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -371,7 +454,7 @@ def _build(annotation: Any, context: _Context, name: str) -> Any:
         context.depth -= 1
 
 
-def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> Any:  # noqa: C901 — a type table
+def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> Any:
     n = context.n
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
@@ -404,18 +487,30 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
         if context.owner is None:
             return _build_value(Any, context, name, rng)
         return _construct(context.owner, context)
-    if tp is _File or tp in (typing.TextIO, io.StringIO, io.TextIOBase) or (origin is typing.IO and args == (str,)):
+    if (
+        tp is _File
+        or tp in (typing.TextIO, io.StringIO, io.TextIOBase)
+        or (origin is typing.IO and args == (str,))
+    ):
         context.sized = context.files = True
         return io.StringIO(_json_text(rng, n))
-    if tp in (typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (origin is typing.IO and args == (bytes,)):
+    if tp in (typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (
+        origin is typing.IO and args == (bytes,)
+    ):
         context.sized = context.files = True
         return io.BytesIO(_json_text(rng, n).encode())
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
         member = members[context.variant % len(members)]
         context.choices = max(context.choices, len(members))
-        inner = _Context(context.qualname, n, context.seed, context.variant // len(members), context.owner,
-                         depth=context.depth)
+        inner = _Context(
+            context.qualname,
+            n,
+            context.seed,
+            context.variant // len(members),
+            context.owner,
+            depth=context.depth,
+        )
         value = _build_value(member, inner, name, rng)
         context.sized |= inner.sized
         context.files |= inner.files
@@ -431,7 +526,7 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
         context.sized = True
         return _elements(args[0] if args else int, context, name, rng)
     if tp is tuple or origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis or not args:
+        if (len(args) == 2 and args[1] is Ellipsis) or not args:
             context.sized = True
             element = args[0] if args else int
             return tuple(_elements(element, context, name, rng))
@@ -447,8 +542,10 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
         keys = _distinct(key, context, name, rng)
         return {k: _build(value, context, f"{name}[{i}]") for i, k in enumerate(keys)}
     if origin in (abc.Iterator, abc.Generator) or tp in (abc.Iterator, abc.Generator):
-        raise CannotSynthesize(f"parameter {name!r} wants an iterator, which one call would use up; "
-                               "write a scenario that creates it in `call`")
+        raise CannotSynthesize(
+            f"parameter {name!r} wants an iterator, which one call would use up; "
+            "write a scenario that creates it in `call`"
+        )
     if inspect.isclass(tp):
         return _build_instance(tp, context, name, rng)
     return _draw_with_hypothesis(tp, context, name)
@@ -468,8 +565,14 @@ def _elements(element: Any, context: _Context, name: str, rng: random.Random) ->
 def _distinct(element: Any, context: _Context, name: str, rng: random.Random) -> list[Any]:
     """n distinct keys: numbers and strings made unique by index, others as drawn. Keys and set
     members must be hashable, so an unconstrained type (``Any``, a bare TypeVar) gets words."""
-    if element is Any or element is object or (
-        isinstance(element, typing.TypeVar) and not element.__constraints__ and element.__bound__ is None
+    if (
+        element is Any
+        or element is object
+        or (
+            isinstance(element, typing.TypeVar)
+            and not element.__constraints__
+            and element.__bound__ is None
+        )
     ):
         element = str
     if element is int:
@@ -483,7 +586,9 @@ def _build_instance(cls: type, context: _Context, name: str, rng: random.Random)
     if issubclass(cls, enum.Enum):
         return context.pick(list(cls))
     if issubclass(cls, (os.PathLike, pathlib.PurePath)):
-        raise CannotSynthesize(f"parameter {name!r} is a file path; apiprof does not invent paths to touch")
+        raise CannotSynthesize(
+            f"parameter {name!r} is a file path; apiprof does not invent paths to touch"
+        )
     if issubclass(cls, datetime.datetime):
         return datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
     if issubclass(cls, datetime.date):
@@ -509,19 +614,26 @@ def _draw_with_hypothesis(tp: Any, context: _Context, name: str) -> Any:
     drawn: list[Any] = []
 
     @seeded(context.seed)
-    @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=1,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.from_type(tp))
     def draw(value: Any) -> None:
         drawn.append(value)
 
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. SmallSearchSpaceWarning: one value is all we want
+            # e.g. SmallSearchSpaceWarning: one value is all we want
+            warnings.simplefilter("ignore")
             draw()
     except Exception as error:  # ResolutionFailed, Unsatisfiable, or the type's own constructor
-        raise CannotSynthesize(f"parameter {name!r}: cannot build a value of type {tp!r} "
-                               f"({describe_exception(error)})") from None
+        raise CannotSynthesize(
+            f"parameter {name!r}: cannot build a value of type {tp!r} ({describe_exception(error)})"
+        ) from None
     if not drawn:
         raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
     return drawn[0]

@@ -53,13 +53,23 @@ def raised_by_design(qualname: str) -> str:
     return ast.unparse(exc)
 
 
-def synthesized_spec(qualname: str, sizes: tuple[int, ...], synthesis: Synthesis, *, seed: int = 0,
-                     variant: int = 0, lazy: bool = False, raises: str = "") -> ScenarioSpec:
+def synthesized_spec(
+    qualname: str,
+    sizes: tuple[int, ...],
+    synthesis: Synthesis,
+    *,
+    seed: int = 0,
+    variant: int = 0,
+    lazy: bool = False,
+    raises: str = "",
+) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
-    setup = ("from apiprof.engine.synth import consume, rewind, synthesize_call\n"
-             f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n")
+    setup = (
+        "from apiprof.engine.synth import consume, rewind, synthesize_call\n"
+        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n"
+    )
     call = "target(*args, **kwargs)"
     if lazy:
         call = f"consume({call}, {CONSUME_LIMIT if synthesis.sized else UNSIZED_CONSUME_LIMIT})"
@@ -67,7 +77,9 @@ def synthesized_spec(qualname: str, sizes: tuple[int, ...], synthesis: Synthesis
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
-    description = f"synthesised arguments (variant {variant})" + (", result iterated" if lazy else "")
+    description = f"synthesised arguments (variant {variant})" + (
+        ", result iterated" if lazy else ""
+    )
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     return ScenarioSpec(
@@ -82,8 +94,9 @@ def synthesized_spec(qualname: str, sizes: tuple[int, ...], synthesis: Synthesis
     )
 
 
-def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: int = 0,
-                              check: bool = True) -> tuple[ScenarioSpec | None, str]:
+def find_synthesized_scenario(
+    qualname: str, sizes: tuple[int, ...], *, seed: int = 0, check: bool = True
+) -> tuple[ScenarioSpec | None, str]:
     """The first argument variant that builds (and, with ``check``, runs): (spec, "") or (None, reason).
 
     The reason is a sentence for the coverage report: "needs arguments we could not synthesise:
@@ -95,22 +108,31 @@ def find_synthesized_scenario(qualname: str, sizes: tuple[int, ...], *, seed: in
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
         except Exception as error:  # this flavour cannot be built; a later one may
-            reason = str(error) if isinstance(error, CannotSynthesize) else f"building them raised {describe_exception(error)}"
+            reason = (
+                str(error)
+                if isinstance(error, CannotSynthesize)
+                else f"building them raised {describe_exception(error)}"
+            )
             first_failure = first_failure or f"{NO_ARGUMENTS}{reason}"
             variant += 1
             continue
-        choices = max(choices, synthesis.choices)  # flavours differ per variant (a union member may have none)
+        # flavours differ per variant (a union member may have none)
+        choices = max(choices, synthesis.choices)
         spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
         if not check:
             return spec, ""
         failure, result = try_scenario(spec)
         if not failure and is_lazy(result):
-            spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True)
+            spec = synthesized_spec(
+                qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True
+            )
             failure, result = try_scenario(spec)
         if not failure:
             return spec, ""
         if raises := raised_by_design(qualname):
-            spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises)
+            spec = synthesized_spec(
+                qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises
+            )
             if not try_scenario(spec)[0]:
                 return spec, ""
         first_failure = first_failure or f"synthesised arguments were rejected: the call {failure}"

@@ -16,7 +16,15 @@ from typing import Any
 
 from apiprof import errors
 from apiprof.engine import wire
-from apiprof.engine.records import Calibration, CallEdge, Coverage, Measurement, ScanBatch, Scenario, ScenarioSource
+from apiprof.engine.records import (
+    Calibration,
+    CallEdge,
+    Coverage,
+    Measurement,
+    ScanBatch,
+    Scenario,
+    ScenarioSource,
+)
 from apiprof.engine.run import TaskResult, WorkerOptions, WorkerPool
 
 
@@ -28,20 +36,28 @@ class SuiteRun:
     path: str
     scenario_id: str  # "tests:<name of PATH>"
     status: str = "ran"  # or why it has no measurements: "unavailable" (no pytest), "failed", "timed_out", ...
-    runs: int = 0  # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
-    outcomes: dict[str, int] = field(default_factory=dict)  # passed / failed / errors / skipped (warm-up run)
+    # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
+    runs: int = 0
+    # passed / failed / errors / skipped (warm-up run)
+    outcomes: dict[str, int] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)  # operations the sandbox refused while it ran
     warnings: list[str] = field(default_factory=list)
     measurements: dict[str, list[Measurement]] = field(default_factory=dict)  # by entry point
     edges: dict[str, list[CallEdge]] = field(default_factory=dict)  # by calling entry point
-    only_by_tests: set[str] = field(default_factory=set)  # profiled through the suite alone (filled when bucketing)
+    # profiled through the suite alone (filled when bucketing)
+    only_by_tests: set[str] = field(default_factory=set)
 
     @property
     def reached(self) -> list[str]:
         return sorted(self.measurements)
 
     def scenario(self, qualname: str) -> Scenario:
-        return Scenario(self.scenario_id, qualname, ScenarioSource.TESTS, f"the package's test suite at {self.path}")
+        return Scenario(
+            self.scenario_id,
+            qualname,
+            ScenarioSource.TESTS,
+            f"the package's test suite at {self.path}",
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The ``tests`` object of ``--summary-json`` (see docs/cli.md)."""
@@ -57,7 +73,9 @@ class SuiteRun:
             "warnings": list(self.warnings),
         }
 
-    def add_to_batch(self, batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    def add_to_batch(
+        self, batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
         """Add what the suite measured of ``qualname`` to its batch (``outcomes`` are its other
         scenarios'); returns the suite's outcome for it, if the suite reached it."""
         measured = self.measurements.get(qualname)
@@ -75,7 +93,9 @@ def resolve_suite_path(path: str) -> str:
     """``path`` made absolute, or a usage error naming it when it does not exist."""
     found = Path(path).expanduser()
     if not found.exists():
-        raise errors.UsageError(f"{path}: no such test file or directory; give --tests the path of the package's pytest suite")
+        raise errors.UsageError(
+            f"{path}: no such test file or directory; give --tests the path of the package's pytest suite"
+        )
     return str(found.resolve())
 
 
@@ -127,8 +147,13 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
     """Sentences for the summary: why the suite gave no measurements, failing tests, refusals."""
     where = f"--tests {suite.path}"
     if result.status == Coverage.TIMED_OUT:
-        stopped = f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
-        return [stopped + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"]
+        stopped = (
+            f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
+        )
+        return [
+            stopped
+            + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"
+        ]
     if result.status != "ok":
         return [f"{where}: the test suite was not profiled ({result.status}): {result.reason}"]
     warnings = []
@@ -138,7 +163,11 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
             f"{where}: {failed} test(s) failed and {broken} errored in the sandbox; the calls they made still count"
         )
     if suite.blocked:
-        warnings.append(f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}")
+        warnings.append(
+            f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}"
+        )
     if not suite.measurements:
-        warnings.append(f"{where}: the test suite ran but called none of the package's public entry points")
+        warnings.append(
+            f"{where}: the test suite ran but called none of the package's public entry points"
+        )
     return warnings

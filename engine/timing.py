@@ -56,7 +56,11 @@ from apiprof.engine.probes import (
     restore_code,
 )
 
-MECHANISM = "sys.monitoring (local events)" if HAS_MONITORING else "trampolines (sys.setprofile for generators/C)"
+MECHANISM = (
+    "sys.monitoring (local events)"
+    if HAS_MONITORING
+    else "trampolines (sys.setprofile for generators/C)"
+)
 LONG_NS = 20_000
 SAMPLE_EVERY = 16
 MASK_SAMPLED = 2 * SAMPLE_EVERY - 2  # entry records are pairs: len(record) = 2 × calls so far
@@ -96,9 +100,9 @@ def choose_mechanisms(sites: Sequence[Site], mechanism: str | None = None) -> li
     """The mechanism that times each site (``mechanism`` forces one where it can apply)."""
     out = []
     for site in sites:
-        if mechanism == "setprofile" or isinstance(site, CSite) and not HAS_MONITORING:
+        if mechanism == "setprofile" or (isinstance(site, CSite) and not HAS_MONITORING):
             out.append("setprofile")
-        elif mechanism == "monitoring" or mechanism is None and HAS_MONITORING:
+        elif mechanism == "monitoring" or (mechanism is None and HAS_MONITORING):
             out.append("monitoring")
         elif isinstance(site, PySite) and can_trampoline(site.function):
             out.append("trampoline")
@@ -124,13 +128,21 @@ def run_timing_pass(
     ``callers`` maps a C site's key to the code objects that call it. Instrumentation is always
     removed, also when ``run_once`` raises."""
     mask = MASK_SAMPLED if cpu_mask is None else cpu_mask
-    log = PassLog(list(sites), [Record(mask) for _ in sites], [Record() for _ in sites], 0,
-                  [([], []) for _ in sites])
+    log = PassLog(
+        list(sites),
+        [Record(mask) for _ in sites],
+        [Record() for _ in sites],
+        0,
+        [([], []) for _ in sites],
+    )
     kinds = choose_mechanisms(sites, mechanism)
     log.hooked = [kind == "setprofile" for kind in kinds]
     ref_in, ref_out = Record(MASK_REFERENCE), Record()
     log.reference = (ref_in, ref_out)
-    legs = [[i for i, k in enumerate(kinds) if k != "setprofile"], [i for i, k in enumerate(kinds) if k == "setprofile"]]
+    legs = [
+        [i for i, k in enumerate(kinds) if k != "setprofile"],
+        [i for i, k in enumerate(kinds) if k == "setprofile"],
+    ]
     for leg in legs:
         if not leg and (leg is legs[1] or legs[1]):
             continue
@@ -145,7 +157,8 @@ def run_timing_pass(
                 runs += 1
                 if probe_reference:
                     _call_reference(REFERENCE_CALLS)
-                if cpu_mask is None and probe_reference:  # not under the profile hook: it would see it
+                # not under the profile hook: it would see it
+                if cpu_mask is None and probe_reference:
                     _adapt_masks(log, leg)
                 if time.perf_counter() > deadline:
                     break
@@ -167,8 +180,14 @@ def _adapt_masks(log: PassLog, indices: Iterable[int]) -> None:
 class _Instrumented:
     """Installs one leg's probes (and the reference function's) and always removes them."""
 
-    def __init__(self, log: PassLog, leg: list[int], callers: Mapping[Hashable, Iterable[types.CodeType]],
-                 kinds: list[str], probe_reference: bool) -> None:
+    def __init__(
+        self,
+        log: PassLog,
+        leg: list[int],
+        callers: Mapping[Hashable, Iterable[types.CodeType]],
+        kinds: list[str],
+        probe_reference: bool,
+    ) -> None:
         self.log, self.leg, self.callers, self.kinds = log, leg, callers, kinds
         self.probe_reference = probe_reference
         self.restore: list[tuple[types.FunctionType, types.CodeType]] = []
@@ -213,14 +232,20 @@ class _Instrumented:
                 c_ids.setdefault(site.key, i)
             else:
                 py.append((site.function, i))
-        kind = self.kinds[self.leg[0]] if self.leg else ("monitoring" if HAS_MONITORING else "trampoline")
+        kind = (
+            self.kinds[self.leg[0]]
+            if self.leg
+            else ("monitoring" if HAS_MONITORING else "trampoline")
+        )
         if self.probe_reference:
             enters.append(log.reference[0])
             exits.append(log.reference[1])
             py.append((_reference, len(enters) - 1))
         if kind == "trampoline":
             for function, i in py:
-                self.restore.append((function, install_trampoline(function, enters[i], exits[i], wall, cpu)))
+                self.restore.append(
+                    (function, install_trampoline(function, enters[i], exits[i], wall, cpu))
+                )
         elif kind == "setprofile":
             for function, i in py:
                 self.restore.append((function, install_probe_id(function, i)))
@@ -232,7 +257,9 @@ class _Instrumented:
                 self.restore.append((function, install_probe_id(function, i)))
             self._start_monitoring(enters, exits, c_ids)
 
-    def _start_monitoring(self, enters: list[list[int]], exits: list[list[int]], c_ids: dict[Hashable, int]) -> None:
+    def _start_monitoring(
+        self, enters: list[list[int]], exits: list[list[int]], c_ids: dict[Hashable, int]
+    ) -> None:
         monitoring, events = sys.monitoring, sys.monitoring.events
         self.tool = tool = acquire_tool_id()
         for name, callback in make_monitoring_callbacks(enters, exits, c_ids).items():
@@ -242,7 +269,9 @@ class _Instrumented:
             monitoring.set_local_events(tool, function.__code__, py_events)
         self.call_sites = {code for key in c_ids for code in self.callers.get(key, ())}
         for code in self.call_sites:
-            monitoring.set_local_events(tool, code, events.CALL | monitoring.get_local_events(tool, code))
+            monitoring.set_local_events(
+                tool, code, events.CALL | monitoring.get_local_events(tool, code)
+            )
         monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.restore else 0)
 
 
@@ -301,14 +330,22 @@ def make_monitoring_callbacks(
             x.append(cpu() if enters[i][-2] >= 0 else -1)
 
     return {
-        "PY_START": on_start, "PY_RESUME": on_start, "PY_THROW": on_throw,
-        "PY_RETURN": on_exit, "PY_YIELD": on_exit, "PY_UNWIND": on_unwind,
-        "CALL": on_call, "C_RETURN": on_c_exit, "C_RAISE": on_c_exit,
+        "PY_START": on_start,
+        "PY_RESUME": on_start,
+        "PY_THROW": on_throw,
+        "PY_RETURN": on_exit,
+        "PY_YIELD": on_exit,
+        "PY_UNWIND": on_unwind,
+        "CALL": on_call,
+        "C_RETURN": on_c_exit,
+        "C_RAISE": on_c_exit,
     }
 
 
 def make_profile_hook(
-    enters: list[list[int]], exits: list[list[int]], c_ids: Mapping[Hashable, int],
+    enters: list[list[int]],
+    exits: list[list[int]],
+    c_ids: Mapping[Hashable, int],
     ticks: list[tuple[list[int], list[int]]],
 ) -> Callable[[types.FrameType, str, object], None]:
     """The sys.setprofile probe (3.11, generators and C sites). It counts its own calls so the
@@ -400,8 +437,9 @@ def reference_overheads(log: PassLog) -> tuple[dict[str, float], dict[str, float
     return wall, cpu
 
 
-def pass_overheads(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
-                   ) -> tuple[dict[str, float], dict[str, float]]:
+def pass_overheads(
+    log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
     """Calibrated overheads with the pass's live inside figures in place of the calibrated ones.
     A probe pair's full cost (entry + exit) stays the calibrated one: only nested calls pay it."""
     out = []
@@ -416,7 +454,9 @@ def pass_overheads(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_
     return out[0], out[1]
 
 
-def measure_calls(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]) -> list[CallCosts]:
+def measure_calls(
+    log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
+) -> list[CallCosts]:
     """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
     :func:`~apiprof.engine.activetime.active_times` evaluation per clock, with the pass's live
     inside overheads (:func:`pass_overheads`)."""
@@ -431,14 +471,21 @@ def measure_calls(log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_n
     return out
 
 
-def _events_of(log: PassLog, index: int, kinds: tuple[str, str]) -> tuple[list[ProbeEvent], list[ProbeEvent]]:
+def _events_of(
+    log: PassLog, index: int, kinds: tuple[str, str]
+) -> tuple[list[ProbeEvent], list[ProbeEvent]]:
     """Wall- and CPU-clock event lists of one site; 'filtered' events for hook-timed sites."""
     enter_kind, exit_kind = kinds
     raw_in, raw_out = log.enters[index], log.exits[index]
     tick_in, tick_out = log.ticks[index] if index < len(log.ticks) else ([], [])
-    probes = [(raw_in[i + 1], raw_in[i], OPENS, tick_in[i // 2] if tick_in else 0) for i in range(0, len(raw_in) - 1, 2)]
-    probes += [(raw_out[i], raw_out[i + 1], CLOSES, tick_out[i // 2] if tick_out else 0)
-               for i in range(0, len(raw_out) - 1, 2)]
+    probes = [
+        (raw_in[i + 1], raw_in[i], OPENS, tick_in[i // 2] if tick_in else 0)
+        for i in range(0, len(raw_in) - 1, 2)
+    ]
+    probes += [
+        (raw_out[i], raw_out[i + 1], CLOSES, tick_out[i // 2] if tick_out else 0)
+        for i in range(0, len(raw_out) - 1, 2)
+    ]
     probes.sort(key=lambda p: (p[3], p[0]))
     wall_events, cpu_events = [], []
     open_stack: list[list] = []  # [wall, cpu, tick, hook calls used by nested target calls]
@@ -452,7 +499,10 @@ def _events_of(log: PassLog, index: int, kinds: tuple[str, str]) -> tuple[list[P
             continue
         w0, c0, t0, nested = open_stack.pop()
         if c0 >= 0 and cpu >= 0:
-            cpu_events += [ProbeEvent(c0, enter_kind + CPU_SUFFIX, OPENS), ProbeEvent(cpu, exit_kind + CPU_SUFFIX, CLOSES)]
+            cpu_events += [
+                ProbeEvent(c0, enter_kind + CPU_SUFFIX, OPENS),
+                ProbeEvent(cpu, exit_kind + CPU_SUFFIX, CLOSES),
+            ]
         if tick_in:
             filtered = tick - t0 - 1 - nested
             wall_events += [ProbeEvent(w0, "filtered")] * filtered

@@ -19,7 +19,9 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message, separators=(",", ":"), allow_nan=False, default=str) + "\n").encode()
+    return (
+        json.dumps(message, separators=(",", ":"), allow_nan=False, default=str) + "\n"
+    ).encode()
 
 
 def write_message(fd: int, message: dict[str, Any]) -> None:

@@ -69,7 +69,11 @@ class Worker:
     """Request handlers; state is the loaded engine modules, the guard and limits."""
 
     def __init__(
-        self, guard: sandbox.Guard | None, memory_mb: int, engine: dict[str, Any], emit: Callable[[dict], None]
+        self,
+        guard: sandbox.Guard | None,
+        memory_mb: int,
+        engine: dict[str, Any],
+        emit: Callable[[dict], None],
     ) -> None:
         self.guard = guard
         self.memory_mb = memory_mb
@@ -96,15 +100,25 @@ class Worker:
     def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
         module_name, _, attr = request["target"].partition(":")
         fn = getattr(importlib.import_module(module_name), attr)
-        call = run_with_call_timeout(lambda: fn(*request.get("args", [])), request.get("call_timeout", 0))
+        call = run_with_call_timeout(
+            lambda: fn(*request.get("args", [])), request.get("call_timeout", 0)
+        )
         return self.attempt(lambda: {"status": "ok", "result": repr(call())[:2000]})
 
     def op_discover(self, request: dict[str, Any]) -> dict[str, Any]:
         """Import the package and list entry points; parse scenario files (their specs)."""
         discover, scenarios = self.module("discover"), self.module("scenarios")
         discovery = discover.discover(request["package"])
-        specs = [spec for path in request.get("scenario_files", []) for spec in scenarios.load_scenario_file(path)]
-        return {"status": "ok", "discovery": discovery.to_json(), "specs": [spec.to_json() for spec in specs]}
+        specs = [
+            spec
+            for path in request.get("scenario_files", [])
+            for spec in scenarios.load_scenario_file(path)
+        ]
+        return {
+            "status": "ok",
+            "discovery": discovery.to_json(),
+            "specs": [spec.to_json() for spec in specs],
+        }
 
     def op_calibrate(self, request: dict[str, Any]) -> dict[str, Any]:
         calibration = self.module("calibrate").calibrate()
@@ -123,14 +137,22 @@ class Worker:
         """
         scenarios = self.module("scenarios")
         specs = [scenarios.ScenarioSpec.from_json(s) for s in request.get("specs", [])]
-        collected = self.attempt(lambda: self.collect_for_entry(request))  # trials carry their own alarm
+        # trials carry their own alarm
+        collected = self.attempt(lambda: self.collect_for_entry(request))
         if collected["status"] != "ok":
             return collected  # collection itself was blocked, timed out or ran out of memory
         specs += [scenarios.ScenarioSpec.from_json(s) for s in collected["specs"]]
         if not request.get("profile", True):  # collection only (`apiprof scenarios init`)
-            return {"status": "done", "specs": [spec.to_json() for spec in specs], "reason": collected.get("reason", "")}
+            return {
+                "status": "done",
+                "specs": [spec.to_json() for spec in specs],
+                "reason": collected.get("reason", ""),
+            }
         if not specs:
-            reason = collected.get("reason") or "no scenario source could call it; add one to a scenario file"
+            reason = (
+                collected.get("reason")
+                or "no scenario source could call it; add one to a scenario file"
+            )
             status = classify_trial_failure(reason)
             if status == Coverage.MEMORY:
                 reason = f"ran out of memory (worker cap {self.memory_mb} MiB) when its scenarios were tried: {reason}"
@@ -139,8 +161,18 @@ class Worker:
             return {"status": status, "reason": reason}
         for spec in specs:
             for size in scenario_sizes(spec):
-                outcome = self.attempt(lambda spec=spec, size=size: self.profile_size(spec, size, request), source=spec.source)
-                self.emit({"id": request.get("id"), "partial": True, "scenario": spec.to_json(), **outcome})
+                outcome = self.attempt(
+                    lambda spec=spec, size=size: self.profile_size(spec, size, request),
+                    source=spec.source,
+                )
+                self.emit(
+                    {
+                        "id": request.get("id"),
+                        "partial": True,
+                        "scenario": spec.to_json(),
+                        **outcome,
+                    }
+                )
                 if outcome["status"] != Coverage.PROFILED or too_slow_to_grow(outcome, request):
                     break
         return {"status": "done", "reason": collected.get("reason", "")}
@@ -149,10 +181,19 @@ class Worker:
         discover, scenarios = self.module("discover"), self.module("scenarios")
         entry = request["entry"]
         discovery = discover.Discovery.from_json(
-            {"package": request["package"], "version": "", "entry_points": [entry], "import_failures": {}}
+            {
+                "package": request["package"],
+                "version": "",
+                "entry_points": [entry],
+                "import_failures": {},
+            }
         )
         if not (request.get("docstrings", True) or request.get("synthesize", True)):
-            return {"status": "ok", "specs": [], "reason": "docstring examples and argument synthesis are off"}
+            return {
+                "status": "ok",
+                "specs": [],
+                "reason": "docstring examples and argument synthesis are off",
+            }
         specs, unscenarioed = scenarios.collect_scenarios(
             discovery,
             (),
@@ -170,15 +211,24 @@ class Worker:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
         from apiprof.engine.records import Calibration
 
-        scenarios, profiler, discover = self.module("scenarios"), self.module("profiler"), self.module("discover")
-        calibration = Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        scenarios, profiler, discover = (
+            self.module("scenarios"),
+            self.module("profiler"),
+            self.module("discover"),
+        )
+        calibration = (
+            Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        )
         targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
         call_timeout = float(request.get("call_timeout", 0))
-        setup = run_with_call_timeout(lambda: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout)
+        setup = run_with_call_timeout(
+            lambda: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout
+        )
         run_once = run_with_call_timeout(setup(), call_timeout)
         slowest = [0.0]
 
-        def timed_run() -> object:  # the slowest run (under the allocation pass) decides whether to grow
+        # the slowest run (under the allocation pass) decides whether to grow
+        def timed_run() -> object:
             started = time.perf_counter()
             try:
                 return run_once()
@@ -195,7 +245,10 @@ class Worker:
             calibration=calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
-            return {"status": Coverage.NO_ARGUMENTS, "reason": "its scenario ran but never called it"}
+            return {
+                "status": Coverage.NO_ARGUMENTS,
+                "reason": "its scenario ran but never called it",
+            }
         return {
             "status": Coverage.PROFILED,
             "measurements": [wire.measurement_to_json(m) for m in report.measurements],
@@ -211,8 +264,11 @@ class Worker:
         try:
             import pytest
         except ImportError as exc:
-            return {"status": "unavailable", "reason": f"pytest is not installed where {request['package']} is scanned "
-                    f"({exc}); install pytest into that environment or scan without --tests"}  # fmt: skip
+            return {
+                "status": "unavailable",
+                "reason": f"pytest is not installed where {request['package']} is scanned "
+                f"({exc}); install pytest into that environment or scan without --tests",
+            }
         from apiprof.engine.records import Calibration
 
         profiler, discover = self.module("profiler"), self.module("discover")
@@ -221,7 +277,8 @@ class Worker:
             try:
                 obj = discover.resolve_object(name)
                 profiler.resolve_site(obj)
-            except Exception:  # a name the suite cannot be measured on; its own scenarios report why
+            # a name the suite cannot be measured on; its own scenarios report why
+            except Exception:
                 unresolved.append(name)
                 continue
             targets.append(profiler.Target(name, obj))
@@ -236,11 +293,17 @@ class Worker:
             runs.append(tally)
 
         run_suite()  # unprofiled warm-up: imports, collection and assertion rewriting stay out of the passes
-        calibration = Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        calibration = (
+            Calibration.from_json(request["calibration"]) if request.get("calibration") else None
+        )
         report = profiler.profile(
-            run_suite, targets, scenario_id=request["scenario_id"], repeat=1,
-            max_seconds=float(request.get("max_seconds", 2.0)), calibration=calibration,
-        )  # fmt: skip
+            run_suite,
+            targets,
+            scenario_id=request["scenario_id"],
+            repeat=1,
+            max_seconds=float(request.get("max_seconds", 2.0)),
+            calibration=calibration,
+        )
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes
         reply = {
@@ -255,8 +318,11 @@ class Worker:
         }
         if not any(first.outcomes[k] for k in ("passed", "failed")):  # collection or usage failed
             tail = [line for line in output.getvalue().splitlines() if line.strip()][-3:]
-            reply.update(status="failed", reason=f"pytest exited with code {first.exit_code} without running a test"
-                         + (f": {' | '.join(tail)[:400]}" if tail else ""))  # fmt: skip
+            reply.update(
+                status="failed",
+                reason=f"pytest exited with code {first.exit_code} without running a test"
+                + (f": {' | '.join(tail)[:400]}" if tail else ""),
+            )
         return reply
 
     def attempt(
@@ -271,17 +337,31 @@ class Worker:
         except CallTimeout:
             reply = {"status": Coverage.TIMED_OUT, "reason": timeout_reason}
         except MemoryError:
-            reply = {"status": Coverage.MEMORY, "reason": f"ran out of memory (worker cap {self.memory_mb} MiB)"}
+            reply = {
+                "status": Coverage.MEMORY,
+                "reason": f"ran out of memory (worker cap {self.memory_mb} MiB)",
+            }
         except sandbox.SandboxViolation as exc:
-            reply = {"status": Coverage.BLOCKED, "reason": str(exc).removeprefix("apiprof sandbox: ")}
+            reply = {
+                "status": Coverage.BLOCKED,
+                "reason": str(exc).removeprefix("apiprof sandbox: "),
+            }
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}".strip()[:500]
             if source == ScenarioSource.SYNTHESIZED:
-                reply = {"status": Coverage.NO_ARGUMENTS, "reason": f"synthesised arguments were rejected ({problem})"}
+                reply = {
+                    "status": Coverage.NO_ARGUMENTS,
+                    "reason": f"synthesised arguments were rejected ({problem})",
+                }
             else:
-                reply = {"status": Coverage.CRASHED, "reason": f"raised {problem}", "traceback": _tail(traceback.format_exc())}
+                reply = {
+                    "status": Coverage.CRASHED,
+                    "reason": f"raised {problem}",
+                    "traceback": _tail(traceback.format_exc()),
+                }
         blocked = self.guard.take_events() if self.guard else []
-        if blocked:  # refused operations outrank anything measured: the numbers describe a failed call
+        # refused operations outrank anything measured: the numbers describe a failed call
+        if blocked:
             reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
         reply["blocked"] = [event.reason for event in blocked]
         return reply
@@ -342,7 +422,8 @@ def load_engine() -> dict[str, Any]:
     for name in ("discover", "scenarios", "profiler", "calibrate"):
         try:
             engine[name] = importlib.import_module(f"apiprof.engine.{name}")
-        except Exception as exc:  # reported per request, so a missing stage does not kill the worker
+        # reported per request, so a missing stage does not kill the worker
+        except Exception as exc:
             engine[name] = f"{type(exc).__name__}: {exc}"
     return engine
 
@@ -358,27 +439,48 @@ def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
         for request in reader.feed(data):
             try:
                 reply = worker.handle(request)
-            except ApiprofError as exc:  # e.g. PackageNotFound: the parent re-raises it by class name
+            # e.g. PackageNotFound: the parent re-raises it by class name
+            except ApiprofError as exc:
                 reply = {"status": "apiprof_error", "error": type(exc).__name__, "reason": str(exc)}
             except MemoryError:
-                reply = {"status": Coverage.MEMORY, "reason": f"ran out of memory (worker cap {worker.memory_mb} MiB)"}
+                reply = {
+                    "status": Coverage.MEMORY,
+                    "reason": f"ran out of memory (worker cap {worker.memory_mb} MiB)",
+                }
             except Exception as exc:
-                reply = {"status": "error", "reason": f"{type(exc).__name__}: {exc}", "traceback": _tail(traceback.format_exc())}
+                reply = {
+                    "status": "error",
+                    "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": _tail(traceback.format_exc()),
+                }
             reply["id"] = request.get("id")
             try:
                 wire.write_message(result_fd, reply)
             except (TypeError, ValueError) as exc:  # unencodable result (e.g. NaN in a histogram)
-                wire.write_message(result_fd, {"id": request.get("id"), "status": "error", "reason": f"unencodable reply: {exc}"})
+                wire.write_message(
+                    result_fd,
+                    {
+                        "id": request.get("id"),
+                        "status": "error",
+                        "reason": f"unencodable reply: {exc}",
+                    },
+                )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m apiprof.engine.worker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m apiprof.engine.worker", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--result-fd", type=int, required=True)
-    parser.add_argument("--sandbox", required=True, help="the only directory the worker may write to")
+    parser.add_argument(
+        "--sandbox", required=True, help="the only directory the worker may write to"
+    )
     parser.add_argument("--memory-mb", type=int, default=2048)
     parser.add_argument("--cpu-seconds", type=int, default=600)
-    parser.add_argument("--no-guard", action="store_true", help="skip the audit-hook guard (limits still apply)")
+    parser.add_argument(
+        "--no-guard", action="store_true", help="skip the audit-hook guard (limits still apply)"
+    )
     args = parser.parse_args(argv)
 
     sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
@@ -387,7 +489,12 @@ def main(argv: list[str] | None = None) -> None:
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
     engine = load_engine()
     guard = None if args.no_guard else sandbox.install_guard(args.sandbox)
-    worker = Worker(guard, args.memory_mb, engine, emit=lambda message: wire.write_message(args.result_fd, message))
+    worker = Worker(
+        guard,
+        args.memory_mb,
+        engine,
+        emit=lambda message: wire.write_message(args.result_fd, message),
+    )
     serve(args.request_fd, args.result_fd, worker)
 
 

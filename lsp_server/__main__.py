@@ -21,9 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="apiprof-lsp",
         description="Language server showing typical API costs from apiprof databases in completions and hovers.",
     )
-    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address instead of stdio")
+    parser.add_argument(
+        "--tcp", metavar="HOST:PORT", help="listen on a TCP address instead of stdio"
+    )
     parser.add_argument("--log-file", metavar="PATH", help="write the server's own log to PATH")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
     parser.add_argument(
         "--jedi-only",
         action="store_true",
@@ -40,12 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"apiprof-lsp: {exc}", file=sys.stderr)
         return exc.exit_code
     if args.log_file:
-        logging.basicConfig(filename=args.log_file, level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.basicConfig(
+            filename=args.log_file,
+            level=args.log_level,
+            format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        )
     else:
         # stdout carries the protocol; only warnings go to stderr, which editors show as the server log.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     if args.log_level != "DEBUG":
-        logging.getLogger("pygls").setLevel(logging.WARNING)  # at INFO pygls logs every message body
+        # at INFO pygls logs every message body
+        logging.getLogger("pygls").setLevel(logging.WARNING)
 
     from apiprof.lsp_server.server import create_server
 

@@ -35,7 +35,8 @@ class HoverOptions:
 
 @dataclass(frozen=True)
 class LatencyOptions:
-    slow_request_ms: float = 100.0  # requests slower than this are logged (at most once per method per minute)
+    # requests slower than this are logged (at most once per method per minute)
+    slow_request_ms: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ class ServerConfig:
         """The drill-down page for ``qualname``, or None when no docs URL is configured."""
         if not self.docs_url:
             return None
-        return self.docs_url.rstrip("/") + "/" + self.docs_page.lstrip("/").format(qualname=qualname)
+        return (
+            self.docs_url.rstrip("/") + "/" + self.docs_page.lstrip("/").format(qualname=qualname)
+        )
 
 
 def camel_case(name: str) -> str:
@@ -83,13 +86,17 @@ def read_config(options: Any) -> tuple[ServerConfig, list[str]]:
 
 def _read_dataclass(cls: type, raw: Any, where: str, problems: list[str]) -> Any:
     if not isinstance(raw, dict):
-        problems.append(f"{where.rstrip('.') or 'options'}: expected an object, got {type(raw).__name__}; using defaults")
+        problems.append(
+            f"{where.rstrip('.') or 'options'}: expected an object, got {type(raw).__name__}; using defaults"
+        )
         return cls()
     hints = typing.get_type_hints(cls)
     known = {camel_case(f.name): f for f in dataclasses.fields(cls)}
     for key in raw:
         if key not in known and key not in {f.name for f in known.values()}:
-            problems.append(f"{where}{key}: unknown option, ignored (known: {', '.join(sorted(known))})")
+            problems.append(
+                f"{where}{key}: unknown option, ignored (known: {', '.join(sorted(known))})"
+            )
     values = {}
     for camel, f in known.items():
         if camel in raw or f.name in raw:

@@ -50,7 +50,8 @@ class _Source:
     stamp: Fingerprint | None = None
     problem: str = ""  # why the database is unusable right now ("" when fine)
     found: dict[str, ApiSummary | None] = field(default_factory=dict)  # canonical name → summary
-    aliases: dict[str, str] = field(default_factory=dict)  # name → canonical (identity when no alias)
+    # name → canonical (identity when no alias)
+    aliases: dict[str, str] = field(default_factory=dict)
 
     def close(self) -> None:
         if self.db is not None:
@@ -124,7 +125,9 @@ class CostIndex:
         if missing:
             per_source = [self._fetch(source, missing) for source in self._sources]
             for name in missing:
-                self._merged[name] = _merge([found[name] for found in per_source if found.get(name)])
+                self._merged[name] = _merge(
+                    [found[name] for found in per_source if found.get(name)]
+                )
         return {name: self._merged[name] for name in names}
 
     def _fetch(self, source: _Source, names: list[str]) -> dict[str, ApiSummary | None]:
@@ -154,7 +157,11 @@ def _canonical_names(db: sqlite_utils.Database, names: list[str]) -> dict[str, s
     for start in range(0, len(names), 500):
         chunk = names[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        out.update(db.execute(f"SELECT alias, qualname FROM aliases WHERE alias IN ({marks})", chunk).fetchall())
+        out.update(
+            db.execute(
+                f"SELECT alias, qualname FROM aliases WHERE alias IN ({marks})", chunk
+            ).fetchall()
+        )
     return out
 
 
@@ -179,7 +186,9 @@ def _merge(found: list[ApiSummary]) -> ApiSummary | None:
     )
     for other in found[1:]:
         for metric, hist in other.histograms.items():
-            merged.histograms[metric] = merged.histograms[metric] + hist if metric in merged.histograms else hist
+            merged.histograms[metric] = (
+                merged.histograms[metric] + hist if metric in merged.histograms else hist
+            )
         merged.scenarios += other.scenarios
         merged.growth = merged.growth or other.growth
         if other.coverage == "profiled" or not merged.coverage:

@@ -63,7 +63,9 @@ class LatencyTracker:
             now = self.clock() / 1e9
             if now - entry.last_slow_log >= SLOW_LOG_INTERVAL_S:
                 entry.last_slow_log = now
-                self.on_slow(f"slow {method}: {format_ns(elapsed_ns)} (threshold {self.slow_ms:g} ms)")
+                self.on_slow(
+                    f"slow {method}: {format_ns(elapsed_ns)} (threshold {self.slow_ms:g} ms)"
+                )
 
     def start(self) -> int:
         return self.clock()

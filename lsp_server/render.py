@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from apiprof.db.query import ApiSummary
 from apiprof.engine.records import Metric
-from apiprof.format import cost_hint, format_bytes, format_ns, sparkline, text_histogram, worth_showing
+from apiprof.format import (
+    cost_hint,
+    format_bytes,
+    format_ns,
+    sparkline,
+    text_histogram,
+    worth_showing,
+)
 from apiprof.lsp_server.config import ServerConfig
 
 NOT_PROFILED = "not profiled"
@@ -25,7 +32,11 @@ def short_hint(summary: ApiSummary | None) -> str:
 def describe(summary: ApiSummary | None, config: ServerConfig, *, title: str = "") -> str:
     """Markdown cost profile (hover text and completion documentation)."""
     if summary is None:
-        return f"**{title}** — {NOT_PROFILED} (no apiprof database knows this name)" if title else NOT_PROFILED
+        return (
+            f"**{title}** — {NOT_PROFILED} (no apiprof database knows this name)"
+            if title
+            else NOT_PROFILED
+        )
     parts = [_heading(summary)]
     if summary.summary:
         parts.append(summary.summary)
@@ -35,7 +46,9 @@ def describe(summary: ApiSummary | None, config: ServerConfig, *, title: str = "
         parts.append(_cost_table(summary))
         if summary.growth is not None:
             g = summary.growth
-            parts.append(f"Growth: **{g.growth_class}** in `{g.size_axis}` ({g.metric.label}, {g.points} sizes, R² {g.r2:.2f})")
+            parts.append(
+                f"Growth: **{g.growth_class}** in `{g.size_axis}` ({g.metric.label}, {g.points} sizes, R² {g.r2:.2f})"
+            )
         parts.append(_histogram_block(summary, config))
         parts.append(_counts_line(summary))
     link = config.docs_link(summary.qualname)
@@ -60,14 +73,20 @@ def _cost_table(summary: ApiSummary) -> str:
     rows = ["| | typical (median) | p90 |", "|---|---|---|"]
     if summary.time_histogram:
         label = summary.time_metric.label if summary.time_metric else "time"
-        rows.append(f"| {label} | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |")
+        rows.append(
+            f"| {label} | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |"
+        )
     alloc = summary.alloc_histogram
     if alloc:
-        rows.append(f"| allocated | {format_bytes(alloc.median)} | {format_bytes(alloc.percentile(90))} |")
+        rows.append(
+            f"| allocated | {format_bytes(alloc.median)} | {format_bytes(alloc.percentile(90))} |"
+        )
     for metric in (Metric.IO_READ, Metric.IO_WRITE):
         hist = summary.histograms.get(metric)
         if worth_showing(metric, hist):
-            rows.append(f"| {metric.label} | {format_bytes(hist.median)} | {format_bytes(hist.percentile(90))} |")
+            rows.append(
+                f"| {metric.label} | {format_bytes(hist.median)} | {format_bytes(hist.percentile(90))} |"
+            )
     return "\n".join(rows)
 
 
@@ -81,10 +100,17 @@ def _histogram_block(summary: ApiSummary, config: ServerConfig) -> str:
     if config.hover.histogram == "sparkline":
         lines = [f"{metric.label}: {sparkline(hist)}"]
     else:
-        lines = [f"{metric.label} per call", *text_histogram(hist, metric, width=config.hover.histogram_width)]
+        lines = [
+            f"{metric.label} per call",
+            *text_histogram(hist, metric, width=config.hover.histogram_width),
+        ]
     return "```text\n" + "\n".join(lines) + "\n```"
 
 
 def _counts_line(summary: ApiSummary) -> str:
-    scenarios = f" · {summary.scenarios} scenario{'s' if summary.scenarios != 1 else ''}" if summary.scenarios else ""
+    scenarios = (
+        f" · {summary.scenarios} scenario{'s' if summary.scenarios != 1 else ''}"
+        if summary.scenarios
+        else ""
+    )
     return f"{summary.samples:,} samples{scenarios}"

@@ -72,13 +72,21 @@ class Resolver:
     installed packages imports find (a project's own virtualenv, not the server's)."""
 
     def __init__(
-        self, root: str | Path | None = None, environment_path: str = "", *, report: Callable[[str], None] | None = None
+        self,
+        root: str | Path | None = None,
+        environment_path: str = "",
+        *,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         self.environment_path = environment_path
-        self.environment = find_environment(root, environment_path) if root or environment_path else None
+        self.environment = (
+            find_environment(root, environment_path) if root or environment_path else None
+        )
         self.project = jedi.Project(Path(root)) if root else None
         if self.environment is not None:
-            project = jedi.Project(Path(root) if root else Path.cwd(), environment_path=str(self.environment))
+            project = jedi.Project(
+                Path(root) if root else Path.cwd(), environment_path=str(self.environment)
+            )
             try:
                 project.get_environment()  # runs the interpreter once: it must exist and start
             except InvalidPythonEnvironment as exc:

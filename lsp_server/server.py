@@ -57,7 +57,9 @@ def guarded(server: ApiprofServer, method: str, fallback: Callable[[Any], T]) ->
                 return handler(params)
             except Exception as exc:
                 log.error("%s failed:\n%s", method, traceback.format_exc())
-                server.log_to_client(types.MessageType.Error, f"{method} failed: {type(exc).__name__}: {exc}")
+                server.log_to_client(
+                    types.MessageType.Error, f"{method} failed: {type(exc).__name__}: {exc}"
+                )
                 return fallback(params)
             finally:
                 server.session.latency.stop(method, started)
@@ -80,9 +82,13 @@ def pull_configuration(server: ApiprofServer) -> None:
         try:
             server.session.update_settings(result[0] if result else None)
         except Exception as exc:
-            server.log_to_client(types.MessageType.Error, f"workspace/configuration answer ignored: {exc}")
+            server.log_to_client(
+                types.MessageType.Error, f"workspace/configuration answer ignored: {exc}"
+            )
 
-    server.workspace_configuration(types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]), apply)
+    server.workspace_configuration(
+        types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]), apply
+    )
 
 
 def create_server(*, jedi_only: bool = False) -> ApiprofServer:
@@ -92,8 +98,14 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
     @server.feature(types.INITIALIZE)
     @guarded(server, types.INITIALIZE, lambda p: None)
     def initialize(params: types.InitializeParams) -> None:
-        root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
-        session.start(to_fs_path(root) if root else params.root_path, params.initialization_options, params.capabilities)
+        root = params.root_uri or (
+            params.workspace_folders[0].uri if params.workspace_folders else None
+        )
+        session.start(
+            to_fs_path(root) if root else params.root_path,
+            params.initialization_options,
+            params.capabilities,
+        )
 
     @server.feature(types.INITIALIZED)
     @guarded(server, types.INITIALIZED, lambda p: None)

@@ -45,7 +45,10 @@ class Session:
         self.jedi_only = jedi_only  # baseline mode for bench/lsp_latency.py: no cost lookups
         self.root: str | None = None
         self.label_details = False  # client shows labelDetails; then `detail` waits for resolve
-        self.markup = {"completion": types.MarkupKind.PlainText, "hover": types.MarkupKind.PlainText}
+        self.markup = {
+            "completion": types.MarkupKind.PlainText,
+            "hover": types.MarkupKind.PlainText,
+        }
         self.config = ServerConfig()
         self._base_options: dict[str, Any] = {}
         self.index = CostIndex([], report=self.warn)
@@ -64,12 +67,16 @@ class Session:
         self._notify(types.MessageType.Info, message)
 
     # -- configuration ----------------------------------------------------------------------
-    def start(self, root: str | None, options: Any, capabilities: types.ClientCapabilities | None = None) -> None:
+    def start(
+        self, root: str | None, options: Any, capabilities: types.ClientCapabilities | None = None
+    ) -> None:
         """Apply the workspace root, ``initializationOptions`` and the client's capabilities."""
         self.root = root
         capabilities = capabilities or types.ClientCapabilities()
         self.label_details, self.markup = _read_capabilities(capabilities)
-        self.pulls_configuration = bool(capabilities.workspace and capabilities.workspace.configuration)
+        self.pulls_configuration = bool(
+            capabilities.workspace and capabilities.workspace.configuration
+        )
         self.resolver = None
         unwrapped = unwrap_section(options)
         self._base_options = unwrapped if isinstance(unwrapped, dict) else {}
@@ -114,7 +121,9 @@ class Session:
         """
         line, column = _server_position(doc, position)
         with_costs = not self.jedi_only and self.config.completion.cost_hints
-        candidates = self.resolver.complete(doc.source, _doc_path(doc), line, column, qualnames=with_costs)
+        candidates = self.resolver.complete(
+            doc.source, _doc_path(doc), line, column, qualnames=with_costs
+        )
         items = [_item(i, c) for i, c in enumerate(candidates)]
         if with_costs:
             hints = self._hints_for([c.qualname for c in candidates if c.costed])
@@ -161,7 +170,11 @@ class Session:
         summary = next((found[n] for n in names if found[n] is not None), None)
         if summary is None:
             return None
-        return types.Hover(contents=types.MarkupContent(kind=self.markup["hover"], value=describe(summary, self.config)))
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=self.markup["hover"], value=describe(summary, self.config)
+            )
+        )
 
     def latency_report(self) -> dict[str, Any]:
         return {
@@ -174,7 +187,9 @@ class Session:
 def _read_capabilities(caps: types.ClientCapabilities) -> tuple[bool, dict[str, types.MarkupKind]]:
     """labelDetails support, and markdown where the client renders it (else the same text, plain)."""
     text = caps.text_document or types.TextDocumentClientCapabilities()
-    item = (text.completion and text.completion.completion_item) or types.ClientCompletionItemOptions()
+    item = (
+        text.completion and text.completion.completion_item
+    ) or types.ClientCompletionItemOptions()
     hover_formats = (text.hover and text.hover.content_format) or []
     markdown, plain = types.MarkupKind.Markdown, types.MarkupKind.PlainText
     return bool(item.label_details_support), {
@@ -195,7 +210,9 @@ def _server_position(doc: TextDocument, position: types.Position) -> tuple[int, 
     if position.line >= len(lines):
         return position.line, position.character
     text = lines[position.line].rstrip("\r\n")
-    clamped = types.Position(position.line, min(position.character, doc.position_codec.client_num_units(text)))
+    clamped = types.Position(
+        position.line, min(position.character, doc.position_codec.client_num_units(text))
+    )
     server = doc.position_from_client_units(clamped)
     return server.line, server.character
 

@@ -25,22 +25,53 @@ AUTO_KINDS = ["function", "method", "class", "classmethod", "staticmethod", "pro
 
 def copy_static(app: Sphinx, exception: BaseException | None) -> None:
     if exception is None and app.builder.format == "html":
-        copy_asset_file(STATIC / CSS_FILE, Path(app.outdir, "_static"), force=True)  # refresh after upgrades
+        # refresh after upgrades
+        copy_asset_file(STATIC / CSS_FILE, Path(app.outdir, "_static"), force=True)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_config_value("apiprof_db", "apiprof.db", "env", types=frozenset({str}),
-                         description="profile database, relative to conf.py")
-    app.add_config_value("apiprof_auto", False, "env", types=frozenset({bool}),
-                         description="add the compact summary to every documented Python object")
-    app.add_config_value("apiprof_auto_kinds", AUTO_KINDS, "env", types=frozenset({list, tuple}),
-                         description="object types auto mode annotates")
-    app.add_config_value("apiprof_metrics", DEFAULT_METRICS, "env", types=frozenset({list, tuple}),
-                         description='metrics shown ("time" or apiprof Metric values)')
-    app.add_config_value("apiprof_warn_unprofiled", True, "env", types=frozenset({bool}),
-                         description="warn when a documented API has no profile")
-    app.add_config_value("apiprof_pages", "referenced", "html", types=ENUM("referenced", "all", "none"),
-                         description="which APIs get drill-down pages")
+    app.add_config_value(
+        "apiprof_db",
+        "apiprof.db",
+        "env",
+        types=frozenset({str}),
+        description="profile database, relative to conf.py",
+    )
+    app.add_config_value(
+        "apiprof_auto",
+        False,
+        "env",
+        types=frozenset({bool}),
+        description="add the compact summary to every documented Python object",
+    )
+    app.add_config_value(
+        "apiprof_auto_kinds",
+        AUTO_KINDS,
+        "env",
+        types=frozenset({list, tuple}),
+        description="object types auto mode annotates",
+    )
+    app.add_config_value(
+        "apiprof_metrics",
+        DEFAULT_METRICS,
+        "env",
+        types=frozenset({list, tuple}),
+        description='metrics shown ("time" or apiprof Metric values)',
+    )
+    app.add_config_value(
+        "apiprof_warn_unprofiled",
+        True,
+        "env",
+        types=frozenset({bool}),
+        description="warn when a documented API has no profile",
+    )
+    app.add_config_value(
+        "apiprof_pages",
+        "referenced",
+        "html",
+        types=ENUM("referenced", "all", "none"),
+        description="which APIs get drill-down pages",
+    )
 
     app.add_node(nodes.apiprof_summary, **nodes.VISITORS)
     app.add_directive("apiprof", ApiprofDirective)

@@ -30,7 +30,9 @@ def documented_name(contentnode: addnodes.desc_content) -> tuple[str, str] | Non
     return None
 
 
-def annotate_description(app: Sphinx, domain: str, objtype: str, contentnode: addnodes.desc_content) -> None:
+def annotate_description(
+    app: Sphinx, domain: str, objtype: str, contentnode: addnodes.desc_content
+) -> None:
     """Insert the compact summary at the top of a Python object's description."""
     config = app.config
     if not config.apiprof_auto or domain != "py" or objtype not in config.apiprof_auto_kinds:

@@ -36,12 +36,18 @@ def parse_metrics(value: str | list[str], location: object) -> list[str]:
 class ApiprofDirective(SphinxDirective):
     required_arguments = 1
     has_content = False
-    option_spec = {"metrics": directives.unchanged, "compact": directives.flag, "full": directives.flag}
+    option_spec = {
+        "metrics": directives.unchanged,
+        "compact": directives.flag,
+        "full": directives.flag,
+    }
 
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0].strip()
         location = self.get_location()
-        metrics = parse_metrics(self.options.get("metrics") or self.config.apiprof_metrics, location)
+        metrics = parse_metrics(
+            self.options.get("metrics") or self.config.apiprof_metrics, location
+        )
         anchor = nodes.make_id(f"apiprof-{name}")
         if anchor in self.state.document.ids:
             anchor = ""

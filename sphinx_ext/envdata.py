@@ -33,7 +33,9 @@ def purge_doc(_app: Sphinx, env: BuildEnvironment, docname: str) -> None:
     _uses(env).pop(docname, None)
 
 
-def merge_info(_app: Sphinx, env: BuildEnvironment, docnames: Iterable[str], other: BuildEnvironment) -> None:
+def merge_info(
+    _app: Sphinx, env: BuildEnvironment, docnames: Iterable[str], other: BuildEnvironment
+) -> None:
     theirs = _uses(other)
     for docname in docnames:
         if docname in theirs:

@@ -20,7 +20,7 @@ from apiprof.sphinx_ext.views import view_summary
 logger = logging.getLogger(__name__)
 
 
-class apiprof_summary(nodes.General, nodes.Element):  # noqa: N801 - docutils node naming
+class apiprof_summary(nodes.General, nodes.Element):
     """Cost summary of one API (attributes: qualname, canonical, view, compact, anchor)."""
 
 
@@ -42,7 +42,9 @@ def make_summary(
     summary = profiles.lookup(name)
     canonical = summary.qualname if summary else name
     view = view_summary(canonical, summary, metrics, compact=compact)
-    node = apiprof_summary(qualname=name, canonical=canonical, view=view, compact=compact, anchor="")
+    node = apiprof_summary(
+        qualname=name, canonical=canonical, view=view, compact=compact, anchor=""
+    )
     text = view.compact_text if compact else view.full_text()
     node += nodes.paragraph(text, f"Cost: {text}" if compact else text, classes=["apiprof-text"])
     if view.profiled:
@@ -63,9 +65,13 @@ def visit_summary_html(translator, node: apiprof_summary) -> None:
     builder = translator.builder
     page_url = ""
     if node["view"].profiled and pages_names.pages_enabled(builder):
-        page_url = builder.get_relative_uri(builder.current_docname, pages_names.page_name(node["canonical"]))
+        page_url = builder.get_relative_uri(
+            builder.current_docname, pages_names.page_name(node["canonical"])
+        )
     translator.body.append(
-        render_summary(node["view"], compact=node["compact"], page_url=page_url, anchor=node["anchor"])
+        render_summary(
+            node["view"], compact=node["compact"], page_url=page_url, anchor=node["anchor"]
+        )
     )
     raise nodes.SkipNode
 
@@ -80,5 +86,5 @@ def depart_summary_text(_translator, _node: apiprof_summary) -> None:
 
 VISITORS = {
     "html": (visit_summary_html, None),
-    **{name: (visit_summary_text, depart_summary_text) for name in ("latex", "text", "man", "texinfo")},
+    **dict.fromkeys(("latex", "text", "man", "texinfo"), (visit_summary_text, depart_summary_text)),
 }

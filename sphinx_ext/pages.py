@@ -88,14 +88,26 @@ def collect_pages(app: Sphinx) -> Iterator[tuple[str, dict, str]]:
         if frame is None:
             frame = ""  # rendered through the theme from here on unless the frame below works
             if not app.config.html_baseurl:
-                yield pagename, {"title": FRAME_TITLE, "body": FRAME_BODY, "parents": _parents(app, pagename)}, "page.html"
+                yield (
+                    pagename,
+                    {"title": FRAME_TITLE, "body": FRAME_BODY, "parents": _parents(app, pagename)},
+                    "page.html",
+                )
                 frame = _read_frame(outfile, encoding)
         if frame:
             fill_frame(frame, title, body, outfile, encoding)
         else:  # also overwrites a frame page whose placeholders the theme did not keep
-            yield pagename, {"title": title, "body": body, "parents": _parents(app, pagename)}, "page.html"
+            yield (
+                pagename,
+                {"title": title, "body": body, "parents": _parents(app, pagename)},
+                "page.html",
+            )
     rows = [_index_row(app, summary, locations) for summary in apis.values()]
-    yield INDEX_PAGE, {"title": "API costs", "body": render("index_page.html", rows=rows), "parents": []}, "page.html"
+    yield (
+        INDEX_PAGE,
+        {"title": "API costs", "body": render("index_page.html", rows=rows), "parents": []},
+        "page.html",
+    )
 
 
 FRAME_TITLE = "apiprofframetitle"
@@ -131,7 +143,9 @@ def _index_row(app: Sphinx, summary: ApiSummary, locations: dict[str, tuple[str,
     hist = summary.time_histogram
     metric = summary.time_metric
     strip = (
-        svg.heat_strip_svg(hist.counts(), metric, title=f"{summary.qualname}: {metric.label}", width=120)
+        svg.heat_strip_svg(
+            hist.counts(), metric, title=f"{summary.qualname}: {metric.label}", width=120
+        )
         if hist
         else ""
     )
@@ -166,7 +180,11 @@ def render_api_page(
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
         return [
-            (name, app.builder.get_relative_uri(pagename, page_name(name)) if name in paged else "", count)
+            (
+                name,
+                app.builder.get_relative_uri(pagename, page_name(name)) if name in paged else "",
+                count,
+            )
             for name, count in pairs
         ]
 
@@ -174,7 +192,11 @@ def render_api_page(
         "api_page.html",
         summary=summary,
         view=view_summary(qualname, summary, []),
-        details=[detail_metric(qualname, m, summary.histograms[m]) for m in Metric if worth_showing(m, summary.histograms.get(m))],
+        details=[
+            detail_metric(qualname, m, summary.histograms[m])
+            for m in Metric
+            if worth_showing(m, summary.histograms.get(m))
+        ],
         scenarios=scenario_table(slices),
         growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),
         provenance=profiles.read(query.provenance, qualname) or [],
@@ -183,4 +205,3 @@ def render_api_page(
         doc_url=_doc_url(app, pagename, locations.get(qualname)),
         index_url=app.builder.get_relative_uri(pagename, INDEX_PAGE),
     )
-

@@ -33,6 +33,8 @@ def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
-def render_summary(view: SummaryView, *, compact: bool, page_url: str = "", anchor: str = "") -> str:
+def render_summary(
+    view: SummaryView, *, compact: bool, page_url: str = "", anchor: str = ""
+) -> str:
     """The block shown in an API's documentation (compact line or full card)."""
     return render("summary.html", view=view, compact=compact, page_url=page_url, anchor=anchor)

@@ -106,11 +106,19 @@ def _root(width: int, height: int, title: str, css_class: str) -> Element:
     return svg
 
 
-def _text(parent: Element, x: float, y: float, label: str, anchor: str = "start", size: int = 10) -> None:
+def _text(
+    parent: Element, x: float, y: float, label: str, anchor: str = "start", size: int = 10
+) -> None:
     node = _child(
         parent,
         "text",
-        {"x": _num(x), "y": _num(y), "font-size": str(size), "fill": "currentColor", "text-anchor": anchor},
+        {
+            "x": _num(x),
+            "y": _num(y),
+            "font-size": str(size),
+            "fill": "currentColor",
+            "text-anchor": anchor,
+        },
     )
     node.text = label
 
@@ -167,8 +175,14 @@ def histogram_svg(
     _child(
         svg,
         "line",
-        {"x1": "0", "y1": _num(top + plot_h + 0.5), "x2": str(width), "y2": _num(top + plot_h + 0.5),
-         "stroke": "currentColor", "stroke-opacity": "0.35"},
+        {
+            "x1": "0",
+            "y1": _num(top + plot_h + 0.5),
+            "x2": str(width),
+            "y2": _num(top + plot_h + 0.5),
+            "stroke": "currentColor",
+            "stroke-opacity": "0.35",
+        },
     )
     if not span:
         _text(svg, width / 2, top + plot_h / 2, "no samples", "middle")
@@ -203,8 +217,16 @@ def histogram_svg(
         _child(
             svg,
             "line",
-            {"class": "apiprof-marker", "x1": _num(x), "y1": str(top), "x2": _num(x), "y2": _num(top + plot_h),
-             "stroke": "currentColor", "stroke-dasharray": "3 2", "stroke-width": "1"},
+            {
+                "class": "apiprof-marker",
+                "x1": _num(x),
+                "y1": str(top),
+                "x2": _num(x),
+                "y2": _num(top + plot_h),
+                "stroke": "currentColor",
+                "stroke-dasharray": "3 2",
+                "stroke-width": "1",
+            },
         )
     low, _ = bucket_bounds(span[0])
     _, high = bucket_bounds(span[-1])
@@ -236,8 +258,16 @@ def heat_strip_svg(
     _child(
         svg,
         "rect",
-        {"x": "0.5", "y": "0.5", "width": str(width - 1), "height": str(height - 1), "rx": "2",
-         "fill": "none", "stroke": "currentColor", "stroke-opacity": "0.3"},
+        {
+            "x": "0.5",
+            "y": "0.5",
+            "width": str(width - 1),
+            "height": str(height - 1),
+            "rx": "2",
+            "fill": "none",
+            "stroke": "currentColor",
+            "stroke-opacity": "0.3",
+        },
     )
     if not span:
         return _to_string(svg)
@@ -286,10 +316,16 @@ def growth_svg(
     max_y = max(finite, default=1.0) * 1.08 or 1.0
 
     def to_xy(x: float, y: float) -> tuple[str, str]:
-        return _num(left + x / max_x * plot_w), _num(top + plot_h - max(0.0, min(y, max_y)) / max_y * plot_h)
+        return _num(left + x / max_x * plot_w), _num(
+            top + plot_h - max(0.0, min(y, max_y)) / max_y * plot_h
+        )
 
     axes = _child(svg, "g", {"stroke": "currentColor", "stroke-opacity": "0.35", "fill": "none"})
-    _child(axes, "polyline", {"points": f"{left},{top} {left},{top + plot_h} {left + plot_w},{top + plot_h}"})
+    _child(
+        axes,
+        "polyline",
+        {"points": f"{left},{top} {left},{top + plot_h} {left + plot_w},{top + plot_h}"},
+    )
     _text(svg, left - 4, top + 8, format_value(metric, max_y), "end")
     _text(svg, left - 4, top + plot_h, format_value(metric, 0), "end")
     _text(svg, left, height - 6, "0")
@@ -298,8 +334,13 @@ def growth_svg(
         _child(
             svg,
             "polyline",
-            {"class": "apiprof-fit", "fill": "none", "stroke": FIT_COLOUR, "stroke-width": "2",
-             "points": " ".join(",".join(to_xy(x, y)) for x, y in curve if math.isfinite(y))},
+            {
+                "class": "apiprof-fit",
+                "fill": "none",
+                "stroke": FIT_COLOUR,
+                "stroke-width": "2",
+                "points": " ".join(",".join(to_xy(x, y)) for x, y in curve if math.isfinite(y)),
+            },
         )
     dots = _child(svg, "g", {"class": "apiprof-points", "fill": "currentColor"})
     for x, y in points:

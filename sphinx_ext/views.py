@@ -75,7 +75,13 @@ class MetricView:
 
 
 def view_metric(
-    qualname: str, metric: Metric, hist: Histogram, *, histogram: bool = True, strip: bool = False, large: bool = False
+    qualname: str,
+    metric: Metric,
+    hist: Histogram,
+    *,
+    histogram: bool = True,
+    strip: bool = False,
+    large: bool = False,
 ) -> MetricView:
     median = hist.median
     p10, p90 = hist.percentile(10), hist.percentile(90)
@@ -92,7 +98,11 @@ def view_metric(
         p10=format_value(metric, p10),
         p90=format_value(metric, p90),
         samples=hist.count,
-        histogram_svg=Markup(svg.histogram_svg(counts, metric, title=title, marker=median, **size) if histogram else ""),
+        histogram_svg=Markup(
+            svg.histogram_svg(counts, metric, title=title, marker=median, **size)
+            if histogram
+            else ""
+        ),
         strip_svg=Markup(svg.heat_strip_svg(counts, metric, title=title) if strip else ""),
     )
 
@@ -128,7 +138,11 @@ class SummaryView:
         parts = [f"{m.label} ≈{m.median} (p10–p90 {m.p10} – {m.p90})" for m in self.metrics]
         if self.growth:
             parts.append(f"grows {self.growth}")
-        scenarios = f" from {self.scenarios} scenario{'s' if self.scenarios != 1 else ''}" if self.scenarios else ""
+        scenarios = (
+            f" from {self.scenarios} scenario{'s' if self.scenarios != 1 else ''}"
+            if self.scenarios
+            else ""
+        )
         parts.append(f"{self.samples} samples{scenarios}")
         return "Cost: " + " · ".join(parts) + "."
 
@@ -138,12 +152,15 @@ def view_summary(
 ) -> SummaryView:
     """The summary block's values; ``compact`` draws one heat strip, full draws a histogram per metric."""
     if summary is None or not summary.profiled:
-        return SummaryView(qualname, False, unprofiled_reason(summary), "not profiled", "", 0, 0, ())
+        return SummaryView(
+            qualname, False, unprofiled_reason(summary), "not profiled", "", 0, 0, ()
+        )
     found = [f for name in metric_names if (f := pick_histogram(summary, name))]
     if compact:
         found = found[:1]
     metrics = tuple(
-        view_metric(summary.qualname, metric, hist, histogram=not compact, strip=compact) for metric, hist in found
+        view_metric(summary.qualname, metric, hist, histogram=not compact, strip=compact)
+        for metric, hist in found
     )
     return SummaryView(
         qualname=summary.qualname,
@@ -227,7 +244,9 @@ class ScenarioTable:
 def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. A time
     heat strip closes each row when there are several rows to compare."""
-    metrics = [m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)]
+    metrics = [
+        m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
+    ]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
@@ -247,7 +266,12 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
                 0 if scenario_id in seen else spans[scenario_id],
                 tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
                 Markup(
-                    svg.heat_strip_svg(timed.histogram.counts(), time_metric, title=f"{scenario_id} {time_metric.label}", width=120)
+                    svg.heat_strip_svg(
+                        timed.histogram.counts(),
+                        time_metric,
+                        title=f"{scenario_id} {time_metric.label}",
+                        width=120,
+                    )
                     if strips and timed and timed.histogram
                     else ""
                 ),
@@ -262,7 +286,8 @@ def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
         return ScenarioCell("", "")
     hist = piece.histogram
     return ScenarioCell(
-        format_value(metric, hist.median), f"p90 {format_value(metric, hist.percentile(90))} · {hist.count} samples"
+        format_value(metric, hist.median),
+        f"p90 {format_value(metric, hist.percentile(90))} · {hist.count} samples",
     )
 
 
@@ -284,11 +309,15 @@ def growth_formula(row: GrowthRow) -> str:
         return f"≈ {a}"
     if row.growth_class == "O(2^n)":
         return f"≈ {a} · e^({b:.3g}·{n})"
-    term = {"O(log n)": f"ln {n}", "O(n)": n, "O(n log n)": f"{n}·ln {n}", "O(n^2)": f"{n}²"}[row.growth_class]
+    term = {"O(log n)": f"ln {n}", "O(n)": n, "O(n log n)": f"{n}·ln {n}", "O(n^2)": f"{n}²"}[
+        row.growth_class
+    ]
     return f"≈ {a} + {per_unit} · {term}"
 
 
-def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]) -> list[GrowthView]:
+def view_growth(
+    qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
+) -> list[GrowthView]:
     """One chart per fit (in ``rows`` order): median cost at each measured size (what the fit uses)
     with the fitted curve over it."""
     out = []
@@ -296,9 +325,14 @@ def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice
         points = sorted(
             (float(s.size), s.histogram.median)
             for s in slices
-            if s.scenario_id == row.scenario_id and s.metric == row.metric and s.size != NO_SIZE and s.histogram
+            if s.scenario_id == row.scenario_id
+            and s.metric == row.metric
+            and s.size != NO_SIZE
+            and s.histogram
         )
-        fit = GrowthFit(row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points)
+        fit = GrowthFit(
+            row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
+        )
         title = f"{qualname}: {row.metric.label} by {row.size_axis or 'n'} in {row.scenario_id}, fitted {row.growth_class}"
         out.append(
             GrowthView(
@@ -308,7 +342,9 @@ def view_growth(qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice
                 formula=growth_formula(row),
                 quality=f"±{row.rel_error:.0%} over {row.points} sizes, R² {row.r2:.2f}",
                 chart_svg=Markup(
-                    svg.growth_svg(points, fit, row.metric, title=title, size_axis=row.size_axis or "n")
+                    svg.growth_svg(
+                        points, fit, row.metric, title=title, size_axis=row.size_axis or "n"
+                    )
                 ),
             )
         )

@@ -25,7 +25,11 @@ def no_leaked_profiling_state():
     tools_before = _monitoring_tools()
     yield
     assert sys.getprofile() is None, "a test left a profile hook installed"
-    assert sys.gettrace() is None or "coverage" in repr(sys.gettrace()) or "pydevd" in repr(sys.gettrace())
+    assert (
+        sys.gettrace() is None
+        or "coverage" in repr(sys.gettrace())
+        or "pydevd" in repr(sys.gettrace())
+    )
     assert _monitoring_tools() == tools_before, "a test left a sys.monitoring tool registered"
     leftover = [p for p in multiprocessing.active_children() if p.is_alive()]
     assert not leftover, f"a test left worker processes running: {leftover}"

@@ -29,7 +29,12 @@ def test_event_list_pairs_calls_and_reproduces_the_example():
 
 def test_own_exit_probe_is_excluded_but_nested_ones_count():
     assert active_time(0, 100, [ProbeEvent(0, "enter"), ProbeEvent(100, "exit")], OVERHEAD) == 97
-    nested = [ProbeEvent(0, "enter"), ProbeEvent(10, "enter"), ProbeEvent(20, "exit"), ProbeEvent(100, "exit")]
+    nested = [
+        ProbeEvent(0, "enter"),
+        ProbeEvent(10, "enter"),
+        ProbeEvent(20, "exit"),
+        ProbeEvent(100, "exit"),
+    ]
     assert active_time(0, 100, nested, OVERHEAD) == 100 - 3 - 3 - 2
 
 
@@ -38,8 +43,12 @@ def test_noise_never_yields_negative_time():
 
 
 def test_unknown_kinds_cost_nothing_and_unmatched_events_are_dropped():
-    events = [ProbeEvent(5, "exit", CLOSES, "X"), ProbeEvent(10, "enter", OPENS, "Y"), ProbeEvent(30, "exit", CLOSES, "Y"),
-              ProbeEvent(40, "enter", OPENS, "Z")]
+    events = [
+        ProbeEvent(5, "exit", CLOSES, "X"),
+        ProbeEvent(10, "enter", OPENS, "Y"),
+        ProbeEvent(30, "exit", CLOSES, "Y"),
+        ProbeEvent(40, "enter", OPENS, "Z"),
+    ]
     assert [(c.name, c.active) for c in active_times(events, {"exit": 1})] == [("Y", 20)]
 
 
@@ -85,7 +94,10 @@ def test_live_reference_replaces_calibrated_inside_overhead():
         ref_in += [start if sampled else -1, start + 5]
         ref_out += [start + 5 + (70 if sampled else 40), start + 300 if sampled else -1]
     log = PassLog([], [], [], runs=1, reference=(ref_in, ref_out))
-    wall, cpu = pass_overheads(log, {"enter": 100, "exit": 400, "enter+cpu": 200, "exit+cpu": 1800},
-                               {"enter+cpu": 900, "exit+cpu": 1000})
+    wall, cpu = pass_overheads(
+        log,
+        {"enter": 100, "exit": 400, "enter+cpu": 200, "exit+cpu": 1800},
+        {"enter+cpu": 900, "exit+cpu": 1000},
+    )
     assert wall == {"enter": 40, "exit": 460, "enter+cpu": 70, "exit+cpu": 1930}
     assert cpu == {"enter+cpu": 300, "exit+cpu": 1600}

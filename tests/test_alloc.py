@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import sys
 
+import groundtruth_pkg as gt
 import pytest
 
-import groundtruth_pkg as gt  # noqa: E402
-
-from apiprof.engine import alloc  # noqa: E402
-from apiprof.engine.alloc import TracemallocCounter, run_allocation_pass  # noqa: E402
-from apiprof.engine.probes import HAS_MONITORING, normalize_callable  # noqa: E402
+from apiprof.engine import alloc
+from apiprof.engine.alloc import TracemallocCounter, run_allocation_pass
+from apiprof.engine.probes import HAS_MONITORING, normalize_callable
 
 HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
 # 3.11's sys.setprofile materialises a frame object per Python call before the hook can pause
 # the counter; those bytes land on the caller (documented in engine/alloc.py).
 SLACK = 256 if sys.version_info >= (3, 12) else 640
 
-needs_extension = pytest.mark.skipif(alloc._alloccount is None, reason="apiprof.engine._alloccount not built")
+needs_extension = pytest.mark.skipif(
+    alloc._alloccount is None, reason="apiprof.engine._alloccount not built"
+)
 
 
 def code(f):
@@ -51,13 +52,16 @@ def test_counter_counts_requested_bytes_and_pauses():
 
 @needs_extension
 def test_parent_and_child_attribution():
-    res = run_allocation_pass(gt.parent_alloc, [code(gt.parent_alloc), code(gt.child_alloc)], repeat=5)
+    res = run_allocation_pass(
+        gt.parent_alloc, [code(gt.parent_alloc), code(gt.child_alloc)], repeat=5
+    )
     parent_in, parent_ex = res.incl[code(gt.parent_alloc)], res.excl[code(gt.parent_alloc)]
     child_in, child_ex = res.incl[code(gt.child_alloc)], res.excl[code(gt.child_alloc)]
     own, child = gt.PARENT_BYTES + HEADER, gt.CHILD_BYTES + HEADER
     assert res.runs == 5 and parent_in.count == 5 and child_in.count == 5
     assert own + child <= parent_in.percentile(50) <= own + child + SLACK
-    assert own <= parent_ex.percentile(50) <= own + SLACK  # C callees (bytearray, len) stay with the caller
+    # C callees (bytearray, len) stay with the caller
+    assert own <= parent_ex.percentile(50) <= own + SLACK
     assert child <= child_in.mean <= child + SLACK
     assert child_ex.mean == child_in.mean  # no Python callees
     assert res.shares_stack(code(gt.parent_alloc), code(gt.child_alloc))
@@ -69,6 +73,7 @@ def test_generator_activations_and_method_calls():
         list(gt.countdown(3))
         c = gt.Counter(2)
         c.bump()
+
     targets = [code(gt.countdown), code(gt.Counter.bump), gt.Counter]
     res = run_allocation_pass(scenario, targets, repeat=2)
     per_item = sorted(res.incl[code(gt.countdown)].buckets)  # 300/200/100-byte items + final step
@@ -106,9 +111,12 @@ def test_call_graph_costack_and_c_functions():
 
 
 def test_tracemalloc_fallback_reports_net_bytes():
-    res = run_allocation_pass(gt.child_alloc, [code(gt.child_alloc)], repeat=3, counter=TracemallocCounter())
+    res = run_allocation_pass(
+        gt.child_alloc, [code(gt.child_alloc)], repeat=3, counter=TracemallocCounter()
+    )
     assert res.mechanism == "tracemalloc (net)"
-    assert gt.CHILD_BYTES <= res.incl[code(gt.child_alloc)].percentile(50) <= gt.CHILD_BYTES + 2048  # includes the hook's own lists
+    # includes the hook's own lists
+    assert gt.CHILD_BYTES <= res.incl[code(gt.child_alloc)].percentile(50) <= gt.CHILD_BYTES + 2048
 
 
 def test_exceptions_propagate_and_hooks_are_removed():

@@ -29,11 +29,24 @@ def command(name: str) -> list[str]:
     script = BIN / name
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", f"import sys; from apiprof.cli import {'scan_main' if name == 'apiprof-scan' else 'main'} as m; sys.exit(m())"]
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; from apiprof.cli import {'scan_main' if name == 'apiprof-scan' else 'main'} as m; sys.exit(m())",
+    ]
 
 
-def run(name: str, *args: str, cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([*command(name), *map(str, args)], capture_output=True, text=True, env=cli_env(), cwd=cwd, timeout=timeout)
+def run(
+    name: str, *args: str, cwd: Path | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*command(name), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +55,17 @@ def scanned(tmp_path_factory):
     home = tmp_path_factory.mktemp("cli")
     db, summary = home / "tiny.db", home / "summary.json"
     scenarios = FIXTURES / "tiny_pkg" / "scenarios.toml"
-    out = run("apiprof-scan", "tiny_pkg", "--db", db, "--scenarios", scenarios, "--summary-json", summary, *FAST)
+    out = run(
+        "apiprof-scan",
+        "tiny_pkg",
+        "--db",
+        db,
+        "--scenarios",
+        scenarios,
+        "--summary-json",
+        summary,
+        *FAST,
+    )
     assert out.returncode == 0, out.stderr
     return home, db, json.loads(summary.read_text())
 
@@ -52,8 +75,12 @@ def test_scan_writes_the_documented_summary_json(scanned):
     [package] = summary["packages"]
     assert package["package"] == "tiny_pkg" and package["status"] == "finished"
     assert package["discovered"] == package["profiled"] >= 7
-    assert package["not_profiled"] == [] and package["coverage"] == {"profiled": package["profiled"]}
-    assert package["most_expensive"] and {"qualname", "time_median_ns", "growth"} <= set(package["most_expensive"][0])
+    assert package["not_profiled"] == [] and package["coverage"] == {
+        "profiled": package["profiled"]
+    }
+    assert package["most_expensive"] and {"qualname", "time_median_ns", "growth"} <= set(
+        package["most_expensive"][0]
+    )
 
 
 def test_show_prints_summary_histograms_scenarios_and_growth(scanned):
@@ -62,7 +89,11 @@ def test_show_prints_summary_histograms_scenarios_and_growth(scanned):
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert text.startswith("tiny_pkg.sort_numbers(")
-    assert "CPU time (sampled calls): median" in text and "allocated (inclusive)" in text and "█" in text
+    assert (
+        "CPU time (sampled calls): median" in text
+        and "allocated (inclusive)" in text
+        and "█" in text
+    )
     assert "file:scenarios.toml#sort-reversed [file] sizes 10, 100, 1000" in text
     assert "growth:" in text
 
@@ -105,9 +136,22 @@ def test_merge_adds_two_databases(scanned, tmp_path):
 def test_help_documents_every_option():
     out = run("apiprof-scan", "--help")
     assert out.returncode == 0
-    for option in ("--db", "--scenarios", "--no-docstrings", "--no-synth", "--sizes", "--jobs", "--timeout",
-                   "--scenario-timeout", "--memory-mb", "--no-sandbox-guard", "--resume", "--summary-json",
-                   "--quiet", "wall time"):  # fmt: skip
+    for option in (
+        "--db",
+        "--scenarios",
+        "--no-docstrings",
+        "--no-synth",
+        "--sizes",
+        "--jobs",
+        "--timeout",
+        "--scenario-timeout",
+        "--memory-mb",
+        "--no-sandbox-guard",
+        "--resume",
+        "--summary-json",
+        "--quiet",
+        "wall time",
+    ):
         assert option in out.stdout, option
     assert "--tests PATH" in out.stdout and "--tests-timeout" in out.stdout
     show = run("apiprof", "show", "--help")
@@ -118,13 +162,19 @@ def test_help_documents_every_option():
     ("args", "code", "message"),
     [
         (["apiprof-scan", "no_such_package_xyz"], 2, "no package named 'no_such_package_xyz'"),
-        (["apiprof-scan", "tiny_pkg", "--scenarios", FIXTURES / "bad_scenarios.toml"], 2, "bad_scenarios.toml:7: unknown key `size`"),
+        (
+            ["apiprof-scan", "tiny_pkg", "--scenarios", FIXTURES / "bad_scenarios.toml"],
+            2,
+            "bad_scenarios.toml:7: unknown key `size`",
+        ),
         (["apiprof", "show", "tiny_pkg.nothing", "--db", "missing.db"], 3, "no such database"),
         (["apiprof-scan", "tiny_pkg", "--jobs", "0"], 2, "must be at least 1"),
     ],
 )
 def test_errors_are_one_line_with_an_exit_code(tmp_path, args, code, message):
-    out = run(*args, *(["--db", tmp_path / "x.db"] if args[0] == "apiprof-scan" else []), cwd=tmp_path)
+    out = run(
+        *args, *(["--db", tmp_path / "x.db"] if args[0] == "apiprof-scan" else []), cwd=tmp_path
+    )
     assert out.returncode == code, out.stderr
     assert message in out.stderr
     assert "Traceback" not in out.stderr
@@ -133,28 +183,53 @@ def test_errors_are_one_line_with_an_exit_code(tmp_path, args, code, message):
 def test_foreign_database_is_refused(tmp_path):
     foreign = tmp_path / "notes.db"
     sqlite3.connect(foreign).execute("CREATE TABLE notes (x)").connection.commit()
-    for args in (["apiprof-scan", "tiny_pkg", "--db", foreign], ["apiprof", "show", "x", "--db", foreign]):
+    for args in (
+        ["apiprof-scan", "tiny_pkg", "--db", foreign],
+        ["apiprof", "show", "x", "--db", foreign],
+    ):
         out = run(*args)
-        assert out.returncode == 3 and "not written by apiprof" in out.stderr and "Traceback" not in out.stderr
+        assert (
+            out.returncode == 3
+            and "not written by apiprof" in out.stderr
+            and "Traceback" not in out.stderr
+        )
 
 
 def test_a_killed_scan_resumes_where_it_stopped(tmp_path):
     db = tmp_path / "killed.db"
-    slow = ["--scenarios", FIXTURES / "tiny_pkg" / "slow_scenarios.toml", *FAST]  # its last entry point pauses
-    proc = subprocess.Popen([*command("apiprof-scan"), "tiny_pkg", "--db", str(db), *map(str, slow)], env=cli_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    slow = [
+        "--scenarios",
+        FIXTURES / "tiny_pkg" / "slow_scenarios.toml",
+        *FAST,
+    ]  # its last entry point pauses
+    proc = subprocess.Popen(
+        [*command("apiprof-scan"), "tiny_pkg", "--db", str(db), *map(str, slow)],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     done = 0
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and done < 1:
             time.sleep(0.2)
             try:
-                done = sqlite3.connect(db, timeout=5).execute("SELECT COUNT(*) FROM coverage").fetchone()[0]
+                done = (
+                    sqlite3.connect(db, timeout=5)
+                    .execute("SELECT COUNT(*) FROM coverage")
+                    .fetchone()[0]
+                )
             except sqlite3.OperationalError:
                 done = 0  # not created yet
-        assert proc.poll() is None, "the scan finished before it could be killed; the test needs a slower scan"
-        alive = run("apiprof-scan", "tiny_pkg", "--db", db, "--resume", *FAST)  # while the scan still runs
-        assert alive.returncode == 2 and f"is still running (process {proc.pid} on this host)" in alive.stderr
+        assert proc.poll() is None, (
+            "the scan finished before it could be killed; the test needs a slower scan"
+        )
+        # while the scan still runs
+        alive = run("apiprof-scan", "tiny_pkg", "--db", db, "--resume", *FAST)
+        assert (
+            alive.returncode == 2
+            and f"is still running (process {proc.pid} on this host)" in alive.stderr
+        )
         assert f"kill {proc.pid}" in alive.stderr and "Traceback" not in alive.stderr
         assert proc.poll() is None, "the refused --resume must leave the running scan alone"
     finally:
@@ -163,11 +238,22 @@ def test_a_killed_scan_resumes_where_it_stopped(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT status FROM scans").fetchall() == [("running",)]
     conn.close()
-    out = run("apiprof-scan", "tiny_pkg", "--db", db, "--resume", "--summary-json", tmp_path / "s.json", *FAST)
+    out = run(
+        "apiprof-scan",
+        "tiny_pkg",
+        "--db",
+        db,
+        "--resume",
+        "--summary-json",
+        tmp_path / "s.json",
+        *FAST,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads((tmp_path / "s.json").read_text())["packages"][0]
     assert summary["profiled"] == summary["discovered"]
-    assert summary["resumed_skipped"] >= 1, "entry points stored before the kill are not scanned again"
+    assert summary["resumed_skipped"] >= 1, (
+        "entry points stored before the kill are not scanned again"
+    )
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT status FROM scans").fetchall() == [("finished",)]
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -176,7 +262,16 @@ def test_a_killed_scan_resumes_where_it_stopped(tmp_path):
 
 def test_scenarios_init_writes_a_scaffold(tmp_path):
     target = tmp_path / "tiny.toml"
-    out = run("apiprof", "scenarios", "init", "tiny_pkg", "-o", target, "--scenarios", FIXTURES / "tiny_pkg" / "scenarios.toml")
+    out = run(
+        "apiprof",
+        "scenarios",
+        "init",
+        "tiny_pkg",
+        "-o",
+        target,
+        "--scenarios",
+        FIXTURES / "tiny_pkg" / "scenarios.toml",
+    )
     assert out.returncode == 0, out.stderr
     assert target.exists() and "format = 1" in target.read_text()
     again = run("apiprof", "scenarios", "init", "tiny_pkg", "-o", target)

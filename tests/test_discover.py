@@ -30,7 +30,11 @@ def test_reexports_get_the_shortest_public_name_and_the_others_as_aliases(found)
     assert entries["discover_pkg.area"].module == "discover_pkg"
     assert entries["discover_pkg.sub.helper"].aliases == ("discover_pkg.sub.impl.helper",)
     assert entries["discover_pkg.Shape.perimeter"].aliases == ("discover_pkg.core.Shape.perimeter",)
-    for alias in ("discover_pkg.core.area", "discover_pkg.sub.impl.helper", "discover_pkg.core.Shape"):
+    for alias in (
+        "discover_pkg.core.area",
+        "discover_pkg.sub.impl.helper",
+        "discover_pkg.core.Shape",
+    ):
         assert alias not in entries
         assert found.entry(alias) is not None  # still findable by alias
 
@@ -57,10 +61,17 @@ def test_private_names_modules_and_test_suites_are_skipped(found):
 
 def test_classes_and_their_member_kinds(found):
     entries = by_name(found)
-    kinds = {name: entries[f"discover_pkg.Shape{name}"].kind
-             for name in ("", ".perimeter", ".square", ".unit", ".angle_sum")}
-    assert kinds == {"": EntryKind.CLASS, ".perimeter": EntryKind.METHOD, ".square": EntryKind.CLASSMETHOD,
-                     ".unit": EntryKind.STATICMETHOD, ".angle_sum": EntryKind.PROPERTY}
+    kinds = {
+        name: entries[f"discover_pkg.Shape{name}"].kind
+        for name in ("", ".perimeter", ".square", ".unit", ".angle_sum")
+    }
+    assert kinds == {
+        "": EntryKind.CLASS,
+        ".perimeter": EntryKind.METHOD,
+        ".square": EntryKind.CLASSMETHOD,
+        ".unit": EntryKind.STATICMETHOD,
+        ".angle_sum": EntryKind.PROPERTY,
+    }
     # a public method inherited from a private base class is public on the subclass
     assert entries["discover_pkg.Counter.total"].kind is EntryKind.METHOD
 
@@ -77,7 +88,8 @@ def test_signatures_are_as_a_caller_writes_them(found):
 
 def test_a_module_that_fails_to_import_is_recorded_not_fatal(found):
     assert found.import_failures == {
-        "discover_pkg.broken": "ImportError: optional dependency 'frobnicate' is missing"}
+        "discover_pkg.broken": "ImportError: optional dependency 'frobnicate' is missing"
+    }
     assert "discover_pkg.sub.helper" in by_name(found)  # modules after it were still walked
 
 
@@ -97,7 +109,9 @@ def test_stdlib_json_uses_package_level_names_and_counts_c_functions():
     assert entries["json.dumps"].kind is EntryKind.FUNCTION
     assert "json.encoder.JSONEncoder.encode" not in entries and "json.JSONEncoder.encode" in entries
     builtin = entries["json.encoder.encode_basestring"]
-    assert builtin.kind is EntryKind.BUILTIN and "json.encoder.c_encode_basestring" in builtin.aliases
+    assert (
+        builtin.kind is EntryKind.BUILTIN and "json.encoder.c_encode_basestring" in builtin.aliases
+    )
 
 
 def test_resolve_object_imports_modules_and_walks_attributes():

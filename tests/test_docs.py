@@ -17,10 +17,16 @@ README = DOCS.parent / "README.md"
 
 @pytest.fixture(scope="module")
 def docs_text() -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*")) if p.suffix in (".rst", ".md"))
+    return "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in sorted(DOCS.rglob("*"))
+        if p.suffix in (".rst", ".md")
+    )
 
 
-def _subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+def _subcommands(
+    parser: argparse.ArgumentParser, prefix: str = ""
+) -> dict[str, argparse.ArgumentParser]:
     found = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -49,7 +55,9 @@ def test_every_command_is_documented(docs_text):
 
 def test_every_option_is_documented(docs_text):
     parsers = [build_scan_parser(), *_subcommands(build_parser()).values()]
-    missing = sorted({opt for parser in parsers for opt in _options(parser) if opt not in docs_text})
+    missing = sorted(
+        {opt for parser in parsers for opt in _options(parser) if opt not in docs_text}
+    )
     assert not missing, f"options missing from docs/: {missing}"
 
 
@@ -60,7 +68,9 @@ def test_every_sphinx_config_value_is_documented(docs_text):
 
     class Recorder:
         def __getattr__(self, name):
-            return lambda *args, **kwargs: registered.append((name, args)) if name == "add_config_value" else None
+            return lambda *args, **kwargs: (
+                registered.append((name, args)) if name == "add_config_value" else None
+            )
 
     from apiprof import sphinx_ext
 

@@ -61,8 +61,13 @@ def test_skip_markers_and_expected_tracebacks_are_left_out():
 
 @pytest.mark.parametrize(
     ("code", "reason"),
-    [("open('f').read()", "uses open"), ("import subprocess", "uses subprocess"),
-     ("from os.path import join", "uses os"), ("eval('1')", "uses eval"), ("sorted([3, 1])", "")],
+    [
+        ("open('f').read()", "uses open"),
+        ("import subprocess", "uses subprocess"),
+        ("from os.path import join", "uses os"),
+        ("eval('1')", "uses eval"),
+        ("sorted([3, 1])", ""),
+    ],
 )
 def test_obvious_io_is_detected(code, reason):
     found = does_io(ast.parse(code))
@@ -71,29 +76,45 @@ def test_obvious_io_is_detected(code, reason):
 
 def test_later_blocks_see_what_earlier_blocks_defined(public):
     entries, objects, identities = public
-    specs, reason = docstring_scenarios(entries["discover_pkg.Counter"], objects["discover_pkg.Counter"], identities)
+    specs, reason = docstring_scenarios(
+        entries["discover_pkg.Counter"], objects["discover_pkg.Counter"], identities
+    )
     assert reason == ""
-    assert [spec.id for spec in specs] == ["doc:discover_pkg.Counter#1", "doc:discover_pkg.Counter#2"]
+    assert [spec.id for spec in specs] == [
+        "doc:discover_pkg.Counter#1",
+        "doc:discover_pkg.Counter#2",
+    ]
     assert all(spec.source is ScenarioSource.DOCSTRING and spec.size_axis == "" for spec in specs)
     assert "c = Counter()" in specs[1].setup  # block 1 runs, unmeasured, before block 2
     assert compile_scenario(specs[1], None)() == 2
-    assert specs[1].targets == ("discover_pkg.Counter", "discover_pkg.Counter.add", "discover_pkg.Counter.total")
+    assert specs[1].targets == (
+        "discover_pkg.Counter",
+        "discover_pkg.Counter.add",
+        "discover_pkg.Counter.total",
+    )
 
 
 def test_targets_are_the_public_apis_the_example_names(public):
     entries, objects, identities = public
-    (spec,) = docstring_scenarios(entries["discover_pkg.scale"], objects["discover_pkg.scale"], identities)[0]
+    (spec,) = docstring_scenarios(
+        entries["discover_pkg.scale"], objects["discover_pkg.scale"], identities
+    )[0]
     assert spec.targets == ("discover_pkg.scale", "discover_pkg.area")
     namespace = {"discover_pkg": __import__("discover_pkg")}
-    found = find_targets("import discover_pkg.sub\ndiscover_pkg.sub.helper({})\ndiscover_pkg.Shape.unit()",
-                         namespace, identities, "discover_pkg.scale")
+    found = find_targets(
+        "import discover_pkg.sub\ndiscover_pkg.sub.helper({})\ndiscover_pkg.Shape.unit()",
+        namespace,
+        identities,
+        "discover_pkg.scale",
+    )
     assert found == ["discover_pkg.scale", "discover_pkg.sub.helper", "discover_pkg.Shape.unit"]
 
 
 def test_io_examples_are_reported_not_run(public):
     entries, objects, identities = public
-    specs, reason = docstring_scenarios(entries["discover_pkg.read_config"], objects["discover_pkg.read_config"],
-                                        identities)
+    specs, reason = docstring_scenarios(
+        entries["discover_pkg.read_config"], objects["discover_pkg.read_config"], identities
+    )
     assert specs == [] and reason == "example 1: does I/O or runs code dynamically (uses open)"
 
 

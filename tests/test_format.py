@@ -6,18 +6,34 @@ import pytest
 
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import Metric
-from apiprof.format import cost_hint, format_bucket_range, format_bytes, format_ns, sparkline, text_histogram
+from apiprof.format import (
+    cost_hint,
+    format_bucket_range,
+    format_bytes,
+    format_ns,
+    sparkline,
+    text_histogram,
+)
 
 
 @pytest.mark.parametrize(
     ("ns", "text"),
-    [(0, "0 ns"), (87, "87 ns"), (3200, "3.2 µs"), (45_600, "45.6 µs"), (123_000_000, "123 ms"), (2.5e9, "2.5 s")],
+    [
+        (0, "0 ns"),
+        (87, "87 ns"),
+        (3200, "3.2 µs"),
+        (45_600, "45.6 µs"),
+        (123_000_000, "123 ms"),
+        (2.5e9, "2.5 s"),
+    ],
 )
 def test_format_ns(ns, text):
     assert format_ns(ns) == text
 
 
-@pytest.mark.parametrize(("n", "text"), [(0, "0 B"), (1000, "1000 B"), (1126, "1.1 KiB"), (3 * 2**20, "3.0 MiB")])
+@pytest.mark.parametrize(
+    ("n", "text"), [(0, "0 B"), (1000, "1000 B"), (1126, "1.1 KiB"), (3 * 2**20, "3.0 MiB")]
+)
 def test_format_bytes(n, text):
     assert format_bytes(n) == text
 

@@ -8,7 +8,14 @@ import statistics
 
 import pytest
 
-from apiprof.engine.histogram import ZERO_BUCKET, Bucket, Histogram, bucket_bounds, bucket_index, merge_all
+from apiprof.engine.histogram import (
+    ZERO_BUCKET,
+    Bucket,
+    Histogram,
+    bucket_bounds,
+    bucket_index,
+    merge_all,
+)
 
 # SPEC.md §1 worked example: bytes allocated per call of A, B, C for j = 1..3.
 ALLOCATIONS = {"A": [3, 7, 22], "B": [107, 120, 115], "C": [819, 1560, 1800]}
@@ -42,7 +49,18 @@ def test_table_2_timing_buckets_from_raw_cycle_counts():
 
 @pytest.mark.parametrize(
     ("value", "index"),
-    [(0, ZERO_BUCKET), (0.4, ZERO_BUCKET), (1, 0), (2, 1), (3, 1), (4, 2), (1023, 9), (1024, 10), (2**40, 40), (3.9, 1)],
+    [
+        (0, ZERO_BUCKET),
+        (0.4, ZERO_BUCKET),
+        (1, 0),
+        (2, 1),
+        (3, 1),
+        (4, 2),
+        (1023, 9),
+        (1024, 10),
+        (2**40, 40),
+        (3.9, 1),
+    ],
 )
 def test_bucket_index_is_position_of_most_significant_bit(value, index):
     assert bucket_index(value) == index

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
-
 import groundtruth_pkg as gt
+import pytest
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
@@ -21,7 +20,9 @@ from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
 from apiprof.lsp_server.render import describe
 
-pytestmark = pytest.mark.skipif(iocount.open_io_counter() is None, reason="no per-thread I/O counters (not Linux)")
+pytestmark = pytest.mark.skipif(
+    iocount.open_io_counter() is None, reason="no per-thread I/O counters (not Linux)"
+)
 
 NAMES = ("copy_file", "read_file", "write_file", "leaf")
 
@@ -88,7 +89,9 @@ def test_io_rows_are_shown_only_where_bytes_moved(io_report, tmp_path):
         for name in ("gt.read_file", "gt.leaf"):
             add_histograms(db, name, {m: h for (q, m), h in io_report.items() if q == name})
         reader = describe(query.summary(db, "gt.read_file"), ServerConfig())
-        assert f"| I/O read | {gt.IO_BYTES / 1024:.1f} KiB |" in reader and "I/O written" not in reader
+        assert (
+            f"| I/O read | {gt.IO_BYTES / 1024:.1f} KiB |" in reader and "I/O written" not in reader
+        )
         assert "I/O" not in describe(query.summary(db, "gt.leaf"), ServerConfig())
     finally:
         db.conn.close()
@@ -108,8 +111,12 @@ def test_show_prints_io_only_for_the_api_that_does_it(io_report, tmp_path):
     def show(name):
         return subprocess.run(
             [sys.executable, "-m", "apiprof.cli", "show", name, "--db", str(path)],
-            check=True, capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "100"},
-        ).stdout  # fmt: skip
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "100"},
+        ).stdout
 
     assert "I/O written: median 4.9 KiB" in show("gt.write_file")
     assert "I/O" not in show("gt.leaf")
@@ -118,10 +125,13 @@ def test_show_prints_io_only_for_the_api_that_does_it(io_report, tmp_path):
 def test_often_called_targets_are_sampled_not_skipped():
     result = alloc.run_allocation_pass(gt.mid, [gt.mid.__code__, gt.leaf.__code__], repeat=3)
     leaf_io = result.io_read[gt.leaf.__code__]
-    expected = 3 * (alloc.IO_FULL_CALLS + (gt.LEAF_CALLS - alloc.IO_FULL_CALLS) / alloc.IO_SAMPLE_EVERY)
+    expected = 3 * (
+        alloc.IO_FULL_CALLS + (gt.LEAF_CALLS - alloc.IO_FULL_CALLS) / alloc.IO_SAMPLE_EVERY
+    )
     assert 0.6 * expected < leaf_io.count < 1.5 * expected  # ≈278 of 3000 calls
     mid_io = result.io_read[gt.mid.__code__]
-    assert mid_io.count == 3 and mid_io.total == 0 and leaf_io.total == 0  # ≈93 nested counter reads each, excluded
+    # ≈93 nested counter reads each, excluded
+    assert mid_io.count == 3 and mid_io.total == 0 and leaf_io.total == 0
     assert result.calls[gt.leaf.__code__] == 3 * gt.LEAF_CALLS  # sampling touches I/O figures only
 
 
@@ -134,10 +144,18 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     from apiprof.engine.scenarios import load_scenario_file
     from apiprof.engine.worker import Worker, load_engine
 
-    [spec] = [s for s in load_scenario_file(BUNDLED_SCENARIOS / "json.toml") if s.id.endswith("#load-from-file")]
+    [spec] = [
+        s
+        for s in load_scenario_file(BUNDLED_SCENARIOS / "json.toml")
+        if s.id.endswith("#load-from-file")
+    ]
     monkeypatch.chdir(tmp_path)
     worker = Worker(None, 512, load_engine(), emit=lambda message: None)
-    measured = [m for size in spec.sizes for m in worker.profile_size(spec, size, {"repeat": 3})["measurements"]]
+    measured = [
+        m
+        for size in spec.sizes
+        for m in worker.profile_size(spec, size, {"repeat": 3})["measurements"]
+    ]
     reads = {}
     for m in map(wire.measurement_from_json, measured):
         if m.qualname == "json.load" and m.metric is Metric.IO_READ:
@@ -147,7 +165,9 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     for n, hist in reads.items():
         expected = 2 + sum(len(json_text) - 1 + len(str(i)) for i in range(n)) + 2 * (n - 1)
         assert hist.count == 3 and hist.total == 3 * expected, n
-    assert fit_growth(sorted(reads), [reads[n].median for n in sorted(reads)]).growth_class == "O(n)"
+    assert (
+        fit_growth(sorted(reads), [reads[n].median for n in sorted(reads)]).growth_class == "O(n)"
+    )
 
 
 def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(tmp_path):
@@ -169,4 +189,5 @@ def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(
     result = alloc.run_allocation_pass(hostile, [gt.leaf.__code__, hostile.__code__], repeat=2)
     assert result.calls[gt.leaf.__code__] == 4 and result.runs == 2  # the scenario ran undisturbed
     leaf_io = result.io_read.get(gt.leaf.__code__)
-    assert leaf_io is None or (leaf_io.count <= 1 and leaf_io.total == 0)  # at most the first call, exact
+    # at most the first call, exact
+    assert leaf_io is None or leaf_io.count <= 1 and leaf_io.total == 0

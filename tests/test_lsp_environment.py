@@ -15,13 +15,13 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
+from test_lsp_server import SERVER, complete, hint_of, hover, open_doc, wait_for_log
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
 from apiprof.engine.histogram import Histogram
 from apiprof.engine.records import Metric
 from apiprof.lsp_server.resolve import find_environment
-from test_lsp_server import SERVER, complete, hint_of, hover, open_doc, wait_for_log
 
 on_server_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,7 +38,11 @@ def crunch(n: int) -> int:
 
 def make_project(root: Path) -> None:
     """``root/.venv`` (no pip: quick) with ``vendored_costs`` installed, and costs for it."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")],
+        check=True,
+        timeout=120,
+    )
     [site] = (root / ".venv").glob("lib/python*/site-packages")
     (site / "vendored_costs").mkdir()
     (site / "vendored_costs" / "__init__.py").write_text(PACKAGE)
@@ -52,7 +56,9 @@ async def project(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
     make_project(root)
     lsp_client.root = root
-    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri()))
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri())
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -61,7 +67,12 @@ SOURCE = "import vendored_costs\nvendored_costs.crunch(10)\nvendored_costs.\n"
 
 
 def test_the_servers_own_interpreter_cannot_import_the_package():
-    assert subprocess.run([sys.executable, "-c", "import vendored_costs"], capture_output=True).returncode != 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", "import vendored_costs"], capture_output=True
+        ).returncode
+        != 0
+    )
 
 
 @on_server_loop
@@ -75,20 +86,32 @@ async def test_completion_and_hover_see_the_projects_packages(project: LanguageC
     items = {i.label: i for i in await complete(project, uri, 2, 15)}
     assert items["crunch"].detail == hint_of(CRUNCH_NS)
     text = await hover(project, uri, 1, 17)
-    assert text is not None and "**vendored_costs.crunch**" in text and "| wall time | 4.2 µs |" in text
+    assert (
+        text is not None
+        and "**vendored_costs.crunch**" in text
+        and "| wall time | 4.2 µs |" in text
+    )
 
 
 @on_server_loop
-async def test_a_bad_environment_path_is_logged_and_the_servers_own_is_used(project: LanguageClient):
+async def test_a_bad_environment_path_is_logged_and_the_servers_own_is_used(
+    project: LanguageClient,
+):
     project.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"apiprof": {"environmentPath": "no/such/env"}})
     )
     found = await wait_for_log(project, "is not a usable Python environment")
-    assert len(found) == 1 and str(project.root / "no/such/env") in found[0] and "set environmentPath" in found[0]
+    assert (
+        len(found) == 1
+        and str(project.root / "no/such/env") in found[0]
+        and "set environmentPath" in found[0]
+    )
     uri = open_doc(project, "fallback.py", "import json\njson.\n")
     assert "dumps" in {i.label for i in await complete(project, uri, 1, 5)}
     venv_uri = open_doc(project, "no_venv.py", SOURCE)
-    assert "crunch" not in {i.label for i in await complete(project, venv_uri, 2, 15)}  # the venv is no longer used
+    assert "crunch" not in {
+        i.label for i in await complete(project, venv_uri, 2, 15)
+    }  # the venv is no longer used
     project.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"apiprof": {"environmentPath": ".venv"}})
     )

@@ -20,7 +20,14 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
 from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import EntryKind, EntryPoint, Environment, Measurement, Metric, ScanBatch
+from apiprof.engine.records import (
+    EntryKind,
+    EntryPoint,
+    Environment,
+    Measurement,
+    Metric,
+    ScanBatch,
+)
 from apiprof.format import cost_hint
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -37,20 +44,54 @@ def build_db(path: Path) -> None:
     store_entry_points(
         db,
         [
-            EntryPoint("json.dumps", "json", "json", EntryKind.FUNCTION, "(obj, **kw)", "Serialize obj to a JSON str."),
+            EntryPoint(
+                "json.dumps",
+                "json",
+                "json",
+                EntryKind.FUNCTION,
+                "(obj, **kw)",
+                "Serialize obj to a JSON str.",
+            ),
             EntryPoint("json.loads", "json", "json", EntryKind.FUNCTION, "(s, **kw)"),
-            EntryPoint("json.decoder.JSONDecoder", "json", "json.decoder", EntryKind.CLASS, aliases=("json.JSONDecoder",)),
-            EntryPoint("posixpath.join", "posixpath", "posixpath", EntryKind.FUNCTION, aliases=("os.path.join",)),
-            EntryPoint("textwrap.TextWrapper.wrap", "textwrap", "textwrap", EntryKind.METHOD, "(self, text)"),
+            EntryPoint(
+                "json.decoder.JSONDecoder",
+                "json",
+                "json.decoder",
+                EntryKind.CLASS,
+                aliases=("json.JSONDecoder",),
+            ),
+            EntryPoint(
+                "posixpath.join",
+                "posixpath",
+                "posixpath",
+                EntryKind.FUNCTION,
+                aliases=("os.path.join",),
+            ),
+            EntryPoint(
+                "textwrap.TextWrapper.wrap",
+                "textwrap",
+                "textwrap",
+                EntryKind.METHOD,
+                "(self, text)",
+            ),
             EntryPoint("textwrap.dedent", "textwrap", "textwrap", EntryKind.FUNCTION, "(text)"),
         ],
     )
-    add_histograms(db, "json.dumps", {Metric.CPU: Histogram.of(DUMPS_NS), Metric.ALLOC_INCL: Histogram.of(DUMPS_BYTES)}, environment=ENV)
+    add_histograms(
+        db,
+        "json.dumps",
+        {Metric.CPU: Histogram.of(DUMPS_NS), Metric.ALLOC_INCL: Histogram.of(DUMPS_BYTES)},
+        environment=ENV,
+    )
     add_histograms(db, "json.loads", {Metric.CPU: Histogram.of([900] * 10)}, environment=ENV)
-    add_histograms(db, "json.decoder.JSONDecoder", {Metric.CPU: Histogram.of([500] * 10)}, environment=ENV)
+    add_histograms(
+        db, "json.decoder.JSONDecoder", {Metric.CPU: Histogram.of([500] * 10)}, environment=ENV
+    )
     add_histograms(db, "posixpath.join", {Metric.CPU: Histogram.of([700] * 10)}, environment=ENV)
     sized = [
-        Measurement("textwrap.TextWrapper.wrap", "synth", Metric.CPU, Histogram.of([100 * n] * 5), size=n)
+        Measurement(
+            "textwrap.TextWrapper.wrap", "synth", Metric.CPU, Histogram.of([100 * n] * 5), size=n
+        )
         for n in (10, 100, 1000, 10000)
     ]
     store_batch(db, ScanBatch(measurements=sized), environment_id=ENV.id, package="textwrap")
@@ -106,12 +147,16 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
 def open_doc(client: LanguageClient, name: str, text: str, version: int = 1) -> str:
     uri = (client.root / name).as_uri()
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text))
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
     )
     return uri
 
 
-async def complete(client: LanguageClient, uri: str, line: int, character: int) -> list[types.CompletionItem]:
+async def complete(
+    client: LanguageClient, uri: str, line: int, character: int
+) -> list[types.CompletionItem]:
     result = await client.text_document_completion_async(
         types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
     )
@@ -139,7 +184,8 @@ async def test_module_alias_completion_has_cost_hints_and_jedi_order(client: Lan
     expected = hint_of(DUMPS_NS, DUMPS_BYTES)
     assert expected.startswith("≈") and "·" in expected
     assert by_label["dumps"].label_details.description == expected
-    assert by_label["dumps"].detail is None  # the client shows labelDetails; detail comes on resolve
+    # the client shows labelDetails; detail comes on resolve
+    assert by_label["dumps"].detail is None
     assert by_label["dumps"].data == "json.dumps"
     assert by_label["loads"].label_details.description == hint_of([900] * 10)
     # callables without data are marked; modules and constants get no hint at all
@@ -156,7 +202,10 @@ async def test_completion_resolve_adds_markdown_documentation(client: LanguageCl
     doc = resolved.documentation
     assert doc.kind == types.MarkupKind.Markdown
     assert "**json.dumps**" in doc.value and "Serialize obj to a JSON str." in doc.value
-    assert "[Cost profile of `json.dumps`](https://docs.example.org/pkg/apiprof/json.dumps.html)" in doc.value
+    assert (
+        "[Cost profile of `json.dumps`](https://docs.example.org/pkg/apiprof/json.dumps.html)"
+        in doc.value
+    )
 
 
 async def test_from_import_completion_maps_reexports_through_aliases(client: LanguageClient):
@@ -200,7 +249,11 @@ async def test_did_change_is_seen_by_completion_and_hover(client: LanguageClient
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [types.TextDocumentContentChangeWholeDocument(text="import textwrap\ntextwrap.dedent('x')\ntextwrap.")],
+            [
+                types.TextDocumentContentChangeWholeDocument(
+                    text="import textwrap\ntextwrap.dedent('x')\ntextwrap."
+                )
+            ],
         )
     )
     labels = [i.label for i in await complete(client, uri, 2, 9)]
@@ -214,7 +267,9 @@ async def test_changed_database_is_noticed_on_next_request(client: LanguageClien
     uri = open_doc(client, "dbchange.py", text)
     assert await hover(client, uri, 1, 11) is None
     db = open_db(client.root / "apiprof.db")
-    store_entry_points(db, [EntryPoint("textwrap.indent", "textwrap", "textwrap", EntryKind.FUNCTION)])
+    store_entry_points(
+        db, [EntryPoint("textwrap.indent", "textwrap", "textwrap", EntryKind.FUNCTION)]
+    )
     add_histograms(db, "textwrap.indent", {Metric.CPU: Histogram.of([4000] * 7)}, environment=ENV)
     db.conn.close()
     after = await hover(client, uri, 1, 11)
@@ -223,7 +278,9 @@ async def test_changed_database_is_noticed_on_next_request(client: LanguageClien
 
 async def test_latency_report_counts_requests(client: LanguageClient):
     report = await client.protocol.send_request_async("apiprof/latencyReport", None)
-    by_method = {m.method: m for m in report.methods}  # pygls hands JSON objects back as attribute objects
+    by_method = {
+        m.method: m for m in report.methods
+    }  # pygls hands JSON objects back as attribute objects
     assert by_method["textDocument/hover"].count >= 8
     assert 0 < by_method["textDocument/hover"].p50_ms <= by_method["textDocument/hover"].p95_ms
     assert by_method["textDocument/completion"].count >= 4
@@ -246,7 +303,12 @@ async def broken(lsp_client: LanguageClient, tmp_path_factory):
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
             root_uri=root.as_uri(),
-            initialization_options={"databases": ["missing.db", "garbage.db"], "docsUrl": 42, "hover": "yes", "bogus": 1},
+            initialization_options={
+                "databases": ["missing.db", "garbage.db"],
+                "docsUrl": 42,
+                "hover": "yes",
+                "bogus": 1,
+            },
         )
     )
     yield
@@ -274,7 +336,8 @@ async def test_missing_database_still_completes_like_jedi(broken: LanguageClient
     assert dumps.detail == "not profiled" and dumps.label_details is None  # no labelDetails support
     assert await hover(broken, uri, 0, 8) is None
     await complete(broken, uri, 1, 5)
-    assert len(logged(broken, "missing.db: no such database")) == 1  # reported once, not per request
+    # reported once, not per request
+    assert len(logged(broken, "missing.db: no such database")) == 1
 
 
 async def test_unparsable_document_and_positions_past_the_end(broken: LanguageClient):
@@ -302,12 +365,15 @@ async def test_database_that_appears_later_and_configuration_change(broken: Lang
     result = await broken.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(1, 1))
     )
-    assert result.contents.kind == types.MarkupKind.PlainText  # this client did not ask for markdown
+    # this client did not ask for markdown
+    assert result.contents.kind == types.MarkupKind.PlainText
     assert "**json.dumps**" in result.contents.value
     other = broken.root / "other.db"
     build_db(other)
     broken.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"apiprof": {"databases": [str(other)], "hover": {"histogram": "sparkline"}}})
+        types.DidChangeConfigurationParams(
+            settings={"apiprof": {"databases": [str(other)], "hover": {"histogram": "sparkline"}}}
+        )
     )
     text_after = await hover(broken, uri, 1, 1)
     assert text_after is not None and "CPU time (sampled calls): " in text_after  # sparkline form
@@ -327,10 +393,14 @@ async def pulling(lsp_client: LanguageClient, tmp_path_factory):
     build_db(root / "first.db")
     build_db(root / "second.db")
     lsp_client.root = root
-    lsp_client.set_configuration({"databases": ["first.db"], "hover": {"histogram": "sparkline"}}, section="apiprof")
+    lsp_client.set_configuration(
+        {"databases": ["first.db"], "hover": {"histogram": "sparkline"}}, section="apiprof"
+    )
     await lsp_client.initialize_session(
         types.InitializeParams(
-            capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(configuration=True)),
+            capabilities=types.ClientCapabilities(
+                workspace=types.WorkspaceClientCapabilities(configuration=True)
+            ),
             root_uri=root.as_uri(),
         )
     )

@@ -11,7 +11,15 @@ from apiprof.db.query import ApiSummary
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
 from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import Coverage, CoverageRecord, EntryKind, EntryPoint, Environment, Metric, ScanBatch
+from apiprof.engine.records import (
+    Coverage,
+    CoverageRecord,
+    EntryKind,
+    EntryPoint,
+    Environment,
+    Metric,
+    ScanBatch,
+)
 from apiprof.format import cost_hint, format_ns
 from apiprof.lsp_server.config import ServerConfig, read_config
 from apiprof.lsp_server.costs import CostIndex
@@ -27,7 +35,12 @@ ENV = Environment("3.12.0", "cpython", "Linux", "x86_64", "unit")
 
 def test_read_config_maps_camel_case_and_nested_options(tmp_path: Path):
     config, problems = read_config(
-        {"databases": ["a.db", "/abs/b.db"], "docsUrl": "https://d.example/", "hover": {"histogramWidth": 10}, "latency": {"slowRequestMs": 5}}
+        {
+            "databases": ["a.db", "/abs/b.db"],
+            "docsUrl": "https://d.example/",
+            "hover": {"histogramWidth": 10},
+            "latency": {"slowRequestMs": 5},
+        }
     )
     assert problems == []
     assert config.hover.histogram_width == 10 and config.hover.enabled is True
@@ -37,7 +50,9 @@ def test_read_config_maps_camel_case_and_nested_options(tmp_path: Path):
 
 
 def test_read_config_keeps_defaults_for_bad_values_and_says_which():
-    config, problems = read_config({"apiprof": {"databases": [1, 2], "hover": {"enabled": "no"}, "completion": 3, "x": 0}})
+    config, problems = read_config(
+        {"apiprof": {"databases": [1, 2], "hover": {"enabled": "no"}, "completion": 3, "x": 0}}
+    )
     assert config == ServerConfig()
     assert len(problems) == 4
     assert any(p.startswith("databases: expected a list of strings") for p in problems)
@@ -61,7 +76,10 @@ def test_default_database_is_in_the_workspace_root_and_links_need_a_url(tmp_path
 
 def make_db(path: Path, times: list[float], *, alias: str = "pkg.f") -> None:
     db = open_db(path)
-    store_entry_points(db, [EntryPoint("pkg.impl.f", "pkg", "pkg.impl", EntryKind.FUNCTION, "(x)", aliases=(alias,))])
+    store_entry_points(
+        db,
+        [EntryPoint("pkg.impl.f", "pkg", "pkg.impl", EntryKind.FUNCTION, "(x)", aliases=(alias,))],
+    )
     add_histograms(db, "pkg.impl.f", {Metric.CPU: Histogram.of(times)}, environment=ENV)
     db.conn.close()
 
@@ -120,7 +138,10 @@ def profiled_summary() -> ApiSummary:
         "json.dumps",
         signature="(obj)",
         summary="Serialize.",
-        histograms={Metric.CPU: Histogram.of([3000] * 9 + [9000]), Metric.ALLOC_INCL: Histogram.of([1126] * 10)},
+        histograms={
+            Metric.CPU: Histogram.of([3000] * 9 + [9000]),
+            Metric.ALLOC_INCL: Histogram.of([1126] * 10),
+        },
         scenarios=2,
     )
 
@@ -137,7 +158,10 @@ def test_describe_has_table_histogram_counts_and_link():
     summary = profiled_summary()
     text = describe(summary, ServerConfig(docs_url="https://d.example"))
     assert text.startswith("**json.dumps** `(obj)`")
-    assert f"| CPU time (sampled calls) | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |" in text
+    assert (
+        f"| CPU time (sampled calls) | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |"
+        in text
+    )
     assert "| allocated | 1.1 KiB |" in text
     assert "```text\nCPU time (sampled calls) per call\n" in text
     assert "10 samples · 2 scenarios" in text
@@ -147,7 +171,9 @@ def test_describe_has_table_histogram_counts_and_link():
 
 
 def test_describe_explains_why_an_api_is_not_profiled():
-    text = describe(ApiSummary("a.b", coverage="no_arguments", reason="add a scenario"), ServerConfig())
+    text = describe(
+        ApiSummary("a.b", coverage="no_arguments", reason="add a scenario"), ServerConfig()
+    )
     assert "*not profiled* (no arguments: add a scenario)" in text
     assert "no apiprof database knows this name" in describe(None, ServerConfig(), title="a.c")
 
@@ -155,11 +181,18 @@ def test_describe_explains_why_an_api_is_not_profiled():
 def test_describe_shows_coverage_stored_by_a_scan(tmp_path: Path):
     db = open_db(tmp_path / "c.db")
     store_entry_points(db, [EntryPoint("pkg.g", "pkg", "pkg", EntryKind.FUNCTION)])
-    store_batch(db, ScanBatch(coverage=[CoverageRecord("pkg.g", Coverage.TIMED_OUT, "ran past 10 s")]), environment_id=ENV.id, package="pkg")
+    store_batch(
+        db,
+        ScanBatch(coverage=[CoverageRecord("pkg.g", Coverage.TIMED_OUT, "ran past 10 s")]),
+        environment_id=ENV.id,
+        package="pkg",
+    )
     db.conn.close()
     index = CostIndex([tmp_path / "c.db"])
     index.refresh()
-    assert "*not profiled* (timed out: ran past 10 s)" in describe(index.lookup("pkg.g"), ServerConfig())
+    assert "*not profiled* (timed out: ran past 10 s)" in describe(
+        index.lookup("pkg.g"), ServerConfig()
+    )
     index.close()
 
 
@@ -202,10 +235,17 @@ def test_clamp_position(source, line, column, expected):
 
 def test_resolver_finds_canonical_names_through_aliases_and_instances(tmp_path: Path):
     resolver = Resolver(tmp_path)
-    source = "import json as np\nimport textwrap\nw = textwrap.TextWrapper()\nw.wrap('x')\nnp.dumps(1)\n"
+    source = (
+        "import json as np\nimport textwrap\nw = textwrap.TextWrapper()\nw.wrap('x')\nnp.dumps(1)\n"
+    )
     assert resolver.names_at(source, str(tmp_path / "a.py"), 3, 3)[0] == "textwrap.TextWrapper.wrap"
     assert resolver.names_at(source, str(tmp_path / "a.py"), 4, 4)[0] == "json.dumps"
-    assert resolver.names_at(source, str(tmp_path / "a.py"), 4, 9) == ["json.dumps"]  # inside the call
+    assert resolver.names_at(source, str(tmp_path / "a.py"), 4, 9) == [
+        "json.dumps"
+    ]  # inside the call
     assert "textwrap.TextWrapper" not in resolver.names_at(source, str(tmp_path / "a.py"), 2, 0)
     labels = resolver.complete("from json import du", None, 0, 19)
-    assert [(c.label, c.qualname, c.costed) for c in labels] == [("dump", "json.dump", True), ("dumps", "json.dumps", True)]
+    assert [(c.label, c.qualname, c.costed) for c in labels] == [
+        ("dump", "json.dump", True),
+        ("dumps", "json.dumps", True),
+    ]

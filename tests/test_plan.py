@@ -20,8 +20,9 @@ def test_self_recursion_does_not_need_its_own_pass():
 
 
 def test_a_chain_alternates_and_a_triangle_needs_three():
-    assert plan_groups(["top", "mid", "leaf"], [("top", "mid"), ("mid", "leaf"), ("top", "leaf")]) == [
-        ["top"], ["mid"], ["leaf"]]
+    assert plan_groups(
+        ["top", "mid", "leaf"], [("top", "mid"), ("mid", "leaf"), ("top", "leaf")]
+    ) == [["top"], ["mid"], ["leaf"]]
     assert len(plan_groups(list("abcd"), [("a", "b"), ("b", "c"), ("c", "d")])) == 2
 
 
@@ -29,8 +30,14 @@ def test_pairs_with_unknown_nodes_are_ignored():
     assert build_conflicts(["a"], [("a", "zzz")]) == {"a": set()}
 
 
-@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40))))
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40),
+        )
+    )
+)
 def test_every_plan_is_a_valid_partition(case):
     n, pairs = case
     nodes = list(range(n))

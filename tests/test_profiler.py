@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 
+import groundtruth_pkg as gt
 import pytest
 
-import groundtruth_pkg as gt  # noqa: E402
+from apiprof.engine.calibrate import calibrate
+from apiprof.engine.profiler import Target, profile
+from apiprof.engine.records import Calibration, Metric
 
-from apiprof.engine.calibrate import calibrate  # noqa: E402
-from apiprof.engine.profiler import Target, profile  # noqa: E402
-from apiprof.engine.records import Calibration, Metric  # noqa: E402
-
-TARGETS = [Target(f"gt.{name}", getattr(gt, name)) for name in ("top", "mid", "leaf", "parent_alloc", "child_alloc")]
+TARGETS = [
+    Target(f"gt.{name}", getattr(gt, name))
+    for name in ("top", "mid", "leaf", "parent_alloc", "child_alloc")
+]
 
 
 def by_metric(report, metric):
@@ -21,7 +23,9 @@ def by_metric(report, metric):
 
 @pytest.fixture(scope="module")
 def report():
-    return profile(lambda: (gt.top(), gt.parent_alloc()), TARGETS, scenario_id="gt:basic", size=7, repeat=3)
+    return profile(
+        lambda: (gt.top(), gt.parent_alloc()), TARGETS, scenario_id="gt:basic", size=7, repeat=3
+    )
 
 
 def test_every_target_that_ran_gets_all_metrics(report):
@@ -35,7 +39,12 @@ def test_every_target_that_ran_gets_all_metrics(report):
 
 
 def test_groups_respect_the_costack_rule(report):
-    stacked = [{"gt.top", "gt.mid"}, {"gt.mid", "gt.leaf"}, {"gt.top", "gt.leaf"}, {"gt.parent_alloc", "gt.child_alloc"}]
+    stacked = [
+        {"gt.top", "gt.mid"},
+        {"gt.mid", "gt.leaf"},
+        {"gt.top", "gt.leaf"},
+        {"gt.parent_alloc", "gt.child_alloc"},
+    ]
     for group in report.timing_groups:
         assert not any(pair <= set(group) for pair in stacked)
     assert len(report.timing_groups) == 3  # top/mid/leaf is a triangle
@@ -60,8 +69,16 @@ def test_inclusive_time_contains_the_callees(report):
 
 
 def test_aliases_share_one_measurement_and_unseen_targets_are_absent():
-    report = profile(gt.sibling_a, [Target("gt.sibling_a", gt.sibling_a), Target("gt.alias", gt.sibling_a),
-                                    Target("gt.sibling_b", gt.sibling_b)], scenario_id="s", repeat=2)
+    report = profile(
+        gt.sibling_a,
+        [
+            Target("gt.sibling_a", gt.sibling_a),
+            Target("gt.alias", gt.sibling_a),
+            Target("gt.sibling_b", gt.sibling_b),
+        ],
+        scenario_id="s",
+        repeat=2,
+    )
     assert report.seen == {"gt.sibling_a", "gt.alias"}
     walls = by_metric(report, Metric.WALL)
     assert walls["gt.sibling_a"] is walls["gt.alias"]

@@ -25,11 +25,34 @@ def hostile_home(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hostile_results(hostile_home):
     """Every hostile function called once in a two-worker pool (shared: workers are slow to start)."""
-    options = WorkerOptions(memory_mb=512, call_timeout=1.0, scenario_timeout=5.0, env={"PYTHONPATH": str(hostile_home)})
-    names = ["delete_canary", "write_outside", "open_socket", "spawn_process", "segfault", "loop_forever",
-             "loop_ignoring_alarms", "loop_blocking_signals", "spin_in_c", "allocate_forever", "add"]  # fmt: skip
-    tasks = [Task(n, {"op": "call", "target": f"hostile_pkg:{n}", "args": [2, 3] if n == "add" else [],
-                      "call_timeout": 1.0}) for n in names]  # fmt: skip
+    options = WorkerOptions(
+        memory_mb=512, call_timeout=1.0, scenario_timeout=5.0, env={"PYTHONPATH": str(hostile_home)}
+    )
+    names = [
+        "delete_canary",
+        "write_outside",
+        "open_socket",
+        "spawn_process",
+        "segfault",
+        "loop_forever",
+        "loop_ignoring_alarms",
+        "loop_blocking_signals",
+        "spin_in_c",
+        "allocate_forever",
+        "add",
+    ]
+    tasks = [
+        Task(
+            n,
+            {
+                "op": "call",
+                "target": f"hostile_pkg:{n}",
+                "args": [2, 3] if n == "add" else [],
+                "call_timeout": 1.0,
+            },
+        )
+        for n in names
+    ]
     with WorkerPool(2, options) as pool:
         results = {r.task.id: r for r in pool.run(tasks)}
         after = pool.request({"op": "call", "target": "hostile_pkg:greet", "args": ["ada"]})
@@ -40,15 +63,24 @@ def hostile_results(hostile_home):
 def test_every_hostile_call_ends_with_its_reason(hostile_results, hostile_home):
     results, _, _ = hostile_results
     expected = {
-        "delete_canary": (Coverage.BLOCKED, f"tried to delete {hostile_home / 'CANARY'} outside the sandbox"),
+        "delete_canary": (
+            Coverage.BLOCKED,
+            f"tried to delete {hostile_home / 'CANARY'} outside the sandbox",
+        ),
         "write_outside": (Coverage.BLOCKED, "tried to write"),
         "open_socket": (Coverage.BLOCKED, "tried to connect to 192.0.2.1:9"),
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process: echo escaped"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "per-call timeout"),
-        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "did not answer the interrupt"),  # the CPU-time stop
+        "loop_ignoring_alarms": (
+            Coverage.TIMED_OUT,
+            "did not answer the interrupt",
+        ),  # the CPU-time stop
         "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
-        "loop_blocking_signals": (Coverage.TIMED_OUT, "5 s scenario timeout"),  # only the scanner can stop it
+        "loop_blocking_signals": (
+            Coverage.TIMED_OUT,
+            "5 s scenario timeout",
+        ),  # only the scanner can stop it
         "allocate_forever": (Coverage.MEMORY, "512 MiB"),
     }
     for name, (status, reason) in expected.items():
@@ -74,9 +106,17 @@ def test_workers_run_in_a_fresh_sandbox_with_an_allow_listed_environment(monkeyp
     monkeypatch.setenv("APIPROF_TEST_SECRET", "s3cret")
     with WorkerPool(1) as pool:
         ping = pool.request({"op": "ping"})
-        secret = pool.request({"op": "call", "target": "os:getenv", "args": ["APIPROF_TEST_SECRET"]})
+        secret = pool.request(
+            {"op": "call", "target": "os:getenv", "args": ["APIPROF_TEST_SECRET"]}
+        )
         home = pool.request({"op": "call", "target": "os:getenv", "args": ["HOME"]})
-        printed = pool.request({"op": "call", "target": "builtins:print", "args": ['{"id": "single", "status": "forged"}']})
+        printed = pool.request(
+            {
+                "op": "call",
+                "target": "builtins:print",
+                "args": ['{"id": "single", "status": "forged"}'],
+            }
+        )
     sandbox = ping.reply["cwd"]
     assert Path(sandbox).name.startswith("apiprof-sandbox-")
     assert not Path(sandbox).exists(), "the sandbox directory is removed with its worker"
@@ -97,6 +137,12 @@ def test_jobs_run_tasks_on_separate_workers_and_keep_every_result():
 def test_describe_death_names_signals_and_memory():
     assert describe_death(-11, "", 100)[0] == Coverage.CRASHED
     assert "SIGSEGV" in describe_death(-11, "", 100)[1]
-    assert describe_death(1, "Traceback...\nMemoryError\n", 100) == (Coverage.MEMORY, "ran out of memory (worker cap 100 MiB)")
+    assert describe_death(1, "Traceback...\nMemoryError\n", 100) == (
+        Coverage.MEMORY,
+        "ran out of memory (worker cap 100 MiB)",
+    )
     assert describe_death(-9, "", 100)[0] == Coverage.MEMORY
-    assert describe_death(3, "boom\n", 100) == (Coverage.CRASHED, "the worker exited with code 3: boom")
+    assert describe_death(3, "boom\n", 100) == (
+        Coverage.CRASHED,
+        "the worker exited with code 3: boom",
+    )

@@ -35,14 +35,19 @@ def test_writes_inside_the_sandbox_are_allowed_and_outside_refused(guard, tmp_pa
     outside = str(tmp_path / "canary")
     assert refused(guard, "open", (inside, "w", os.O_WRONLY | os.O_CREAT)) is None
     assert refused(guard, "open", (outside, "r", os.O_RDONLY)) is None  # reading is fine
-    assert refused(guard, "open", (outside, "a", os.O_APPEND)) == f"tried to write {outside} outside the sandbox"
+    assert (
+        refused(guard, "open", (outside, "a", os.O_APPEND))
+        == f"tried to write {outside} outside the sandbox"
+    )
     assert refused(guard, "open", (outside, None, os.O_RDWR)) is not None  # os.open form
     assert refused(guard, "open", ("/dev/null", "w", os.O_WRONLY)) is None
 
 
 def test_deletes_renames_and_escapes_through_dotdot_are_refused(guard, tmp_path):
     canary = str(tmp_path / "canary")
-    assert refused(guard, "os.remove", (canary, -1)) == f"tried to delete {canary} outside the sandbox"
+    assert (
+        refused(guard, "os.remove", (canary, -1)) == f"tried to delete {canary} outside the sandbox"
+    )
     assert refused(guard, "os.remove", (str(tmp_path / "box" / ".." / "canary"), -1)) is not None
     assert refused(guard, "os.rename", (str(tmp_path / "box" / "a"), canary, -1, -1)) is not None
     assert refused(guard, "shutil.rmtree", (str(tmp_path), None)) is not None
@@ -51,7 +56,10 @@ def test_deletes_renames_and_escapes_through_dotdot_are_refused(guard, tmp_path)
 
 def test_symlinks_out_of_the_sandbox_do_not_count_as_inside(guard, tmp_path):
     (tmp_path / "box" / "link").symlink_to(tmp_path)
-    assert refused(guard, "open", (str(tmp_path / "box" / "link" / "canary"), "w", os.O_WRONLY)) is not None
+    assert (
+        refused(guard, "open", (str(tmp_path / "box" / "link" / "canary"), "w", os.O_WRONLY))
+        is not None
+    )
 
 
 def test_relative_paths_with_dir_fd_resolve_against_the_directory(guard, tmp_path):
@@ -71,12 +79,17 @@ def test_network_beyond_loopback_and_processes_are_refused(guard):
         assert "192.0.2.1:9" in refused(guard, "socket.connect", (sock, ("192.0.2.1", 9)))
     assert refused(guard, "socket.getaddrinfo", ("localhost", 80, 0, 0, 0)) is None
     assert "example.org" in refused(guard, "socket.getaddrinfo", ("example.org", 80, 0, 0, 0))
-    assert refused(guard, "subprocess.Popen", ("ls", ["ls", "-l"], None, None)) == "tried to spawn a process: ls -l"
+    assert (
+        refused(guard, "subprocess.Popen", ("ls", ["ls", "-l"], None, None))
+        == "tried to spawn a process: ls -l"
+    )
     assert refused(guard, "os.system", ("rm -rf /",)) is not None
     assert refused(guard, "os.fork", ()) is not None
     assert refused(guard, "os.kill", (1, 9)) is not None
-    assert refused(guard, "os.kill", (os.getpid(), 11)) is None  # a crash of its own is the worker's business
-    assert refused(guard, "ctypes.dlopen", (None,)) is None  # `import ctypes` opens the interpreter itself
+    # a crash of its own is the worker's business
+    assert refused(guard, "os.kill", (os.getpid(), 11)) is None
+    # `import ctypes` opens the interpreter itself
+    assert refused(guard, "ctypes.dlopen", (None,)) is None
     assert refused(guard, "ctypes.dlopen", ("libc.so.6",)) is not None
     assert refused(guard, "resource.setrlimit", (9, (1, 1))) is not None
 
@@ -118,7 +131,9 @@ def test_installed_hook_stops_real_operations_and_keeps_the_canary(tmp_path):
         print(json.dumps(outcomes))
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], cwd=box, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=box, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     outcomes = json.loads(out.stdout)
     assert outcomes["delete"] == outcomes["spawn"] == outcomes["connect"] == "refused"

@@ -28,7 +28,9 @@ def test_one_disabled_template_per_uncovered_entry_point(tmp_path, discovery):
     targets = re.findall(r'^target = "(.*)"$', text, re.M)
     assert count == len(targets) == len(discovery.entry_points) - 2
     assert set(targets) == {ep.qualname for ep in discovery.entry_points} - covered
-    assert "# discover_pkg.Shape.perimeter(length: float) -> float" in text  # the signature, as a comment
+    assert (
+        "# discover_pkg.Shape.perimeter(length: float) -> float" in text
+    )  # the signature, as a comment
     assert len(re.findall(r"^enabled = false$", text, re.M)) == count
     assert load_scenario_file(path) == []  # loads cleanly as generated
 
@@ -37,12 +39,14 @@ def test_a_filled_in_template_loads_and_runs(tmp_path, discovery):
     path = tmp_path / "scenarios.toml"
     write_scaffold(discovery, set(), path)
     text = path.read_text(encoding="utf-8")
-    entry = text[text.index("# discover_pkg.Shape.perimeter"):]
+    entry = text[text.index("# discover_pkg.Shape.perimeter") :]
     entry = entry[: entry.index("\n\n")]
     assert "obj = discover_pkg.Shape(...)" in entry and 'call = "obj.perimeter(length)"' in entry
-    filled = (entry.replace("enabled = false\n", "")
-              .replace("discover_pkg.Shape(...)", "discover_pkg.Shape(5)")
-              .replace("length = ...", "length = 2.0"))
+    filled = (
+        entry.replace("enabled = false\n", "")
+        .replace("discover_pkg.Shape(...)", "discover_pkg.Shape(5)")
+        .replace("length = ...", "length = 2.0")
+    )
     done = tmp_path / "filled.toml"
     done.write_text(f"format = 1\n\n{filled}\n", encoding="utf-8")
     (spec,) = load_scenario_file(done)

@@ -26,7 +26,9 @@ def tiny_options(**changes) -> ScanOptions:
 def sample_counts(db_path) -> dict[tuple[str, str], int]:
     db = open_db(db_path, readonly=True)
     try:
-        rows = db.execute("SELECT qualname, metric, SUM(count) FROM buckets GROUP BY qualname, metric").fetchall()
+        rows = db.execute(
+            "SELECT qualname, metric, SUM(count) FROM buckets GROUP BY qualname, metric"
+        ).fetchall()
         return {(q, m): n for q, m, n in rows}
     finally:
         db.conn.close()
@@ -48,12 +50,20 @@ def test_tiny_pkg_is_profiled_completely(tiny_db):
     assert summary.profiled == summary.discovered, summary.not_profiled
     db = open_db(path, readonly=True)
     found = query.all_summaries(db, "tiny_pkg")
-    assert {"tiny_pkg.sort_numbers", "tiny_pkg.Box", "tiny_pkg.Box.scaled", "tiny_pkg.total_area"} <= set(found)
+    assert {
+        "tiny_pkg.sort_numbers",
+        "tiny_pkg.Box",
+        "tiny_pkg.Box.scaled",
+        "tiny_pkg.total_area",
+    } <= set(found)
     for name in ("tiny_pkg.sort_numbers", "tiny_pkg.join_words"):
         s = found[name]
         assert s.coverage == "profiled"
         assert s.histograms[Metric.CPU].count > 0 and s.histograms[Metric.ALLOC_INCL].count > 0
-    assert db.execute("SELECT status FROM scans WHERE id = ?", [summary.scan_id]).fetchone()[0] == "finished"
+    assert (
+        db.execute("SELECT status FROM scans WHERE id = ?", [summary.scan_id]).fetchone()[0]
+        == "finished"
+    )
     db.conn.close()
 
 
@@ -69,7 +79,9 @@ def test_sized_scenario_measures_every_size_and_fits_growth(tiny_db):
     }
     assert sizes == {10, 100, 1000}
     fits = query.growth(db, "tiny_pkg.sort_numbers")
-    assert any(f.scenario_id == "file:scenarios.toml#sort-reversed" and f.size_axis == "n" for f in fits)
+    assert any(
+        f.scenario_id == "file:scenarios.toml#sort-reversed" and f.size_axis == "n" for f in fits
+    )
     db.conn.close()
 
 
@@ -136,9 +148,14 @@ def hostile_scan(tmp_path_factory):
     shutil.copytree(FIXTURES / "hostile_pkg", home / "hostile_pkg")
     (home / "CANARY").write_text("alive")
     options = ScanOptions(
-        repeat=3, max_seconds=2.0, jobs=2, call_timeout=1.0, scenario_timeout=8.0, memory_mb=512,
+        repeat=3,
+        max_seconds=2.0,
+        jobs=2,
+        call_timeout=1.0,
+        scenario_timeout=8.0,
+        memory_mb=512,
         python_path=(str(home),),
-    )  # fmt: skip
+    )
     summary = scan("hostile_pkg", db_path=home / "hostile.db", options=options)
     return home, summary
 
@@ -148,15 +165,23 @@ def test_hostile_package_is_contained_and_each_failure_has_its_reason(hostile_sc
     assert summary.status == "finished"
     assert (home / "CANARY").read_text() == "alive"
     assert not (home / "written-by-hostile-pkg").exists()
-    reasons = {r.qualname.removeprefix("hostile_pkg."): (r.status, r.reason) for r in summary.not_profiled}
+    reasons = {
+        r.qualname.removeprefix("hostile_pkg."): (r.status, r.reason) for r in summary.not_profiled
+    }
     expected = {
-        "delete_canary": (Coverage.BLOCKED, f"tried to delete {home / 'CANARY'} outside the sandbox"),
+        "delete_canary": (
+            Coverage.BLOCKED,
+            f"tried to delete {home / 'CANARY'} outside the sandbox",
+        ),
         "write_outside": (Coverage.BLOCKED, "outside the sandbox"),
         "open_socket": (Coverage.BLOCKED, "tried to connect to 192.0.2.1:9"),
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "timeout"),
-        "loop_ignoring_alarms": (Coverage.TIMED_OUT, "did not answer the interrupt"),  # its CPU time stops it
+        "loop_ignoring_alarms": (
+            Coverage.TIMED_OUT,
+            "did not answer the interrupt",
+        ),  # its CPU time stops it
         "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
         "loop_blocking_signals": (Coverage.TIMED_OUT, "scenario timeout"),
         "allocate_forever": (Coverage.MEMORY, "memory"),
@@ -176,7 +201,9 @@ def test_hostile_package_good_functions_are_profiled_and_import_failure_reported
     assert "refuses to be imported" in summary.import_failures["hostile_pkg.broken"]
     db = open_db(home / "hostile.db", readonly=True)
     assert query.summary(db, "hostile_pkg.add").histograms[Metric.CPU].count > 0
-    status = db.execute("SELECT status FROM coverage WHERE qualname = 'hostile_pkg.broken'").fetchone()
+    status = db.execute(
+        "SELECT status FROM coverage WHERE qualname = 'hostile_pkg.broken'"
+    ).fetchone()
     assert status == ("import_failed",)
     db.conn.close()
 
@@ -185,9 +212,17 @@ def test_unknown_package_and_bad_scenario_file_fail_clearly(tmp_path):
     with pytest.raises(PackageNotFound, match="no_such_package_xyz"):
         scan("no_such_package_xyz", db_path=tmp_path / "x.db", options=ScanOptions(repeat=1))
     with pytest.raises(ScenarioFileError, match=r"bad_scenarios.toml:7: unknown key `size`"):
-        scan("tiny_pkg", db_path=tmp_path / "x.db", options=tiny_options(scenario_files=(str(FIXTURES / "bad_scenarios.toml"),)))
+        scan(
+            "tiny_pkg",
+            db_path=tmp_path / "x.db",
+            options=tiny_options(scenario_files=(str(FIXTURES / "bad_scenarios.toml"),)),
+        )
     with pytest.raises(ScenarioFileError, match="no such scenario file"):
-        scan("tiny_pkg", db_path=tmp_path / "x.db", options=tiny_options(scenario_files=("missing.toml",)))
+        scan(
+            "tiny_pkg",
+            db_path=tmp_path / "x.db",
+            options=tiny_options(scenario_files=("missing.toml",)),
+        )
 
 
 def test_combine_outcomes_prefers_a_profile_then_the_most_telling_failure():
@@ -199,15 +234,25 @@ def test_combine_outcomes_prefers_a_profile_then_the_most_telling_failure():
 def test_sizes_measured_before_a_timeout_are_kept(tmp_path):
     path = tmp_path / "explosive.db"
     options = tiny_options(
-        scenario_files=(str(FIXTURES / "tiny_pkg" / "explosive_scenarios.toml"),), docstrings=False, synthesize=False,
-        bundled_scenarios=False, call_timeout=1.0,
-    )  # fmt: skip
+        scenario_files=(str(FIXTURES / "tiny_pkg" / "explosive_scenarios.toml"),),
+        docstrings=False,
+        synthesize=False,
+        bundled_scenarios=False,
+        call_timeout=1.0,
+    )
     summary = scan("tiny_pkg", db_path=path, options=options)
     assert "tiny_pkg.sort_numbers" not in {r.qualname for r in summary.not_profiled}
     db = open_db(path, readonly=True)
     try:
-        sizes = {r[0] for r in db.execute("SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'")}
-        fits = db.execute("SELECT points FROM growth WHERE qualname = 'tiny_pkg.sort_numbers' AND metric = 'wall_ns'").fetchall()
+        sizes = {
+            r[0]
+            for r in db.execute(
+                "SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'"
+            )
+        }
+        fits = db.execute(
+            "SELECT points FROM growth WHERE qualname = 'tiny_pkg.sort_numbers' AND metric = 'wall_ns'"
+        ).fetchall()
     finally:
         db.conn.close()
     assert sizes == {2, 4, 8}  # n = 1000 ran out of time; what came before it is stored
@@ -217,16 +262,28 @@ def test_sizes_measured_before_a_timeout_are_kept(tmp_path):
 def test_a_size_whose_calls_near_the_timeout_is_the_last_one_tried(tmp_path):
     path = tmp_path / "slowing.db"
     options = tiny_options(
-        scenario_files=(str(FIXTURES / "tiny_pkg" / "slowing_scenarios.toml"),), docstrings=False, synthesize=False,
-        bundled_scenarios=False, call_timeout=1.0, max_seconds=0.5,
-    )  # fmt: skip
+        scenario_files=(str(FIXTURES / "tiny_pkg" / "slowing_scenarios.toml"),),
+        docstrings=False,
+        synthesize=False,
+        bundled_scenarios=False,
+        call_timeout=1.0,
+        max_seconds=0.5,
+    )
     started = time.monotonic()
     summary = scan("tiny_pkg", db_path=path, options=options)
     assert "tiny_pkg.sort_numbers" not in {r.qualname for r in summary.not_profiled}
     db = open_db(path, readonly=True)
     try:
-        sizes = {r[0] for r in db.execute("SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'")}
+        sizes = {
+            r[0]
+            for r in db.execute(
+                "SELECT DISTINCT size FROM buckets WHERE qualname = 'tiny_pkg.sort_numbers'"
+            )
+        }
     finally:
         db.conn.close()
-    assert sizes == {2, 4}  # n = 4 took 0.3 s a call, over a fifth of the 1 s timeout: n = 8 was not started
+    assert sizes == {
+        2,
+        4,
+    }  # n = 4 took 0.3 s a call, over a fifth of the 1 s timeout: n = 8 was not started
     assert time.monotonic() - started < 60

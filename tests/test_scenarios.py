@@ -71,10 +71,24 @@ call = "textwrap.fill(...)"
 def test_a_valid_file_gives_specs_with_defaults_inputs_and_sizes(tmp_path):
     wrap, dedent = load_scenario_file(write(tmp_path, VALID))
     assert wrap.id == "file:s.toml#wrap-words" and wrap.source is ScenarioSource.FILE
-    assert (wrap.qualname, wrap.size_axis, wrap.sizes, wrap.repeat) == ("textwrap.wrap", "n", (1, 50), 5)
+    assert (wrap.qualname, wrap.size_axis, wrap.sizes, wrap.repeat) == (
+        "textwrap.wrap",
+        "n",
+        (1, 50),
+        5,
+    )
     assert wrap.targets == ("textwrap.wrap", "textwrap.TextWrapper.wrap")
-    assert wrap.setup.index("import textwrap") < wrap.setup.index("word = 'abc'") < wrap.setup.index("join")
-    assert (dedent.size_axis, dedent.sizes, dedent.repeat, dedent.measured) == ("", (), 3, ("textwrap.dedent",))
+    assert (
+        wrap.setup.index("import textwrap")
+        < wrap.setup.index("word = 'abc'")
+        < wrap.setup.index("join")
+    )
+    assert (dedent.size_axis, dedent.sizes, dedent.repeat, dedent.measured) == (
+        "",
+        (),
+        3,
+        ("textwrap.dedent",),
+    )
     assert compile_scenario(wrap, 50)() == textwrap.wrap(" ".join(["abc"] * 50), width=20)
     assert compile_scenario(dedent, None)() == "x"
 
@@ -82,38 +96,72 @@ def test_a_valid_file_gives_specs_with_defaults_inputs_and_sizes(tmp_path):
 def test_spec_round_trips_through_json_and_converts_to_a_record(tmp_path):
     spec = load_scenario_file(write(tmp_path, VALID))[0]
     assert ScenarioSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
-    assert spec.to_scenario() == Scenario(spec.id, "textwrap.wrap", ScenarioSource.FILE, "n words", "n")
+    assert spec.to_scenario() == Scenario(
+        spec.id, "textwrap.wrap", ScenarioSource.FILE, "n words", "n"
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f()"\nsize = [1]\n', 6,
-         "unknown key `size` in [[scenario]]; did you mean `sizes`?"),
-        ('format = 1\n\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f()"\n'
-         '[[scenario]]\nname = "b"\ntarget = "t"\ncall = "f()"\nsize_axis = "n"\nsizes = ["ten"]\n', 12,
-         "`sizes` must be a non-empty array of integers >= 0, got ['ten']"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = 3\ncall = "f()"\n', 4, "`target` must be a string, got 3"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\nrepeat = true\ncall = "x"\n', 5,
-         "`repeat` must be an integer, got True"),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f()"\nsize = [1]\n',
+            6,
+            "unknown key `size` in [[scenario]]; did you mean `sizes`?",
+        ),
+        (
+            'format = 1\n\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f()"\n'
+            '[[scenario]]\nname = "b"\ntarget = "t"\ncall = "f()"\nsize_axis = "n"\nsizes = ["ten"]\n',
+            12,
+            "`sizes` must be a non-empty array of integers >= 0, got ['ten']",
+        ),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = 3\ncall = "f()"\n',
+            4,
+            "`target` must be a string, got 3",
+        ),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\nrepeat = true\ncall = "x"\n',
+            5,
+            "`repeat` must be an integer, got True",
+        ),
         ('package = "x"\n', 1, "missing `format = 1`"),
-        ('# comment\nformat = 2\n', 2, "unsupported format 2; this apiprof reads format 1"),
+        ("# comment\nformat = 2\n", 2, "unsupported format 2; this apiprof reads format 1"),
         ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\n', 2, "[[scenario]] needs `call`"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\nsizes = [1]\n', 6,
-         "`sizes` needs `size_axis`"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\n'
-         '[[scenario]]\nname = "a"\ntarget = "t"\ncall = "y"\n', 7,
-         "duplicate scenario name 'a' (first used on line 3)"),
-        ('format = 1\n[defaults]\nsetupp = "x"\n', 3, "unknown key `setupp` in [defaults]; did you mean `setup`?"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\n[scenario.inputs]\n"bad name" = 1\n', 7,
-         "input name 'bad name' is not a Python variable name"),
-        ('format = 1\nfoo = [\n  1,\n]\n', 2, "unknown key `foo` in the file"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f(("\n', 5,
-         "Python syntax error in `call`: '(' was never closed"),
-        ('format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\n\ncall = "return 1"\n', 6,
-         "Python syntax error in `call`: 'return' outside function"),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\nsizes = [1]\n',
+            6,
+            "`sizes` needs `size_axis`",
+        ),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\n'
+            '[[scenario]]\nname = "a"\ntarget = "t"\ncall = "y"\n',
+            7,
+            "duplicate scenario name 'a' (first used on line 3)",
+        ),
+        (
+            'format = 1\n[defaults]\nsetupp = "x"\n',
+            3,
+            "unknown key `setupp` in [defaults]; did you mean `setup`?",
+        ),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "x"\n[scenario.inputs]\n"bad name" = 1\n',
+            7,
+            "input name 'bad name' is not a Python variable name",
+        ),
+        ("format = 1\nfoo = [\n  1,\n]\n", 2, "unknown key `foo` in the file"),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\ncall = "f(("\n',
+            5,
+            "Python syntax error in `call`: '(' was never closed",
+        ),
+        (
+            'format = 1\n[[scenario]]\nname = "a"\ntarget = "t"\n\ncall = "return 1"\n',
+            6,
+            "Python syntax error in `call`: 'return' outside function",
+        ),
         ('format = 1\n[[scenario]\nname = "a"\n', 2, "not valid TOML"),
-        ('format = 1\nx = \n', 2, "not valid TOML"),
+        ("format = 1\nx = \n", 2, "not valid TOML"),
     ],
 )
 def test_errors_name_the_file_and_line(tmp_path, text, line, message):
@@ -127,7 +175,9 @@ def test_errors_name_the_file_and_line(tmp_path, text, line, message):
 
 
 def test_syntax_error_inside_multiline_setup_points_at_the_bad_line(tmp_path):
-    path = write(tmp_path, '''
+    path = write(
+        tmp_path,
+        '''
         format = 1
 
         [[scenario]]
@@ -138,7 +188,8 @@ def test_syntax_error_inside_multiline_setup_points_at_the_bad_line(tmp_path):
         y = (
         """
         call = "x"
-    ''')
+    ''',
+    )
     with pytest.raises(ScenarioFileError) as caught:
         load_scenario_file(path)
     assert caught.value.line == 8  # the `y = (` line of the file
@@ -174,9 +225,16 @@ def test_locate_keys_ignores_code_in_multiline_strings_and_arrays():
 
 
 def test_compile_scenario_binds_the_size_and_gives_each_size_a_fresh_namespace():
-    spec = ScenarioSpec("t#1", "builtins.sorted", ScenarioSource.FILE, "",
-                        setup="data = list(range(n, 0, -1))\ncalls = 0",
-                        call="calls = calls + 1\nresult = sorted(data)\nlen(result)", size_axis="n", sizes=(3, 10))
+    spec = ScenarioSpec(
+        "t#1",
+        "builtins.sorted",
+        ScenarioSource.FILE,
+        "",
+        setup="data = list(range(n, 0, -1))\ncalls = 0",
+        call="calls = calls + 1\nresult = sorted(data)\nlen(result)",
+        size_axis="n",
+        sizes=(3, 10),
+    )
     small = compile_scenario(spec, 3)
     assert small() == 3 and small() == 3
     big = compile_scenario(spec, 10)
@@ -189,14 +247,25 @@ def test_compile_scenario_binds_the_size_and_gives_each_size_a_fresh_namespace()
 
 
 def test_compile_scenario_handles_statements_that_cannot_live_in_a_function():
-    setup = "import sys, types\nbox = sys.modules['_apiprof_test_box'] = types.SimpleNamespace(runs=[])"
-    spec = ScenarioSpec("t#2", "math.sqrt", ScenarioSource.FILE, "", setup=setup,
-                        call="from math import *\nbox.runs.append(sqrt(16.0))")
+    setup = (
+        "import sys, types\nbox = sys.modules['_apiprof_test_box'] = types.SimpleNamespace(runs=[])"
+    )
+    spec = ScenarioSpec(
+        "t#2",
+        "math.sqrt",
+        ScenarioSource.FILE,
+        "",
+        setup=setup,
+        call="from math import *\nbox.runs.append(sqrt(16.0))",
+    )
     run = compile_scenario(spec, None)
     try:
         run()
         run()
-        assert sys.modules["_apiprof_test_box"].runs == [4.0, 4.0]  # a star import needs module level
+        assert sys.modules["_apiprof_test_box"].runs == [
+            4.0,
+            4.0,
+        ]  # a star import needs module level
     finally:
         del sys.modules["_apiprof_test_box"]
     empty = ScenarioSpec("t#3", "x", ScenarioSource.FILE, "", setup="", call="# nothing")
@@ -208,21 +277,29 @@ def test_try_scenario_reports_where_it_failed():
         return ScenarioSpec("t", "x", ScenarioSource.FILE, "", setup=setup, call=call)
 
     assert try_scenario(spec("x = 1", "x + 1")) == ("", 2)
-    assert try_scenario(spec("1/0", "x"))[0] == "raised ZeroDivisionError: division by zero in setup"
-    assert try_scenario(spec("it = iter([1])", "next(it)"))[0] == "raised StopIteration in repeated call"
+    assert (
+        try_scenario(spec("1/0", "x"))[0] == "raised ZeroDivisionError: division by zero in setup"
+    )
+    assert (
+        try_scenario(spec("it = iter([1])", "next(it)"))[0]
+        == "raised StopIteration in repeated call"
+    )
     assert try_scenario(spec("import sys", "sys.exit(3)"))[0] == "raised SystemExit: 3 in call"
 
 
 def test_collect_combines_files_docstrings_and_synthesis(tmp_path):
     discovery = discover("discover_pkg")
-    path = write(tmp_path, '''
+    path = write(
+        tmp_path,
+        """
         format = 1
         [[scenario]]
         name = "handle"
         target = "discover_pkg.needs_handle"
         setup = "import discover_pkg"
         call = "discover_pkg.needs_handle(object())"
-    ''')
+    """,
+    )
     specs, missing = collect_scenarios(discovery, [path], sizes=(4, 8))
     sources = {(spec.qualname, spec.source) for spec in specs}
     assert ("discover_pkg.needs_handle", ScenarioSource.FILE) in sources
@@ -242,7 +319,8 @@ def test_collect_reports_why_and_respects_disabled_sources():
     specs, missing = collect_scenarios(discovery, docstrings=False)
     assert all(spec.source is ScenarioSource.SYNTHESIZED for spec in specs)
     assert missing["discover_pkg.needs_handle"] == (
-        "needs arguments we could not synthesise: parameter 'handle' has no annotation or default")
+        "needs arguments we could not synthesise: parameter 'handle' has no annotation or default"
+    )
     specs, missing = collect_scenarios(discovery, docstrings=False, synthesize=False)
     assert specs == [] and missing["discover_pkg.area"] == "no scenario source was enabled"
 
@@ -252,7 +330,9 @@ def test_stdlib_packages_reach_ninety_percent_coverage():
         discovery = discover(package)
         specs, missing = collect_scenarios(discovery)
         covered = {q for spec in specs for q in spec.measured}
-        ratio = len(covered & {ep.qualname for ep in discovery.entry_points}) / len(discovery.entry_points)
+        ratio = len(covered & {ep.qualname for ep in discovery.entry_points}) / len(
+            discovery.entry_points
+        )
         assert ratio >= 0.9, (package, missing)
 
 

@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from test_sphinx_ext import build, make_project
 
 pytestmark = pytest.mark.slow
@@ -46,9 +45,18 @@ window.addEventListener("load", function () {
 
 def chromium(*args: str, profile: Path) -> str:
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync", f"--user-data-dir={profile}",
-        "--hide-scrollbars", "--virtual-time-budget=3000", *args,
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--hide-scrollbars",
+        "--virtual-time-budget=3000",
+        *args,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -56,7 +64,10 @@ def chromium(*args: str, profile: Path) -> str:
 
 
 def luminance(css_colour: str) -> float:
-    channels = [float(c) for c in css_colour[css_colour.index("(") + 1 : css_colour.index(")")].split(",")[:3]]
+    channels = [
+        float(c)
+        for c in css_colour[css_colour.index("(") + 1 : css_colour.index(")")].split(",")[:3]
+    ]
     return sum(w * c / 255 for w, c in zip((0.2126, 0.7152, 0.0722), channels))
 
 
@@ -71,22 +82,29 @@ def furo_site(tmp_path_factory) -> Path:
 
 def probe(page: Path, tmp_path: Path, *flags: str) -> dict:
     probe_page = page.with_name(f"probe-{page.name}")
-    probe_page.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    probe_page.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8"
+    )
     dom = chromium("--dump-dom", *flags, probe_page.as_uri(), profile=tmp_path / "profile")
     start = dom.index('<pre id="apiprof-probe">') + len('<pre id="apiprof-probe">')
-    return json.loads(dom[start : dom.index("</pre>", start)].replace("&quot;", '"').replace("&amp;", "&"))
+    return json.loads(
+        dom[start : dom.index("</pre>", start)].replace("&quot;", '"').replace("&amp;", "&")
+    )
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_graphics_render_with_size_in_both_colour_schemes(furo_site, tmp_path, scheme):
-    flags = ("--force-dark-mode", "--blink-settings=preferredColorScheme=0") if scheme == "dark" else (
-        "--blink-settings=preferredColorScheme=1",
+    flags = (
+        ("--force-dark-mode", "--blink-settings=preferredColorScheme=0")
+        if scheme == "dark"
+        else ("--blink-settings=preferredColorScheme=1",)
     )
     found = probe(furo_site / "index.html", tmp_path, *flags)
     assert found["scheme"] == scheme
     histograms = [g for g in found["graphics"] if "apiprof-histogram" in g["cls"]]
     strips = [g for g in found["graphics"] if "apiprof-strip" in g["cls"]]
-    assert len(histograms) == 2 and len(strips) == 2  # parse's full card; render and the alias compact
+    # parse's full card; render and the alias compact
+    assert len(histograms) == 2 and len(strips) == 2
     for graphic in found["graphics"]:
         assert graphic["box"]["w"] > 50 and graphic["box"]["h"] > 8, graphic
         assert graphic["bars"] and all(b["w"] > 0 and b["h"] > 0 for b in graphic["bars"]), graphic
@@ -96,8 +114,13 @@ def test_graphics_render_with_size_in_both_colour_schemes(furo_site, tmp_path, s
     assert (text > background) == (scheme == "dark")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"summary-furo-{scheme}.png"
-    chromium(f"--screenshot={shot}", "--window-size=1200,1000", *flags, (furo_site / "index.html").as_uri(),
-             profile=tmp_path / "profile")
+    chromium(
+        f"--screenshot={shot}",
+        "--window-size=1200,1000",
+        *flags,
+        (furo_site / "index.html").as_uri(),
+        profile=tmp_path / "profile",
+    )
     assert shot.stat().st_size > 10_000
 
 
@@ -110,6 +133,10 @@ def test_drilldown_page_renders_every_chart(furo_site, tmp_path):
         assert graphic["box"]["w"] > 50 and graphic["box"]["h"] > 8, graphic
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "drilldown-furo.png"
-    chromium(f"--screenshot={shot}", "--window-size=1200,2400", (furo_site / "apiprof" / "demo_mod.render.html").as_uri(),
-             profile=tmp_path / "profile")
+    chromium(
+        f"--screenshot={shot}",
+        "--window-size=1200,2400",
+        (furo_site / "apiprof" / "demo_mod.render.html").as_uri(),
+        profile=tmp_path / "profile",
+    )
     assert shot.stat().st_size > 10_000

@@ -20,11 +20,10 @@ from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
 from apiprof.engine.histogram import Histogram, from_counts
-from apiprof.format import format_bytes, format_ns
 from apiprof.engine.records import (
+    CallEdge,
     Coverage,
     CoverageRecord,
-    CallEdge,
     EntryKind,
     EntryPoint,
     Environment,
@@ -34,6 +33,7 @@ from apiprof.engine.records import (
     Scenario,
     ScenarioSource,
 )
+from apiprof.format import format_bytes, format_ns
 
 ROOT = Path(__file__).parent / "roots" / "test-apiprof-basic"
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")
@@ -41,7 +41,10 @@ ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")
 # bucket counts per API and metric (the SPEC's worked example for parse's time and allocation)
 COUNTS = {
     "demo_mod.parse": {Metric.CPU: {4: 191, 5: 109}, Metric.ALLOC_INCL: {1: 100, 2: 100, 4: 100}},
-    "demo_mod.render": {Metric.CPU: {10: 50, 11: 200, 12: 30}, Metric.ALLOC_INCL: {9: 100, 10: 200}},
+    "demo_mod.render": {
+        Metric.CPU: {10: 50, 11: 200, 12: 30},
+        Metric.ALLOC_INCL: {9: 100, 10: 200},
+    },
     "demo_mod.Widget": {Metric.CPU: {8: 40}},
     "demo_mod.Widget.draw": {Metric.CPU: {12: 5, 13: 20, 14: 3}, Metric.ALLOC_INCL: {6: 28}},
 }
@@ -54,19 +57,37 @@ def write_database(path: Path) -> None:
     store_entry_points(
         db,
         [
-            EntryPoint("demo_mod.parse", "demo_mod", "demo_mod", EntryKind.FUNCTION, "(text)", "Split text into words.",
-                       aliases=("demo_mod.parse_alias",)),
-            EntryPoint("demo_mod.render", "demo_mod", "demo_mod", EntryKind.FUNCTION, "(items, width=70)"),
-            EntryPoint("demo_mod.unprofiled", "demo_mod", "demo_mod", EntryKind.FUNCTION, "(callback)"),
+            EntryPoint(
+                "demo_mod.parse",
+                "demo_mod",
+                "demo_mod",
+                EntryKind.FUNCTION,
+                "(text)",
+                "Split text into words.",
+                aliases=("demo_mod.parse_alias",),
+            ),
+            EntryPoint(
+                "demo_mod.render", "demo_mod", "demo_mod", EntryKind.FUNCTION, "(items, width=70)"
+            ),
+            EntryPoint(
+                "demo_mod.unprofiled", "demo_mod", "demo_mod", EntryKind.FUNCTION, "(callback)"
+            ),
             EntryPoint("demo_mod.Widget", "demo_mod", "demo_mod", EntryKind.CLASS),
             EntryPoint("demo_mod.Widget.draw", "demo_mod", "demo_mod", EntryKind.METHOD),
         ],
     )
     for qualname, per_metric in COUNTS.items():
-        add_histograms(db, qualname, {m: from_counts(c) for m, c in per_metric.items()},
-                       scenario_id="synth", environment=ENV)
+        add_histograms(
+            db,
+            qualname,
+            {m: from_counts(c) for m, c in per_metric.items()},
+            scenario_id="synth",
+            environment=ENV,
+        )
     sized = [
-        Measurement("demo_mod.render", "render-n", Metric.WALL, Histogram.of([100.0 + 3.0 * n] * 4), size=n)
+        Measurement(
+            "demo_mod.render", "render-n", Metric.WALL, Histogram.of([100.0 + 3.0 * n] * 4), size=n
+        )
         for n in (10, 100, 1000, 5000)
     ]
     store_batch(
@@ -75,7 +96,9 @@ def write_database(path: Path) -> None:
             measurements=sized,
             edges=[CallEdge("demo_mod.parse", "demo_mod.render", 12)],
             coverage=[CoverageRecord("demo_mod.unprofiled", Coverage.NO_ARGUMENTS)],
-            scenarios=[Scenario("render-n", "demo_mod.render", ScenarioSource.FILE, "n items", "n")],
+            scenarios=[
+                Scenario("render-n", "demo_mod.render", ScenarioSource.FILE, "n items", "n")
+            ],
         ),
         environment_id=ENV.id,
         package="demo_mod",
@@ -97,8 +120,12 @@ def build(srcdir: Path, buildername: str = "html", **confoverrides) -> tuple[Sph
     """Build and return the app and its warnings (the app is cleaned up already)."""
     warnings = StringIO()
     app = SphinxTestApp(
-        buildername, srcdir=srcdir, builddir=srcdir.parent / f"_build-{buildername}",
-        confoverrides=confoverrides, status=StringIO(), warning=warnings,
+        buildername,
+        srcdir=srcdir,
+        builddir=srcdir.parent / f"_build-{buildername}",
+        confoverrides=confoverrides,
+        status=StringIO(),
+        warning=warnings,
     )
     try:
         app.build()
@@ -139,7 +166,9 @@ def elements(path: Path) -> list[tuple[str, dict, list[dict]]]:
     return collector.elements
 
 
-def bars_by_metric(path: Path, summary_id: str, css_class: str = "apiprof-bar") -> dict[str, dict[int, int]]:
+def bars_by_metric(
+    path: Path, summary_id: str, css_class: str = "apiprof-bar"
+) -> dict[str, dict[int, int]]:
     """``{metric: {bucket: count}}`` drawn inside the element with id ``summary_id``."""
     found: dict[str, dict[int, int]] = {}
     for tag, attrs, ancestors in elements(path):
@@ -156,7 +185,9 @@ def links(path: Path, css_class: str | None = None) -> list[str]:
     return [
         attrs["href"]
         for tag, attrs, _ in elements(path)
-        if tag == "a" and "href" in attrs and (css_class is None or css_class in attrs.get("class", "").split())
+        if tag == "a"
+        and "href" in attrs
+        and (css_class is None or css_class in attrs.get("class", "").split())
     ]
 
 
@@ -185,7 +216,10 @@ def test_directive_bars_match_database_bucket_counts(html_build):
     stored = {str(m): h.counts() for m, h in query.histograms(db, "demo_mod.parse").items()}
     db.close()
     drawn = bars_by_metric(outdir / "index.html", "apiprof-demo-mod-parse")
-    assert drawn == {str(Metric.CPU): stored[str(Metric.CPU)], str(Metric.ALLOC_INCL): stored[str(Metric.ALLOC_INCL)]}
+    assert drawn == {
+        str(Metric.CPU): stored[str(Metric.CPU)],
+        str(Metric.ALLOC_INCL): stored[str(Metric.ALLOC_INCL)],
+    }
     assert drawn[str(Metric.CPU)] == {4: 191, 5: 109}
 
 
@@ -197,10 +231,16 @@ def test_directive_shows_median_spread_samples_and_growth(html_build):
     assert f"p10–p90 {format_ns(hist.percentile(10))} – {format_ns(hist.percentile(90))}" in page
     assert "300 samples" in page
     # render's compact summary shows only allocation cells and its O(n) growth from the sized scenario
-    compact = re.search(r'<div class="apiprof apiprof-compact" id="apiprof-demo-mod-render">(.*?)</div>', page, re.S)
+    compact = re.search(
+        r'<div class="apiprof apiprof-compact" id="apiprof-demo-mod-render">(.*?)</div>', page, re.S
+    )
     assert compact, "render's compact summary is missing"
-    cells = dict(re.findall(r'class="apiprof-cell" data-bucket="(\d+)" data-count="(\d+)"', compact.group(1)))
-    assert {int(k): int(v) for k, v in cells.items()} == COUNTS["demo_mod.render"][Metric.ALLOC_INCL]
+    cells = dict(
+        re.findall(r'class="apiprof-cell" data-bucket="(\d+)" data-count="(\d+)"', compact.group(1))
+    )
+    assert {int(k): int(v) for k, v in cells.items()} == COUNTS["demo_mod.render"][
+        Metric.ALLOC_INCL
+    ]
     assert '<span class="apiprof-growth"' in compact.group(1) and "O(n)" in compact.group(1)
 
 
@@ -245,7 +285,12 @@ def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
     assert target == (outdir / "api.html").resolve() and fragment == "demo_mod.Widget.draw"
     assert fragment in ids_in(target)
     rows = {
-        (ancestors[-2]["data-metric"] if len(ancestors) > 1 and "data-metric" in ancestors[-2] else None, int(a["data-bucket"])): int(a["data-count"])
+        (
+            ancestors[-2]["data-metric"]
+            if len(ancestors) > 1 and "data-metric" in ancestors[-2]
+            else None,
+            int(a["data-bucket"]),
+        ): int(a["data-count"])
         for tag, a, ancestors in elements(page)
         if tag == "tr" and "data-bucket" in a
     }
@@ -266,16 +311,31 @@ def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(
     table = text[text.index('id="apiprof-scenarios"') :]
     table = table[: table.index("</table>")]
     header = re.findall(r"<th>([^<]*)</th>", table)
-    assert header == ["scenario", "source", "size", Metric.WALL.label, Metric.CPU.label, Metric.ALLOC_INCL.label, "time buckets"]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)][1:]
+    assert header == [
+        "scenario",
+        "source",
+        "size",
+        Metric.WALL.label,
+        Metric.CPU.label,
+        Metric.ALLOC_INCL.label,
+        "time buckets",
+    ]
+    rows = [
+        re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    ][1:]
     assert len(rows) == 5  # render-n at 4 sizes, synth unsized
     assert table.count('rowspan="4"') == 2  # scenario and source cells span render-n's four sizes
     for n in (10, 100, 1000, 5000):
         [cells] = [c for c in rows if f"<td>{n}</td>" in "".join(f"<td>{x}</td>" for x in c)]
-        assert format_ns(100.0 + 3.0 * n) in cells and cells.count("—") == 2  # wall only: no CPU, no allocation
+        # wall only: no CPU, no allocation
+        assert format_ns(100.0 + 3.0 * n) in cells and cells.count("—") == 2
     synth = [c for c in rows if "synth" in "".join(c)][0]
     cpu = from_counts(COUNTS["demo_mod.render"][Metric.CPU])
-    assert format_ns(cpu.median) in synth and format_bytes(from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median) in synth
+    assert (
+        format_ns(cpu.median) in synth
+        and format_bytes(from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median) in synth
+    )
     assert f'title="p90 {format_ns(cpu.percentile(90))} · 280 samples"' in table
 
 
@@ -304,8 +364,12 @@ def test_index_lists_profiled_apis_sortable_by_cost(html_build):
     text = index.read_text(encoding="utf-8")
     assert 'data-sort="number"' in text and "<script>" in text
     # the time column sorts by the median in ns; "-1" marks a missing value (sorts first)
-    rows = re.findall(r'<code>(demo_mod[.\w]*)</code></a>.*?</td>\s*<td data-key="([-0-9.e+]+)">.*?'
-                      r'<td data-key="[-0-9.e+]+">.*?<td data-key="([-0-9.e+]+)">', text, re.S)
+    rows = re.findall(
+        r'<code>(demo_mod[.\w]*)</code></a>.*?</td>\s*<td data-key="([-0-9.e+]+)">.*?'
+        r'<td data-key="[-0-9.e+]+">.*?<td data-key="([-0-9.e+]+)">',
+        text,
+        re.S,
+    )
     assert {name for name, _, _ in rows} == set(COUNTS)
     db = open_db(srcdir / "apiprof.db", readonly=True)
     for name, time_key, alloc_key in rows:
@@ -369,10 +433,12 @@ def test_auto_mode_annotates_every_autodoc_entry(html_build):
         if tag == "dt" and "id" in attrs:
             signature = attrs["id"]  # summaries open the description that follows their signature
         if tag == "div" and "apiprof" in attrs.get("class", "").split():
-            assert ancestors[-2].get("class", "").startswith("py "), "summary outside an object description"
+            assert ancestors[-2].get("class", "").startswith("py "), (
+                "summary outside an object description"
+            )
             shown[signature] = attrs["class"]
     assert shown == {
-        **{name: "apiprof apiprof-compact" for name in COUNTS},
+        **dict.fromkeys(COUNTS, "apiprof apiprof-compact"),
         "demo_mod.unprofiled": "apiprof apiprof-unprofiled",
     }
 
@@ -400,7 +466,11 @@ def test_non_html_builders_get_text_fallback(tmp_path, buildername):
     srcdir = make_project(tmp_path)
     app, warnings = build(srcdir, buildername)
     out = Path(app.outdir)
-    produced = "".join(p.read_text(encoding="utf-8", errors="replace") for p in out.rglob("*") if p.suffix in {".txt", ".tex", ".1"})
+    produced = "".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in out.rglob("*")
+        if p.suffix in {".txt", ".tex", ".1"}
+    )
     assert "≈" in produced or r"\(\approx\)" in produced or "approx" in produced
     assert "O(n)" in produced
     assert "not profiled" in produced
@@ -410,8 +480,10 @@ def test_non_html_builders_get_text_fallback(tmp_path, buildername):
 def test_text_fallback_sentence(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, "text")
-    text = " ".join((Path(app.outdir) / "index.txt").read_text(encoding="utf-8").split())  # unwrap lines
-    time = Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median  # wall time
+    # unwrap lines
+    text = " ".join((Path(app.outdir) / "index.txt").read_text(encoding="utf-8").split())
+    # wall time
+    time = Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median
     alloc = from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median
     assert f"Cost: ≈{format_ns(time)} · {format_bytes(alloc)}, O(n)" in text  # the compact form
     assert f"{Metric.CPU.label} ≈" in text and "300 samples from 1 scenario" in text
@@ -425,7 +497,8 @@ def test_furo_theme_builds_with_summaries_and_pages(tmp_path):
     assert "apiprof.css" in index and "apiprof-bar" in index
     page = (out / "apiprof" / "demo_mod.parse.html").read_text(encoding="utf-8")
     assert "furo" in page and "Cost profile of" in page
-    assert "<title>demo_mod.parse — cost profile" in page  # each page gets its own title in the shared frame
+    # each page gets its own title in the shared frame
+    assert "<title>demo_mod.parse — cost profile" in page
     assert "apiprofframetitle" not in page and "apiprof frame body" not in page
     assert (out / "_static" / "apiprof.css").is_file()
     assert "Traceback" not in warnings
@@ -435,7 +508,8 @@ def test_pages_render_through_the_theme_when_urls_differ_per_page(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, html_baseurl="https://example.org/docs/")
     page = (Path(app.outdir) / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
-    assert 'href="https://example.org/docs/apiprof/demo_mod.render.html"' in page  # its own canonical URL
+    # its own canonical URL
+    assert 'href="https://example.org/docs/apiprof/demo_mod.render.html"' in page
     assert "<title>demo_mod.render — cost profile" in page and "apiprofframetitle" not in page
 
 
@@ -443,17 +517,35 @@ def test_database_change_rereads_documents_that_use_it(tmp_path):
     srcdir = make_project(tmp_path)
     build(srcdir)
     status = StringIO()
-    app = SphinxTestApp("html", srcdir=srcdir, builddir=srcdir.parent / "_build-html", status=status, warning=StringIO())
+    app = SphinxTestApp(
+        "html",
+        srcdir=srcdir,
+        builddir=srcdir.parent / "_build-html",
+        status=status,
+        warning=StringIO(),
+    )
     try:
         app.build()
     finally:
         app.cleanup()
     assert "0 added, 0 changed, 0 removed" in status.getvalue()
     db = open_db(srcdir / "apiprof.db")
-    add_histograms(db, "demo_mod.parse", {Metric.CPU: from_counts({4: 700})}, scenario_id="synth", environment=ENV)
+    add_histograms(
+        db,
+        "demo_mod.parse",
+        {Metric.CPU: from_counts({4: 700})},
+        scenario_id="synth",
+        environment=ENV,
+    )
     db.close()
     status = StringIO()
-    app = SphinxTestApp("html", srcdir=srcdir, builddir=srcdir.parent / "_build-html", status=status, warning=StringIO())
+    app = SphinxTestApp(
+        "html",
+        srcdir=srcdir,
+        builddir=srcdir.parent / "_build-html",
+        status=status,
+        warning=StringIO(),
+    )
     try:
         app.build()
     finally:
@@ -471,23 +563,35 @@ def test_database_appearing_later_fills_in_the_summaries(tmp_path):
     write_database(srcdir / "apiprof.db")
     app, warnings = build(srcdir)
     assert "apiprof.database" not in warnings
-    assert (Path(app.outdir) / "api.html").read_text(encoding="utf-8").count("apiprof apiprof-compact") == len(COUNTS)
+    assert (Path(app.outdir) / "api.html").read_text(encoding="utf-8").count(
+        "apiprof apiprof-compact"
+    ) == len(COUNTS)
     assert "apiprof-bar" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
 
 
 def test_parallel_build_matches_serial(tmp_path, html_build):
     srcdir = make_project(tmp_path)
     warnings = StringIO()
-    app = SphinxTestApp("html", srcdir=srcdir, builddir=tmp_path / "_build-par", parallel=2,
-                        status=StringIO(), warning=warnings)
+    app = SphinxTestApp(
+        "html",
+        srcdir=srcdir,
+        builddir=tmp_path / "_build-par",
+        parallel=2,
+        status=StringIO(),
+        warning=warnings,
+    )
     try:
         app.build()
     finally:
         app.cleanup()
     _, outdir, _ = html_build
     for doc in ("index.html", "api.html"):
-        assert bars_by_metric(Path(app.outdir) / doc, "apiprof-demo-mod-parse") == bars_by_metric(outdir / doc, "apiprof-demo-mod-parse")
-    assert sorted(p.name for p in (Path(app.outdir) / "apiprof").iterdir()) == sorted(p.name for p in (outdir / "apiprof").iterdir())
+        assert bars_by_metric(Path(app.outdir) / doc, "apiprof-demo-mod-parse") == bars_by_metric(
+            outdir / doc, "apiprof-demo-mod-parse"
+        )
+    assert sorted(p.name for p in (Path(app.outdir) / "apiprof").iterdir()) == sorted(
+        p.name for p in (outdir / "apiprof").iterdir()
+    )
 
 
 @pytest.mark.parametrize("buildername", ["dirhtml", "singlehtml", "epub"])
@@ -529,21 +633,43 @@ def test_project_docs_build_with_the_extension(tmp_path):
     """docs/ builds (furo or alabaster) against a small generated database of json and textwrap."""
     db_path = tmp_path / "docs.db"
     db = open_db(db_path)
-    store_entry_points(db, [EntryPoint("json.dumps", "json", "json", EntryKind.FUNCTION),
-                            EntryPoint("textwrap.wrap", "textwrap", "textwrap", EntryKind.FUNCTION)])
+    store_entry_points(
+        db,
+        [
+            EntryPoint("json.dumps", "json", "json", EntryKind.FUNCTION),
+            EntryPoint("textwrap.wrap", "textwrap", "textwrap", EntryKind.FUNCTION),
+        ],
+    )
     for name in ("json.dumps", "textwrap.wrap"):
-        add_histograms(db, name, {Metric.CPU: from_counts({12: 40, 13: 10}), Metric.ALLOC_INCL: from_counts({10: 50})},
-                       environment=ENV)
+        add_histograms(
+            db,
+            name,
+            {Metric.CPU: from_counts({12: 40, 13: 10}), Metric.ALLOC_INCL: from_counts({10: 50})},
+            environment=ENV,
+        )
     db.close()
     warnings = StringIO()
-    app = SphinxTestApp("html", srcdir=Path(__file__).parent.parent / "docs", builddir=tmp_path / "_build",
-                        confoverrides={"apiprof_db": str(db_path)}, status=StringIO(), warning=warnings)
+    app = SphinxTestApp(
+        "html",
+        srcdir=Path(__file__).parent.parent / "docs",
+        builddir=tmp_path / "_build",
+        confoverrides={"apiprof_db": str(db_path)},
+        status=StringIO(),
+        warning=warnings,
+    )
     try:
         app.build()
     finally:
         app.cleanup()
     out = Path(app.outdir)
     assert "apiprof" not in warnings.getvalue(), warnings.getvalue()
-    assert bars_by_metric(out / "index.html", "apiprof-json-dumps")[str(Metric.CPU)] == {12: 40, 13: 10}
-    assert "apiprof apiprof-compact" in (out / "api-costs" / "textwrap.html").read_text(encoding="utf-8")
-    assert (out / "apiprof" / "textwrap.wrap.html").is_file() and (out / "apiprof" / "index.html").is_file()
+    assert bars_by_metric(out / "index.html", "apiprof-json-dumps")[str(Metric.CPU)] == {
+        12: 40,
+        13: 10,
+    }
+    assert "apiprof apiprof-compact" in (out / "api-costs" / "textwrap.html").read_text(
+        encoding="utf-8"
+    )
+    assert (out / "apiprof" / "textwrap.wrap.html").is_file() and (
+        out / "apiprof" / "index.html"
+    ).is_file()

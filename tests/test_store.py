@@ -25,8 +25,8 @@ from apiprof.engine.records import (
     Environment,
     Measurement,
     Metric,
-    Scenario,
     ScanBatch,
+    Scenario,
     ScenarioSource,
 )
 from apiprof.errors import DatabaseError
@@ -38,10 +38,14 @@ EP = EntryPoint("pkg.f", "pkg", "pkg", EntryKind.FUNCTION, "(n)", "Do f.")
 def sample_batch(scale: float = 1.0) -> ScanBatch:
     """CPU time growing linearly with size, plus an unsized allocation histogram."""
     measurements = [
-        Measurement("pkg.f", "synth:pkg.f", Metric.CPU, Histogram.of([100.0 * n * scale] * 5), size=n)
+        Measurement(
+            "pkg.f", "synth:pkg.f", Metric.CPU, Histogram.of([100.0 * n * scale] * 5), size=n
+        )
         for n in (10, 100, 1000)
     ]
-    measurements.append(Measurement("pkg.f", "doc:pkg.f#0", Metric.ALLOC_INCL, Histogram.of([3, 7, 22])))
+    measurements.append(
+        Measurement("pkg.f", "doc:pkg.f#0", Metric.ALLOC_INCL, Histogram.of([3, 7, 22]))
+    )
     return ScanBatch(
         measurements=measurements,
         edges=[CallEdge("pkg.f", "pkg.g", 4)],
@@ -114,7 +118,10 @@ def test_merge_keeps_profiled_over_a_failure(tmp_path):
     write_scan(bad, ScanBatch(coverage=[CoverageRecord("pkg.f", Coverage.CRASHED, "boom")]))
     merge_files(out, [good, bad])
     db = open_db(out, readonly=True)
-    assert db.execute("SELECT status FROM coverage WHERE qualname = 'pkg.f'").fetchone()[0] == "profiled"
+    assert (
+        db.execute("SELECT status FROM coverage WHERE qualname = 'pkg.f'").fetchone()[0]
+        == "profiled"
+    )
     db.conn.close()
 
 
@@ -124,9 +131,7 @@ def test_a_version_1_file_is_migrated_on_open_and_keeps_its_data(tmp_path):
 
     old = sqlite_utils.Database(path)
     assert migrate(old, target=1) == 1
-    old.execute(
-        "INSERT INTO buckets VALUES ('pkg.f', 'cpu_ns', 's', 10, 'env', 3, 5, 50.0, 500.0)"
-    )
+    old.execute("INSERT INTO buckets VALUES ('pkg.f', 'cpu_ns', 's', 10, 'env', 3, 5, 50.0, 500.0)")
     old.conn.commit()
     assert "growth" not in old.table_names()
     old.conn.close()
@@ -239,6 +244,8 @@ def test_a_writer_killed_mid_transaction_leaves_a_sound_database(tmp_path):
     assert proc.returncode == -9
     db = open_db(path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert db.execute("SELECT COUNT(*) FROM buckets WHERE scenario_id = 'killed'").fetchone()[0] == 0
+    assert (
+        db.execute("SELECT COUNT(*) FROM buckets WHERE scenario_id = 'killed'").fetchone()[0] == 0
+    )
     db.conn.close()
     assert counts(path) == committed

@@ -30,7 +30,9 @@ def test_histogram_has_one_bar_per_non_empty_bucket_with_its_count():
 
 
 def test_bar_heights_are_proportional_to_counts_and_positions_follow_buckets():
-    root = parse(svg.histogram_svg({4: 200, 5: 100, 7: 50}, Metric.CPU, title="A", width=400, height=116))
+    root = parse(
+        svg.histogram_svg({4: 200, 5: 100, 7: 50}, Metric.CPU, title="A", width=400, height=116)
+    )
     bars = {int(b.get("data-bucket")): b for b in rects(root, "apiprof-bar")}
     heights = {i: float(b.get("height")) for i, b in bars.items()}
     assert heights[5] == pytest.approx(heights[4] / 2)
@@ -65,12 +67,20 @@ def test_axis_labels_span_the_drawn_buckets_and_use_current_colour():
     root = parse(svg.histogram_svg({4: 1, 5: 1}, Metric.WALL, title="A"))
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert labels == ["16 ns", "64 ns"]
-    assert all(t.get("fill") == "currentColor" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert all(
+        t.get("fill") == "currentColor" for t in root.iter("{http://www.w3.org/2000/svg}text")
+    )
 
 
 def test_median_marker_sits_inside_its_bucket():
-    root = parse(svg.histogram_svg({4: 10, 5: 10, 6: 10}, Metric.WALL, title="A", width=300, marker=48.0))
-    marker = next(line for line in root.iter("{http://www.w3.org/2000/svg}line") if line.get("class") == "apiprof-marker")
+    root = parse(
+        svg.histogram_svg({4: 10, 5: 10, 6: 10}, Metric.WALL, title="A", width=300, marker=48.0)
+    )
+    marker = next(
+        line
+        for line in root.iter("{http://www.w3.org/2000/svg}line")
+        if line.get("class") == "apiprof-marker"
+    )
     assert 100 < float(marker.get("x1")) < 200  # 48 ns is in bucket 5, the middle third
 
 
@@ -87,14 +97,18 @@ def test_heat_strip_colour_tracks_cost_and_opacity_tracks_samples():
     assert cells[6].get("fill") == svg.heat_colour(0.0) == "#3b82f6"  # cheapest: cool blue
     assert cells[20].get("fill") == svg.heat_colour(1.0) == "#dc2626"  # most expensive: hot red
     opacity = {i: float(c.get("fill-opacity")) for i, c in cells.items()}
-    assert opacity[6] == 1.0 and opacity[20] == pytest.approx(0.6) and opacity[13] == pytest.approx(0.4)
+    assert (
+        opacity[6] == 1.0
+        and opacity[20] == pytest.approx(0.6)
+        and opacity[13] == pytest.approx(0.4)
+    )
 
 
 def test_heat_scale_is_monotonic_from_cool_to_hot():
     reds = [int(svg.heat_colour(p / 10)[1:3], 16) for p in range(11)]
     blues = [int(svg.heat_colour(p / 10)[5:7], 16) for p in range(11)]
     assert reds[0] < reds[-1] and blues[0] > blues[-1]
-    positions = [svg.heat_position(Metric.CPU, i) for i in range(0, 30)]
+    positions = [svg.heat_position(Metric.CPU, i) for i in range(30)]
     assert positions == sorted(positions) and positions[0] == 0.0 and positions[-1] == 1.0
     assert svg.heat_position(Metric.ALLOC_INCL, ZERO_BUCKET) == 0.0
 
@@ -102,17 +116,27 @@ def test_heat_scale_is_monotonic_from_cool_to_hot():
 def test_growth_chart_draws_points_and_the_fitted_curve():
     sizes, costs = [10, 100, 1000], [130.0, 400.0, 3100.0]
     fit = fit_growth(sizes, costs)
-    root = parse(svg.growth_svg(list(zip(sizes, costs)), fit, Metric.WALL, title="g", size_axis="items"))
+    root = parse(
+        svg.growth_svg(list(zip(sizes, costs)), fit, Metric.WALL, title="g", size_axis="items")
+    )
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(circles) == 3
     ys = [float(c.get("cy")) for c in circles]
     assert ys == sorted(ys, reverse=True)  # higher cost is drawn higher (smaller y)
-    curve = next(p for p in root.iter("{http://www.w3.org/2000/svg}polyline") if p.get("class") == "apiprof-fit")
+    curve = next(
+        p
+        for p in root.iter("{http://www.w3.org/2000/svg}polyline")
+        if p.get("class") == "apiprof-fit"
+    )
     assert len(curve.get("points").split()) == 61
     assert "items = 1000" in [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 def test_growth_chart_without_fit_draws_only_points():
     root = parse(svg.growth_svg([(1, 5.0), (2, 6.0)], None, Metric.ALLOC_INCL, title="g"))
-    assert not [p for p in root.iter("{http://www.w3.org/2000/svg}polyline") if p.get("class") == "apiprof-fit"]
+    assert not [
+        p
+        for p in root.iter("{http://www.w3.org/2000/svg}polyline")
+        if p.get("class") == "apiprof-fit"
+    ]
     assert len(list(root.iter("{http://www.w3.org/2000/svg}circle"))) == 2

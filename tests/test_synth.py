@@ -27,10 +27,25 @@ class Colour(enum.Enum):
     BLUE = 2
 
 
-def typed(text: str, blob: bytes, numbers: list[int], table: dict[str, float], pair: tuple[int, str],
-          many: tuple[float, ...], tags: set[str], maybe: int | None, mode: typing.Literal["a", "b"],
-          colour: Colour, seq: Sequence[str], things: Iterable[int], mapping: Mapping[int, str],
-          *, flag: bool, when: datetime.date, optional: str = "default") -> None:
+def typed(
+    text: str,
+    blob: bytes,
+    numbers: list[int],
+    table: dict[str, float],
+    pair: tuple[int, str],
+    many: tuple[float, ...],
+    tags: set[str],
+    maybe: int | None,
+    mode: typing.Literal["a", "b"],
+    colour: Colour,
+    seq: Sequence[str],
+    things: Iterable[int],
+    mapping: Mapping[int, str],
+    *,
+    flag: bool,
+    when: datetime.date,
+    optional: str = "default",
+) -> None:
     """Every common annotation once."""
 
 
@@ -61,11 +76,21 @@ def importable():
 def test_sized_builders_follow_n():
     for n in (3, 40):
         result = synthesize("synth_subjects.typed", n)
-        text, blob, numbers, table, pair, many, tags, maybe, mode, colour, seq, things, mapping = result.args
+        text, blob, numbers, table, pair, many, tags, maybe, mode, colour, seq, things, mapping = (
+            result.args
+        )
         assert len(text) == n and len(blob) == n and len(numbers) == n and len(table) == n
-        assert all(isinstance(x, int) for x in numbers) and all(isinstance(v, float) for v in table.values())
+        assert all(isinstance(x, int) for x in numbers) and all(
+            isinstance(v, float) for v in table.values()
+        )
         assert isinstance(pair, tuple) and [type(x) for x in pair] == [int, str]
-        assert len(many) == n and len(tags) == n and len(seq) == n and len(things) == n and len(mapping) == n
+        assert (
+            len(many) == n
+            and len(tags) == n
+            and len(seq) == n
+            and len(things) == n
+            and len(mapping) == n
+        )
         assert isinstance(maybe, int) and mode == "a" and colour is Colour.RED
         assert set(result.kwargs) == {"flag", "when"}  # keyword-only, defaults left alone
         assert isinstance(result.kwargs["when"], datetime.date)
@@ -120,17 +145,24 @@ def test_c_functions_without_signature_use_their_docstring_line(monkeypatch):
         raise ValueError("no signature found for builtin")
 
     monkeypatch.setattr(synth.inspect, "signature", no_signature)  # as on Pythons before 3.13
-    args, _ = synthesize_arguments("json.encoder.encode_basestring", 12)  # doc: "encode_basestring(string)"
+    # doc: "encode_basestring(string)"
+    args, _ = synthesize_arguments("json.encoder.encode_basestring", 12)
     assert len(args) == 1 and isinstance(args[0], str) and len(args[0]) == 12
 
 
 def test_synthesized_scenario_is_code_with_a_size_axis():
     spec, reason = find_synthesized_scenario("discover_pkg.scale", (5, 50))
-    assert reason == "" and spec.id == "synth:discover_pkg.scale" and spec.source is ScenarioSource.SYNTHESIZED
+    assert (
+        reason == ""
+        and spec.id == "synth:discover_pkg.scale"
+        and spec.source is ScenarioSource.SYNTHESIZED
+    )
     assert (spec.size_axis, spec.sizes) == ("n", (5, 50))
     assert len(compile_scenario(spec, 50)()) == 50
     unsized, _ = find_synthesized_scenario("discover_pkg.Shape.unit", (5, 50))
-    assert (unsized.size_axis, unsized.sizes) == ("", ()) and compile_scenario(unsized, None)() == 1.0
+    assert (unsized.size_axis, unsized.sizes) == ("", ()) and compile_scenario(
+        unsized, None
+    )() == 1.0
 
 
 def test_iterator_results_are_consumed_so_lazy_work_is_measured():
@@ -170,7 +202,8 @@ def test_annotations_imported_only_for_type_checking_resolve_to_the_packages_cla
     target, args, _ = synth.synthesize_call("typed_pkg.render_with", 10)
     assert isinstance(args[0], typed_pkg.Engine) and target(*args) == "engine" * 3
     assert synth.package_classes("typed_pkg.users")["Engine"] is typed_pkg.Engine
-    assert "Engine" not in synth.package_classes("json")  # only the annotated function's own package
+    # only the annotated function's own package
+    assert "Engine" not in synth.package_classes("json")
 
 
 def test_forwarded_any_args_get_no_positional_values():
@@ -181,14 +214,16 @@ def test_forwarded_any_args_get_no_positional_values():
 
 def test_a_flavour_that_cannot_be_built_does_not_end_the_search():
     spec, reason = find_synthesized_scenario("typed_pkg.third_time_lucky", (10,))
-    assert reason == "" and spec is not None and "variant 2" in spec.description  # Rejected, Unbuildable, Accepted
+    # Rejected, Unbuildable, Accepted
+    assert reason == "" and spec is not None and "variant 2" in spec.description
     with pytest.raises(CannotSynthesize, match="this flavour cannot be built"):
         synthesize("typed_pkg.third_time_lucky", 10, variant=1)
 
 
 def test_a_one_word_string_is_tried_when_prose_and_other_union_members_are_refused():
     spec, reason = find_synthesized_scenario("typed_pkg.label_only", (10,))
-    assert reason == "" and spec is not None and "variant 2" in spec.description  # prose, bytes, then a word
+    # prose, bytes, then a word
+    assert reason == "" and spec is not None and "variant 2" in spec.description
     target, args, _ = synth.synthesize_call("typed_pkg.label_only", 10, variant=2)
     assert args[0].isalpha() and target(*args) == args[0].upper()
 

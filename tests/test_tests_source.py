@@ -20,8 +20,14 @@ from apiprof.errors import UsageError
 FIXTURES = Path(__file__).parent / "fixtures"
 SUITE = FIXTURES / "tiny_pkg_tests"
 SCENARIO = "tests:tiny_pkg_tests"
-REACHED = {"tiny_pkg.sort_numbers", "tiny_pkg.join_words", "tiny_pkg.Box", "tiny_pkg.Box.area",
-           "tiny_pkg.Box.scaled", "tiny_pkg.total_area"}  # fmt: skip
+REACHED = {
+    "tiny_pkg.sort_numbers",
+    "tiny_pkg.join_words",
+    "tiny_pkg.Box",
+    "tiny_pkg.Box.area",
+    "tiny_pkg.Box.scaled",
+    "tiny_pkg.total_area",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +35,13 @@ def tests_only_scan(tmp_path_factory):
     """tiny_pkg with every other scenario source off: only the test suite can profile anything."""
     path = tmp_path_factory.mktemp("tests-source") / "tiny.db"
     options = ScanOptions(
-        docstrings=False, synthesize=False, bundled_scenarios=False, repeat=3, tests=str(SUITE),
+        docstrings=False,
+        synthesize=False,
+        bundled_scenarios=False,
+        repeat=3,
+        tests=str(SUITE),
         python_path=(str(FIXTURES),),
-    )  # fmt: skip
+    )
     events: list[ScanProgress] = []
     summary = scan("tiny_pkg", db_path=path, options=options, progress=events.append)
     return path, summary, events
@@ -44,7 +54,10 @@ def test_entry_points_only_the_tests_reach_become_profiled(tests_only_scan):
     profiled = REACHED - {r.qualname for r in summary.not_profiled}
     assert profiled == REACHED and summary.profiled == len(REACHED)
     unreached = {r.qualname: r.status for r in summary.not_profiled}
-    assert unreached == {"tiny_pkg.repeat_text": Coverage.NO_ARGUMENTS, "tiny_pkg.Box.square": Coverage.NO_ARGUMENTS}
+    assert unreached == {
+        "tiny_pkg.repeat_text": Coverage.NO_ARGUMENTS,
+        "tiny_pkg.Box.square": Coverage.NO_ARGUMENTS,
+    }
     suite = summary.tests
     assert suite.status == "ran" and suite.scenario_id == SCENARIO
     assert set(suite.reached) == REACHED and suite.only_by_tests == REACHED
@@ -65,11 +78,22 @@ def test_every_reached_entry_point_has_tests_measurements_with_counts(tests_only
             for metric in (Metric.CALLS, Metric.ALLOC_INCL, Metric.WALL, Metric.CPU):
                 assert counts.get((qualname, str(metric)), (0, 0))[0] > 0, (qualname, metric)
         # calls per run of the suite: sort_numbers is called by two tests, Box.scaled 20 times by one
-        assert counts[("tiny_pkg.sort_numbers", "calls_per_run")][1] == 2 * counts[("tiny_pkg.sort_numbers", "calls_per_run")][0]
-        assert counts[("tiny_pkg.Box.scaled", "calls_per_run")][1] == 20 * counts[("tiny_pkg.Box.scaled", "calls_per_run")][0]
-        sources = {r[0] for r in db.execute("SELECT DISTINCT source FROM scenarios WHERE id = ?", [SCENARIO])}
+        assert (
+            counts[("tiny_pkg.sort_numbers", "calls_per_run")][1]
+            == 2 * counts[("tiny_pkg.sort_numbers", "calls_per_run")][0]
+        )
+        assert (
+            counts[("tiny_pkg.Box.scaled", "calls_per_run")][1]
+            == 20 * counts[("tiny_pkg.Box.scaled", "calls_per_run")][0]
+        )
+        sources = {
+            r[0]
+            for r in db.execute("SELECT DISTINCT source FROM scenarios WHERE id = ?", [SCENARIO])
+        }
         assert sources == {"tests"}
-        assert any(p.scenario_id == SCENARIO for p in query.scenario_breakdown(db, "tiny_pkg.total_area"))
+        assert any(
+            p.scenario_id == SCENARIO for p in query.scenario_breakdown(db, "tiny_pkg.total_area")
+        )
     finally:
         db.conn.close()
 
@@ -81,7 +105,9 @@ def test_failing_and_refused_tests_are_counted_not_fatal(tests_only_scan):
     assert any("tried to spawn a process" in reason for reason in suite.blocked)
     assert any("2 test(s) failed" in w for w in suite.warnings)
     document = summary.to_json()["tests"]
-    assert document["reached"] == len(REACHED) and document["failed"] == 2 and document["passed"] == 3
+    assert (
+        document["reached"] == len(REACHED) and document["failed"] == 2 and document["passed"] == 3
+    )
     assert document["only_by_tests"] == sorted(REACHED)
 
 
@@ -90,12 +116,26 @@ def test_a_missing_tests_path_is_a_usage_error_naming_it(tmp_path):
     with pytest.raises(UsageError, match="no-such-tests: no such test file or directory"):
         scan("tiny_pkg", db_path=tmp_path / "x.db", options=ScanOptions(tests=str(missing)))
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from apiprof.cli import scan_main; sys.exit(scan_main())",
-         "tiny_pkg", "--tests", str(missing), "--db", str(tmp_path / "x.db"), "--quiet"],
-        check=False, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from apiprof.cli import scan_main; sys.exit(scan_main())",
+            "tiny_pkg",
+            "--tests",
+            str(missing),
+            "--db",
+            str(tmp_path / "x.db"),
+            "--quiet",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2, out.stderr
-    assert f"{missing}: no such test file or directory" in out.stderr and "Traceback" not in out.stderr
+    assert (
+        f"{missing}: no such test file or directory" in out.stderr and "Traceback" not in out.stderr
+    )
 
 
 def test_resume_repeats_the_tests_option():
@@ -107,11 +147,21 @@ def test_resume_repeats_the_tests_option():
 def test_without_pytest_the_worker_reports_it_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "pytest", None)  # `import pytest` now raises ImportError
     worker = Worker(None, 512, load_engine(), emit=lambda message: None)
-    reply = worker.handle({"op": "tests", "package": "tiny_pkg", "path": str(SUITE), "scenario_id": SCENARIO, "targets": []})
+    reply = worker.handle(
+        {
+            "op": "tests",
+            "package": "tiny_pkg",
+            "path": str(SUITE),
+            "scenario_id": SCENARIO,
+            "targets": [],
+        }
+    )
     assert reply["status"] == "unavailable"
     assert "pytest is not installed" in reply["reason"] and "without --tests" in reply["reason"]
     suite = SuiteRun(str(SUITE), SCENARIO, status="unavailable")
-    [warning] = describe_suite_problems(suite, TaskResult(Task("single", {}), "unavailable", reply["reason"]), 900)
+    [warning] = describe_suite_problems(
+        suite, TaskResult(Task("single", {}), "unavailable", reply["reason"]), 900
+    )
     assert "pytest is not installed" in warning
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import statistics
 import time
 
+import groundtruth_pkg as gt
 import pytest
 
-import groundtruth_pkg as gt  # noqa: E402
-
-from apiprof.engine import timing  # noqa: E402
-from apiprof.engine.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site  # noqa: E402
-from apiprof.engine.timing import run_timing_pass  # noqa: E402
+from apiprof.engine import timing
+from apiprof.engine.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site
+from apiprof.engine.timing import run_timing_pass
 
 
 def calls_recorded(log, index=0):
@@ -22,7 +21,9 @@ def calls_recorded(log, index=0):
 def probe_counter(monkeypatch):
     """Counts every probe invocation, whatever event or function triggered it."""
     counts = {"n": 0}
-    factory = timing.make_monitoring_callbacks if timing.HAS_MONITORING else timing.make_profile_hook
+    factory = (
+        timing.make_monitoring_callbacks if timing.HAS_MONITORING else timing.make_profile_hook
+    )
 
     def counting(*args):
         made = factory(*args)
@@ -31,7 +32,9 @@ def probe_counter(monkeypatch):
             def counted(*a):
                 counts["n"] += 1
                 return fn(*a)
+
             return counted
+
         return {k: wrap(v) for k, v in made.items()} if isinstance(made, dict) else wrap(made)
 
     name = "make_monitoring_callbacks" if timing.HAS_MONITORING else "make_profile_hook"
@@ -39,11 +42,16 @@ def probe_counter(monkeypatch):
     return counts
 
 
-@pytest.mark.skipif(not timing.HAS_MONITORING, reason="3.11 probes plain functions by trampoline: there are no event callbacks to count "
-                    "(isolation on 3.11 is checked by test_uninstrumented_function_runs_at_full_speed)")
+@pytest.mark.skipif(
+    not timing.HAS_MONITORING,
+    reason="3.11 probes plain functions by trampoline: there are no event callbacks to count "
+    "(isolation on 3.11 is checked by test_uninstrumented_function_runs_at_full_speed)",
+)
 def test_only_target_events_fire(probe_counter):
     """mid() makes 1000 leaf calls; with sibling_a probed, exactly its 2 events fire."""
-    log = run_timing_pass(lambda: (gt.mid(), gt.sibling_a()), [PySite(gt.sibling_a)], repeat=3, reference=False)
+    log = run_timing_pass(
+        lambda: (gt.mid(), gt.sibling_a()), [PySite(gt.sibling_a)], repeat=3, reference=False
+    )
     assert calls_recorded(log) == (3, 3)
     assert probe_counter["n"] == 3 * 2
 
@@ -57,6 +65,7 @@ def test_uninstrumented_function_runs_at_full_speed():
     """Per-call time of mid() (not probed) while sibling_a is probed vs. with nothing probed:
     medians of interleaved rounds (on every Python: 3.11 probes plain functions by trampoline). Contrast: probing leaf (inside mid) slows mid many-fold, so
     the assertion would catch probes leaking onto unrelated code."""
+
     def mid_ns():
         t0 = time.perf_counter_ns()
         gt.mid()
@@ -66,7 +75,9 @@ def test_uninstrumented_function_runs_at_full_speed():
     for _ in range(15):
         plain.append(mid_ns())
         out = []
-        run_timing_pass(lambda: out.append(mid_ns()) or gt.sibling_a(), [PySite(gt.sibling_a)], repeat=1)
+        run_timing_pass(
+            lambda: out.append(mid_ns()) or gt.sibling_a(), [PySite(gt.sibling_a)], repeat=1
+        )
         unrelated.append(out[0])
         out = []
         run_timing_pass(lambda: out.append(mid_ns()), [PySite(gt.leaf)], repeat=1)
@@ -103,8 +114,12 @@ def test_generators_methods_properties_and_unwinding():
         except KeyError:
             pass
 
-    sites = [resolve_site(gt.countdown), resolve_site(gt.Counter.bump), resolve_site(gt.Counter.doubled),
-             PySite(raiser)]
+    sites = [
+        resolve_site(gt.countdown),
+        resolve_site(gt.Counter.bump),
+        resolve_site(gt.Counter.doubled),
+        PySite(raiser),
+    ]
     log = run_timing_pass(scenario, sites, repeat=2)
     assert calls_recorded(log, 0) == (8, 8)  # 4 activations per generator run
     assert calls_recorded(log, 1) == (2, 2)
@@ -132,6 +147,7 @@ def _closure_target():
         if x < 0:
             raise ValueError("negative")
         return (x + y + z) * scale
+
     return scaled
 
 
@@ -156,6 +172,7 @@ def test_trampoline_keeps_behaviour_and_records_every_call():
 def test_cpu_clock_is_sampled_for_short_calls_and_read_for_long_ones():
     """Short calls read the thread-CPU clock on every SAMPLE_EVERY-th call, calls of 50 µs and
     more on every call once the pass has seen them (the first run samples)."""
+
     def busy():
         end = time.perf_counter_ns() + 50_000
         while time.perf_counter_ns() < end:
