@@ -19,7 +19,7 @@ from typing import Any
 
 from apiprof import __version__
 from apiprof.db.schema import DEFAULT_DB
-from apiprof.engine.records import Metric
+from apiprof.model.records import Metric
 from apiprof.errors import ApiprofError, UsageError
 
 SCAN_DESCRIPTION = """\
@@ -383,7 +383,7 @@ def print_suite_line(console, suite) -> None:
 
 
 def print_profile(data: dict[str, Any]) -> None:
-    from apiprof.engine.histogram import Histogram
+    from apiprof.model.histogram import Histogram
     from apiprof.format import format_value, text_histogram, worth_showing
 
     print(f"{data['qualname']}{data['signature']}")

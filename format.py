@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from apiprof.engine.histogram import ZERO_BUCKET, Histogram, bucket_bounds
-from apiprof.engine.records import Metric
+from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
+from apiprof.model.records import Metric
 
 _TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
 _BYTE_UNITS = [(2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")]

@@ -32,7 +32,7 @@ import groundtruth_pkg as gt
 from apiprof.engine.calibrate import calibrate
 from apiprof.engine.probes import PySite
 from apiprof.engine.profiler import Target, profile
-from apiprof.engine.records import Metric
+from apiprof.model.records import Metric
 from apiprof.engine.timing import measure_calls, run_timing_pass
 
 try:

@@ -30,8 +30,8 @@ import jedi
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import ADD_BUCKETS_SQL
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import Environment, Metric
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Environment, Metric
 
 BIG = 1000  # members of synthpkg.big (the completion list)
 HOVER_MODULE = "m001"

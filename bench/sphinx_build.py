@@ -25,8 +25,8 @@ from pathlib import Path
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import store_batch, store_entry_points
-from apiprof.engine.histogram import from_counts
-from apiprof.engine.records import (
+from apiprof.model.histogram import from_counts
+from apiprof.model.records import (
     EntryKind,
     EntryPoint,
     Environment,

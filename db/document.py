@@ -16,8 +16,8 @@ from typing import Any
 import sqlite_utils
 
 from apiprof.db import query
-from apiprof.engine.histogram import bucket_bounds
-from apiprof.engine.records import Metric
+from apiprof.model.histogram import bucket_bounds
+from apiprof.model.records import Metric
 from apiprof.errors import UsageError
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import sqlite_utils
 
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import Metric
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 

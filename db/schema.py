@@ -40,7 +40,7 @@ def _v1_core(db: sqlite_utils.Database) -> None:
             "finished_at": str,
             "status": str,  # running | finished | interrupted
             "environment_id": str,
-            "calibration": str,  # JSON of engine.records.Calibration
+            "calibration": str,  # JSON of apiprof.model.records.Calibration
             "options": str,  # JSON of the scan options, for --resume
         },
         pk="id",

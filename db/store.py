@@ -19,9 +19,9 @@ from typing import Any
 import sqlite_utils
 
 from apiprof.db.owner import this_process
-from apiprof.engine.growth import fit_growth
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import (
+from apiprof.model.growth import fit_growth
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,

@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
-from apiprof.engine.histogram import Histogram, IntTally
+from apiprof.model.histogram import Histogram, IntTally
 from apiprof.engine.iocount import IoCounter, open_io_counter
 from apiprof.engine.probes import (
     HAS_MONITORING,

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from apiprof.engine.alloc import counter_name
 from apiprof.engine.iocount import io_mechanism
 from apiprof.engine.probes import HAS_MONITORING, CSite, PySite, Site
-from apiprof.engine.records import Calibration
+from apiprof.model.records import Calibration
 from apiprof.engine.timing import CPU_SUFFIX, MASK_ALWAYS, MASK_NEVER, MECHANISM, run_timing_pass
 
 ROUNDS = 9

@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apiprof.engine.records import EntryKind, EntryPoint
+from apiprof.model.records import EntryKind, EntryPoint
 from apiprof.errors import PackageNotFound, UsageError
 
 SKIPPED_MODULES = frozenset({"tests", "test", "conftest", "setup", "__main__"})

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apiprof.engine.discover import resolve_object
-from apiprof.engine.records import EntryPoint, ScenarioSource
+from apiprof.model.records import EntryPoint, ScenarioSource
 from apiprof.engine.scenarios import ScenarioSpec
 
 IO_MODULES = frozenset(

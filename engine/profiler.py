@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from apiprof.engine.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.calibrate import calibrate
-from apiprof.engine.histogram import Histogram
+from apiprof.model.histogram import Histogram
 from apiprof.engine.plan import plan_groups
 from apiprof.engine.probes import Site, resolve_site
-from apiprof.engine.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
+from apiprof.model.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
 from apiprof.engine.timing import measure_calls, run_timing_pass
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from apiprof.engine import wire
-from apiprof.engine.records import Coverage
+from apiprof.model.records import Coverage
 from apiprof.errors import MeasurementError
 
 ENV_ALLOWLIST = (

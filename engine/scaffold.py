@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from apiprof.engine.discover import Discovery
-from apiprof.engine.records import EntryKind, EntryPoint
+from apiprof.model.records import EntryKind, EntryPoint
 from apiprof.engine.scenarios import DEFAULT_SIZES, FORMAT_VERSION
 from apiprof.errors import UsageError
 

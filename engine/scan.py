@@ -41,7 +41,7 @@ from apiprof.db.store import (
     take_over_scan,
 )
 from apiprof.engine import wire
-from apiprof.engine.records import (
+from apiprof.model.records import (
     Calibration,
     Coverage,
     CoverageRecord,

@@ -27,7 +27,7 @@ from typing import Any
 
 from apiprof.engine import deadline
 from apiprof.engine.discover import Discovery, describe_exception, resolve_object
-from apiprof.engine.records import Scenario, ScenarioSource
+from apiprof.model.records import Scenario, ScenarioSource
 from apiprof.errors import ScenarioFileError
 
 FORMAT_VERSION = 1

@@ -12,7 +12,7 @@ import inspect
 import textwrap
 
 from apiprof.engine.discover import describe_exception, resolve_object
-from apiprof.engine.records import ScenarioSource
+from apiprof.model.records import ScenarioSource
 from apiprof.engine.scenarios import ScenarioSpec, try_scenario
 from apiprof.engine.synth import (
     CONSUME_LIMIT,

@@ -16,7 +16,7 @@ from typing import Any
 
 from apiprof import errors
 from apiprof.engine import wire
-from apiprof.engine.records import (
+from apiprof.model.records import (
     Calibration,
     CallEdge,
     Coverage,

@@ -11,8 +11,8 @@ import json
 import os
 from typing import Any
 
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import CallEdge, Measurement, Metric
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import CallEdge, Measurement, Metric
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """A reply larger than this is treated as a broken worker rather than buffered forever."""

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine import deadline, sandbox, wire
-from apiprof.engine.records import NO_SIZE, Coverage, ScenarioSource
+from apiprof.model.records import NO_SIZE, Coverage, ScenarioSource
 from apiprof.errors import ApiprofError
 
 
@@ -209,7 +209,7 @@ class Worker:
 
     def profile_size(self, spec: Any, size: int, request: dict[str, Any]) -> dict[str, Any]:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
-        from apiprof.engine.records import Calibration
+        from apiprof.model.records import Calibration
 
         scenarios, profiler, discover = (
             self.module("scenarios"),
@@ -269,7 +269,7 @@ class Worker:
                 "reason": f"pytest is not installed where {request['package']} is scanned "
                 f"({exc}); install pytest into that environment or scan without --tests",
             }
-        from apiprof.engine.records import Calibration
+        from apiprof.model.records import Calibration
 
         profiler, discover = self.module("profiler"), self.module("discover")
         targets, unresolved = [], []

@@ -2,7 +2,7 @@
 
 Every handled request is timed from handler entry to the ready result. The tracker keeps the
 last :data:`WINDOW` durations per method for p50/p95 and an additive log2 histogram of all of
-them (the same :class:`~apiprof.engine.histogram.Histogram` the profiles use), which the delay
+them (the same :class:`~apiprof.model.histogram.Histogram` the profiles use), which the delay
 tracker of a later stage can merge and upload. Clients read it with the custom request
 ``apiprof/latencyReport``; requests slower than a threshold are logged, at most once per method
 per :data:`SLOW_LOG_INTERVAL_S`, so a slow machine cannot flood the log.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiprof.engine.histogram import Histogram
+from apiprof.model.histogram import Histogram
 from apiprof.format import format_ns
 
 WINDOW = 1024

@@ -8,7 +8,7 @@ configuration.
 from __future__ import annotations
 
 from apiprof.db.query import ApiSummary
-from apiprof.engine.records import Metric
+from apiprof.model.records import Metric
 from apiprof.format import (
     cost_hint,
     format_bytes,

@@ -16,7 +16,7 @@ from sphinx.application import Sphinx
 
 from apiprof.db import query
 from apiprof.db.query import ApiSummary
-from apiprof.engine.records import Metric
+from apiprof.model.records import Metric
 from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.sphinx_ext import svg
 from apiprof.sphinx_ext.envdata import api_locations

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discover import Discovery, discover, is_private_module, resolve_object
-from apiprof.engine.records import EntryKind
+from apiprof.model.records import EntryKind
 from apiprof.errors import PackageNotFound, UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -16,7 +16,7 @@ from apiprof.engine.doctests import (
     find_targets,
     identity_of,
 )
-from apiprof.engine.records import ScenarioSource
+from apiprof.model.records import ScenarioSource
 from apiprof.engine.scenarios import compile_scenario, try_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures"

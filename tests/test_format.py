@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import Metric
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 from apiprof.format import (
     cost_hint,
     format_bucket_range,

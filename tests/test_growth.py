@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from apiprof.engine.growth import fit_growth
+from apiprof.model.growth import fit_growth
 
 SIZES = [10, 30, 100, 300, 1000, 3000, 10000]
 CURVES = {

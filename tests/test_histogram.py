@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from apiprof.engine.histogram import (
+from apiprof.model.histogram import (
     ZERO_BUCKET,
     Bucket,
     Histogram,
@@ -121,7 +121,7 @@ def test_empty_histogram_statistics_are_nan():
 
 
 def test_int_tally_builds_the_same_histogram_as_adding_values():
-    from apiprof.engine.histogram import IntTally
+    from apiprof.model.histogram import IntTally
 
     rng = random.Random(7)
     values = [0, 0, 1, 2, 3, 1023, 1024, 10**12] + [rng.randrange(0, 5000) for _ in range(500)]

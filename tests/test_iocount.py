@@ -13,9 +13,9 @@ from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
 from apiprof.engine import alloc, iocount
 from apiprof.engine.calibrate import calibrate
-from apiprof.engine.histogram import Histogram
+from apiprof.model.histogram import Histogram
 from apiprof.engine.profiler import Target, profile
-from apiprof.engine.records import Metric
+from apiprof.model.records import Metric
 from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
 from apiprof.lsp_server.render import describe
@@ -139,7 +139,7 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     """The bundled json pack's file scenario, through the worker's profiling step: at every size
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
     from apiprof.engine import wire
-    from apiprof.engine.growth import fit_growth
+    from apiprof.model.growth import fit_growth
     from apiprof.engine.scan import BUNDLED_SCENARIOS
     from apiprof.engine.scenarios import load_scenario_file
     from apiprof.engine.worker import Worker, load_engine

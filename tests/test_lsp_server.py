@@ -19,8 +19,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import (
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import (
     EntryKind,
     EntryPoint,
     Environment,

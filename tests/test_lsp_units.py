@@ -10,8 +10,8 @@ import pytest
 from apiprof.db.query import ApiSummary
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import (
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import (
     Coverage,
     CoverageRecord,
     EntryKind,

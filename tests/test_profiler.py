@@ -9,7 +9,7 @@ import pytest
 
 from apiprof.engine.calibrate import calibrate
 from apiprof.engine.profiler import Target, profile
-from apiprof.engine.records import Calibration, Metric
+from apiprof.model.records import Calibration, Metric
 
 TARGETS = [
     Target(f"gt.{name}", getattr(gt, name))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.records import Coverage
+from apiprof.model.records import Coverage
 from apiprof.engine.run import Task, WorkerOptions, WorkerPool, describe_death
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discover import discover
-from apiprof.engine.records import Scenario, ScenarioSource
+from apiprof.model.records import Scenario, ScenarioSource
 from apiprof.engine.scenarios import (
     ScenarioSpec,
     collect_scenarios,

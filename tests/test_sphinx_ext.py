@@ -19,8 +19,8 @@ from sphinx.testing.util import SphinxTestApp
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
-from apiprof.engine.histogram import Histogram, from_counts
-from apiprof.engine.records import (
+from apiprof.model.histogram import Histogram, from_counts
+from apiprof.model.records import (
     CallEdge,
     Coverage,
     CoverageRecord,

@@ -14,8 +14,8 @@ from apiprof.db import query
 from apiprof.db.merge import merge_files
 from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
 from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
-from apiprof.engine.histogram import Histogram
-from apiprof.engine.records import (
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import (
     Calibration,
     CallEdge,
     Coverage,

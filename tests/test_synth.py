@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine import synth
-from apiprof.engine.records import ScenarioSource
+from apiprof.model.records import ScenarioSource
 from apiprof.engine.scenarios import compile_scenario, try_scenario
 from apiprof.engine.synth import CannotSynthesize, guess_from_name, synthesize, synthesize_arguments
 from apiprof.engine.synthesized import find_synthesized_scenario, raised_by_design

@@ -10,7 +10,7 @@ import pytest
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
-from apiprof.engine.records import Coverage, Metric
+from apiprof.model.records import Coverage, Metric
 from apiprof.engine.run import Task, TaskResult
 from apiprof.engine.scan import ScanOptions, ScanProgress, scan
 from apiprof.engine.testsuite import SuiteRun, describe_suite_problems

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from apiprof.engine.histogram import Histogram
+from apiprof.model.histogram import Histogram
 
 NO_SIZE = -1
 """Size value for measurements without a size axis (kept as an integer so it can be a key)."""
