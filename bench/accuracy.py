@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures"))
 import groundtruth_pkg as gt
 
-from apiprof.engine.calibrate import calibrate
-from apiprof.engine.probes import PySite
-from apiprof.engine.profiler import Target, profile
+from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.probes import PySite
+from apiprof.engine.measure.profiler import Target, profile
 from apiprof.model.records import Metric
-from apiprof.engine.timing import measure_calls, run_timing_pass
+from apiprof.engine.measure.timing import measure_calls, run_timing_pass
 
 try:
     import yappi
@@ -168,7 +168,7 @@ def run_all(rounds: int) -> None:
     candidates = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + [sys.executable]
     for python in sorted(set(candidates)):
         probe = subprocess.run(
-            [python, "-c", "import apiprof.engine.calibrate"], capture_output=True
+            [python, "-c", "import apiprof.engine.measure.calibrate"], capture_output=True
         )
         if probe.returncode == 0:
             subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)

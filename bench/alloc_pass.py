@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtu
 
 import groundtruth_pkg as gt
 
-from apiprof.engine import alloc
+from apiprof.engine.measure import alloc
 
 ROUNDS = 5
 RECORDS = [{"id": i, "ok": True, "tags": ["a", "b"]} for i in range(2000)]

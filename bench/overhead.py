@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from apiprof.engine.calibrate import measure_calibration
+from apiprof.engine.measure.calibrate import measure_calibration
 
 CALLS = 2000
 
@@ -71,7 +71,7 @@ def run_all(rounds: int) -> None:
     )
     for python in sorted(set(supported) | {sys.executable}):
         probe = subprocess.run(
-            [python, "-c", "import apiprof.engine.calibrate"], capture_output=True
+            [python, "-c", "import apiprof.engine.measure.calibrate"], capture_output=True
         )
         if probe.returncode:
             print(

@@ -1,5 +1,7 @@
-"""The batch engine: discover → plan → run → bucket → store.
+"""The batch engine. ``scan`` is the spine of a scan: discover → plan → run → store.
 
-Measurement core: ``histogram`` (additive log2 buckets), ``records`` (typed stage records),
-``growth`` (cost-vs-size fits). The profiler and scan stages build on these.
+Stages, one sub-package each, lowest first: ``discovery`` (entry points), ``scenarios`` (what
+calls them), ``measure`` (the two-phase profiler that runs inside a worker), ``isolation``
+(sandboxed worker processes). ``timeouts`` limits single calls; ``testsuite`` runs a package's
+own tests as one more scenario. Records and histograms come from :mod:`apiprof.model`.
 """

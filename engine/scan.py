@@ -3,7 +3,7 @@
     summary = scan("textwrap", db_path="apiprof.db")
 
 Every step that runs the package's code (importing it, collecting and running scenarios, even
-calibrating the probes) happens in sandboxed worker processes (:mod:`apiprof.engine.run`); this
+calibrating the probes) happens in sandboxed worker processes (:mod:`apiprof.engine.isolation.pool`); this
 process only plans, collates and writes. Results are stored per entry point in their own
 transaction as they arrive, so an interrupted scan keeps everything measured so far, and
 ``resume=True`` continues the package's last unfinished scan, skipping entry points that already
@@ -40,7 +40,10 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
-from apiprof.engine import wire
+from apiprof.engine.isolation import protocol as wire
+from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
+from apiprof.engine.scenarios.spec import DEFAULT_SIZES
+from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 from apiprof.model.records import (
     Calibration,
     Coverage,
@@ -49,9 +52,6 @@ from apiprof.model.records import (
     Environment,
     ScanBatch,
 )
-from apiprof.engine.run import Task, TaskResult, WorkerOptions, WorkerPool
-from apiprof.engine.scenarios import DEFAULT_SIZES
-from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 
 NOT_PROFILED_ORDER = [
     Coverage.BLOCKED,
@@ -65,7 +65,7 @@ NOT_PROFILED_ORDER = [
 """When several scenarios of one entry point fail differently, the first reason here is shown."""
 
 
-BUNDLED_SCENARIOS = Path(__file__).parent / "packs"
+BUNDLED_SCENARIOS = Path(__file__).parent / "scenarios" / "packs"
 """Scenario files apiprof ships for packages no automatic source covers well (``<package>.toml``)."""
 
 
@@ -410,7 +410,7 @@ def check_scenario_files(paths: Sequence[str]) -> None:
     """Parse every scenario file here (parsing runs no code) so a typo fails fast with file:line."""
     if not paths:
         return
-    from apiprof.engine.scenarios import load_scenario_file
+    from apiprof.engine.scenarios.files import load_scenario_file
 
     for path in paths:
         if not Path(path).is_file():
@@ -427,8 +427,8 @@ def calibrate_in_worker(pool: WorkerPool) -> Calibration:
 
 def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Discovered:
     """Import the package in a worker, list its entry points and read the scenario files."""
-    from apiprof.engine.discover import Discovery
-    from apiprof.engine.scenarios import ScenarioSpec
+    from apiprof.engine.discovery.discover import Discovery
+    from apiprof.engine.scenarios.spec import ScenarioSpec
 
     result = pool.request(
         {
@@ -526,7 +526,7 @@ def bucket_results(
 ) -> Iterator[tuple[str, ScanBatch]]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
     them, when ``suite`` reached it) and its coverage verdict."""
-    from apiprof.engine.scenarios import ScenarioSpec
+    from apiprof.engine.scenarios.spec import ScenarioSpec
 
     for result in results:
         batch, outcomes = ScanBatch(), []
@@ -676,7 +676,7 @@ def write_scenario_scaffold(
     Discovery and scenario collection run in sandboxed workers (one task per entry point, as
     in a scan, without profiling); returns ``(entries written, entry points discovered)``.
     """
-    from apiprof.engine.scaffold import write_scaffold
+    from apiprof.engine.scenarios.scaffold import write_scaffold
 
     options = options or ScanOptions()
     check_scenario_files(options.scenario_files)

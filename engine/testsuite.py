@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from apiprof import errors
-from apiprof.engine import wire
+from apiprof.engine.isolation import protocol as wire
+from apiprof.engine.isolation.pool import TaskResult, WorkerOptions, WorkerPool
 from apiprof.model.records import (
     Calibration,
     CallEdge,
@@ -25,7 +26,6 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.engine.run import TaskResult, WorkerOptions, WorkerPool
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from apiprof.engine.activetime import CLOSES, OPENS, ProbeEvent, active_time, active_times
-from apiprof.engine.probes import PySite
-from apiprof.engine.timing import PassLog, measure_calls, pass_overheads
+from apiprof.engine.measure.activetime import CLOSES, OPENS, ProbeEvent, active_time, active_times
+from apiprof.engine.measure.probes import PySite
+from apiprof.engine.measure.timing import PassLog, measure_calls, pass_overheads
 
 OVERHEAD = {"enter": 3, "exit": 2}
 SWITCHED = [(1000, 1190), (1225, 1411)]

@@ -12,9 +12,9 @@ import sys
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine import alloc
-from apiprof.engine.alloc import TracemallocCounter, run_allocation_pass
-from apiprof.engine.probes import HAS_MONITORING, normalize_callable
+from apiprof.engine.measure import alloc
+from apiprof.engine.measure.alloc import TracemallocCounter, run_allocation_pass
+from apiprof.engine.measure.probes import HAS_MONITORING, normalize_callable
 
 HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
 # 3.11's sys.setprofile materialises a frame object per Python call before the hook can pause
@@ -22,7 +22,7 @@ HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
 SLACK = 256 if sys.version_info >= (3, 12) else 640
 
 needs_extension = pytest.mark.skipif(
-    alloc._alloccount is None, reason="apiprof.engine._alloccount not built"
+    alloc._alloccount is None, reason="apiprof.engine.measure._alloccount not built"
 )
 
 

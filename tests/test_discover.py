@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.discover import Discovery, discover, is_private_module, resolve_object
+from apiprof.engine.discovery.discover import Discovery, discover, is_private_module, resolve_object
 from apiprof.model.records import EntryKind
 from apiprof.errors import PackageNotFound, UsageError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.discover import discover, resolve_object
-from apiprof.engine.doctests import (
+from apiprof.engine.discovery.discover import discover, resolve_object
+from apiprof.engine.scenarios.doctests import (
     docstring_of,
     docstring_scenarios,
     does_io,
@@ -17,7 +17,8 @@ from apiprof.engine.doctests import (
     identity_of,
 )
 from apiprof.model.records import ScenarioSource
-from apiprof.engine.scenarios import compile_scenario, try_scenario
+from apiprof.engine.scenarios.spec import compile_scenario
+from apiprof.engine.scenarios.trial import try_scenario
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

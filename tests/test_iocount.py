@@ -11,10 +11,11 @@ import pytest
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
-from apiprof.engine import alloc, iocount
-from apiprof.engine.calibrate import calibrate
+from apiprof.engine.measure import alloc
+from apiprof.engine.measure import iocount
+from apiprof.engine.measure.calibrate import calibrate
 from apiprof.model.histogram import Histogram
-from apiprof.engine.profiler import Target, profile
+from apiprof.engine.measure.profiler import Target, profile
 from apiprof.model.records import Metric
 from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
@@ -138,11 +139,11 @@ def test_often_called_targets_are_sampled_not_skipped():
 def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     """The bundled json pack's file scenario, through the worker's profiling step: at every size
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
-    from apiprof.engine import wire
+    from apiprof.engine.isolation import protocol as wire
     from apiprof.model.growth import fit_growth
     from apiprof.engine.scan import BUNDLED_SCENARIOS
-    from apiprof.engine.scenarios import load_scenario_file
-    from apiprof.engine.worker import Worker, load_engine
+    from apiprof.engine.scenarios.files import load_scenario_file
+    from apiprof.engine.isolation.worker import Worker
 
     [spec] = [
         s
@@ -150,7 +151,7 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
         if s.id.endswith("#load-from-file")
     ]
     monkeypatch.chdir(tmp_path)
-    worker = Worker(None, 512, load_engine(), emit=lambda message: None)
+    worker = Worker(None, 512, emit=lambda message: None)
     measured = [
         m
         for size in spec.sizes

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apiprof.engine.plan import build_conflicts, plan_groups
+from apiprof.engine.measure.plan import build_conflicts, plan_groups
 
 
 def test_spec_abc_example_needs_two_passes_with_a_and_c_apart():

@@ -7,8 +7,8 @@ import json
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine.calibrate import calibrate
-from apiprof.engine.profiler import Target, profile
+from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.profiler import Target, profile
 from apiprof.model.records import Calibration, Metric
 
 TARGETS = [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.model.records import Coverage
-from apiprof.engine.run import Task, WorkerOptions, WorkerPool, describe_death
+from apiprof.engine.isolation.pool import Task, WorkerOptions, WorkerPool, describe_death
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from apiprof.engine.sandbox import Guard, SandboxViolation, is_loopback, resolve_path
+from apiprof.engine.isolation.sandbox import Guard, SandboxViolation, is_loopback, resolve_path
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_installed_hook_stops_real_operations_and_keeps_the_canary(tmp_path):
     script = textwrap.dedent(
         f"""
         import json, os, socket, subprocess
-        from apiprof.engine.sandbox import install_guard
+        from apiprof.engine.isolation.sandbox import install_guard
         guard = install_guard({str(box)!r})
         outcomes = {{}}
         def attempt(name, fn):

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.discover import discover
-from apiprof.engine.scaffold import write_scaffold
-from apiprof.engine.scenarios import load_scenario_file, try_scenario
+from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios.scaffold import write_scaffold
+from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.discover import discover
+from apiprof.engine.discovery.discover import discover
 from apiprof.model.records import Scenario, ScenarioSource
-from apiprof.engine.scenarios import (
-    ScenarioSpec,
-    collect_scenarios,
-    compile_scenario,
-    load_scenario_file,
-    locate_keys,
-    try_scenario,
-)
+from apiprof.engine.scenarios.collect import collect_scenarios
+from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.locate import locate_keys
+from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
+from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.errors import ScenarioFileError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -350,7 +347,7 @@ def test_the_documented_examples_are_valid_and_run(tmp_path):
 def test_trials_time_out_and_leave_an_enclosing_timer_running(monkeypatch):
     import signal
 
-    from apiprof.engine import scenarios
+    from apiprof.engine.scenarios import trial as scenarios
 
     monkeypatch.setattr(scenarios, "TRIAL_SECONDS", 0.05)
     fired = []

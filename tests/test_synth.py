@@ -13,11 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine import synth
+from apiprof.engine.scenarios import synth
 from apiprof.model.records import ScenarioSource
-from apiprof.engine.scenarios import compile_scenario, try_scenario
-from apiprof.engine.synth import CannotSynthesize, guess_from_name, synthesize, synthesize_arguments
-from apiprof.engine.synthesized import find_synthesized_scenario, raised_by_design
+from apiprof.engine.scenarios.spec import compile_scenario
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.synth import (
+    CannotSynthesize,
+    guess_from_name,
+    synthesize,
+    synthesize_arguments,
+)
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario, raised_by_design
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -11,10 +11,10 @@ import pytest
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.model.records import Coverage, Metric
-from apiprof.engine.run import Task, TaskResult
+from apiprof.engine.isolation.pool import Task, TaskResult
 from apiprof.engine.scan import ScanOptions, ScanProgress, scan
 from apiprof.engine.testsuite import SuiteRun, describe_suite_problems
-from apiprof.engine.worker import Worker, load_engine
+from apiprof.engine.isolation.worker import Worker
 from apiprof.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -146,7 +146,7 @@ def test_resume_repeats_the_tests_option():
 
 def test_without_pytest_the_worker_reports_it_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "pytest", None)  # `import pytest` now raises ImportError
-    worker = Worker(None, 512, load_engine(), emit=lambda message: None)
+    worker = Worker(None, 512, emit=lambda message: None)
     reply = worker.handle(
         {
             "op": "tests",

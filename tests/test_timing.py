@@ -8,9 +8,9 @@ import time
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine import timing
-from apiprof.engine.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site
-from apiprof.engine.timing import run_timing_pass
+from apiprof.engine.measure import timing
+from apiprof.engine.measure.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site
+from apiprof.engine.measure.timing import run_timing_pass
 
 
 def calls_recorded(log, index=0):

@@ -1,6 +1,6 @@
 """The parent side of isolation: a pool of sandboxed worker processes, timeouts, kill and replace.
 
-Each worker is ``python -m apiprof.engine.worker`` (see :mod:`apiprof.engine.worker`) started
+Each worker is ``python -m apiprof.engine.isolation.worker`` (see :mod:`apiprof.engine.isolation.worker`) started
 with a fresh temporary directory as its cwd, HOME and TMPDIR, an allow-listed environment, its
 own session (so a terminal's Ctrl-C reaches only the scanner, which then cleans up), and two
 private pipes. :meth:`WorkerPool.run` hands tasks to up to ``jobs`` workers and yields results
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiprof.engine import wire
-from apiprof.model.records import Coverage
+from apiprof.engine.isolation import protocol as wire
 from apiprof.errors import MeasurementError
+from apiprof.model.records import Coverage
 
 ENV_ALLOWLIST = (
     "PATH",
@@ -162,7 +162,7 @@ class WorkerProcess:
         command = [
             sys.executable,
             "-m",
-            "apiprof.engine.worker",
+            "apiprof.engine.isolation.worker",
             "--request-fd",
             str(request_r),
             "--result-fd",
@@ -212,7 +212,7 @@ class WorkerProcess:
         tail = self.stderr_tail()
         self.kill()
         raise MeasurementError(
-            f"a scan worker failed to start ({sys.executable} -m apiprof.engine.worker): "
+            f"a scan worker failed to start ({sys.executable} -m apiprof.engine.isolation.worker): "
             f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}; check that apiprof is installed "
             "in this interpreter's environment"
         )

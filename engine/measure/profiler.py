@@ -3,13 +3,13 @@
 ``profile(run_once, targets, scenario_id=...)`` is the one entry point the scan engine, the
 tests and the benchmarks call:
 
-1. an allocation pass (:mod:`~apiprof.engine.alloc`) over everything the scenario calls gives
+1. an allocation pass (:mod:`~apiprof.engine.measure.alloc`) over everything the scenario calls gives
    bytes per call, call counts, the call graph and the co-stack relation;
-2. the plan (:mod:`~apiprof.engine.plan`) groups the targets that ran so no two sharing a stack
+2. the plan (:mod:`~apiprof.engine.measure.plan`) groups the targets that ran so no two sharing a stack
    are timed together;
-3. one timing pass (:mod:`~apiprof.engine.timing`) per group, probes on that group only;
-4. per-call active times (:mod:`~apiprof.engine.activetime`) with the calibrated overhead
-   (:mod:`~apiprof.engine.calibrate`) removed, bucketed into log2 histograms.
+3. one timing pass (:mod:`~apiprof.engine.measure.timing`) per group, probes on that group only;
+4. per-call active times (:mod:`~apiprof.engine.measure.activetime`) with the calibrated overhead
+   (:mod:`~apiprof.engine.measure.calibrate`) removed, bucketed into log2 histograms.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from apiprof.engine.alloc import AllocResult, run_allocation_pass
-from apiprof.engine.calibrate import calibrate
+from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
+from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.plan import plan_groups
+from apiprof.engine.measure.probes import Site, resolve_site
+from apiprof.engine.measure.timing import measure_calls, run_timing_pass
 from apiprof.model.histogram import Histogram
-from apiprof.engine.plan import plan_groups
-from apiprof.engine.probes import Site, resolve_site
 from apiprof.model.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
-from apiprof.engine.timing import measure_calls, run_timing_pass
 
 
 @dataclass(frozen=True)

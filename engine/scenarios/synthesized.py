@@ -1,4 +1,4 @@
-"""Synthesised scenarios: turn argument synthesis (:mod:`apiprof.engine.synth`) into scenario
+"""Synthesised scenarios: turn argument synthesis (:mod:`apiprof.engine.scenarios.synth`) into scenario
 specs, keeping the first argument variant a trial call accepts.
 
 A synthesised scenario is plain code: setup rebuilds the arguments with ``synthesize_call`` from
@@ -11,10 +11,9 @@ import ast
 import inspect
 import textwrap
 
-from apiprof.engine.discover import describe_exception, resolve_object
-from apiprof.model.records import ScenarioSource
-from apiprof.engine.scenarios import ScenarioSpec, try_scenario
-from apiprof.engine.synth import (
+from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,
     UNSIZED_CONSUME_LIMIT,
     CannotSynthesize,
@@ -22,6 +21,8 @@ from apiprof.engine.synth import (
     is_lazy,
     synthesize,
 )
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
 MAX_VARIANTS = 6
@@ -67,7 +68,7 @@ def synthesized_spec(
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
     setup = (
-        "from apiprof.engine.synth import consume, rewind, synthesize_call\n"
+        "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
         f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n"
     )
     call = "target(*args, **kwargs)"

@@ -24,7 +24,7 @@ Counters (``Calibration.alloc_mechanism``):
   make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
 
 For *targets* only, the pass also reads the thread's system-call I/O counters at entry and
-exit (:mod:`~apiprof.engine.iocount`; Linux), giving bytes read and written per call,
+exit (:mod:`~apiprof.engine.measure.iocount`; Linux), giving bytes read and written per call,
 inclusive. A reading costs a system call (≈3 µs), so a target called often is sampled: its
 first ``IO_FULL_CALLS`` calls in each run, then one call in ``IO_SAMPLE_EVERY`` at random
 (random, so periodic I/O such as a buffer flush every k-th call is not aliased away).
@@ -45,17 +45,17 @@ from collections import Counter
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 
-from apiprof.model.histogram import Histogram, IntTally
-from apiprof.engine.iocount import IoCounter, open_io_counter
-from apiprof.engine.probes import (
+from apiprof.engine.measure.iocount import IoCounter, open_io_counter
+from apiprof.engine.measure.probes import (
     HAS_MONITORING,
     acquire_tool_id,
     normalize_callable,
     release_tool_id,
 )
+from apiprof.model.histogram import Histogram, IntTally
 
 try:
-    from apiprof.engine import _alloccount
+    from apiprof.engine.measure import _alloccount
 except ImportError:  # the optional extension was not built
     _alloccount = None
 

@@ -16,9 +16,9 @@ import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from apiprof.engine.discover import resolve_object
+from apiprof.engine.discovery.discover import resolve_object
+from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.records import EntryPoint, ScenarioSource
-from apiprof.engine.scenarios import ScenarioSpec
 
 IO_MODULES = frozenset(
     {

@@ -1,6 +1,6 @@
 """The worker: the only apiprof code that runs inside the sandbox, next to the scanned package.
 
-Started by :mod:`apiprof.engine.run` as ``python -m apiprof.engine.worker`` with a fresh
+Started by :mod:`apiprof.engine.isolation.pool` as ``python -m apiprof.engine.isolation.worker`` with a fresh
 temporary directory as cwd, an allow-listed environment, and two private pipes: requests arrive
 on ``--request-fd`` and replies leave on ``--result-fd``, one JSON object per line. stdout and
 stderr belong to the package (the parent discards stdout and keeps the tail of stderr for crash
@@ -24,7 +24,6 @@ import contextlib
 import importlib
 import io
 import os
-import signal
 import sys
 import time
 import traceback
@@ -32,59 +31,30 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from apiprof.engine import deadline, sandbox, wire
-from apiprof.model.records import NO_SIZE, Coverage, ScenarioSource
+from apiprof.engine import timeouts
+from apiprof.engine.discovery import discover
+from apiprof.engine.isolation import protocol as wire
+from apiprof.engine.isolation import sandbox
+from apiprof.engine.measure import calibrate, profiler
+from apiprof.engine.scenarios.collect import collect_scenarios
+from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.errors import ApiprofError
-
-
-class CallTimeout(BaseException):
-    """One call of a scenario ran past the per-call timeout (a BaseException so that package
-    code catching ``Exception`` cannot swallow it)."""
-
-
-def _on_alarm(signum: int, frame: object) -> None:
-    raise CallTimeout()
-
-
-def run_with_call_timeout(fn: Callable[[], object], seconds: float) -> Callable[[], object]:
-    """``fn`` wrapped so that each call is interrupted after ``seconds``: SIGALRM raises
-    :class:`CallTimeout` in Python code; a call stuck in C code ends the worker
-    (:mod:`~apiprof.engine.deadline`)."""
-    if not seconds or seconds <= 0:
-        return fn
-
-    def timed_call() -> object:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        outer = deadline.arm(seconds)
-        try:
-            return fn()
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            deadline.disarm(outer)
-
-    return timed_call
+from apiprof.model.records import NO_SIZE, Coverage, ScenarioSource
 
 
 class Worker:
-    """Request handlers; state is the loaded engine modules, the guard and limits."""
+    """Request handlers; state is the guard and the limits."""
 
     def __init__(
         self,
         guard: sandbox.Guard | None,
         memory_mb: int,
-        engine: dict[str, Any],
         emit: Callable[[dict], None],
     ) -> None:
         self.guard = guard
         self.memory_mb = memory_mb
-        self.engine = engine  # module name -> module, or error text when it failed to import
         self.emit = emit  # sends a message to the parent before the final reply
-
-    def module(self, name: str) -> Any:
-        mod = self.engine.get(name)
-        if isinstance(mod, str) or mod is None:
-            raise RuntimeError(f"apiprof.engine.{name} is unavailable in the worker: {mod}")
-        return mod
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -100,19 +70,16 @@ class Worker:
     def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
         module_name, _, attr = request["target"].partition(":")
         fn = getattr(importlib.import_module(module_name), attr)
-        call = run_with_call_timeout(
+        call = timeouts.limit_each_call(
             lambda: fn(*request.get("args", [])), request.get("call_timeout", 0)
         )
         return self.attempt(lambda: {"status": "ok", "result": repr(call())[:2000]})
 
     def op_discover(self, request: dict[str, Any]) -> dict[str, Any]:
         """Import the package and list entry points; parse scenario files (their specs)."""
-        discover, scenarios = self.module("discover"), self.module("scenarios")
         discovery = discover.discover(request["package"])
         specs = [
-            spec
-            for path in request.get("scenario_files", [])
-            for spec in scenarios.load_scenario_file(path)
+            spec for path in request.get("scenario_files", []) for spec in load_scenario_file(path)
         ]
         return {
             "status": "ok",
@@ -121,7 +88,7 @@ class Worker:
         }
 
     def op_calibrate(self, request: dict[str, Any]) -> dict[str, Any]:
-        calibration = self.module("calibrate").calibrate()
+        calibration = calibrate.calibrate()
         return {"status": "ok", "calibration": calibration.to_json()}
 
     def op_entry(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -135,13 +102,12 @@ class Worker:
         take a fifth of the per-call timeout: the next, larger size would most likely run out of
         time, after minutes of allocation and timing passes.
         """
-        scenarios = self.module("scenarios")
-        specs = [scenarios.ScenarioSpec.from_json(s) for s in request.get("specs", [])]
+        specs = [ScenarioSpec.from_json(s) for s in request.get("specs", [])]
         # trials carry their own alarm
         collected = self.attempt(lambda: self.collect_for_entry(request))
         if collected["status"] != "ok":
             return collected  # collection itself was blocked, timed out or ran out of memory
-        specs += [scenarios.ScenarioSpec.from_json(s) for s in collected["specs"]]
+        specs += [ScenarioSpec.from_json(s) for s in collected["specs"]]
         if not request.get("profile", True):  # collection only (`apiprof scenarios init`)
             return {
                 "status": "done",
@@ -178,7 +144,6 @@ class Worker:
         return {"status": "done", "reason": collected.get("reason", "")}
 
     def collect_for_entry(self, request: dict[str, Any]) -> dict[str, Any]:
-        discover, scenarios = self.module("discover"), self.module("scenarios")
         entry = request["entry"]
         discovery = discover.Discovery.from_json(
             {
@@ -194,12 +159,12 @@ class Worker:
                 "specs": [],
                 "reason": "docstring examples and argument synthesis are off",
             }
-        specs, unscenarioed = scenarios.collect_scenarios(
+        specs, unscenarioed = collect_scenarios(
             discovery,
             (),
             docstrings=request.get("docstrings", True),
             synthesize=request.get("synthesize", True),
-            sizes=tuple(request.get("sizes", scenarios.DEFAULT_SIZES)),
+            sizes=tuple(request.get("sizes", DEFAULT_SIZES)),
         )
         return {
             "status": "ok",
@@ -211,20 +176,15 @@ class Worker:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
         from apiprof.model.records import Calibration
 
-        scenarios, profiler, discover = (
-            self.module("scenarios"),
-            self.module("profiler"),
-            self.module("discover"),
-        )
         calibration = (
             Calibration.from_json(request["calibration"]) if request.get("calibration") else None
         )
         targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
         call_timeout = float(request.get("call_timeout", 0))
-        setup = run_with_call_timeout(
-            lambda: scenarios.compile_scenario(spec, size if spec.size_axis else None), call_timeout
+        setup = timeouts.limit_each_call(
+            lambda: compile_scenario(spec, size if spec.size_axis else None), call_timeout
         )
-        run_once = run_with_call_timeout(setup(), call_timeout)
+        run_once = timeouts.limit_each_call(setup(), call_timeout)
         slowest = [0.0]
 
         # the slowest run (under the allocation pass) decides whether to grow
@@ -271,7 +231,6 @@ class Worker:
             }
         from apiprof.model.records import Calibration
 
-        profiler, discover = self.module("profiler"), self.module("discover")
         targets, unresolved = [], []
         for name in request["targets"]:
             try:
@@ -334,7 +293,7 @@ class Worker:
         """Run ``work`` and turn what went wrong into a coverage status with a reason."""
         try:
             reply = work()
-        except CallTimeout:
+        except timeouts.CallTimeout:
             reply = {"status": Coverage.TIMED_OUT, "reason": timeout_reason}
         except MemoryError:
             reply = {
@@ -416,18 +375,6 @@ def _tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def load_engine() -> dict[str, Any]:
-    """Import the engine modules the operations use, before the guard is up (they are ours)."""
-    engine: dict[str, Any] = {}
-    for name in ("discover", "scenarios", "profiler", "calibrate"):
-        try:
-            engine[name] = importlib.import_module(f"apiprof.engine.{name}")
-        # reported per request, so a missing stage does not kill the worker
-        except Exception as exc:
-            engine[name] = f"{type(exc).__name__}: {exc}"
-    return engine
-
-
 def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
     """Answer requests until the parent closes the request pipe."""
     reader = wire.LineReader()
@@ -469,7 +416,7 @@ def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m apiprof.engine.worker", description=__doc__.splitlines()[0]
+        prog="python -m apiprof.engine.isolation.worker", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--result-fd", type=int, required=True)
@@ -484,15 +431,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
-    signal.signal(signal.SIGALRM, _on_alarm)
-    deadline.enable()  # a call stuck in C code ends this process
+    timeouts.install_alarm_handler()
+    timeouts.enable_stuck_call_stop()
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
-    engine = load_engine()
     guard = None if args.no_guard else sandbox.install_guard(args.sandbox)
     worker = Worker(
         guard,
         args.memory_mb,
-        engine,
         emit=lambda message: wire.write_message(args.result_fd, message),
     )
     serve(args.request_fd, args.result_fd, worker)

@@ -1,26 +1,13 @@
-"""Command line: ``apiprof-scan`` and ``apiprof {scan,show,merge,scenarios}``.
-
-Each command parses its options, calls one library function (``engine.scan.scan``,
-``db.document.profile_document``, ``db.merge.merge_files``, ``engine.scan.write_scenario_scaffold``) and
-prints the result. Errors from the ``ApiprofError`` family become one line on stderr and the
-error's exit code (2 usage, 3 database, 1 other); Ctrl-C exits with 130.
-"""
+"""``apiprof-scan PACKAGE`` / ``apiprof scan``: profile packages into a database, with progress."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from apiprof import __version__
+from apiprof.cli.options import positive_float, positive_int, size_list
 from apiprof.db.schema import DEFAULT_DB
-from apiprof.model.records import Metric
-from apiprof.errors import ApiprofError, UsageError
 
 SCAN_DESCRIPTION = """\
 Profile every public entry point of each PACKAGE and add the results to a SQLite database.
@@ -46,47 +33,6 @@ timing and parallelism:
 exit codes: 0 done, 1 scan failed, 2 usage error (unknown package, bad scenario file),
 3 database error (locked, not an apiprof file), 130 interrupted (resume with --resume).
 """
-
-SHOW_EPILOG = """\
---json prints one object with these stable fields:
-  qualname, module, kind, signature, summary
-  coverage: {status, reason}
-  metrics: {METRIC: {label, unit, count, mean, median, p90, stdev,
-            buckets: [{bucket, low, high, count, sum, sum_sq}]}}
-     METRIC is one of wall_ns, cpu_ns, alloc_incl_bytes, alloc_excl_bytes, calls_per_run,
-     io_read_bytes, io_write_bytes (I/O: Linux only, present even when zero);
-     bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1
-  growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,
-            points, size_axis}]
-  scenario_count, scenarios: [{id, source, description, sizes}]
-Statistics are null when a metric has no samples. Times are in ns, sizes in bytes.
-"""
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers like 10,100,1000, got {text!r}"
-        ) from None
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError(f"sizes must be positive integers, got {text!r}")
-    return sizes
 
 
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +76,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sizes",
-        type=_sizes,
+        type=size_list,
         default=default.sizes,
         metavar="N,N,...",
         help="input sizes for synthesised sized scenarios, used to fit growth "
@@ -138,7 +84,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeat",
-        type=_positive_int,
+        type=positive_int,
         default=default.repeat,
         metavar="N",
         help=f"runs per scenario and size (default: {default.repeat})",
@@ -146,14 +92,14 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         "-j",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="parallel workers (default: 1); wall time needs an idle core per worker (see below)",
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=default.call_timeout,
         metavar="S",
         help=f"seconds one call may take; one stuck in C code ends its worker 2 CPU-seconds later "
@@ -161,7 +107,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scenario-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=default.scenario_timeout,
         metavar="S",
         help="seconds all scenarios of one entry point may take together; the worker is killed after it "
@@ -169,7 +115,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--memory-mb",
-        type=_positive_int,
+        type=positive_int,
         default=default.memory_mb,
         metavar="M",
         help=f"memory cap per worker in MiB (default: {default.memory_mb})",
@@ -183,7 +129,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tests-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=default.tests_timeout,
         metavar="S",
         help="seconds all runs of the --tests suite may take together (it runs 2 + timing groups times); "
@@ -379,219 +325,18 @@ def print_suite_line(console, suite) -> None:
         console.print(f"[yellow]warning[/yellow] {escape(warning)}")
 
 
-# -- show --------------------------------------------------------------------------------------
-
-
-def print_profile(data: dict[str, Any]) -> None:
-    from apiprof.model.histogram import Histogram
-    from apiprof.format import format_value, text_histogram, worth_showing
-
-    print(f"{data['qualname']}{data['signature']}")
-    if data["summary"]:
-        print(f"  {data['summary']}")
-    status = data["coverage"]["status"]
-    if status and status != "profiled":
-        print(f"  not profiled ({status}): {data['coverage']['reason']}")
-    for name, m in data["metrics"].items():
-        metric = Metric(name)
-        hist = Histogram.from_buckets(
-            (b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"]
-        )
-        if not worth_showing(metric, hist):
-            continue
-        print(
-            f"\n{metric.label}: median {format_value(metric, m['median'])}, p90 {format_value(metric, m['p90'])}, "
-            f"mean {format_value(metric, m['mean'])}, {m['count']} samples"
-        )
-        for line in text_histogram(hist, metric):
-            print(f"  {line}")
-    if data["scenarios"]:
-        print(f"\nscenarios ({data['scenario_count']}):")
-        for s in data["scenarios"]:
-            sizes = f" sizes {', '.join(map(str, s['sizes']))}" if s["sizes"] else ""
-            print(f"  {s['id']} [{s['source'] or '?'}]{sizes} {s['description']}".rstrip())
-    if data["growth"]:
-        print("\ngrowth:")
-        for g in data["growth"]:
-            print(
-                f"  {Metric(g['metric']).label}: {g['growth_class']} in {g['size_axis']} "
-                f"(±{g['rel_error']:.0%}, {g['points']} sizes, scenario {g['scenario_id']})"
-            )
-
-
-def run_show(args: argparse.Namespace) -> int:
-    from apiprof.db.document import profile_document
-    from apiprof.db.schema import open_db
-
-    db = open_db(args.db, readonly=True)
-    try:
-        data = profile_document(db, args.qualname)
-    finally:
-        db.conn.close()
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        print_profile(data)
-    return 0
-
-
-# -- merge and scenarios -------------------------------------------------------------------------
-
-
-def run_merge(args: argparse.Namespace) -> int:
-    from apiprof.db.merge import merge_files
-
-    for path in args.inputs:
-        if Path(path).resolve() == Path(args.output).resolve():
-            raise UsageError(f"{path} is both the output and an input; name a new output file")
-    totals = merge_files(args.output, args.inputs)
-    print(
-        f"merged {len(args.inputs)} database(s) into {args.output}: {totals.get('buckets', 0)} bucket rows added"
-    )
-    return 0
-
-
-def run_scenarios_init(args: argparse.Namespace) -> int:
-    from apiprof.engine.scan import ScanOptions, write_scenario_scaffold
-
-    output = Path(args.output or f"{args.package}.scenarios.toml")
-    options = ScanOptions(scenario_files=tuple(args.scenarios))
-    written, discovered = write_scenario_scaffold(
-        args.package, output, options=options, overwrite=args.force
-    )
-    print(
-        f"wrote {output}: {written} of {discovered} entry points need a scenario; fill in their calls"
-    )
-    return 0
-
-
-# -- entry points ---------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="apiprof", description="What does calling this API typically cost?"
-    )
-    parser.add_argument("--version", action="version", version=f"apiprof {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    scan = commands.add_parser(
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
         "scan",
         help="profile a package (same as apiprof-scan)",
         description=SCAN_DESCRIPTION,
         epilog=SCAN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_scan_arguments(scan)
-    scan.set_defaults(handler=run_scan)
-
-    show = commands.add_parser(
-        "show",
-        help="print the profile of one entry point",
-        epilog=SHOW_EPILOG,
-        description="Print the cost profile of one API: summary, a histogram per metric, scenarios, growth.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    show.add_argument(
-        "qualname",
-        metavar="QUALNAME",
-        help="qualified name, e.g. textwrap.wrap (re-exported aliases work)",
-    )
-    show.add_argument(
-        "--db",
-        default=DEFAULT_DB,
-        metavar="PATH",
-        help=f"profile database (default: ./{DEFAULT_DB})",
-    )
-    show.add_argument(
-        "--json", action="store_true", help="print JSON with the stable fields listed below"
-    )
-    show.set_defaults(handler=run_show)
-
-    merge = commands.add_parser(
-        "merge",
-        help="add databases together",
-        description="Add the profiles of IN databases into OUT (created if missing). Counts add; nothing is overwritten.",
-    )
-    merge.add_argument("output", metavar="OUT", help="database to create or extend")
-    merge.add_argument("inputs", metavar="IN", nargs="+", help="databases to add (read only)")
-    merge.set_defaults(handler=run_merge)
-
-    scenarios = commands.add_parser("scenarios", help="work with scenario files")
-    scenario_commands = scenarios.add_subparsers(
-        dest="scenarios_command", required=True, metavar="COMMAND"
-    )
-    init = scenario_commands.add_parser(
-        "init",
-        help="write a scaffold scenario file",
-        description="Write a scaffold scenario file listing the entry points of PACKAGE that no scenario source "
-        "(docstring examples, argument synthesis, --scenarios files) can call yet. Runs discovery in a sandboxed worker.",
-    )
-    init.add_argument("package", metavar="PACKAGE", help="importable name of the package")
-    init.add_argument(
-        "-o", "--output", metavar="FILE", help="file to write (default: PACKAGE.scenarios.toml)"
-    )
-    init.add_argument(
-        "--scenarios",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        action="extend",
-        help="existing scenario files whose entry points are covered",
-    )
-    init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    init.set_defaults(handler=run_scenarios_init)
-    return parser
+    configure(parser)
 
 
-def build_scan_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="apiprof-scan",
-        description=SCAN_DESCRIPTION,
-        epilog=SCAN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments and handler of the scan command (``apiprof scan`` and ``apiprof-scan``)."""
     add_scan_arguments(parser)
     parser.set_defaults(handler=run_scan)
-    return parser
-
-
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
-    args = parser.parse_args(argv)
-    # `kill` saves like Ctrl-C does
-    previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    try:
-        return args.handler(args)
-    except ApiprofError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return error.exit_code
-    # e.g. `apiprof show X --json | head`: the reader left, nothing to report
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        print(
-            f"{parser.prog}: interrupted; everything measured so far is saved (continue with --resume)",
-            file=sys.stderr,
-        )
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``apiprof COMMAND ...``"""
-    return dispatch(build_parser(), argv)
-
-
-def scan_main(argv: Sequence[str] | None = None) -> int:
-    """``apiprof-scan PACKAGE [options]``"""
-    return dispatch(build_scan_parser(), argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,10 +12,10 @@ import ast
 import json
 from pathlib import Path
 
-from apiprof.engine.discover import Discovery
-from apiprof.model.records import EntryKind, EntryPoint
-from apiprof.engine.scenarios import DEFAULT_SIZES, FORMAT_VERSION
+from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.scenarios.spec import DEFAULT_SIZES, FORMAT_VERSION
 from apiprof.errors import UsageError
+from apiprof.model.records import EntryKind, EntryPoint
 
 _HEADER = """\
 # apiprof scenario file (format {format}) for {package}{version}

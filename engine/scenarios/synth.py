@@ -9,7 +9,7 @@ deterministically. Unannotated required parameters are guessed from well-worn na
 
 Some types have several *flavours* (a ``str`` may be prose, a JSON array or digits): ``variant``
 picks one, so a caller can retry with another flavour when a function rejects the first
-(:mod:`apiprof.engine.synthesized` does that, turning the arguments into scenario specs).
+(:mod:`apiprof.engine.scenarios.synthesized` does that, turning the arguments into scenario specs).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiprof.engine.discover import describe_exception, resolve_object
+from apiprof.engine.discovery.discover import describe_exception, resolve_object
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""

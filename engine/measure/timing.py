@@ -9,15 +9,15 @@ Mechanisms (every other code object runs unobserved, at full speed):
   call them (known from the allocation pass) plus C_RETURN/C_RAISE.
 * ``trampoline`` (3.11, plain Python functions): the function's ``__code__`` becomes a
   generated wrapper that probes and calls a clone of the original
-  (:func:`~apiprof.engine.probes.install_trampoline`).
+  (:func:`~apiprof.engine.measure.probes.install_trampoline`).
 * ``setprofile`` (3.11, generators, coroutines and C-level targets only): one hook sees every
-  event and filters on the :class:`~apiprof.engine.probes.ProbeId` tag; it counts its own calls
+  event and filters on the :class:`~apiprof.engine.measure.probes.ProbeId` tag; it counts its own calls
   so the cost of filtered events inside an interval can be subtracted. Such sites run in a
   second leg of the pass, so trampolined targets never pay for the hook.
 
 A generator's "call" is one activation: start/resume to yield/return.
 
-Records (seeds/002): one :class:`~apiprof.engine.probes.Record` per site, indexed by dense id.
+Records (seeds/002): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
 Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read
 first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
 system call (~0.6 µs on VMs), so it is read on *every* call only for sites whose calls are long
@@ -40,8 +40,8 @@ import types
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from apiprof.engine.activetime import CLOSES, OPENS, ProbeEvent, active_times
-from apiprof.engine.probes import (
+from apiprof.engine.measure.activetime import CLOSES, OPENS, ProbeEvent, active_times
+from apiprof.engine.measure.probes import (
     HAS_MONITORING,
     CSite,
     ProbeId,
@@ -458,7 +458,7 @@ def measure_calls(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> list[CallCosts]:
     """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
-    :func:`~apiprof.engine.activetime.active_times` evaluation per clock, with the pass's live
+    :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's live
     inside overheads (:func:`pass_overheads`)."""
     wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)
     out = []

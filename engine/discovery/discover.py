@@ -18,8 +18,8 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apiprof.model.records import EntryKind, EntryPoint
 from apiprof.errors import PackageNotFound, UsageError
+from apiprof.model.records import EntryKind, EntryPoint
 
 SKIPPED_MODULES = frozenset({"tests", "test", "conftest", "setup", "__main__"})
 """Module names that are never public API, wherever they sit in the package."""

@@ -1,0 +1,54 @@
+"""Trial runs: whether a candidate scenario runs at all (twice, quietly, within a time limit)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from collections.abc import Iterator
+
+from apiprof.engine import timeouts
+from apiprof.engine.discovery.discover import describe_exception
+from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
+
+TRIAL_SECONDS = 5.0
+"""A trial call that takes longer than this is abandoned (its scenario is dropped)."""
+
+
+def try_scenario(
+    spec: ScenarioSpec, size: int | None = None, *, calls: int = 2
+) -> tuple[str, object]:
+    """Run the scenario's setup and ``calls`` calls: ("", last result) or (reason, None).
+
+    Calls twice by default: an argument that the first call uses up (an iterator, a file read
+    to its end) makes repeated measurement meaningless, and this catches it.
+    """
+    if size is None and spec.size_axis:
+        size = spec.sizes[0]
+    result: object = None
+    stage = "setup"
+    try:
+        with timeouts.alarm(TRIAL_SECONDS), _quiet_stdio():
+            run = compile_scenario(spec, size)
+            for attempt in range(calls):
+                stage = "call" if attempt == 0 else "repeated call"
+                result = run()
+    except timeouts.CallTimeout:
+        return f"took longer than {TRIAL_SECONDS:g} s on a trial call", None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit from argparse-style mains, too
+        return f"raised {describe_exception(error)} in {stage}", None
+    return "", result
+
+
+@contextlib.contextmanager
+def _quiet_stdio() -> Iterator[None]:
+    """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
+    stdin = sys.stdin
+    sys.stdin = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        sys.stdin = stdin
