@@ -111,10 +111,17 @@ def _v3_scan_owner(db: sqlite_utils.Database) -> None:
         db["scans"].add_column(column, kind)
 
 
+def _v4_machine_speed(db: sqlite_utils.Database) -> None:
+    # How fast the measuring machine ran a fixed reference workload (ns, lower is faster), so
+    # databases from different machines can be compared API by API.
+    db["scans"].add_column("machine_speed_ns", float)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
     _v3_scan_owner,
+    _v4_machine_speed,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2

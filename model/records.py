@@ -87,6 +87,7 @@ class ScenarioSource(enum.StrEnum):
     DOCSTRING = "docstring"  # ``>>>`` examples in the API's docstring
     SYNTHESIZED = "synthesized"  # arguments generated from annotations and defaults
     TESTS = "tests"  # the package's own test suite
+    COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
 
 
 @dataclass(frozen=True)
