@@ -32,8 +32,8 @@ import groundtruth_pkg as gt
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.probes import PySite
 from apiprof.engine.measure.profiler import Target, profile
-from apiprof.model.records import Metric
 from apiprof.engine.measure.timing import measure_calls, run_timing_pass
+from apiprof.model.records import Metric
 
 try:
     import yappi

@@ -19,9 +19,9 @@ from test_lsp_server import SERVER, complete, hint_of, hover, open_doc, wait_for
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
+from apiprof.lsp_server.resolve import find_environment
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
-from apiprof.lsp_server.resolve import find_environment
 
 on_server_loop = pytest.mark.asyncio(loop_scope="module")
 

@@ -19,6 +19,7 @@ from sphinx.testing.util import SphinxTestApp
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
+from apiprof.format import format_bytes, format_ns
 from apiprof.model.histogram import Histogram, from_counts
 from apiprof.model.records import (
     CallEdge,
@@ -33,7 +34,6 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.format import format_bytes, format_ns
 
 ROOT = Path(__file__).parent / "roots" / "test-apiprof-basic"
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")

@@ -34,49 +34,12 @@ class Discovery:
     entry_points: list[EntryPoint] = field(default_factory=list)
     import_failures: dict[str, str] = field(default_factory=dict)  # module -> "ExcType: message"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "package": self.package,
-            "version": self.version,
-            "entry_points": [_entry_to_json(ep) for ep in self.entry_points],
-            "import_failures": dict(self.import_failures),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Discovery:
-        return cls(
-            package=data["package"],
-            version=data["version"],
-            entry_points=[_entry_from_json(ep) for ep in data["entry_points"]],
-            import_failures=dict(data["import_failures"]),
-        )
-
     def entry(self, qualname: str) -> EntryPoint | None:
         """The entry point with this canonical name or alias, if any."""
         for ep in self.entry_points:
             if ep.qualname == qualname or qualname in ep.aliases:
                 return ep
         return None
-
-
-def _entry_to_json(ep: EntryPoint) -> dict[str, Any]:
-    return {
-        "qualname": ep.qualname,
-        "package": ep.package,
-        "module": ep.module,
-        "kind": ep.kind.value,
-        "signature": ep.signature,
-        "summary": ep.summary,
-        "source_file": ep.source_file,
-        "source_line": ep.source_line,
-        "aliases": list(ep.aliases),
-    }
-
-
-def _entry_from_json(data: dict[str, Any]) -> EntryPoint:
-    return EntryPoint(
-        **{**data, "kind": EntryKind(data["kind"]), "aliases": tuple(data["aliases"])}
-    )
 
 
 def describe_exception(error: BaseException) -> str:

@@ -42,31 +42,6 @@ class ScenarioSpec:
         """The qualnames to measure: ``targets`` or, by default, the entry point itself."""
         return self.targets or (self.qualname,)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "qualname": self.qualname,
-            "source": self.source.value,
-            "description": self.description,
-            "setup": self.setup,
-            "call": self.call,
-            "size_axis": self.size_axis,
-            "sizes": list(self.sizes),
-            "targets": list(self.targets),
-            "repeat": self.repeat,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ScenarioSpec:
-        return cls(
-            **{
-                **data,
-                "source": ScenarioSource(data["source"]),
-                "sizes": tuple(data["sizes"]),
-                "targets": tuple(data["targets"]),
-            }
-        )
-
     def to_scenario(self) -> Scenario:
         return Scenario(self.id, self.qualname, self.source, self.description, self.size_axis)
 
