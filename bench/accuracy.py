@@ -165,10 +165,12 @@ def run_here(rounds: int) -> None:
 
 def run_all(rounds: int) -> None:
     """Every supported interpreter that can import apiprof (its venv's python, found by glob)."""
-    candidates = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + [sys.executable]
+    candidates = [*glob.glob("/tmp/venv3.1[1-9]*/bin/python"), sys.executable]
     for python in sorted(set(candidates)):
         probe = subprocess.run(
-            [python, "-c", "import apiprof.engine.measure.calibrate"], capture_output=True
+            [python, "-c", "import apiprof.engine.measure.calibrate"],
+            capture_output=True,
+            check=False,
         )
         if probe.returncode == 0:
             subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)

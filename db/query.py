@@ -106,7 +106,8 @@ def histograms(
     environment_id: str | None = None,
 ) -> dict[Metric, Histogram]:
     """Merged histograms per metric for one API, optionally restricted to a slice."""
-    where, params = ["qualname = ?"], [qualname]
+    where: list[str] = ["qualname = ?"]
+    params: list[object] = [qualname]
     for column, value in (
         ("metric", metric),
         ("scenario_id", scenario_id),
@@ -295,7 +296,10 @@ def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
                 [env_id, qualname],
             )
         )
-        out.append(Provenance(env_id, *env, samples=int(samples), scans=scans))
+        python, implementation, system, machine, cpu = env
+        out.append(
+            Provenance(env_id, python, implementation, system, machine, cpu, int(samples), scans)
+        )
     return out
 
 

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence, Set
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence, Set
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,7 +128,7 @@ class ScanOptions:
     def from_json(cls, data: dict[str, Any]) -> ScanOptions:
         known = {f.name for f in fields(cls)}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
-        return cls(**values)
+        return cls(**values)  # type: ignore[arg-type]  # stored by to_json, so the types match
 
     def scenario_files_for(self, package: str) -> tuple[str, ...]:
         """The user's scenario files plus, unless turned off, the one shipped for ``package``."""
@@ -256,7 +256,7 @@ class ScanSummary:
 class Plan:
     """The plan stage's output: one task per entry point, and verdicts known without running."""
 
-    tasks: list[Task]  # task id = the entry point's qualified name
+    requests: list[ProfileEntry]  # one per entry point
     known: list[CoverageRecord]  # import failures
     skipped: int = 0  # entry points a resumed scan had finished already
 
@@ -324,7 +324,7 @@ def scan(
                 found, options, done=completed_entry_points(db, scan_id) if resumed else set()
             )
             suite = None
-            if options.tests and plan.tasks:
+            if options.tests and plan.requests:
                 report(ScanProgress("tests"))
                 suite = run_test_suite(
                     found.discovery.package,
@@ -350,7 +350,7 @@ def scan(
 
 def store_results(
     db: sqlite_utils.Database,
-    batches: Iterator[tuple[str, ScanBatch]],
+    batches: Generator[tuple[str, ScanBatch], None, None],
     plan: Plan,
     scan_id: int,
     environment_id: str,
@@ -368,12 +368,12 @@ def store_results(
             package=package,
             scan_id=scan_id,
         )
-        report(ScanProgress("profile", 0, len(plan.tasks)))
+        report(ScanProgress("profile", 0, len(plan.requests)))
         for done, (qualname, batch) in enumerate(batches, start=1):
             store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
             report(
                 ScanProgress(
-                    "profile", done, len(plan.tasks), qualname, str(batch.coverage[0].status)
+                    "profile", done, len(plan.requests), qualname, str(batch.coverage[0].status)
                 )
             )
         status = "finished"
@@ -452,7 +452,7 @@ def plan_scan(
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
         entries[qualname] = EntryPoint(qualname, discovery.package, module, EntryKind.FUNCTION)
-    tasks, skipped = [], 0
+    requests, skipped = [], 0
     for qualname, entry in entries.items():
         if qualname in done:
             skipped += 1
@@ -466,8 +466,8 @@ def plan_scan(
             sizes=list(options.sizes),
             profile=profile,
         )
-        tasks.append(Task(qualname, request))
-    return Plan(tasks, known, skipped)
+        requests.append(request)
+    return Plan(requests, known, skipped)
 
 
 def run_plan(
@@ -478,17 +478,19 @@ def run_plan(
         calibration, options.repeat, options.max_seconds, options.call_timeout
     )
     return pool.run(
-        Task(t.id, replace(t.request, settings=settings), t.timeout) for t in plan.tasks
+        Task(request.entry.qualname, replace(request, settings=settings))
+        for request in plan.requests
     )
 
 
 def bucket_results(
     results: Iterable[TaskResult], suite: SuiteRun | None = None
-) -> Iterator[tuple[str, ScanBatch]]:
+) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
     them, when ``suite`` reached it) and its coverage verdict."""
     for result in results:
-        batch, outcomes = ScanBatch(), []
+        batch = ScanBatch()
+        outcomes: list[tuple[Coverage, str]] = []
         for partial in result.partials:
             spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
@@ -508,7 +510,7 @@ def bucket_results(
         yield result.task.id, batch
 
 
-def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> CoverageRecord:
+def combine_outcomes(qualname: str, outcomes: Sequence[tuple[Coverage, str]]) -> CoverageRecord:
     """Profiled if any scenario profiled it; otherwise the most telling failure."""
     if any(status == Coverage.PROFILED for status, _ in outcomes):
         return CoverageRecord(qualname, Coverage.PROFILED)
@@ -516,7 +518,7 @@ def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> Coverage
         return CoverageRecord(qualname, Coverage.NO_ARGUMENTS, "no scenario source could call it")
     rank = {status: i for i, status in enumerate(NOT_PROFILED_ORDER)}
     status, reason = min(outcomes, key=lambda o: rank.get(o[0], len(rank)))
-    return CoverageRecord(qualname, Coverage(status), reason)
+    return CoverageRecord(qualname, status, reason)
 
 
 # -- resume and summary ----------------------------------------------------------------------

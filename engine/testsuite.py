@@ -10,6 +10,7 @@ they are counted in the summary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,8 @@ class SuiteRun:
         }
 
     def add_to_batch(
-        self, batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]]
-    ) -> list[tuple[str, str]]:
+        self, batch: ScanBatch, qualname: str, outcomes: Sequence[tuple[Coverage, str]]
+    ) -> list[tuple[Coverage, str]]:
         """Add what the suite measured of ``qualname`` to its batch (``outcomes`` are its other
         scenarios'); returns the suite's outcome for it, if the suite reached it."""
         measured = self.measurements.get(qualname)

@@ -20,7 +20,7 @@ import enum
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -57,14 +57,15 @@ def to_data(value: Any) -> Any:
 
 def from_data(cls: type[T], data: Any, path: str = "") -> T:
     """Decode ``data`` as a ``cls`` record, or raise :class:`DecodeError` naming the bad value."""
-    return typing.cast(T, _decoder(cls)(data, path or cls.__name__))
+    decoder = _decoder(typing.cast(Hashable, cls))
+    return typing.cast(T, decoder(data, path or cls.__name__))
 
 
 _Decoder = Callable[[Any, str], Any]
 
 
 @cache
-def _decoder(tp: Any) -> _Decoder:
+def _decoder(tp: Hashable) -> _Decoder:
     """A decoding function for the type ``tp`` (built once per type)."""
     if tp is Any:
         return _any
@@ -114,9 +115,9 @@ def _scalar(tp: type) -> _Decoder:
             return float(data)
         if type(data) is not tp:
             _fail(path, tp.__name__, data)
-        if tp is str and len(data) > MAX_STRING:
+        if isinstance(data, str) and len(data) > MAX_STRING:
             raise DecodeError(f"{path}: a string of {len(data)} characters is over the limit")
-        if tp is float and not math.isfinite(data):
+        if isinstance(data, float) and not math.isfinite(data):
             _fail(path, "a finite number", data)
         return data
 

@@ -118,7 +118,7 @@ def test_stdlib_json_uses_package_level_names_and_counts_c_functions():
 def test_resolve_object_imports_modules_and_walks_attributes():
     assert resolve_object("textwrap.TextWrapper.wrap") is textwrap.TextWrapper.wrap
     assert resolve_object("json.decoder") is json.decoder
-    with pytest.raises(UsageError, match="no attribute path 'TextWrapper.nope'"):
+    with pytest.raises(UsageError, match=r"no attribute path 'TextWrapper\.nope'"):
         resolve_object("textwrap.TextWrapper.nope")
     with pytest.raises(UsageError, match="no importable module"):
         resolve_object("no_such_pkg_xyz.f")

@@ -189,4 +189,4 @@ def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(
     assert result.calls[gt.leaf.__code__] == 4 and result.runs == 2  # the scenario ran undisturbed
     leaf_io = result.io_read.get(gt.leaf.__code__)
     # at most the first call, exact
-    assert leaf_io is None or leaf_io.count <= 1 and leaf_io.total == 0
+    assert leaf_io is None or (leaf_io.count <= 1 and leaf_io.total == 0)

@@ -16,7 +16,7 @@ from apiprof.model.records import Coverage, Metric
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_SCENARIOS = str(FIXTURES / "tiny_pkg" / "scenarios.toml")
-FAST = dict(repeat=3, max_seconds=5.0, sizes=(10, 100, 1000), python_path=(str(FIXTURES),))
+FAST = {"repeat": 3, "max_seconds": 5.0, "sizes": (10, 100, 1000), "python_path": (str(FIXTURES),)}
 
 
 def tiny_options(**changes) -> ScanOptions:

@@ -14,6 +14,7 @@ import importlib.metadata
 import inspect
 import pkgutil
 import types
+import typing
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -250,9 +251,10 @@ def _add_candidate(
         return
     _remember(candidates, obj, kind, qualname, module)
     if kind is EntryKind.CLASS:
-        for name, raw, member_kind in _class_members(obj, package):
+        cls = typing.cast(type, obj)
+        for name, raw, member_kind in _class_members(cls, package):
             _remember(
-                candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, obj, name
+                candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, cls, name
             )
 
 
@@ -290,8 +292,9 @@ def _to_entry(candidate: _Candidate, package: str) -> EntryPoint:
 
 def _describe(candidate: _Candidate) -> dict[str, Any]:
     """Signature as a caller writes it (no ``self``), docstring summary, and source location."""
-    obj, kind = candidate.obj, candidate.kind
-    code_obj = obj.fget if isinstance(obj, property) else getattr(obj, "func", obj)
+    obj: Any = candidate.obj
+    kind = candidate.kind
+    code_obj: Any = obj.fget if isinstance(obj, property) else getattr(obj, "func", obj)
     details: dict[str, Any] = {}
     if kind is not EntryKind.PROPERTY:
         details["signature"] = signature_text(
@@ -311,7 +314,7 @@ def _describe(candidate: _Candidate) -> dict[str, Any]:
     return details
 
 
-def signature_text(obj: object, *, drop_first: bool = False) -> str:
+def signature_text(obj: Any, *, drop_first: bool = False) -> str:
     """``str(inspect.signature(obj))``, or "" when the object has none (some C callables)."""
     try:
         signature = inspect.signature(obj)

@@ -13,6 +13,7 @@ Parallel workers compete for CPU caches, memory bandwidth and (on busy machines)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shutil
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,7 @@ class TaskResult:
         return self.lost
 
 
-def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] = ()) -> dict[str, str]:
+def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allow-listed environment a worker gets: no secrets, home and temp inside the sandbox."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
     for sub in ("home", "tmp", "cache", "config", "data"):
@@ -124,7 +125,7 @@ def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] = ()) -> dict
         PYTHONUNBUFFERED="1",
         MPLBACKEND="Agg",
     )
-    env.update(dict(extra))
+    env.update(extra or {})
     return env
 
 
@@ -137,10 +138,8 @@ def _death(returncode: int, stderr_tail: str, memory_mb: int) -> tuple[Coverage,
     if returncode < 0:
         sig = -returncode
         if sig in _CRASH_SIGNALS:
-            return (
-                Coverage.CRASHED,
-                f"the worker crashed: {signal.Signals(sig).name} ({_CRASH_SIGNALS[sig]})",
-            )
+            name = signal.Signals(sig)
+            return Coverage.CRASHED, f"the worker crashed: {name.name} ({_CRASH_SIGNALS[name]})"
         if sig == signal.SIGXCPU:
             return Coverage.TIMED_OUT, "the worker used up its CPU-time limit"
         # the worker's own stop for a call stuck in C code (worker.run_with_call_timeout)
@@ -272,10 +271,8 @@ class WorkerProcess:
     def _cleanup(self) -> None:
         for fd in (self.request_w, self.result_r):
             if fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self.request_w = self.result_r = -1
         self._stderr.close()
         shutil.rmtree(self.sandbox, ignore_errors=True)
@@ -337,7 +334,7 @@ class WorkerPool:
         finally:
             results.close()
 
-    def run(self, tasks: Iterable[Task]) -> Iterator[TaskResult]:
+    def run(self, tasks: Iterable[Task]) -> Generator[TaskResult, None, None]:
         """Run tasks on up to ``jobs`` workers, yielding each result as it arrives (any order)."""
         pending = deque(tasks)
         busy: dict[

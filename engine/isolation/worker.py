@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import io
 import os
@@ -122,10 +123,8 @@ class Worker:
             return Failed(self.no_scenario_failure(collected.unscenarioed))
         for spec in specs:
             for size in scenario_sizes(spec):
-                outcome = self.attempt(
-                    lambda spec=spec, size=size: self.profile_size(spec, size, request.settings),
-                    source=spec.source,
-                )
+                work = functools.partial(self.profile_size, spec, size, request.settings)
+                outcome = self.attempt(work, source=spec.source)
                 if isinstance(outcome, Failed):
                     outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
                 assert isinstance(outcome, ScenarioOutcome)

@@ -70,7 +70,7 @@ def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], objec
 
 
 _CALL_NAME = "__apiprof_call__"
-_NO_TYPE_PARAMS = {"type_params": []} if sys.version_info >= (3, 12) else {}
+_NO_TYPE_PARAMS: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
 def _compile_call(call: str, filename: str, namespace: dict[str, Any]) -> Callable[[], object]:

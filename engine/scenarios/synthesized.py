@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import typing
+from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.spec import ScenarioSpec
@@ -37,7 +39,7 @@ def raised_by_design(qualname: str) -> str:
     than reported as rejected arguments. Only an unconditional top-level ``raise`` counts.
     """
     try:
-        target = inspect.unwrap(resolve_object(qualname))
+        target = inspect.unwrap(typing.cast(Any, resolve_object(qualname)))
         target = getattr(target, "__func__", target)
         tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
     except Exception:  # C functions, no source, odd objects: no claim
