@@ -36,6 +36,12 @@ def process_start_time(pid: int) -> str:
         return ""
 
 
+def owner_of_row(row: tuple) -> ScanOwner | None:
+    """The owner recorded as ``(host, pid, process_started)``; None for scans older than that."""
+    host, pid, started = row
+    return ScanOwner(host, int(pid), started or "") if host and pid else None
+
+
 def this_process() -> ScanOwner:
     return ScanOwner(socket.gethostname(), os.getpid(), process_start_time(os.getpid()))
 

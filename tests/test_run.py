@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def hostile_home(tmp_path_factory):
     """hostile_pkg copied to a temporary directory, with the canary file beside it."""
     home = tmp_path_factory.mktemp("hostile")
+    home.chmod(0o755)  # readable by the sandbox's uid when tests run as root
     shutil.copytree(FIXTURES / "hostile_pkg", home / "hostile_pkg")
     (home / "CANARY").write_text("alive")
     return home
