@@ -458,11 +458,9 @@ class ImportAttempts:
 
     def add(self, attempts: Iterable[Attempt]) -> None:
         for attempt in attempts:
-            if attempt.blame is Blame.ENTRY or not attempt.module:
+            if attempt.by_entry:
                 continue
-            reason = attempt.reason
-            if attempt.blame is Blame.THREAD:
-                reason = f"a background thread it started {reason}"
+            reason = describe_attempt(attempt)
             reasons = self.by_module.setdefault(attempt.module, {})
             if reason not in reasons:
                 reasons[reason] = None
@@ -474,7 +472,7 @@ class ImportAttempts:
             CoverageRecord(
                 module,
                 Coverage.BLOCKED,
-                f"importing {module} ran code that " + "; ".join(list(self.by_module[module])[:3]),
+                f"while importing {module}: {join_reasons(self.by_module[module])}",
             )
             for module in sorted(self.changed)
             if is_module_name(module)
@@ -715,7 +713,10 @@ def bucket_results(
             outcomes.append((failure.kind, failure.reason))
         if own:
             batch.measurements, batch.edges = [], []
-            record = CoverageRecord(qualname, Coverage.BLOCKED, "; ".join(dict.fromkeys(own)))
+            broke = (
+                [failure.reason] if failure is not None and failure.kind is Coverage.BLOCKED else []
+            )
+            record = CoverageRecord(qualname, Coverage.BLOCKED, join_reasons([*broke, *own]))
         else:
             if suite is not None:
                 outcomes += suite.add_to_batch(batch, qualname, outcomes)
@@ -724,11 +725,24 @@ def bucket_results(
         yield qualname, batch
 
 
+MAX_REASONS = 3
+"""Attempts named in one coverage row (the first ones; all of them were refused)."""
+
+
 def describe_attempt(attempt: Attempt) -> str:
     """An entry point's attempt, said for its coverage row."""
+    reason = attempt.reason if len(attempt.reason) <= 300 else attempt.reason[:299] + "…"
     if attempt.blame is Blame.THREAD:
-        return f"a background thread it started {attempt.reason}"
-    return attempt.reason
+        return f"a background thread it started {reason}"
+    return reason
+
+
+def join_reasons(reasons: Iterable[str]) -> str:
+    """Distinct reasons, the first :data:`MAX_REASONS` of them, and how many more there were."""
+    distinct = list(dict.fromkeys(reasons))
+    shown = "; ".join(distinct[:MAX_REASONS])
+    more = len(distinct) - MAX_REASONS
+    return shown + (f" (and {more} more)" if more > 0 else "")
 
 
 def combine_outcomes(qualname: str, outcomes: Sequence[tuple[Coverage, str]]) -> CoverageRecord:

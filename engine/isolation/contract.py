@@ -49,11 +49,20 @@ FINAL: dict[type, type] = {
 
 MAX_PROBE_COST_NS = 1e6
 """A probe costing a millisecond is not a measurement of a probe."""
+MAX_REASON = 8192
+"""The longest sentence about one attempt (a long path fits)."""
 
 
 def violation(request: Request, message: object) -> str:
     """Why ``message`` cannot be a worker's answer to ``request`` ("" when it can)."""
-    if isinstance(message, (Failed, Refused, Attempted, Imported)):
+    if isinstance(message, Attempted):
+        attempt = message.attempt
+        if len(attempt.reason) > MAX_REASON:
+            return f"reported an attempt in more than {MAX_REASON} characters"
+        if attempt.module and qualname_problem(attempt.module):
+            return "blamed an attempt on a module whose name is not a Python name"
+        return ""
+    if isinstance(message, (Failed, Refused, Imported)):
         return ""
     if isinstance(message, Ready):
         return "announced itself again in the middle of a task"

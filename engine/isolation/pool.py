@@ -251,6 +251,7 @@ class WorkerProcess:
         except BaseException:
             self.kill()
             raise
+        os.set_blocking(self.result_r, False)  # one select round may report it twice
 
     def _python_command(self, request_r: int, result_w: int, strict: bool) -> list[str]:
         options, confinement = self.options, self.confinement
@@ -334,7 +335,11 @@ class WorkerProcess:
         write_message(self.request_w, task.id, request)
 
     def note(self, refusal: Refusal) -> None:
-        """A refusal of the supervisor, blamed as the worker's state says."""
+        """A refusal of the supervisor, blamed as the worker's state says — unless the
+        in-process reporter already named the same attempt: it knows whose thread it was (it
+        speaks first, and its words are read before the refusal is handled)."""
+        if any(attempt.reason == refusal.reason for attempt in self.attempts):
+            return
         module = self.importing
         if refusal.thread != self.host_pid:
             blame = Blame.THREAD
@@ -658,6 +663,8 @@ class WorkerPool:
         """Consume what a busy worker wrote; a result when its task is finished, else None."""
         try:
             data = os.read(worker.result_r, 1 << 16)
+        except BlockingIOError:  # already read, answering a notification of the same round
+            return None
         except OSError as error:
             return self._broke_rules(worker, task, f"could not be read ({error})")
         if not data:
@@ -708,6 +715,8 @@ class WorkerPool:
         while select.select([worker.result_r], [], [], STOP_TIMEOUT)[0]:
             try:
                 data = os.read(worker.result_r, 1 << 16)
+            except BlockingIOError:
+                continue
             except OSError:
                 return ""
             if not data:

@@ -143,6 +143,11 @@ class Attempt:
     blame: Blame = Blame.ENTRY
     module: str = ""  # the module being imported (IMPORT, or a THREAD started by an import)
 
+    @property
+    def by_entry(self) -> bool:
+        """The entry point's own doing (its code, or a thread it started), not an import's."""
+        return self.blame is Blame.ENTRY or not self.module
+
 
 @dataclass(frozen=True)
 class Attempted:

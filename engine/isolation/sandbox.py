@@ -30,6 +30,7 @@ import contextlib
 import ipaddress
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -127,24 +128,26 @@ class Guard:
         def at(index: int) -> Callable[[tuple], object]:
             return lambda a: a[index] if len(a) > index else None
 
-        def path(verb: str, path_at: int, dir_fd_at: int | None = None) -> Callable[[tuple], None]:
+        def path(
+            verb: str, path_at: int, dir_fd_at: int | None = None, *, follow: bool = True
+        ) -> Callable[[tuple], None]:
             dir_fd = at(dir_fd_at) if dir_fd_at is not None else (lambda a: None)
-            return lambda a: self._check_path(verb, a[path_at], dir_fd(a))
+            return lambda a: self._check_path(verb, a[path_at], dir_fd(a), follow=follow)
 
         self._handlers: dict[str, Callable[[tuple], None]] = {
             "open": self._on_open,
-            "os.remove": path("delete", 0, 1),
-            "os.rmdir": path("delete", 0, 1),
-            "shutil.rmtree": path("delete", 0, 1),
+            "os.remove": path("delete", 0, 1, follow=False),
+            "os.rmdir": path("delete", 0, 1, follow=False),
+            "shutil.rmtree": path("delete", 0, 1, follow=False),
             "os.rename": self._on_rename,
             "shutil.move": self._on_rename,
-            "os.mkdir": path("create a directory at", 0, 2),
+            "os.mkdir": path("create a directory at", 0, 2, follow=False),
             "os.chmod": path("change permissions of", 0, 2),
             "os.chown": path("change the owner of", 0, 3),
             "os.truncate": path("truncate", 0),
             "os.utime": path("change timestamps of", 0, 3),
             "os.link": self._on_link,
-            "os.symlink": path("create a symlink at", 1, 2),
+            "os.symlink": path("create a symlink at", 1, 2, follow=False),
             "os.setxattr": path("set attributes of", 0),
             "os.removexattr": path("remove attributes of", 0),
             "shutil.copyfile": path("write", 1),
@@ -260,12 +263,14 @@ class Guard:
             self._block("open", f"tried to read {shown} of process {match.group(1)}")
 
     def _on_rename(self, args: tuple) -> None:
-        self._check_path("move", args[0], args[2] if len(args) > 2 else None)
-        self._check_path("move a file to", args[1], args[3] if len(args) > 3 else None)
+        self._check_path("move", args[0], args[2] if len(args) > 2 else None, follow=False)
+        target = args[3] if len(args) > 3 else None
+        self._check_path("move a file to", args[1], target, follow=False)
 
     def _on_link(self, args: tuple) -> None:
         self._check_path("create a link to", args[0], args[2] if len(args) > 2 else None)
-        self._check_path("create a link at", args[1], args[3] if len(args) > 3 else None)
+        target = args[3] if len(args) > 3 else None
+        self._check_path("create a link at", args[1], target, follow=False)
 
     def _on_sqlite(self, args: tuple) -> None:
         target = args[0]
@@ -282,7 +287,7 @@ class Guard:
             name = urllib.parse.unquote(uri.path) or name
         self._check_path("open a database at", name, None)
 
-    def _check_path(self, verb: str, path: object, dir_fd: object) -> None:
+    def _check_path(self, verb: str, path: object, dir_fd: object, *, follow: bool = True) -> None:
         if path is None:
             return
         if isinstance(path, int):  # a descriptor (fchmod, fchown...): where does it point?
@@ -292,7 +297,7 @@ class Guard:
                 return
             if not str(path).startswith("/"):
                 return  # a pipe or socket
-        resolved = resolve_path(path, dir_fd)
+        resolved = resolve_path(path, dir_fd, follow=follow)
         if not self.is_writable(resolved):
             self._block(f"file:{verb}", f"tried to {verb} {resolved} outside the sandbox")
 
@@ -310,9 +315,14 @@ class Guard:
         family = getattr(sock, "family", None)
         if family == getattr(socket, "AF_UNIX", object()):
             path = os.fsdecode(address) if isinstance(address, (str, bytes)) else ""
-            if path and not path.startswith("\0") and self.is_writable(resolve_path(path, None)):
+            if path.startswith("\0"):  # abstract: only the worker's own network namespace has it
                 return
-            self._block("socket", f"tried to {verb} the Unix socket {path or address!r}")
+            resolved = resolve_path(path, None) if path else repr(address)
+            if not (path and self.is_writable(resolved)):
+                self._block(
+                    "socket", f"tried to {verb} the Unix socket {resolved} outside the sandbox"
+                )
+            return
         host = address[0] if isinstance(address, tuple) and address else address
         if not is_loopback(host):
             self._block(
@@ -328,7 +338,7 @@ class Guard:
     def _on_kill(self, args: tuple) -> None:
         pid = args[0]
         if pid not in (os.getpid(), 0):
-            self._block("os.kill", f"tried to send signal {args[1]} to process {pid}")
+            self._block("os.kill", f"tried to send {signal_name(args[1])} to process {pid}")
 
     def _on_dlopen(self, args: tuple) -> None:
         if args and args[0] is not None:  # ctypes itself opens the running interpreter (None)
@@ -353,13 +363,17 @@ def importing_module(frame: FrameType | None) -> str:
     return ""
 
 
-def resolve_path(path: object, dir_fd: object) -> str:
-    """Absolute, symlink-free form of ``path`` (relative to ``dir_fd`` when one is given)."""
+def resolve_path(path: object, dir_fd: object, *, follow: bool = True) -> str:
+    """Absolute, symlink-free form of ``path`` (relative to ``dir_fd`` when one is given).
+    ``follow=False`` keeps a final symbolic link itself (what deleting or renaming acts on)."""
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
     if not os.path.isabs(text) and isinstance(dir_fd, int) and dir_fd >= 0:
         with contextlib.suppress(OSError):
             text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-    return os.path.realpath(text)
+    if follow:
+        return os.path.realpath(text)
+    folder, name = os.path.split(os.path.abspath(text))
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def is_loopback(host: object) -> bool:
@@ -377,6 +391,13 @@ def is_loopback(host: object) -> bool:
         return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
     except ValueError:
         return False
+
+
+def signal_name(number: object) -> str:
+    """``SIGKILL`` for 9; ``signal 99`` for a number that names no signal."""
+    with contextlib.suppress(ValueError, TypeError):
+        return signal.Signals(number).name  # type: ignore[arg-type]
+    return f"signal {number}"
 
 
 def _is_ip_literal(host: object) -> bool:

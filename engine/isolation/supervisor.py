@@ -20,18 +20,17 @@ as the threat model in ``docs/cli.md`` says.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import ipaddress
 import os
 import re
-import signal
 import stat
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from apiprof.engine.isolation import seccomp
+from apiprof.engine.isolation.sandbox import signal_name
 from apiprof.engine.isolation.seccomp import Notification
 
 MAX_STRING = 4096
@@ -441,7 +440,7 @@ def never_needed(name: str, call: Notification, memory: Memory) -> str:
         return f"tried to run a program: {_command(call, memory, offset)}"
     if name in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
         sig = call.signed(2 if name in ("tgkill", "rt_tgsigqueueinfo") else 1)
-        return f"tried to send {_signal_name(sig)} to process {call.signed(0)}"
+        return f"tried to send {signal_name(sig)} to process {call.signed(0)}"
     if name == "pidfd_open":
         return f"tried to open a handle on process {call.signed(0)} (pidfd_open)"
     if name == "prctl":
@@ -475,9 +474,3 @@ def _command(call: Notification, memory: Memory, offset: int) -> str:
     shown = " ".join(words[1:]) if words else ""
     text = f"{program} {shown}".strip()
     return text if len(text) <= 240 else text[:239] + "…"
-
-
-def _signal_name(number: int) -> str:
-    with contextlib.suppress(ValueError):
-        return signal.Signals(number).name
-    return f"signal {number}"

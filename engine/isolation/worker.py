@@ -319,7 +319,7 @@ class Worker:
         # every attempt already went to the scanner; those of this entry point (or its
         # threads) fail the work, those of an import it triggered are the import's
         events = self.guard.take_events() if self.guard else []
-        blocked = [event.reason for event in events if event.blame is not Blame.IMPORT]
+        blocked = [event.reason for event in events if event.attempt().by_entry]
         if blocked:
             reply = Failed(Failure(Coverage.BLOCKED, blocked[0]))
         return reply
@@ -473,7 +473,7 @@ def enter_user_namespace() -> None:
             raise OSError(code, f"{doing}: {os.strerror(code)}")
 
     uid, gid = os.getuid(), os.getgid()
-    check(libc.unshare(0x10000000), "unshare(CLONE_NEWUSER)")
+    check(libc.unshare(0x10000000), "user namespaces are unavailable here: unshare(CLONE_NEWUSER)")
     for name, text in (
         ("setgroups", "deny"),
         ("uid_map", f"{uid} {uid} 1"),
