@@ -339,7 +339,9 @@ def print_scan_summary(summary) -> None:
     for module, error in summary.import_failures.items():
         console.print(f"[yellow]import failed[/yellow] {escape(module)}: {escape(error)}")
     for module, reasons in summary.blocked_at_import.items():
-        console.print(f"[red]blocked at import[/red] {escape(module)}: {escape('; '.join(reasons))}")
+        console.print(
+            f"[red]blocked at import[/red] {escape(module)}: {escape('; '.join(reasons))}"
+        )
     for warning in summary.warnings:
         console.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if summary.tests is not None:

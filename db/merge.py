@@ -182,9 +182,7 @@ def merge_files(
     the first is added, so a refused input leaves the output as it was."""
     for path in inputs:
         if same_file(path, output):
-            raise UsageError(
-                f"{path} is the output file itself ({output}); name a new output file"
-            )
+            raise UsageError(f"{path} is the output file itself ({output}); name a new output file")
     seen = scan_uids(output, f"the output {output}") if Path(output).exists() else {}
     for path in inputs:
         source = open_db(path, readonly=True)

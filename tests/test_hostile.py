@@ -33,7 +33,13 @@ pytestmark = pytest.mark.timeout(900)  # two real scans of ~50 entry points, eac
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SECRET = "apiprof-test-secret-7f3a9c"
-SCANNER_OUTPUTS = {"hostile.db", "hostile.db-wal", "hostile.db-shm", "summary.json", "listener.sock"}
+SCANNER_OUTPUTS = {
+    "hostile.db",
+    "hostile.db-wal",
+    "hostile.db-shm",
+    "summary.json",
+    "listener.sock",
+}
 PROCESS_LEVEL_SKIPS = [
     # the process level has no namespaces: loopback reaches the host's listeners, the worker
     # can read the scanner's environment as its own user, and a symlink race beats a

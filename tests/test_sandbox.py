@@ -183,7 +183,9 @@ def test_the_second_passs_doors_are_watched(guard, tmp_path):
         assert "create a link to" in refused(guard, "os.link", (str(canary), inside, -1, -1))
         assert "change timestamps of" in refused(guard, "os.utime", ("canary", None, None, folder))
         assert "create a symlink at" in refused(guard, "os.symlink", ("/etc", "evil", folder))
-        assert f"change permissions of {canary}" in refused(guard, "os.chmod", (readonly, 0o777, -1))
+        assert f"change permissions of {canary}" in refused(
+            guard, "os.chmod", (readonly, 0o777, -1)
+        )
     finally:
         os.close(folder)
         os.close(readonly)
@@ -241,7 +243,7 @@ def test_attempts_are_blamed_on_the_import_the_entry_point_or_a_thread(tmp_path)
         guard = install_guard({str(box)!r}, refuse=False, report=sent.append)
         import blamed
         blamed._write({str(outside / "entry")!r})
-        exec(compile("blamed._write({str(outside / 'exec')!r})", "<scenario>", "exec"))
+        exec(compile("blamed._write({str(outside / "exec")!r})", "<scenario>", "exec"))
         thread = threading.Thread(target=blamed._write, args=({str(outside / "entry-thread")!r},))
         thread.start(); thread.join()
         blamed.woken.set(); blamed.done.wait(10)

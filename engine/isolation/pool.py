@@ -30,6 +30,7 @@ import contextlib
 import os
 import select
 import selectors
+import shutil
 import signal
 import site
 import subprocess
@@ -393,13 +394,7 @@ class WorkerProcess:
         self._stderr.close()
         with contextlib.suppress(OSError):
             self._stderr_path.unlink()
-        _remove_tree(self.sandbox)
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(self.sandbox, ignore_errors=True)
 
 
 def _descendant(root_pid: int, ns_pid: int, depth: int = 3) -> int:

@@ -108,8 +108,12 @@ class Supervisor:
             self.listener = -1
 
     def handle(self) -> Refusal | None:
-        """Answer one pending notification; returns the refusal, if it was one."""
-        notification = seccomp.receive(self.listener)
+        """Answer one pending notification; returns the refusal, if it was one. Nothing a
+        worker puts in its arguments makes this raise: what cannot be read is refused."""
+        try:
+            notification = seccomp.receive(self.listener)
+        except OSError:
+            return None
         if notification is None:
             return None
         name = self.names.get(notification.nr, f"#{notification.nr}")
@@ -119,13 +123,16 @@ class Supervisor:
             return None
         try:
             error, reason = self.decide(name, notification, memory)
-        except OSError:  # its memory or /proc entries went away: refuse, unexplained
+        except Exception:  # unreadable memory, absurd pointers or lengths: refuse, said plainly
             error, reason = errno.EPERM, f"made a {name} call whose arguments could not be read"
         finally:
             memory.close()
         if not seccomp.still_waiting(self.listener, notification):
             return None  # what was read may not be what it asked for; it is gone anyway
-        seccomp.respond(self.listener, notification, error=error)
+        try:
+            seccomp.respond(self.listener, notification, error=error)
+        except OSError:
+            return None
         if not reason:
             return None
         refusal = Refusal(reason, notification.pid)
@@ -136,7 +143,7 @@ class Supervisor:
         """``(errno, reason)``: 0 lets the call go on; a reason is recorded."""
         check = _FILE_CALLS.get(name)
         if check is not None:
-            return self.check_paths(call, memory, check(self, call, memory))
+            return self.check_paths(check(self, call, memory))
         if name in _NETWORK_CALLS:
             return self.check_network(name, call, memory)
         if name == "clone3":
@@ -146,15 +153,13 @@ class Supervisor:
         return errno.EPERM, never_needed(name, call, memory)
 
     # -- files ----------------------------------------------------------------------------------
-    def check_paths(
-        self, call: Notification, memory: Memory, targets: list[tuple[str, str]]
-    ) -> tuple[int, str]:
+    def check_paths(self, targets: list[tuple[str, str]]) -> tuple[int, str]:
         for verb, path in targets:
-            if path and not self.may_write(call.pid, path):
+            if path and not self.may_write(path):
                 return errno.EPERM, f"tried to {verb} {path} outside the sandbox"
         return 0, ""
 
-    def may_write(self, tid: int, path: str) -> bool:
+    def may_write(self, path: str) -> bool:
         if path in WRITABLE_DEVICES or _OWN_COMM.match(path):
             return True
         sandbox = self.view.sandbox
@@ -200,7 +205,7 @@ class Supervisor:
             return f"the abstract Unix socket @{name} outside the sandbox"
         text = os.fsdecode(raw_path.split(b"\0")[0])
         path = self.resolve(tid, AT_FDCWD, text)
-        if self.may_write(tid, path) and path not in WRITABLE_DEVICES:
+        if self.may_write(path) and path not in WRITABLE_DEVICES:
             return ""
         return f"the Unix socket {path} outside the sandbox"
 
