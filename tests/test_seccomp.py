@@ -162,27 +162,26 @@ def test_the_supervisor_decides_from_the_callers_memory_and_records_refusals(tmp
         [sys.executable, "-c", CHILD, str(box), str(outside)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        text=True,
     )
     pid, fd = map(int, child.stdout.readline().split())
     supervisor = Supervisor(
         seccomp.take_listener(pid, fd), WorkerView(pid, str(box), False), native_arch()
     )
-    child.stdin.write("go\n")
+    child.stdin.write(b"go\n")
     child.stdin.flush()
-    lines: list[str] = []
-    os.set_blocking(child.stdout.fileno(), False)
+    output = b""
     try:
-        while not lines or lines[-1] != "done":
+        while not output.endswith(b"done\n"):
             ready = select.select([supervisor, child.stdout], [], [], 60)[0]
             assert ready, "the child hangs"
             if supervisor in ready:
                 supervisor.handle()
             if child.stdout in ready:
-                lines += [line.strip() for line in child.stdout.readlines()]
+                output += os.read(child.stdout.fileno(), 1 << 16)
     finally:
         supervisor.close()
         child.wait(timeout=60)
+    lines = output.decode().splitlines()
     said = dict(line.rsplit(" ", 1) for line in lines[:-1])
     assert said["write inside"] == said["send to loopback"] == said["start a thread"] == "ok"
     refused = str(errno.EPERM)

@@ -253,8 +253,9 @@ def bwrap_command(sandbox: Path, readable: Iterable[str], python: list[str]) -> 
     made: set[str] = set()
     for path in [*binds, str(sandbox)]:
         for parent in _ancestors(path):
-            if parent not in made and not os.path.islink(parent):
-                made.add(parent)
+            bound = any(parent == b or parent.startswith(b + "/") for b in binds)
+            if parent not in made and not bound and not os.path.islink(parent):
+                made.add(parent)  # a folder of the sandbox's own root, traversable by its uid
                 command += ["--perms", "0755", "--dir", parent]
         if path == str(sandbox):
             command += ["--bind", path, path]
