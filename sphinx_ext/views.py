@@ -1,22 +1,27 @@
 """From database answers to display-ready values: formatted numbers, sentences and SVGs.
 
 HTML templates, the plain-text fallback and the drill-down pages all read these views, so a
-number looks the same wherever it appears. Formatting itself lives in :mod:`apiprof.format`.
+number looks the same wherever it appears. Formatting itself lives in :mod:`apiprof.format`;
+the words go through :mod:`apiprof.sphinx_ext.i18n`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
 from markupsafe import Markup
 
+from apiprof.db import query
 from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
-from apiprof.model.growth import GrowthFit
+from apiprof.format import format_bucket_range, format_value, worth_showing
+from apiprof.model.growth import GROWTH_CLASSES, GrowthFit
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Coverage, Metric
-from apiprof.format import cost_hint, format_bucket_range, format_value, worth_showing
+from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext import svg
+from apiprof.sphinx_ext.i18n import _, ngettext
+from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
 
 TIME = "time"
 """Pseudo-metric: the summary's typical time (``ApiSummary.time_metric``: active wall time when
@@ -26,40 +31,107 @@ DEFAULT_METRICS = [TIME, str(Metric.ALLOC_INCL)]
 KNOWN_METRICS = {TIME, *(str(m) for m in Metric)}
 PERCENTILES = (10, 50, 90, 99)
 
-_COVERAGE_TEXT = {
-    Coverage.NO_ARGUMENTS: "needs arguments apiprof could not make up",
-    Coverage.IMPORT_FAILED: "its module could not be imported",
-    Coverage.BLOCKED: "the sandbox blocked an operation it tried",
-    Coverage.CRASHED: "every call crashed or raised",
-    Coverage.TIMED_OUT: "calls timed out",
-    Coverage.MEMORY: "calls exceeded the memory cap",
-    Coverage.SKIPPED: "skipped by policy",
-}
+
+def metric_label(metric: Metric) -> str:
+    return {
+        Metric.WALL: _("wall time"),
+        Metric.CPU: _("CPU time (sampled calls)"),
+        Metric.ALLOC_INCL: _("allocated (inclusive)"),
+        Metric.ALLOC_EXCL: _("allocated (exclusive)"),
+        Metric.CALLS: _("calls per run"),
+        Metric.IO_READ: _("I/O read"),
+        Metric.IO_WRITE: _("I/O written"),
+    }[metric]
+
+
+def coverage_text(coverage: str) -> str:
+    words: dict[str, str] = {
+        Coverage.NO_ARGUMENTS: _("needs arguments apiprof could not make up"),
+        Coverage.IMPORT_FAILED: _("its module could not be imported"),
+        Coverage.BLOCKED: _("the sandbox blocked an operation it tried"),
+        Coverage.CRASHED: _("every call crashed or raised"),
+        Coverage.TIMED_OUT: _("calls timed out"),
+        Coverage.MEMORY: _("calls exceeded the memory cap"),
+        Coverage.SKIPPED: _("skipped by policy"),
+    }
+    return words.get(coverage, coverage.replace("_", " "))
+
+
+def source_label(source: str, scenario_id: str = "") -> str:
+    """Where a scenario's numbers come from, in words: the lab's kinds of scenario, or real
+    programs (in-the-wild collection)."""
+    if source == ScenarioSource.COLLECTED or scenario_id == query.COLLECTED_SCENARIO:
+        return _("measured in real programs")
+    words: dict[str, str] = {
+        ScenarioSource.FILE: _("lab scan: scenario file"),
+        ScenarioSource.DOCSTRING: _("lab scan: docstring example"),
+        ScenarioSource.SYNTHESIZED: _("lab scan: made-up arguments"),
+        ScenarioSource.TESTS: _("lab scan: test suite"),
+    }
+    return words.get(source, _("lab scan"))
 
 
 def unprofiled_reason(summary: ApiSummary | None) -> str:
     """Why an API has no profile, in words ("" when nothing is known)."""
     if summary is None or not summary.coverage:
         return ""
-    words = _COVERAGE_TEXT.get(summary.coverage, summary.coverage.replace("_", " "))
+    words = coverage_text(summary.coverage)
     return f"{words} ({summary.reason})" if summary.reason else words
 
 
 def pick_histogram(summary: ApiSummary, name: str) -> tuple[Metric, Histogram] | None:
     """The histogram shown for a configured metric name ("time" or a :class:`Metric` value)."""
-    if name == TIME:
-        metric = summary.time_metric
-    else:
-        metric = Metric(name)
+    metric = summary.time_metric if name == TIME else Metric(name)
     hist = summary.histograms.get(metric) if metric else None
-    return (metric, hist) if hist else None
+    return (metric, hist) if metric and hist else None
 
 
 def growth_phrase(row: GrowthRow | None) -> str:
     if row is None:
         return ""
-    axis = f" in {row.size_axis}" if row.size_axis and row.size_axis != "n" else ""
+    axis = f" ({row.size_axis})" if row.size_axis and row.size_axis != "n" else ""
     return f"{row.growth_class}{axis}"
+
+
+def growth_rank(row: GrowthRow | None) -> int:
+    """Sort key of a growth class by complexity (O(1) < O(log n) < … < O(2^n)); -1 for none."""
+    if row is None or row.growth_class not in GROWTH_CLASSES:
+        return -1
+    return GROWTH_CLASSES.index(row.growth_class)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One labelled number of the compact line: ``time ≈1.3 µs``."""
+
+    label: str
+    value: str
+
+
+def summary_figures(summary: ApiSummary) -> tuple[Figure, ...]:
+    figures = []
+    if summary.time_median_ns is not None:
+        figures.append(Figure(_("time"), "≈" + format_value(Metric.WALL, summary.time_median_ns)))
+    if summary.alloc_median_bytes is not None:
+        figures.append(
+            Figure(_("allocated"), format_value(Metric.ALLOC_INCL, summary.alloc_median_bytes))
+        )
+    return tuple(figures)
+
+
+def strip_description(metric: Metric, hist: Histogram) -> str:
+    """What a heat strip shows, for screen readers and tooltips (its legend in words)."""
+    counts = hist.counts()
+    low, high = min(counts), max(counts)
+    return _(
+        "%(metric)s of %(samples)s calls, from %(low)s to %(high)s; colour shows the cost "
+        "(blue cheap, red expensive), strength the share of calls"
+    ) % {
+        "metric": metric_label(metric),
+        "samples": hist.count,
+        "low": format_bucket_range(metric, low).split(" – ")[0],
+        "high": format_bucket_range(metric, high).split(" – ")[-1],
+    }
 
 
 @dataclass(frozen=True)
@@ -85,15 +157,22 @@ def view_metric(
 ) -> MetricView:
     median = hist.median
     p10, p90 = hist.percentile(10), hist.percentile(90)
-    title = (
-        f"{qualname}: {metric.label}, {hist.count} samples, median {format_value(metric, median)}, "
-        f"p10–p90 {format_value(metric, p10)} – {format_value(metric, p90)}"
-    )
+    label = metric_label(metric)
+    title = _(
+        "%(name)s: %(metric)s, %(samples)s calls, median %(median)s, p10–p90 %(p10)s – %(p90)s"
+    ) % {
+        "name": qualname,
+        "metric": label,
+        "samples": hist.count,
+        "median": format_value(metric, median),
+        "p10": format_value(metric, p10),
+        "p90": format_value(metric, p90),
+    }
     size = {"width": 480, "height": 120} if large else {}
     counts = hist.counts()
     return MetricView(
         metric=metric,
-        label=metric.label,
+        label=label,
         median=format_value(metric, median),
         p10=format_value(metric, p10),
         p90=format_value(metric, p90),
@@ -103,7 +182,11 @@ def view_metric(
             if histogram
             else ""
         ),
-        strip_svg=Markup(svg.heat_strip_svg(counts, metric, title=title) if strip else ""),
+        strip_svg=Markup(
+            svg.heat_strip_svg(counts, metric, title=strip_description(metric, hist))
+            if strip
+            else ""
+        ),
     )
 
 
@@ -114,37 +197,59 @@ class SummaryView:
     qualname: str
     profiled: bool
     reason: str
-    hint: str  # "≈3.2 µs · 1.1 KiB"
+    figures: tuple[Figure, ...]  # time ≈3.2 µs · allocated 1.1 KiB
     growth: str  # "O(n)" or ""
     samples: int
     scenarios: int
     metrics: tuple[MetricView, ...]
 
     @property
+    def hint(self) -> str:
+        """``"time ≈3.2 µs · allocated 1.1 KiB"``."""
+        return " · ".join(f"{f.label} {f.value}" for f in self.figures)
+
+    @property
+    def samples_text(self) -> str:
+        return ngettext("%(n)s call measured", "%(n)s calls measured", self.samples) % {
+            "n": self.samples
+        }
+
+    @property
     def compact_text(self) -> str:
-        """``"≈3.2 µs · 1.1 KiB, O(n)"`` — the text fallback of the compact form."""
+        """``"time ≈3.2 µs · allocated 1.1 KiB, O(n)"`` — the text fallback of the compact form."""
         if not self.profiled:
             return self.not_profiled_text
         return f"{self.hint}, {self.growth}" if self.growth else self.hint
 
     @property
     def not_profiled_text(self) -> str:
-        return f"not profiled: {self.reason}" if self.reason else "not profiled"
+        if self.reason:
+            return _("not profiled: %(reason)s") % {"reason": self.reason}
+        return _("not profiled")
 
     def full_text(self) -> str:
         """One sentence for non-HTML builders."""
         if not self.profiled:
-            return f"Cost: {self.not_profiled_text}."
-        parts = [f"{m.label} ≈{m.median} (p10–p90 {m.p10} – {m.p90})" for m in self.metrics]
+            return f"{_('Cost')}: {self.not_profiled_text}."
+        parts = [
+            _("%(metric)s ≈%(median)s (p10–p90 %(p10)s – %(p90)s)")
+            % {"metric": m.label, "median": m.median, "p10": m.p10, "p90": m.p90}
+            for m in self.metrics
+        ]
         if self.growth:
-            parts.append(f"grows {self.growth}")
-        scenarios = (
-            f" from {self.scenarios} scenario{'s' if self.scenarios != 1 else ''}"
-            if self.scenarios
-            else ""
-        )
-        parts.append(f"{self.samples} samples{scenarios}")
-        return "Cost: " + " · ".join(parts) + "."
+            parts.append(_("grows %(growth)s") % {"growth": self.growth})
+        if self.scenarios:
+            parts.append(
+                ngettext(
+                    "%(calls)s calls measured in %(n)s scenario",
+                    "%(calls)s calls measured in %(n)s scenarios",
+                    self.scenarios,
+                )
+                % {"calls": self.samples, "n": self.scenarios}
+            )
+        else:
+            parts.append(self.samples_text)
+        return f"{_('Cost')}: " + " · ".join(parts) + "."
 
 
 def view_summary(
@@ -152,9 +257,7 @@ def view_summary(
 ) -> SummaryView:
     """The summary block's values; ``compact`` draws one heat strip, full draws a histogram per metric."""
     if summary is None or not summary.profiled:
-        return SummaryView(
-            qualname, False, unprofiled_reason(summary), "not profiled", "", 0, 0, ()
-        )
+        return SummaryView(qualname, False, unprofiled_reason(summary), (), "", 0, 0, ())
     found = [f for name in metric_names if (f := pick_histogram(summary, name))]
     if compact:
         found = found[:1]
@@ -166,7 +269,7 @@ def view_summary(
         qualname=summary.qualname,
         profiled=True,
         reason="",
-        hint=cost_hint(summary.time_median_ns, summary.alloc_median_bytes),
+        figures=summary_figures(summary),
         growth=growth_phrase(summary.growth),
         samples=summary.samples,
         scenarios=summary.scenarios,
@@ -179,7 +282,7 @@ def view_summary(
 
 @dataclass(frozen=True)
 class BucketRow:
-    index: int
+    index: int  # for machines (data-bucket); people read the range
     range: str
     count: int
     share: str
@@ -224,7 +327,8 @@ class ScenarioCell:
 @dataclass(frozen=True)
 class ScenarioRow:
     scenario_id: str
-    source: str
+    source: str  # in words: "lab scan: scenario file", "measured in real programs"
+    collected: bool
     description: str
     size: str
     span: int  # rows of this scenario (its sizes); 0 on all but its first row
@@ -250,35 +354,35 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
-    spans = Counter(scenario_id for scenario_id, _ in grouped)
+    spans = Counter(scenario_id for scenario_id, _size in grouped)
     time_metric = next((m for m in (Metric.WALL, Metric.CPU) if m in metrics), None)
     strips = time_metric is not None and len(grouped) > 1
     rows, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
         timed = by_metric.get(time_metric) if time_metric else None
+        strip = ""
+        if strips and time_metric and timed and timed.histogram:
+            strip = svg.heat_strip_svg(
+                timed.histogram.counts(),
+                time_metric,
+                title=strip_description(time_metric, timed.histogram),
+                width=120,
+            )
         rows.append(
             ScenarioRow(
                 scenario_id,
-                first.source,
+                source_label(first.source, scenario_id),
+                is_collected(first),
                 first.description,
                 "" if size == NO_SIZE else str(size),
                 0 if scenario_id in seen else spans[scenario_id],
                 tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
-                Markup(
-                    svg.heat_strip_svg(
-                        timed.histogram.counts(),
-                        time_metric,
-                        title=f"{scenario_id} {time_metric.label}",
-                        width=120,
-                    )
-                    if strips and timed and timed.histogram
-                    else ""
-                ),
+                Markup(strip),
             )
         )
         seen.add(scenario_id)
-    return ScenarioTable(tuple(m.label for m in metrics), tuple(rows), strips)
+    return ScenarioTable(tuple(metric_label(m) for m in metrics), tuple(rows), strips)
 
 
 def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
@@ -287,17 +391,79 @@ def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
     hist = piece.histogram
     return ScenarioCell(
         format_value(metric, hist.median),
-        f"p90 {format_value(metric, hist.percentile(90))} · {hist.count} samples",
+        _("p90 %(p90)s · %(n)s calls")
+        % {"p90": format_value(metric, hist.percentile(90)), "n": hist.count},
     )
+
+
+# -- lab scan next to real programs ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideCell:
+    median: str
+    p90: str
+    samples: int
+    strip_svg: Markup
+
+
+@dataclass(frozen=True)
+class SideBySideRow:
+    label: str
+    lab: SideCell | None
+    collected: SideCell | None
+
+
+def _side_cell(metric: Metric, hist: Histogram | None) -> SideCell | None:
+    if not worth_showing(metric, hist):
+        return None
+    assert hist is not None
+    return SideCell(
+        format_value(metric, hist.median),
+        format_value(metric, hist.percentile(90)),
+        hist.count,
+        Markup(
+            svg.heat_strip_svg(
+                hist.counts(), metric, title=strip_description(metric, hist), width=120
+            )
+        ),
+    )
+
+
+def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
+    """Per metric, the lab's figures next to those measured in real programs; empty unless the
+    API has both."""
+    collected = merge_by_metric([s for s in slices if is_collected(s)])
+    lab = merge_by_metric([s for s in slices if not is_collected(s)])
+    if not collected or not lab:
+        return ()
+    return tuple(
+        SideBySideRow(metric_label(m), _side_cell(m, lab.get(m)), _side_cell(m, collected.get(m)))
+        for m in Metric
+        if worth_showing(m, lab.get(m)) or worth_showing(m, collected.get(m))
+    )
+
+
+# -- growth ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GrowthPoint:
+    size: str
+    measured: str
+    fitted: str
+    gap: str  # "+12 %": measured relative to the curve
 
 
 @dataclass(frozen=True)
 class GrowthView:
     metric: str
     scenario_id: str
+    size_axis: str
     growth_class: str
     formula: str
     quality: str
+    points: tuple[GrowthPoint, ...]
     chart_svg: Markup
 
 
@@ -315,11 +481,15 @@ def growth_formula(row: GrowthRow) -> str:
     return f"≈ {a} + {per_unit} · {term}"
 
 
+def _gap(measured: float, fitted: float) -> float:
+    return measured / fitted - 1 if fitted > 0 else math.inf
+
+
 def view_growth(
     qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
 ) -> list[GrowthView]:
-    """One chart per fit (in ``rows`` order): median cost at each measured size (what the fit uses)
-    with the fitted curve over it."""
+    """One chart per fit (in ``rows`` order): the median cost at each measured size — what the
+    fit was made from — with the fitted curve, on log–log axes, and a table of both."""
     out = []
     for row in rows:
         points = sorted(
@@ -333,18 +503,46 @@ def view_growth(
         fit = GrowthFit(
             row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
         )
-        title = f"{qualname}: {row.metric.label} by {row.size_axis or 'n'} in {row.scenario_id}, fitted {row.growth_class}"
+        axis = row.size_axis or "n"
+        label = metric_label(row.metric)
+        title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
+            "name": qualname,
+            "metric": label,
+            "axis": axis,
+            "scenario": row.scenario_id,
+            "growth": row.growth_class,
+        }
+        table = tuple(
+            GrowthPoint(
+                f"{n:g}",
+                format_value(row.metric, y),
+                format_value(row.metric, fit.predict(n)),
+                f"{_gap(y, fit.predict(n)):+.0%}" if fit.predict(n) > 0 else "—",
+            )
+            for n, y in points
+        )
+        gaps = [(abs(_gap(y, fit.predict(n))), n) for n, y in points]
+        worst = max(gaps, default=(0.0, 0.0))
+        quality = ngettext(
+            "fitted to the medians at %(n)s size",
+            "fitted to the medians at %(n)s sizes",
+            row.points,
+        ) % {"n": row.points}
+        if points and math.isfinite(worst[0]):
+            quality += "; " + _(
+                "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
+            ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
         out.append(
             GrowthView(
-                metric=row.metric.label,
+                metric=label,
                 scenario_id=row.scenario_id,
+                size_axis=axis,
                 growth_class=row.growth_class,
                 formula=growth_formula(row),
-                quality=f"±{row.rel_error:.0%} over {row.points} sizes, R² {row.r2:.2f}",
+                quality=quality,
+                points=table,
                 chart_svg=Markup(
-                    svg.growth_svg(
-                        points, fit, row.metric, title=title, size_axis=row.size_axis or "n"
-                    )
+                    svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)
                 ),
             )
         )
