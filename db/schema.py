@@ -192,6 +192,11 @@ def open_db(
             raise DatabaseError(
                 f"{path}: this SQLite file was not written by apiprof; pass another --db path"
             )
+    if readonly and not tables:
+        raise DatabaseError(
+            f"{path}: the database is empty (no scan has written to it); run "
+            f"`apiprof-scan PACKAGE --db {path}` to fill it"
+        )
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         raise DatabaseError(

@@ -333,7 +333,6 @@ class ScenarioRow:
     size: str
     span: int  # rows of this scenario (its sizes); 0 on all but its first row
     cells: tuple[ScenarioCell, ...]  # one per column of the table
-    strip_svg: Markup
 
 
 @dataclass(frozen=True)
@@ -342,12 +341,10 @@ class ScenarioTable:
 
     columns: tuple[str, ...]
     rows: tuple[ScenarioRow, ...]
-    strips: bool  # a last column of time heat strips (several rows to compare)
 
 
 def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
-    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. A time
-    heat strip closes each row when there are several rows to compare."""
+    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     metrics = [
         m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
     ]
@@ -355,20 +352,9 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
-    time_metric = next((m for m in (Metric.WALL, Metric.CPU) if m in metrics), None)
-    strips = time_metric is not None and len(grouped) > 1
     rows, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
-        timed = by_metric.get(time_metric) if time_metric else None
-        strip = ""
-        if strips and time_metric and timed and timed.histogram:
-            strip = svg.heat_strip_svg(
-                timed.histogram.counts(),
-                time_metric,
-                title=strip_description(time_metric, timed.histogram),
-                width=120,
-            )
         rows.append(
             ScenarioRow(
                 scenario_id,
@@ -378,11 +364,10 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
                 "" if size == NO_SIZE else str(size),
                 0 if scenario_id in seen else spans[scenario_id],
                 tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
-                Markup(strip),
             )
         )
         seen.add(scenario_id)
-    return ScenarioTable(tuple(metric_label(m) for m in metrics), tuple(rows), strips)
+    return ScenarioTable(tuple(metric_label(m) for m in metrics), tuple(rows))
 
 
 def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
@@ -485,65 +470,89 @@ def _gap(measured: float, fitted: float) -> float:
     return measured / fitted - 1 if fitted > 0 else math.inf
 
 
+CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
+"""Metrics whose growth fits get a chart; the other fits are listed in words."""
+
+
 def view_growth(
     qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
 ) -> list[GrowthView]:
-    """One chart per fit (in ``rows`` order): the median cost at each measured size — what the
-    fit was made from — with the fitted curve, on log–log axes, and a table of both."""
-    out = []
+    """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
+    time) and the allocation fit get a chart — the median cost at each measured size, which is
+    what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
+    charted: set[tuple[str, Metric]] = set()
     for row in rows:
-        points = sorted(
-            (float(s.size), s.histogram.median)
-            for s in slices
-            if s.scenario_id == row.scenario_id
-            and s.metric == row.metric
-            and s.size != NO_SIZE
-            and s.histogram
+        time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
+        if row.metric in CHARTED and not (row.metric.is_time and time_done):
+            charted.add((row.scenario_id, row.metric))
+    return [
+        _growth_view(qualname, row, slices, (row.scenario_id, row.metric) in charted)
+        for row in rows
+    ]
+
+
+def _growth_view(
+    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], chart: bool
+) -> GrowthView:
+    fit = GrowthFit(
+        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
+    )
+    axis = row.size_axis or "n"
+    label = metric_label(row.metric)
+    quality = ngettext(
+        "fitted to the medians at %(n)s size", "fitted to the medians at %(n)s sizes", row.points
+    ) % {"n": row.points}
+    if not chart:
+        return GrowthView(
+            label,
+            row.scenario_id,
+            axis,
+            row.growth_class,
+            growth_formula(row),
+            quality,
+            (),
+            Markup(""),
         )
-        fit = GrowthFit(
-            row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
-        )
-        axis = row.size_axis or "n"
-        label = metric_label(row.metric)
-        title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
-            "name": qualname,
-            "metric": label,
-            "axis": axis,
-            "scenario": row.scenario_id,
-            "growth": row.growth_class,
-        }
-        table = tuple(
+    points = sorted(
+        (float(s.size), s.histogram.median)
+        for s in slices
+        if s.scenario_id == row.scenario_id
+        and s.metric == row.metric
+        and s.size != NO_SIZE
+        and s.histogram
+    )
+    title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
+        "name": qualname,
+        "metric": label,
+        "axis": axis,
+        "scenario": row.scenario_id,
+        "growth": row.growth_class,
+    }
+    table = []
+    worst = (0.0, 0.0)
+    for n, y in points:
+        predicted = fit.predict(n)
+        gap = _gap(y, predicted)
+        worst = max(worst, (abs(gap), n))
+        table.append(
             GrowthPoint(
                 f"{n:g}",
                 format_value(row.metric, y),
-                format_value(row.metric, fit.predict(n)),
-                f"{_gap(y, fit.predict(n)):+.0%}" if fit.predict(n) > 0 else "—",
-            )
-            for n, y in points
-        )
-        gaps = [(abs(_gap(y, fit.predict(n))), n) for n, y in points]
-        worst = max(gaps, default=(0.0, 0.0))
-        quality = ngettext(
-            "fitted to the medians at %(n)s size",
-            "fitted to the medians at %(n)s sizes",
-            row.points,
-        ) % {"n": row.points}
-        if points and math.isfinite(worst[0]):
-            quality += "; " + _(
-                "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
-            ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
-        out.append(
-            GrowthView(
-                metric=label,
-                scenario_id=row.scenario_id,
-                size_axis=axis,
-                growth_class=row.growth_class,
-                formula=growth_formula(row),
-                quality=quality,
-                points=table,
-                chart_svg=Markup(
-                    svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)
-                ),
+                format_value(row.metric, predicted),
+                f"{gap:+.0%}" if math.isfinite(gap) else "—",
             )
         )
-    return out
+    if points and math.isfinite(worst[0]):
+        quality += "; " + _(
+            "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
+        ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
+    return GrowthView(
+        metric=label,
+        scenario_id=row.scenario_id,
+        size_axis=axis,
+        growth_class=row.growth_class,
+        formula=growth_formula(row),
+        quality=quality,
+        points=tuple(table),
+        chart_svg=Markup(svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)),
+    )
