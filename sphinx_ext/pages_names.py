@@ -48,12 +48,15 @@ def _slug(qualname: str) -> tuple[str, bool]:
 def assign_page_names(qualnames: Iterable[str]) -> dict[str, str]:
     """Page name (no suffix) of each API's drill-down page, e.g. ``apiprof/json.dumps``.
 
-    Deterministic for a given set of names: of names that differ only in case, the first in
-    sorted order keeps the plain slug and the others get a hashed one.
+    Deterministic for a given set of names: of names that differ only in case, the one with
+    the fewest capitals (``numpy.inf`` before ``numpy.Inf``) keeps the plain slug and the others
+    get a hashed one.
     """
     taken: set[str] = set()
     out: dict[str, str] = {}
-    for qualname in sorted(set(qualnames)):
+    capitals = str.maketrans("", "", "abcdefghijklmnopqrstuvwxyz")
+    order = sorted(set(qualnames), key=lambda n: (n.casefold(), len(n.translate(capitals)), n))
+    for qualname in order:
         slug, plain = _slug(qualname)
         if plain and slug.casefold() in taken:
             slug = f"{slug}-{_digest(qualname)}"
