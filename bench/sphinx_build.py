@@ -54,8 +54,19 @@ def prepare(work: Path, python: str) -> tuple[Path, Path, Path]:
     if not source.exists():
         download = work / "download"
         run(
-            [py, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", PINNED[0]]
-            + ["-d", download]
+            [
+                py,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                PINNED[0],
+                "-d",
+                download,
+            ]
         )
         [archive] = download.glob("*.tar.gz")
         with tarfile.open(archive) as tar:

@@ -70,7 +70,7 @@ def luminance(css_colour: str) -> float:
         float(c)
         for c in css_colour[css_colour.index("(") + 1 : css_colour.index(")")].split(",")[:3]
     ]
-    return sum(w * c / 255 for w, c in zip((0.2126, 0.7152, 0.0722), channels))
+    return sum(w * c / 255 for w, c in zip((0.2126, 0.7152, 0.0722), channels, strict=False))
 
 
 def site(tmp_path_factory, theme: str) -> Path:

@@ -19,6 +19,7 @@ from sphinx.testing.util import SphinxTestApp
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
+from apiprof.format import format_bytes, format_ns
 from apiprof.model.histogram import Histogram, from_counts
 from apiprof.model.records import (
     CallEdge,
@@ -33,7 +34,6 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.format import format_bytes, format_ns
 
 ROOT = Path(__file__).parent / "roots" / "test-apiprof-basic"
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")
@@ -146,7 +146,7 @@ def build(srcdir: Path, buildername: str = "html", **confoverrides) -> tuple[Sph
 class Collector(HTMLParser):
     """Elements with their attributes and the ids/metrics of their ancestors."""
 
-    VOID = {"br", "img", "input", "link", "meta", "hr", "col", "source", "wbr"}
+    VOID = frozenset({"br", "img", "input", "link", "meta", "hr", "col", "source", "wbr"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -241,7 +241,9 @@ def test_directive_shows_median_spread_samples_and_growth(html_build):
     assert "300 calls measured" in page
     # render's compact summary shows only allocation cells and its O(n) growth from the sized scenario
     compact = re.search(
-        r'<div class="apiprof-summary apiprof-summary-compact" id="apiprof-demo-mod-render">(.*?)</div>', page, re.S
+        r'<div class="apiprof-summary apiprof-summary-compact" id="apiprof-demo-mod-render">(.*?)</div>',
+        page,
+        re.S,
     )
     assert compact, "render's compact summary is missing"
     cells = dict(
@@ -282,7 +284,7 @@ def test_every_summary_link_resolves_to_an_existing_page(html_build):
 
 
 def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
-    srcdir, outdir, _ = html_build
+    _srcdir, outdir, _ = html_build
     page = outdir / "apiprof" / "demo_mod.render.html"
     [back] = links(page, "apiprof-back")
     target, fragment = resolve(page, back)
@@ -338,7 +340,7 @@ def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(
         [cells] = [c for c in rows if f"<td>{n}</td>" in "".join(f"<td>{x}</td>" for x in c)]
         # wall only: no CPU, no allocation
         assert format_ns(100.0 + 3.0 * n) in cells and cells.count("—") == 2
-    synth = [c for c in rows if "synth" in "".join(c)][0]
+    synth = next(c for c in rows if "synth" in "".join(c))
     cpu = from_counts(COUNTS["demo_mod.render"][Metric.CPU])
     assert (
         format_ns(cpu.median) in synth
@@ -387,7 +389,7 @@ def test_index_lists_profiled_apis_sortable_by_cost(html_build):
         assert float(alloc_key) == (pytest.approx(from_counts(alloc).median) if alloc else -1.0)
     db.close()
     # render's typical time is its wall time (measured in the sized scenario), not its CPU time
-    assert dict((n, float(t)) for n, t, _ in rows)["demo_mod.render"] == pytest.approx(
+    assert {n: float(t) for n, t, _ in rows}["demo_mod.render"] == pytest.approx(
         Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median
     )
 
@@ -411,14 +413,16 @@ def with_typo(srcdir: Path) -> Path:
 
 def test_missing_profiles_are_notes_by_default_so_strict_builds_pass(tmp_path):
     srcdir = with_typo(make_project(tmp_path))
-    app, warnings, status = build_logged(srcdir, warningiserror=True)
+    _app, warnings, status = build_logged(srcdir, warningiserror=True)
     assert warnings == ""
     notes = [line for line in status.splitlines() if "apiprof:" in line]
     scanned = [n for n in notes if "demo_mod.unprofiled was scanned but not profiled" in n]
     assert len(scanned) == 2  # the directive and the autodoc entry
     assert all("needs arguments apiprof could not make up" in n for n in scanned)
     [typo] = [n for n in notes if "demo_mod.pasre" in n]
-    assert "typo.rst" in typo and "is not in the profile database; did you mean demo_mod.parse" in typo
+    assert (
+        "typo.rst" in typo and "is not in the profile database; did you mean demo_mod.parse" in typo
+    )
 
 
 def test_missing_profiles_warn_when_asked_with_a_type_per_kind(tmp_path):
@@ -479,7 +483,9 @@ def test_auto_mode_off_leaves_autodoc_alone(tmp_path):
     app, _ = build(srcdir, apiprof_auto=False)
     text = (Path(app.outdir) / "api.html").read_text(encoding="utf-8")
     assert 'class="apiprof-summary ' not in text
-    assert 'class="apiprof-summary ' in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
+    assert 'class="apiprof-summary ' in (Path(app.outdir) / "index.html").read_text(
+        encoding="utf-8"
+    )
 
 
 # -- other builders, themes, rebuilds -------------------------------------------------------------
@@ -509,7 +515,9 @@ def test_text_fallback_sentence(tmp_path):
     # wall time
     time = Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median
     alloc = from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median
-    assert f"Cost: time ≈{format_ns(time)} · allocated {format_bytes(alloc)}, O(n)" in text  # the compact form
+    assert (
+        f"Cost: time ≈{format_ns(time)} · allocated {format_bytes(alloc)}, O(n)" in text
+    )  # the compact form
     assert f"{Metric.CPU.label} ≈" in text and "300 calls measured in 1 scenario" in text
 
 
@@ -691,9 +699,9 @@ def test_project_docs_build_with_the_extension(tmp_path):
         12: 40,
         13: 10,
     }
-    assert "apiprof-summary apiprof-summary-compact" in (out / "api-costs" / "textwrap.html").read_text(
-        encoding="utf-8"
-    )
+    assert "apiprof-summary apiprof-summary-compact" in (
+        out / "api-costs" / "textwrap.html"
+    ).read_text(encoding="utf-8")
     assert (out / "apiprof" / "textwrap.wrap.html").is_file() and (
         out / "apiprof" / "index.html"
     ).is_file()

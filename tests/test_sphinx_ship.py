@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.extract import extract_from_dir
@@ -50,7 +51,7 @@ from apiprof.sphinx_ext.pages_names import INDEX_PAGE, assign_page_names
 LATEXMK = shutil.which("latexmk")
 
 
-def rebuild(srcdir: Path, buildername: str = "html", **conf) -> tuple[SphinxTestApp, str]:
+def rebuild(srcdir: Path, buildername: str = "html", **conf) -> tuple[Any, str]:
     """Build again into the output folder of the last :func:`build` (an incremental build);
     returns the app and its status output."""
     app, _, status = build_logged(srcdir, buildername, **conf)
@@ -213,7 +214,7 @@ def test_pages_no_longer_produced_are_removed(tmp_path):
     pages = Path(app.outdir) / "apiprof"
     assert len(list(pages.glob("demo_mod.*.html"))) == len(COUNTS)
     (srcdir / "apiprof.db").unlink()
-    app, status = rebuild(srcdir)
+    app, _status = rebuild(srcdir)
     assert not list(pages.glob("demo_mod.*.html"))
     index = (pages / "index.html").read_text(encoding="utf-8")
     assert "could not be read" in index  # the index stays, so links to it still work
@@ -272,14 +273,16 @@ def test_message_catalog_is_complete_and_compiled():
     }
     template = {
         m.id if isinstance(m.id, str) else m.id[0]
-        for m in read_po(open(locale / "apiprof.pot", "rb"))
+        for m in read_po((locale / "apiprof.pot").open("rb"))
         if m.id
     }
     assert used == template, "re-extract apiprof.pot (docs/sphinx.rst, Translations)"
-    german = read_po(open(locale / "de" / "LC_MESSAGES" / "apiprof.po", "rb"))
+    with (locale / "de" / "LC_MESSAGES" / "apiprof.po").open("rb") as po:
+        german = read_po(po)
     translated = {key(m.id): strings(m.string) for m in german if m.id}
     assert set(translated) == template and all(translated.values())
-    compiled = read_mo(open(locale / "de" / "LC_MESSAGES" / "apiprof.mo", "rb"))
+    with (locale / "de" / "LC_MESSAGES" / "apiprof.mo").open("rb") as mo:
+        compiled = read_mo(mo)
     assert {key(m.id): strings(m.string) for m in compiled if m.id} == translated
     german_gettext = gettext.translation("apiprof", str(locale), languages=["de"])
     assert german_gettext.gettext("Cost") == "Kosten"
@@ -373,7 +376,7 @@ def test_page_names_stay_inside_the_pages_folder_and_are_unique():
     names = assign_page_names([*HOSTILE, "demo_mod.parse", "demo_mod.Parse"])
     assert len(set(names.values())) == len(names)
     assert len({n.casefold() for n in names.values()}) == len(names)
-    for qualname, page in names.items():
+    for _qualname, page in names.items():
         folder, slug = page.split("/")
         assert folder == "apiprof" and re.fullmatch(r"[A-Za-z0-9_.-]+", slug), page
         assert not slug.startswith(".") and page != INDEX_PAGE

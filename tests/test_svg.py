@@ -126,7 +126,9 @@ def test_growth_chart_draws_points_and_the_fitted_curve():
     sizes, costs = [10, 100, 1000], [130.0, 400.0, 3100.0]
     fit = fit_growth(sizes, costs)
     root = parse(
-        svg.growth_svg(list(zip(sizes, costs)), fit, Metric.WALL, title="g", size_axis="items")
+        svg.growth_svg(
+            list(zip(sizes, costs, strict=False)), fit, Metric.WALL, title="g", size_axis="items"
+        )
     )
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(circles) == 3
