@@ -365,18 +365,14 @@ def content_fingerprint(db: sqlite_utils.Database) -> str:
     return digest.hexdigest()
 
 
-COLLECTED_SCENARIO = "collected"
-"""Scenario id of in-the-wild measurements (no size)."""
-
-
 def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
     """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
-    ``collected``), which readers show apart from the lab's."""
+    ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
     return {
         row[0]
         for row in db.execute(
             "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
             "WHERE s.source = ? OR b.scenario_id = ?",
-            [str(ScenarioSource.COLLECTED), COLLECTED_SCENARIO],
+            [str(ScenarioSource.COLLECTED)] * 2,
         )
     }

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 from sphinx.application import Sphinx
@@ -29,8 +29,6 @@ from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.environment import BuildEnvironment
 
 from apiprof import __version__
-from apiprof.db import query
-from apiprof.db.query import ApiSummary
 from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext import svg
@@ -51,11 +49,15 @@ from apiprof.sphinx_ext.views import (
     growth_phrase,
     growth_rank,
     lab_and_collected,
+    other_metrics,
     scenario_table,
     strip_description,
     view_growth,
     view_summary,
 )
+
+if TYPE_CHECKING:
+    from apiprof.db.query import ApiSummary
 
 MANIFEST = ".apiprof-pages.json"
 FRAME_TITLE = "apiprofframetitle"
@@ -68,7 +70,9 @@ FRAME_BODY = "<!-- apiprof frame body -->"
 def profiled_apis(app: Sphinx, profiles: Profiles) -> list[str]:
     """The APIs that get pages: those the docs show, or every profiled one (``apiprof_pages = "all"``)."""
     if app.config.apiprof_pages == "all":
-        found = profiles.read(query.all_summaries) or {}
+        from apiprof.db.query import all_summaries
+
+        found = profiles.read(all_summaries) or {}
         return sorted(name for name, s in found.items() if s.profiled)
     return sorted(api_locations(app.env))
 
@@ -330,7 +334,10 @@ def render_api_page(
     names: dict[str, str],
 ) -> str:
     """The body of one API's drill-down page."""
+    from apiprof.db import query
+
     qualname = summary.qualname
+    shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.read(query.scenario_breakdown, qualname) or []
     edges = profiles.read(query.call_edges, qualname) or {"callers": [], "callees": []}
 
@@ -353,9 +360,16 @@ def render_api_page(
         legend=render_legend(),
         details=[
             detail_metric(qualname, m, summary.histograms[m])
-            for m in Metric
-            if worth_showing(m, summary.histograms.get(m))
+            for m in shown
+            if m in (summary.time_metric, Metric.ALLOC_INCL)
         ],
+        other_metrics=other_metrics(
+            {
+                m: summary.histograms[m]
+                for m in shown
+                if m not in (summary.time_metric, Metric.ALLOC_INCL)
+            }
+        ),
         side_by_side=lab_and_collected(slices),
         scenarios=scenario_table(slices),
         growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),

@@ -6,7 +6,8 @@ own read-only connection on first use — SQLite connections must not cross a fo
 
 What decides whether documents are re-read is the database's *content* fingerprint (a hash of
 its rows), not its modification time: touching the file or checkpointing its write-ahead log
-changes nothing. Hashing is skipped while the file's stat is the one the fingerprint was taken at.
+changes nothing. Hashing is skipped while the file's stat is the one the fingerprint was taken at, and then the
+database is not even opened: a rebuild with nothing to do never loads the database layer.
 """
 
 from __future__ import annotations
@@ -18,19 +19,20 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import sqlite_utils
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
-from apiprof.db import query
-from apiprof.db.query import ApiSummary, ScenarioSlice
-from apiprof.db.schema import open_db
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
+
+if TYPE_CHECKING:  # the database layer (and sqlite-utils) loads only when a build reads data
+    import sqlite_utils
+
+    from apiprof.db.query import ApiSummary, ScenarioSlice
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
 
 def is_collected(piece: ScenarioSlice) -> bool:
     """Whether a slice holds in-the-wild measurements rather than a lab scan's."""
-    return piece.source == ScenarioSource.COLLECTED or piece.scenario_id == query.COLLECTED_SCENARIO
+    return ScenarioSource.COLLECTED in (piece.source, piece.scenario_id)
 
 
 def merge_by_metric(slices: list[ScenarioSlice]) -> dict[Metric, Histogram]:
@@ -99,6 +101,8 @@ class Profiles:
 
     def connection(self) -> sqlite_utils.Database:
         if self._db is None or self._pid != os.getpid():
+            from apiprof.db.schema import open_db
+
             self._db, self._pid = open_db(self.path, readonly=True), os.getpid()
         return self._db
 
@@ -107,11 +111,12 @@ class Profiles:
         it cannot be used. ``known`` is (stat key, fingerprint) from the previous build."""
         try:
             stat = _stat_key(self.path)
-            db = self.connection()
             if known is not None and stat is not None and known[0] == stat:
-                self.fingerprint = known[1]
+                self.fingerprint = known[1]  # the very file the last build read without trouble
             else:
-                self.fingerprint = query.content_fingerprint(db)
+                from apiprof.db.query import content_fingerprint
+
+                self.fingerprint = content_fingerprint(self.connection())
         except (DatabaseError, sqlite3.Error) as exc:
             self.fail(str(exc) if isinstance(exc, DatabaseError) else f"{self.path}: {exc}")
 
@@ -162,6 +167,8 @@ class Profiles:
         return self._names
 
     def _preload(self, db: sqlite_utils.Database) -> None:
+        from apiprof.db import query
+
         summaries = query.all_summaries(db)
         for qualname in query.collected_qualnames(db) & set(summaries):
             summaries[qualname] = lab_first(

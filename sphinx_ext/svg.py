@@ -345,11 +345,10 @@ def growth_svg(
     if x_high <= x_low:
         x_low, x_high = x_low / 2, x_high * 2
     curve: list[tuple[float, float]] = []
-    if fit:
+    if fit:  # evenly spaced on the log axis: smooth at every scale
         ratio = x_high / x_low
-        for i in range(61):
-            x = x_low * ratio ** (i / 60)
-            curve.append((x, fit.predict(x)))
+        curve = [(x_low * ratio ** (i / 40), 0.0) for i in range(41)]
+        curve = [(x, fit.predict(x)) for x, _y in curve]
     ys = [y for _x, y in sized + curve if y > 0 and math.isfinite(y)] or [1.0, 10.0]
     y_low, y_high = min(ys) / 1.3, max(ys) * 1.3
     lx_low, lx_span = math.log10(x_low), math.log10(x_high) - math.log10(x_low)

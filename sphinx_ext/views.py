@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
-from apiprof.db import query
-from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
 from apiprof.format import format_bucket_range, format_value, worth_showing
 from apiprof.model.growth import GROWTH_CLASSES, GrowthFit
 from apiprof.model.histogram import Histogram
@@ -22,6 +21,10 @@ from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext import svg
 from apiprof.sphinx_ext.i18n import _, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
+from apiprof.sphinx_ext.rows import Cell, cell, rows
+
+if TYPE_CHECKING:
+    from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
 
 TIME = "time"
 """Pseudo-metric: the summary's typical time (``ApiSummary.time_metric``: active wall time when
@@ -60,7 +63,7 @@ def coverage_text(coverage: str) -> str:
 def source_label(source: str, scenario_id: str = "") -> str:
     """Where a scenario's numbers come from, in words: the lab's kinds of scenario, or real
     programs (in-the-wild collection)."""
-    if source == ScenarioSource.COLLECTED or scenario_id == query.COLLECTED_SCENARIO:
+    if ScenarioSource.COLLECTED in (source, scenario_id):
         return _("measured in real programs")
     words: dict[str, str] = {
         ScenarioSource.FILE: _("lab scan: scenario file"),
@@ -281,58 +284,54 @@ def view_summary(
 
 
 @dataclass(frozen=True)
-class BucketRow:
-    index: int  # for machines (data-bucket); people read the range
-    range: str
-    count: int
-    share: str
-    colour: str
-
-
-@dataclass(frozen=True)
 class MetricDetail:
     view: MetricView
     mean: str
     stdev: str
-    percentiles: tuple[tuple[int, str], ...]
-    buckets: tuple[BucketRow, ...]
+    percentile_rows: Markup  # p10 … p99
+    bucket_rows: Markup  # range of cost (with its colour), calls, share; data-bucket for machines
 
 
 def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetail:
     total = hist.count
+    counts = hist.counts()
     return MetricDetail(
         view=view_metric(qualname, metric, hist, large=True),
         mean=format_value(metric, hist.mean),
         stdev=format_value(metric, hist.stdev),
-        percentiles=tuple((q, format_value(metric, hist.percentile(q))) for q in PERCENTILES),
-        buckets=tuple(
-            BucketRow(
-                index,
-                format_bucket_range(metric, index),
-                n,
-                f"{n / total:.1%}",
-                svg.bucket_colour(metric, index),
+        percentile_rows=rows(
+            ({}, (f"p{q}", format_value(metric, hist.percentile(q)))) for q in PERCENTILES
+        ),
+        bucket_rows=rows(
+            (
+                {"data-bucket": str(index), "data-count": str(n)},
+                (
+                    Markup('<span class="apiprof-swatch" style="background: %s"></span>%s')
+                    % (svg.bucket_colour(metric, index), format_bucket_range(metric, index)),
+                    n,
+                    f"{n / total:.1%}",
+                ),
             )
-            for index, n in hist.counts().items()
+            for index, n in counts.items()
         ),
     )
 
 
-@dataclass(frozen=True)
-class ScenarioCell:
-    median: str  # "" when the metric has no samples in this slice
-    detail: str  # tooltip: p90 and sample count
-
-
-@dataclass(frozen=True)
-class ScenarioRow:
-    scenario_id: str
-    source: str  # in words: "lab scan: scenario file", "measured in real programs"
-    collected: bool
-    description: str
-    size: str
-    span: int  # rows of this scenario (its sizes); 0 on all but its first row
-    cells: tuple[ScenarioCell, ...]  # one per column of the table
+def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
+    """Rows for the measurements a page does not draw (sampled CPU time next to wall time,
+    exclusive allocation, calls per run, I/O): label, median, p10–p90, calls."""
+    return rows(
+        (
+            {"data-metric": str(metric)},
+            (
+                metric_label(metric),
+                "≈" + format_value(metric, hist.median),
+                f"{format_value(metric, hist.percentile(10))} – {format_value(metric, hist.percentile(90))}",
+                hist.count,
+            ),
+        )
+        for metric, hist in histograms.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -340,7 +339,7 @@ class ScenarioTable:
     """One row per scenario and size, one column per metric: the medians side by side."""
 
     columns: tuple[str, ...]
-    rows: tuple[ScenarioRow, ...]
+    body: Markup  # "" when there is no scenario
 
 
 def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
@@ -352,31 +351,34 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
-    rows, seen = [], set()
+    body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
-        rows.append(
-            ScenarioRow(
-                scenario_id,
-                source_label(first.source, scenario_id),
-                is_collected(first),
-                first.description,
-                "" if size == NO_SIZE else str(size),
-                0 if scenario_id in seen else spans[scenario_id],
-                tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
-            )
-        )
+        cells: list[Cell] = []
+        if scenario_id not in seen:
+            span = str(spans[scenario_id])
+            name = Markup("<code>%s</code>") % scenario_id
+            if first.description:
+                name += Markup("<br><small>%s</small>") % first.description
+            cells += [
+                cell(name, rowspan=span, title=first.description),
+                cell(source_label(first.source, scenario_id), rowspan=span),
+            ]
+        cells.append("" if size == NO_SIZE else str(size))
+        cells += [_scenario_cell(m, by_metric.get(m)) for m in metrics]
+        body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
-    return ScenarioTable(tuple(metric_label(m) for m in metrics), tuple(rows))
+    return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
+def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> Markup:
+    """The median, with p90 and the number of calls as its tooltip."""
     if piece is None or not worth_showing(metric, piece.histogram):
-        return ScenarioCell("", "")
+        return cell("—")
     hist = piece.histogram
-    return ScenarioCell(
+    return cell(
         format_value(metric, hist.median),
-        _("p90 %(p90)s · %(n)s calls")
+        title=_("p90 %(p90)s · %(n)s calls")
         % {"p90": format_value(metric, hist.percentile(90)), "n": hist.count},
     )
 
@@ -433,14 +435,6 @@ def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
 
 
 @dataclass(frozen=True)
-class GrowthPoint:
-    size: str
-    measured: str
-    fitted: str
-    gap: str  # "+12 %": measured relative to the curve
-
-
-@dataclass(frozen=True)
 class GrowthView:
     metric: str
     scenario_id: str
@@ -448,7 +442,7 @@ class GrowthView:
     growth_class: str
     formula: str
     quality: str
-    points: tuple[GrowthPoint, ...]
+    point_rows: Markup  # size, measured median, fitted value, difference ("" without a chart)
     chart_svg: Markup
 
 
@@ -510,7 +504,7 @@ def _growth_view(
             row.growth_class,
             growth_formula(row),
             quality,
-            (),
+            Markup(""),
             Markup(""),
         )
     points = sorted(
@@ -528,18 +522,21 @@ def _growth_view(
         "scenario": row.scenario_id,
         "growth": row.growth_class,
     }
-    table = []
+    table: list[tuple[dict[str, str], tuple[Cell, ...]]] = []
     worst = (0.0, 0.0)
     for n, y in points:
         predicted = fit.predict(n)
         gap = _gap(y, predicted)
         worst = max(worst, (abs(gap), n))
         table.append(
-            GrowthPoint(
-                f"{n:g}",
-                format_value(row.metric, y),
-                format_value(row.metric, predicted),
-                f"{gap:+.0%}" if math.isfinite(gap) else "—",
+            (
+                {},
+                (
+                    f"{n:g}",
+                    format_value(row.metric, y),
+                    format_value(row.metric, predicted),
+                    f"{gap:+.0%}" if math.isfinite(gap) else "—",
+                ),
             )
         )
     if points and math.isfinite(worst[0]):
@@ -553,6 +550,6 @@ def _growth_view(
         growth_class=row.growth_class,
         formula=growth_formula(row),
         quality=quality,
-        points=tuple(table),
+        point_rows=rows(table),
         chart_svg=Markup(svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)),
     )

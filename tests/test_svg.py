@@ -139,7 +139,7 @@ def test_growth_chart_draws_points_and_the_fitted_curve():
         for p in root.iter("{http://www.w3.org/2000/svg}polyline")
         if p.get("class") == "apiprof-fit"
     )
-    assert len(curve.get("points").split()) == 61
+    assert len(curve.get("points").split()) == 41
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert {"10", "100", "1000", "items (log scale)"} <= set(labels)
     xs = [float(c.get("cx")) for c in circles]
