@@ -357,11 +357,10 @@ def content_fingerprint(db: sqlite_utils.Database) -> str:
     for table in _CONTENT_TABLES:
         if table not in present:
             continue
-        columns = len(db[table].columns)
-        digest.update(f"\x00{table}\x00".encode())
+        columns = len(db.execute(f"SELECT * FROM [{table}] LIMIT 0").description)
         order = ", ".join(str(i) for i in range(1, columns + 1))
-        for row in db.execute(f"SELECT * FROM [{table}] ORDER BY {order}"):
-            digest.update(repr(row).encode("utf-8", "surrogatepass"))
+        rows = db.execute(f"SELECT * FROM [{table}] ORDER BY {order}").fetchall()
+        digest.update(f"\x00{table}\x00{rows!r}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
