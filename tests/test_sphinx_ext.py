@@ -106,6 +106,15 @@ def write_database(path: Path) -> None:
     db.close()
 
 
+def add_cpu_samples(path: Path, qualname: str, counts: dict[int, int]) -> None:
+    """A later scan's CPU time samples for one API (added to its ``synth`` scenario)."""
+    db = open_db(path)
+    add_histograms(
+        db, qualname, {Metric.CPU: from_counts(counts)}, scenario_id="synth", environment=ENV
+    )
+    db.close()
+
+
 def make_project(tmp: Path, *, database: str = "good") -> Path:
     srcdir = tmp / "src"
     shutil.copytree(ROOT, srcdir)
@@ -561,15 +570,7 @@ def test_database_change_rereads_documents_that_use_it(tmp_path):
     finally:
         app.cleanup()
     assert "0 added, 0 changed, 0 removed" in status.getvalue()
-    db = open_db(srcdir / "apiprof.db")
-    add_histograms(
-        db,
-        "demo_mod.parse",
-        {Metric.CPU: from_counts({4: 700})},
-        scenario_id="synth",
-        environment=ENV,
-    )
-    db.close()
+    add_cpu_samples(srcdir / "apiprof.db", "demo_mod.parse", {4: 700})
     status = StringIO()
     app = SphinxTestApp(
         "html",

@@ -23,6 +23,7 @@ from babel.messages.pofile import read_po
 from test_sphinx_ext import (
     COUNTS,
     ENV,
+    add_cpu_samples,
     build,
     build_logged,
     elements,
@@ -191,15 +192,7 @@ def test_changed_content_rereads_only_documents_showing_the_changed_api(tmp_path
     pages = Path(app.outdir) / "apiprof"
     names = assign_page_names(COUNTS)
     before = mtimes(pages)
-    db = open_db(srcdir / "apiprof.db")
-    add_histograms(
-        db,
-        "demo_mod.Widget.draw",
-        {Metric.CPU: from_counts({12: 5})},
-        scenario_id="synth",
-        environment=ENV,
-    )
-    db.close()
+    add_cpu_samples(srcdir / "apiprof.db", "demo_mod.Widget.draw", {12: 5})
     _, status = rebuild(srcdir)
     assert "0 added, 1 changed, 0 removed" in status  # api.rst shows draw; index.rst does not
     after = mtimes(pages)
@@ -424,4 +417,68 @@ def test_hostile_names_and_summaries_write_nothing_outside_and_are_escaped(tmp_p
         if tag == "a" and attrs.get("href", "").endswith(".html"):
             target, _ = resolve(index, attrs["href"])
             assert target.is_file() and target.parent in (pages.resolve(), out.resolve()), attrs
+    assert "Traceback" not in warnings
+
+
+# -- 8. reading the numbers ---------------------------------------------------------------------
+
+
+def test_units_are_labelled_and_the_heat_strip_has_a_legend_in_words(tmp_path):
+    app, _ = build(make_project(tmp_path))
+    out = Path(app.outdir)
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'apiprof-figure-label">time</span> ≈', index)
+    assert re.search(r'apiprof-figure-label">allocated</span> \d', index)
+    strips = [
+        a
+        for tag, a, _ in elements(out / "index.html")
+        if tag == "svg" and "apiprof-chart-strip" in a.get("class", "")
+    ]
+    assert strips and all("blue cheap, red expensive" in a["aria-label"] for a in strips)
+    page = (out / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
+    assert 'id="apiprof-legend"' in page
+    assert "bucket" not in re.sub(
+        r'data-bucket="[^"]*"|apiprof-table-buckets', "", page.split('id="apiprof-page"')[1]
+    )
+    # the growth chart comes with the measured medians against the fitted curve
+    growth = page[page.index('id="apiprof-growth"') :]
+    assert "measured median" in growth and "fitted curve" in growth and "(log scale)" in growth
+
+
+def test_index_sorts_growth_by_complexity(tmp_path):
+    app, _ = build(make_project(tmp_path))
+    index = (Path(app.outdir) / "apiprof" / "index.html").read_text(encoding="utf-8")
+    growth_cells = re.findall(
+        r'<td data-key="(-?\d+)">(O\([^<]*\)|)</td>\s*<td data-key="\d+">', index
+    )
+    ranks = {label: int(key) for key, label in growth_cells}
+    assert ranks[""] == -1 and ranks["O(n)"] == 2  # O(1) 0, O(log n) 1, O(n) 2, …
+
+
+def test_docstring_summary_markup_becomes_html():
+    from apiprof.sphinx_ext.rst_inline import inline_rst_html
+
+    assert inline_rst_html("Break *iterable* into lists of length *n*:") == (
+        "Break <em>iterable</em> into lists of length <em>n</em>:"
+    )
+    assert inline_rst_html(r"Like :func:`~itertools.chain` with ``a<b`` and \*args") == (
+        "Like <code>chain</code> with <code>a&lt;b</code> and *args"
+    )
+    assert inline_rst_html("a * b * c <b>") == "a * b * c &lt;b&gt;"
+
+
+# -- every common theme ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "theme", ["alabaster", "furo", "classic", "nature", "sphinxdoc", "pyramid", "agogo", "bizstyle"]
+)
+def test_every_theme_wears_the_pages(tmp_path, theme):
+    app, warnings = build(make_project(tmp_path), html_theme=theme, html_baseurl="https://x.org/")
+    pages = Path(app.outdir) / "apiprof"
+    for name in ("demo_mod.parse", "demo_mod.render", "index"):
+        page = (pages / f"{name}.html").read_text(encoding="utf-8")
+        assert "apiprofframetitle" not in page and "apiprof frame body" not in page
+        assert "apiprof.css" in page and 'class="apiprof-page"' in page
+        assert f'href="https://x.org/apiprof/{name}.html"' in page  # its own canonical URL
     assert "Traceback" not in warnings
