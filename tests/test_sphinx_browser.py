@@ -138,7 +138,7 @@ def test_graphics_render_with_size_in_both_colour_schemes(furo_site, tmp_path, s
 def test_drilldown_page_renders_every_chart(furo_site, tmp_path):
     found = probe(furo_site / "apiprof" / "demo_mod.render.html", tmp_path)
     classes = [g["cls"].split()[-1] for g in found["graphics"]]
-    assert classes.count("apiprof-chart-histogram") == 3  # wall time, CPU time, allocation
+    assert classes.count("apiprof-chart-histogram") == 2  # wall time and allocation
     assert "apiprof-chart-growth" in classes
     for graphic in found["graphics"]:
         assert graphic["box"]["w"] > 50 and graphic["box"]["h"] > 8, graphic

@@ -314,8 +314,11 @@ def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
         for tag, a, ancestors in elements(page)
         if tag == "tr" and "data-bucket" in a
     }
-    assert rows[(str(Metric.CPU), 11)] == 200
     assert rows[(str(Metric.ALLOC_INCL), 10)] == 200
+    assert rows[(str(Metric.WALL), 8)] == 4  # n = 100: 400 ns
+    # the CPU time sampled beside the wall time is one row of "other measurements"
+    other = {a["data-metric"] for tag, a, _ in elements(page) if tag == "tr" and "data-metric" in a}
+    assert other == {str(Metric.CPU)}
     text = page.read_text(encoding="utf-8")
     for section in ("apiprof-scenarios", "apiprof-growth", "apiprof-calls", "apiprof-provenance"):
         assert f'id="{section}"' in text, section
