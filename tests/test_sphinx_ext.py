@@ -548,7 +548,7 @@ def test_furo_theme_builds_with_summaries_and_pages(tmp_path):
     assert "Traceback" not in warnings
 
 
-def test_pages_render_through_the_theme_when_urls_differ_per_page(tmp_path):
+def test_each_page_has_its_own_canonical_url_with_html_baseurl(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, html_baseurl="https://example.org/docs/")
     page = (Path(app.outdir) / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
