@@ -194,9 +194,20 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
             chunk,
         ):
             out[qualname].scenarios = n
-        for qualname, fits in _growth_rows(db, chunk).items():
+        for qualname, fit in headline_growth(db, chunk).items():
             if qualname in out:
-                out[qualname].growth = _headline_growth(fits)
+                out[qualname].growth = fit
+    return out
+
+
+def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, GrowthRow]:
+    """The growth fit each API's summary shows (APIs without a fit are left out)."""
+    qualnames = list(qualnames)
+    out: dict[str, GrowthRow] = {}
+    for start in range(0, len(qualnames), 500):
+        for qualname, fits in _growth_rows(db, qualnames[start : start + 500]).items():
+            if fit := _headline_growth(fits):
+                out[qualname] = fit
     return out
 
 
