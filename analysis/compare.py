@@ -238,6 +238,10 @@ class Comparison:
     only_in_new: tuple[str, ...]
     tests: int  # tests in the false-discovery family
 
+    @property
+    def speed_warning(self) -> str:
+        return self.speed.doubt(self.options.min_effect)
+
     def counts(self) -> dict[str, dict[str, int]]:
         """``{"time": {"slower": 1, ...}, "alloc": {...}}`` with every verdict present."""
         out = {
@@ -258,7 +262,7 @@ class Comparison:
             "base": self.base.to_json(),
             "new": self.new.to_json(),
             "options": self.options.to_json(),
-            "speed": self.speed.to_json(),
+            "speed": {**self.speed.to_json(), "warning": self.speed_warning or None},
             "tests": self.tests,
             "summary": self.counts(),
             "apis": [api.to_json() for api in self.apis],
@@ -407,9 +411,10 @@ def _compare_family(
     metric = _family_metric(base, new, family)
     if metric is None:
         return None
-    pairs, matched = _paired_slices(base[metric], new[metric])
-    if family.normalised and speed_factor != 1.0:
-        pairs = [(b, normalised(n, speed_factor)) for b, n in pairs]
+    raw, matched = _paired_slices(base[metric], new[metric])
+    factor = speed_factor if family.normalised else 1.0
+    # the rank test needs both sides on one bucket grid; quantiles scale exactly (below)
+    pairs = [(b, normalised(n, factor)) for b, n in raw]
     merged_base = merge_all(b for b, _ in pairs)
     merged_new = merge_all(n for _, n in pairs)
     enough = min(merged_base.count, merged_new.count) >= options.min_samples
@@ -424,8 +429,8 @@ def _compare_family(
         matched=matched,
         base=merged_base,
         new=merged_new,
-        median=stats.compare_quantile(pairs, 0.5, confidence),
-        p90=stats.compare_quantile(pairs, 0.9, confidence),
+        median=stats.compare_quantile(raw, 0.5, confidence, factor),
+        p90=stats.compare_quantile(raw, 0.9, confidence, factor),
         p_value=test.p_value if test else math.nan,
         superiority=test.superiority if test else math.nan,
     )

@@ -59,7 +59,8 @@ class FamilyCells:
     base: str
     new: str
     change: str
-    ratio: str
+    ratio: str  # with its interval
+    ratio_value: str
     p90_ratio: str
     q: str
     verdict: str
@@ -73,6 +74,7 @@ def family_cells(m: MetricComparison) -> FamilyCells:
         new=format_value(m.metric, m.new_median),
         change=format_change(m),
         ratio=format_ratio(m.median_ratio),
+        ratio_value=format_ratio(m.median_ratio, interval=False),
         p90_ratio=format_ratio(m.p90_ratio, interval=False),
         q=format_q(m.q_value),
         verdict=verdict_text(m.verdict),

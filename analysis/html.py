@@ -69,13 +69,12 @@ def compare_page(comparison: Comparison) -> str:
     ]
     counts = [
         {
-            "family": display.FAMILY_LABELS[family],
-            "verdict": display.verdict_text(Verdict(verdict)),
+            "label": f"{display.FAMILY_LABELS[family]} {verdict}: {n}",
             "tone": display.tone(Verdict(verdict)),
-            "count": n,
         }
         for family, by_verdict in comparison.counts().items()
         for verdict, n in by_verdict.items()
+        if n or verdict == Verdict.SAME
     ]
     rows = [
         {
@@ -92,6 +91,7 @@ def compare_page(comparison: Comparison) -> str:
         title=f"apiprof compare: {comparison.base.path} → {comparison.new.path}",
         sides=sides,
         speed=comparison.speed.describe(),
+        speed_warning=comparison.speed_warning,
         method=display.method_sentence(comparison),
         counts=counts,
         confidence=confidence,

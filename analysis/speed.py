@@ -61,14 +61,29 @@ class SpeedNormalisation:
         """One sentence for people: what was done and why."""
         if self.used == "none":
             return f"machine speed not normalised: {self.reason}"
-        pace = "slower" if self.factor >= 1 else "faster"
-        times = self.factor if self.factor >= 1 else 1 / self.factor
         how = (
             f"by the machine-speed index ({self.new_index_ns:.4g} ns vs {self.base_index_ns:.4g} ns)"
             if self.used == "index"
             else f"by the median time ratio over {self.shared_apis} shared APIs ({self.reason})"
         )
+        if round(self.factor, 2) == 1.0:
+            return f"NEW's machine ran at BASE's speed {how}; times compared as measured"
+        pace = "slower" if self.factor > 1 else "faster"
+        times = self.factor if self.factor > 1 else 1 / self.factor
         return f"NEW's machine ran {times:.2f}× {pace} than BASE's {how}; NEW's times divided by {self.factor:.3g}"
+
+    def doubt(self, tolerance: float) -> str:
+        """A warning when, after normalising by the index, the median API still differs by more
+        than ``tolerance`` (e.g. 0.1): the index may not represent this workload ("" if fine)."""
+        residual = self.residual()
+        if self.used != "index" or residual is None:
+            return ""
+        if abs(math.log(residual)) <= math.log1p(tolerance):
+            return ""
+        return (
+            f"after the machine-speed index, the median API still reads {residual:.2f}×: the index "
+            "may not represent this workload, or most APIs changed (--speed apis assumes the former)"
+        )
 
     def residual(self) -> float | None:
         """Median shared-API ratio left after normalising (≈ 1.0 when the factor fits)."""

@@ -229,10 +229,15 @@ class QuantileShift:
 
 
 def compare_quantile(
-    strata: Iterable[tuple[Histogram, Histogram]], q: float, confidence: float = 0.95
+    strata: Iterable[tuple[Histogram, Histogram]],
+    q: float,
+    confidence: float = 0.95,
+    new_scale: float = 1.0,
 ) -> QuantileShift | None:
     """The q-quantile in BASE and NEW and their ratio, combined over strata; None without a
-    stratum that has samples on both sides.
+    stratum that has samples on both sides. NEW's values count divided by ``new_scale`` (the
+    machine-speed factor): quantiles scale exactly, so this is done on the estimates rather
+    than by re-bucketing.
 
     Per stratum the log ratio has variance ``se_base² + se_new²``; strata combine with weights
     ``n_base·n_new/(n_base+n_new)`` (each stratum's information), into a weighted geometric mean
@@ -253,6 +258,7 @@ def compare_quantile(
         var_sum += weight * weight * (se_b * se_b + se_n * se_n)
     if not total_weight:
         return None
+    log_new -= total_weight * math.log(new_scale)
     centre = (log_new - log_base) / total_weight
     half = _STANDARD_NORMAL.inv_cdf(0.5 + confidence / 2) * math.sqrt(var_sum) / total_weight
     return QuantileShift(

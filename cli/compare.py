@@ -28,7 +28,7 @@ how verdicts are reached:
 
 --json prints one object: base, new {path, packages, environments, scans, machine_speed_ns};
   options; speed {used, factor, base_index_ns, new_index_ns, shared_apis_ratio, shared_apis,
-  reason, description}; tests; summary {time: {VERDICT: n}, alloc: {...}}; apis [{qualname,
+  reason, description, warning}; tests; summary {time: {VERDICT: n}, alloc: {...}}; apis [{qualname,
   module, growth {base, new}, time and alloc: {metric, unit, verdict, n_base, n_new, slices,
   matched, base_median, new_median, base_p90, new_p90, excess, median_ratio {value, low, high,
   confidence}, p90_ratio, p_value, q_value, superiority} or null}] ranked; only_in_base;
@@ -138,16 +138,8 @@ def print_comparison(comparison, every: bool = False) -> None:
             f"[bold]{label}[/bold] {escape(info.path)}: {escape(packages)}, {info.scans} scan(s)"
         )
     console.print(f"machine speed: {escape(comparison.speed.describe())}")
-    residual = comparison.speed.residual()
-    if (
-        comparison.speed.used == "index"
-        and residual
-        and abs(math.log(residual)) > math.log1p(comparison.options.min_effect)
-    ):
-        console.print(
-            f"[yellow]note[/yellow]: after the index, the median API still reads {residual:.2f}× — "
-            "the index may not match this workload, or most APIs changed (--speed apis assumes the former)"
-        )
+    if comparison.speed_warning:
+        console.print(f"[yellow]warning[/yellow]: {escape(comparison.speed_warning)}")
     console.print(f"statistics: {escape(display.method_sentence(comparison))}", style="dim")
     rows = display.shown(comparison, every)
     if rows:
