@@ -35,9 +35,20 @@ STABLE = {
 def scan(version: int, db: Path) -> None:
     env = cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(FIXTURES / f"regress_v{version}"), env["PYTHONPATH"]])
+    only_our_scenarios = ["--no-synth", "--no-docstrings", "--no-bundled-scenarios"]
     done = subprocess.run(
-        [*command("apiprof-scan"), "regress_pkg", "--db", str(db), "--scenarios", str(SCENARIOS)]
-        + ["--no-synth", "--no-docstrings", "--no-bundled-scenarios", "--repeat", "3", "--quiet"],
+        [
+            *command("apiprof-scan"),
+            "regress_pkg",
+            "--db",
+            str(db),
+            "--scenarios",
+            str(SCENARIOS),
+            *only_our_scenarios,
+            "--repeat",
+            "3",
+            "--quiet",
+        ],
         env=env,
         capture_output=True,
         text=True,
