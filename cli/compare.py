@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+from apiprof.cli.options import add_output_arguments, add_selection_arguments
 from apiprof.errors import UsageError
 
 COMPARE_DESCRIPTION = """\
@@ -190,7 +191,6 @@ def print_comparison(comparison, every: bool = False) -> None:
 def register(commands: argparse._SubParsersAction) -> None:
     from apiprof.analysis.compare import FAIL_ON_CHOICES
     from apiprof.analysis.speed import SpeedMethod
-    from apiprof.db.slices import Source
 
     parser = commands.add_parser(
         "compare",
@@ -201,10 +201,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("base", metavar="BASE", help="the reference profile database")
     parser.add_argument("new", metavar="NEW", help="the profile database to check against BASE")
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON with the fields listed below"
-    )
-    parser.add_argument("--html", metavar="FILE", help="also write a page with charts to FILE")
+    add_output_arguments(parser)
     parser.add_argument(
         "--fail-on",
         type=fail_on_words,
@@ -234,13 +231,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="machine-speed normalisation: auto (index if both databases have one, else shared APIs), "
         "index, apis (median ratio over shared APIs), none (default: auto)",
     )
-    parser.add_argument(
-        "--source",
-        choices=[str(s) for s in Source],
-        default=str(Source.ALL),
-        help="which measurements to compare: lab scans, collected from real programs, or all (default: all)",
-    )
-    parser.add_argument("--package", metavar="NAME", help="only APIs of this package")
+    add_selection_arguments(parser)
     parser.add_argument(
         "--all",
         action="store_true",

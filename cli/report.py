@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from apiprof.cli.options import add_db_argument, positive_int
+from apiprof.cli.options import (
+    add_db_argument,
+    add_output_arguments,
+    add_selection_arguments,
+    positive_int,
+)
 
 REPORT_DESCRIPTION = """\
 Where the cost of a package lives: per module (or namespace, with --depth) the APIs profiled,
@@ -124,7 +129,6 @@ def print_report(report) -> None:
 
 def register(commands: argparse._SubParsersAction) -> None:
     from apiprof.analysis.report import SortBy
-    from apiprof.db.slices import Source
 
     parser = commands.add_parser(
         "report",
@@ -134,17 +138,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_argument(parser)
-    parser.add_argument(
-        "--json", action="store_true", help="print JSON with the fields listed below"
-    )
-    parser.add_argument("--html", metavar="FILE", help="also write a page with charts to FILE")
-    parser.add_argument(
-        "--source",
-        choices=[str(s) for s in Source],
-        default=str(Source.ALL),
-        help="which measurements: lab scans, collected from real programs, or all (default: all)",
-    )
-    parser.add_argument("--package", metavar="NAME", help="only APIs of this package")
+    add_output_arguments(parser)
+    add_selection_arguments(parser)
     parser.add_argument(
         "--depth",
         type=positive_int,

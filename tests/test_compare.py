@@ -43,6 +43,26 @@ def timings(rng: random.Random, median: float, n: int = 20) -> list[float]:
     return [median * math.exp(rng.gauss(0, 0.2)) for _ in range(n)]
 
 
+def store_scan(
+    path: Path,
+    batch: ScanBatch,
+    entry_points: list[EntryPoint],
+    *,
+    speed_index: float | None = None,
+    version: str = "1.0",
+) -> Path:
+    """Write one finished scan of package ``pkg`` the way ``apiprof-scan`` stores it."""
+    db = open_db(path)
+    scan_id = begin_scan(db, "pkg", version, ENV, Calibration(), {})
+    if speed_index is not None:
+        db["scans"].update(scan_id, {"machine_speed_ns": speed_index})
+    store_entry_points(db, entry_points)
+    store_batch(db, batch, environment_id=ENV.id, package="pkg", scan_id=scan_id)
+    finish_scan(db, scan_id)
+    db.conn.close()
+    return path
+
+
 def write_db(
     path: Path,
     *,
@@ -56,52 +76,29 @@ def write_db(
     source: ScenarioSource = ScenarioSource.FILE,
     sizes: tuple[int, ...] = SIZES,
     samples: int = 20,
-    version: str = "1.0",
 ) -> Path:
     """A database like a scan of ``pkg`` writes: every API timed at each size, allocating
     ``100·size`` bytes per call (or ``alloc[api]``); times ``machine`` × ``slower[api]``."""
     rng = random.Random(seed)
-    db = open_db(path)
-    scan_id = begin_scan(db, "pkg", version, ENV, Calibration(), {})
-    if speed_index is not None:
-        db["scans"].update(scan_id, {"machine_speed_ns": speed_index})
     measurements, scenarios = [], []
     for qualname in apis:
         position = int(qualname.rsplit("f", 1)[1])
-        scenarios.append(Scenario(f"{scenario}:{qualname}", qualname, source, size_axis="n"))
+        key = f"{scenario}:{qualname}"
+        scenarios.append(Scenario(key, qualname, source, size_axis="n"))
         for size in sizes:
-            median = (
-                2000
-                * (1 + position % 7)
-                * max(size, 1) ** 0.5
-                * machine
-                * (slower or {}).get(qualname, 1.0)
-            )
-            key = f"{scenario}:{qualname}"
-            measurements.append(
-                Measurement(
-                    qualname, key, Metric.WALL, Histogram.of(timings(rng, median, samples)), size
-                )
-            )
+            factor = (1 + position % 7) * machine * (slower or {}).get(qualname, 1.0)
+            median = 2000 * factor * max(size, 1) ** 0.5
+            wall = Histogram.of(timings(rng, median, samples))
             per_call = (alloc or {}).get(qualname, 100 * max(size, 1))
-            measurements.append(
+            measurements += [
+                Measurement(qualname, key, Metric.WALL, wall, size),
                 Measurement(
                     qualname, key, Metric.ALLOC_INCL, Histogram.of([per_call] * samples), size
-                )
-            )
-    store_entry_points(
-        db, [EntryPoint(q, "pkg", q.rsplit(".", 1)[0], EntryKind.FUNCTION) for q in apis]
-    )
-    store_batch(
-        db,
-        ScanBatch(measurements=measurements, scenarios=scenarios),
-        environment_id=ENV.id,
-        package="pkg",
-        scan_id=scan_id,
-    )
-    finish_scan(db, scan_id)
-    db.conn.close()
-    return path
+                ),
+            ]
+    entry_points = [EntryPoint(q, "pkg", q.rsplit(".", 1)[0], EntryKind.FUNCTION) for q in apis]
+    batch = ScanBatch(measurements=measurements, scenarios=scenarios)
+    return store_scan(path, batch, entry_points, speed_index=speed_index)
 
 
 @pytest.fixture(scope="module")

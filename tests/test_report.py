@@ -7,17 +7,14 @@ import json
 
 import pytest
 from test_cli import run
-from test_compare import ENV
+from test_compare import store_scan
 
 from apiprof.analysis.report import ReportOptions, SortBy, module_report
-from apiprof.db.schema import open_db
 from apiprof.db.slices import Source
-from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
 from apiprof.errors import UsageError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
     NO_SIZE,
-    Calibration,
     Coverage,
     CoverageRecord,
     EntryKind,
@@ -45,45 +42,30 @@ SIZES = (10, 100, 1000)
 @pytest.fixture(scope="module")
 def db_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "r.db"
-    db = open_db(path)
-    scan_id = begin_scan(db, "pkg", "3.1", ENV, Calibration(), {})
     measurements, scenarios = [], []
     for qualname, (_, cost, alloc) in APIS.items():
         scenario = f"file:s.toml#{qualname}"
         scenarios.append(Scenario(scenario, qualname, ScenarioSource.FILE, size_axis="n"))
         for n in SIZES:
-            measurements.append(
-                Measurement(qualname, scenario, Metric.WALL, Histogram.of([cost(n)] * 10), n)
-            )
-            measurements.append(
-                Measurement(qualname, scenario, Metric.ALLOC_INCL, Histogram.of([alloc] * 10), n)
-            )
+            measurements += [
+                Measurement(qualname, scenario, Metric.WALL, Histogram.of([cost(n)] * 10), n),
+                Measurement(qualname, scenario, Metric.ALLOC_INCL, Histogram.of([alloc] * 10), n),
+            ]
     # real programs called pkg.b.hash a lot, and slower than the lab saw
     measurements.append(
         Measurement("pkg.b.hash", "collected", Metric.WALL, Histogram.of([1400] * 500), NO_SIZE)
     )
     entry_points = [
-        EntryPoint(q, q.split(".")[0], module, EntryKind.FUNCTION) for q, (module, _, _) in APIS.items()
+        EntryPoint(q, q.split(".")[0], module, EntryKind.FUNCTION)
+        for q, (module, _, _) in APIS.items()
     ]
     entry_points.append(EntryPoint("pkg.b.Unreachable", "pkg", "pkg.b", EntryKind.CLASS))
-    store_entry_points(db, entry_points)
-    store_batch(
-        db,
-        ScanBatch(
-            measurements=measurements,
-            scenarios=scenarios,
-            coverage=[
-                CoverageRecord("pkg.b.Unreachable", Coverage.NO_ARGUMENTS, "needs a socket"),
-                *(CoverageRecord(q, Coverage.PROFILED) for q in APIS),
-            ],
-        ),
-        environment_id=ENV.id,
-        package="pkg",
-        scan_id=scan_id,
-    )
-    finish_scan(db, scan_id)
-    db.conn.close()
-    return path
+    coverage = [
+        CoverageRecord("pkg.b.Unreachable", Coverage.NO_ARGUMENTS, "needs a socket"),
+        *(CoverageRecord(q, Coverage.PROFILED) for q in APIS),
+    ]
+    batch = ScanBatch(measurements=measurements, scenarios=scenarios, coverage=coverage)
+    return store_scan(path, batch, entry_points, version="3.1")
 
 
 def test_modules_hold_their_apis_totals_and_growth(db_path):
@@ -92,7 +74,9 @@ def test_modules_hold_their_apis_totals_and_growth(db_path):
     assert list(modules) == ["pkg.a.sub", "pkg.a", "pkg.b"]  # most time measured first
     a = modules["pkg.a"]
     assert [api.qualname for api in a.apis] == ["pkg.a.parse", "pkg.a.dump", "pkg.a.load"]
-    expected_total = sum(10 * APIS[q][1](n) for q in ("pkg.a.parse", "pkg.a.load", "pkg.a.dump") for n in SIZES)
+    expected_total = sum(
+        10 * APIS[q][1](n) for q in ("pkg.a.parse", "pkg.a.load", "pkg.a.dump") for n in SIZES
+    )
     assert a.total_ns == pytest.approx(expected_total)
     assert a.time.count == 90 and a.api_medians.count == 3
     assert modules["pkg.a.sub"].growth_classes == {"O(n)": 1, "O(1)": 1}
@@ -144,11 +128,22 @@ def test_cli_terminal_json_and_html(db_path, tmp_path):
     assert data["options"]["top"] == 2 and data["database"]["packages"] == {"pkg": "3.1"}
     module = next(m for m in data["modules"] if m["module"] == "pkg.a")
     assert set(module) >= {
-        "apis", "profiled", "time_samples", "time_median", "time_p90", "time_total_ns",
-        "alloc_samples", "alloc_median", "api_medians_ns", "growth_classes", "top",
+        "apis",
+        "profiled",
+        "time_samples",
+        "time_median",
+        "time_p90",
+        "time_total_ns",
+        "alloc_samples",
+        "alloc_median",
+        "api_medians_ns",
+        "growth_classes",
+        "top",
     }
     assert [api["qualname"] for api in module["top"]] == ["pkg.a.parse", "pkg.a.dump"]
-    assert module["top"][0]["time_metric"] == "wall_ns" and module["top"][0]["growth_class"] == "O(n)"
+    assert (
+        module["top"][0]["time_metric"] == "wall_ns" and module["top"][0]["growth_class"] == "O(n)"
+    )
 
     page = tmp_path / "report.html"
     assert run("apiprof", "report", "--db", db_path, "--html", page).returncode == 0
