@@ -111,12 +111,32 @@ def _ratio_charts(comparison: Comparison) -> list[dict[str, object]]:
         compared = [(api, m) for api in comparison.apis if (m := getattr(api, family)) is not None]
         if not compared:
             continue
-        rows = [_ratio_row(api, m) for api, m in compared]
+        shown = _chart_selection(compared)
+        rows = [_ratio_row(api, m) for api, m in compared if api.qualname in shown]
         svg = charts.ratio_chart_svg(
             rows, min_effect=comparison.options.min_effect, title=f"{heading}, one row per API"
         )
-        out.append({"family": family, "heading": heading, "svg": Markup(svg)})
+        left_out = len(compared) - len(rows)
+        note = f"{left_out} more APIs without a change are in the table below." if left_out else ""
+        out.append({"family": family, "heading": heading, "svg": Markup(svg), "left_out": note})
     return out
+
+
+CHART_ROWS = 60
+"""Rows a ratio chart shows at most besides the changed APIs: the largest changes first."""
+
+
+def _chart_selection(compared: list[tuple[ApiComparison, MetricComparison]]) -> set[str]:
+    """Every API with a verdict, then the unchanged ones whose ratio strays furthest from 1."""
+    changed = {
+        api.qualname for api, m in compared if m.verdict.is_regression or m.verdict.is_improvement
+    }
+    unchanged = sorted(
+        (pair for pair in compared if pair[0].qualname not in changed),
+        key=lambda pair: -abs(pair[1].log_ratio),
+    )
+    room = max(0, CHART_ROWS - len(changed))
+    return changed | {api.qualname for api, _ in unchanged[:room]}
 
 
 def _ratio_row(api: ApiComparison, m: MetricComparison) -> charts.RatioRow:

@@ -363,3 +363,14 @@ def test_html_page_shows_method_charts_table_and_details(dbs):
     assert all(f"<code>{name}</code>" in html for name in APIS)
     assert '<span class="verdict worse">slower</span>' in html
     assert "<script" not in html
+
+
+def test_long_ratio_charts_keep_every_change_and_the_largest_others(dbs, monkeypatch):
+    from apiprof.analysis import html
+
+    monkeypatch.setattr(html, "CHART_ROWS", 5)
+    page = html.compare_page(compare_databases(str(dbs["base"]), str(dbs["laptop"])))
+    time_chart = page.split('id="chart-time"', 1)[1].split("</section>", 1)[0]
+    assert time_chart.count('class="apiprof-ratio ') == 5
+    assert "apiprof-ratio apiprof-worse" in time_chart  # the regression is always drawn
+    assert f"{len(APIS) - 5} more APIs without a change are in the table below" in time_chart
