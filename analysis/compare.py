@@ -20,6 +20,7 @@ import enum
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from apiprof.analysis import stats
 from apiprof.analysis.speed import SpeedMethod, SpeedNormalisation, choose_speed, normalised
@@ -292,7 +293,7 @@ _METRICS = [str(m) for f in FAMILIES for m in f.metrics]
 
 
 def compare_databases(
-    base_path: str, new_path: str, options: CompareOptions | None = None
+    base_path: str | Path, new_path: str | Path, options: CompareOptions | None = None
 ) -> Comparison:
     """Compare two profile databases (both opened read-only)."""
     options = options or CompareOptions()

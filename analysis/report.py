@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
@@ -164,7 +165,7 @@ class Report:
         }
 
 
-def module_report(path: str, options: ReportOptions | None = None) -> Report:
+def module_report(path: str | Path, options: ReportOptions | None = None) -> Report:
     """Cost per module of the APIs in the database at ``path`` (opened read-only)."""
     options = options or ReportOptions()
     db = open_db(path, readonly=True)
@@ -180,7 +181,7 @@ def module_report(path: str, options: ReportOptions | None = None) -> Report:
                     f"it has: {', '.join(sorted({i.package for i in api_infos(db).values()})) or 'none'}"
                 )
         growth = query.headline_growth(db, infos)
-        database = describe(db, path)
+        database = describe(db, str(path))
     finally:
         db.conn.close()
     costs = []
