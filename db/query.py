@@ -1,7 +1,7 @@
 """Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
 
 "Typical time" is the median of active wall time (elapsed minus the probe overhead measured
-live in the same pass, seeds/001) over every measured call; the thread-CPU metric is a sample
+live in the same pass; docs/mechanisms.rst) over every measured call; the thread-CPU metric is a sample
 of the calls (its clock is a syscall) and is the fallback when no wall time was recorded.
 "Typical allocation" is the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
 unless asked to split.
