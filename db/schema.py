@@ -117,11 +117,29 @@ def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     db.table("scans").add_column("machine_speed_ns", float)
 
 
+def _v5_merged_tasks(db: sqlite_utils.Database) -> None:
+    # Inputs added under a task id (a cluster scan's tasks), so a retried or resumed task is
+    # added once, and the database says where and how each part was measured.
+    db.table("merged_tasks").create(
+        {
+            "task_id": str,
+            "package": str,
+            "status": str,
+            "worker": str,  # host, Python and machine that ran it
+            "elapsed_seconds": float,
+            "details": str,  # JSON: requirement, batch, entry points, scan ids
+            "merged_at": str,
+        },
+        pk="task_id",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
+    _v5_merged_tasks,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
