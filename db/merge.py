@@ -11,10 +11,14 @@ and inode), not by path, so a hard link or another spelling of it is refused too
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
@@ -28,6 +32,39 @@ from apiprof.model.checks import (
     scenario_id_problem,
 )
 from apiprof.model.records import Coverage, Metric
+
+SCAN_COLUMNS = (
+    "package",
+    "started_at",
+    "finished_at",
+    "status",
+    "environment_id",
+    "calibration",
+    "options",
+    "host",
+    "machine_speed_ns",
+    "isolation",
+    "uid",
+)
+"""The scan columns a merge copies (not the process id: the copy is not running anywhere)."""
+
+
+@dataclass(frozen=True)
+class MergedTask:
+    """An input added under a task id: added at most once, and remembered with where it ran."""
+
+    task_id: str
+    package: str
+    status: str
+    worker: str = ""
+    elapsed_seconds: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def merged_tasks(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
+    """The tasks whose inputs this database already holds: task id -> their details."""
+    rows = db.execute("SELECT task_id, details FROM merged_tasks")
+    return {task_id: json.loads(details or "{}") for task_id, details in rows}
 
 
 class AlreadyMerged(UsageError):
@@ -44,7 +81,11 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def merge_into(
-    target: sqlite_utils.Database, source_path: str | Path, *, allow_repeats: bool = False
+    target: sqlite_utils.Database,
+    source_path: str | Path,
+    *,
+    allow_repeats: bool = False,
+    task: MergedTask | None = None,
 ) -> dict[str, int]:
     """Add every profile of ``source_path`` into ``target``; returns rows read per table.
 
@@ -52,6 +93,9 @@ def merge_into(
     copied when missing; scans are appended with new ids (keeping their ``uid``); coverage keeps
     the better status ("profiled" wins over any failure). Nothing is added when the input holds
     a row that fails the checks, or (unless ``allow_repeats``) scans already merged.
+    With ``task``, the task is recorded in the same transaction, and an input whose task id is
+    already recorded adds nothing (``{"skipped": 1}``): a retried or resumed task is counted
+    once.
     """
     source = open_db(source_path, readonly=True)  # validates that it is an apiprof file
     try:
@@ -63,6 +107,8 @@ def merge_into(
     conn.execute("ATTACH DATABASE ? AS src", [usable_readonly_uri(source_path)])
     try:
         with immediate(target):
+            if task is not None and _already_merged(conn, task):
+                return {"skipped": 1}
             if not allow_repeats:
                 refuse_repeats(conn, str(source_path))
             for table in ("environments", "entry_points", "aliases", "scenarios", "packages"):
@@ -70,10 +116,13 @@ def merge_into(
                     f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}"
                 ).rowcount
             scan_ids = {}
-            columns = _scan_columns(conn)
-            for row in conn.execute(f"SELECT id, {', '.join(columns)} FROM src.scans").fetchall():
+            columns = [*SCAN_COLUMNS]
+            present = {r[1] for r in conn.execute("PRAGMA src.table_info(scans)")}
+            chosen = ", ".join(c if c in present else "NULL" for c in columns)  # older schemas
+            placeholders = ", ".join("?" * len(columns))
+            for row in conn.execute(f"SELECT id, {chosen} FROM src.scans").fetchall():
                 cur = conn.execute(
-                    f"INSERT INTO main.scans ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    f"INSERT INTO main.scans ({', '.join(columns)}) VALUES ({placeholders})",
                     row[1:],
                 )
                 scan_ids[row[0]] = cur.lastrowid
@@ -102,16 +151,33 @@ def merge_into(
                 for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")
             ]
             recompute_growth(target, touched)
+            if task is not None:
+                _record(conn, task, [i for i in scan_ids.values() if i is not None])
     finally:
         conn.execute("DETACH DATABASE src")
     return counts
 
 
-def _scan_columns(conn: sqlite3.Connection) -> list[str]:
-    """The scan columns both files have (an older input lacks the newer ones)."""
-    main = [r[1] for r in conn.execute("PRAGMA main.table_info(scans)") if r[1] != "id"]
-    source = {r[1] for r in conn.execute("PRAGMA src.table_info(scans)")}
-    return [c for c in main if c in source]
+def _already_merged(conn: Any, task: MergedTask) -> bool:
+    row = conn.execute("SELECT 1 FROM main.merged_tasks WHERE task_id = ?", [task.task_id])
+    return row.fetchone() is not None
+
+
+def _record(conn: Any, task: MergedTask, scan_ids: list[int]) -> None:
+    details = json.dumps({**task.details, "scan_ids": scan_ids}, sort_keys=True)
+    conn.execute(
+        "INSERT INTO main.merged_tasks (task_id, package, status, worker, elapsed_seconds, "
+        "details, merged_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            task.task_id,
+            task.package,
+            task.status,
+            task.worker,
+            task.elapsed_seconds,
+            details,
+            datetime.now(UTC).isoformat(timespec="seconds"),
+        ],
+    )
 
 
 def refuse_repeats(conn: sqlite3.Connection, source_path: str) -> None:

@@ -131,6 +131,8 @@ class ScanOptions:
     isolation: str = Isolation.AUTO.value
     # entry points per worker: 1 = a fresh worker for each (more only to measure what that costs)
     tasks_per_worker: int = 1
+    # profile only these entry points (qualified names); empty = every one discovered
+    only: tuple[str, ...] = ()
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
     RESUMED_FIELDS = (
@@ -142,6 +144,7 @@ class ScanOptions:
         "repeat",
         "max_seconds",
         "tests",
+        "only",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -413,7 +416,16 @@ def _scan(
                 finish_scan(db, scan_id, "interrupted")
     elapsed = time.monotonic() - started
     result = summarize_scan(
-        db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite
+        db,
+        found,
+        scan_id,
+        str(db_path),
+        status,
+        plan.skipped,
+        elapsed,
+        workers,
+        tests=suite,
+        only=set(options.only),
     )
     result = replace(
         result,
@@ -645,6 +657,9 @@ def plan_scan(
     for spec in found.specs:
         file_specs[spec.qualname].append(spec)
     entries = {entry.qualname: entry for entry in discovery.entry_points}
+    if options.only:
+        entries = {name: entry for name, entry in entries.items() if name in options.only}
+        file_specs = defaultdict(list, {k: v for k, v in file_specs.items() if k in options.only})
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
         entries[qualname] = EntryPoint(qualname, discovery.package, module, EntryKind.FUNCTION)
@@ -810,9 +825,11 @@ def summarize_scan(
     top: int = 10,
     *,
     tests: SuiteRun | None = None,
+    only: Set[str] = frozenset(),
 ) -> ScanSummary:
+    """The summary of one scan (of the entry points in ``only``, when given)."""
     discovery = found.discovery
-    names = [ep.qualname for ep in discovery.entry_points]
+    names = [ep.qualname for ep in discovery.entry_points if not only or ep.qualname in only]
     coverage = {
         q: (s, r)
         for q, s, r in db.execute(
