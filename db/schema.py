@@ -112,7 +112,7 @@ def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
 
 
 def _v3_scan_owner(db: sqlite_utils.Database) -> None:
-    # The process running a scan (db/owner.py), so --resume can refuse a scan that is still alive.
+    # The process running a scan (model/owner.py), so --resume can refuse a scan that is still alive.
     for column, kind in (("host", str), ("pid", int), ("process_started", str)):
         db.table("scans").add_column(column, kind)
 

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
-from apiprof.db.owner import owner_of_row
+from apiprof.model.owner import owner_of_row
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (

@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apiprof.db.owner import ScanOwner, still_running, this_process
+from apiprof.model.owner import ScanOwner, still_running, this_process
 from apiprof.engine.isolation import seccomp
 from apiprof.engine.isolation.syscalls import native_arch
 
