@@ -19,10 +19,10 @@ from typing import Any
 
 import sqlite_utils
 
-from apiprof.model.owner import ScanOwner, owner_of_row, still_running, this_process
 from apiprof.db.schema import immediate, new_scan_uid
 from apiprof.model.growth import fit_growth
 from apiprof.model.histogram import Histogram
+from apiprof.model.owner import ScanOwner, owner_of_row, still_running, this_process
 from apiprof.model.records import (
     NO_SIZE,
     Calibration,

@@ -39,7 +39,6 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
-from apiprof.model.owner import owner_of_row
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (
@@ -72,6 +71,7 @@ from apiprof.engine.isolation.protocol import (
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 from apiprof.model.checks import qualname_problem, within
+from apiprof.model.owner import owner_of_row
 from apiprof.model.records import (
     Calibration,
     Coverage,

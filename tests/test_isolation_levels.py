@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.isolation.confine import strict_unavailable
+import apiprof
+from apiprof.engine.isolation.confine import python_paths, strict_unavailable
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUICK = [
@@ -94,3 +95,30 @@ def test_in_a_container_without_user_namespaces_the_scan_says_so_and_strict_refu
     check_fallback_and_refusal(
         tmp_path, "user namespaces are unavailable here", env=env, prefix=prefix
     )
+
+
+def test_the_folder_a_scan_starts_in_is_not_shown_to_workers(tmp_path, monkeypatch):
+    """``python -m`` puts the current folder first on the scanner's import path; a worker
+    starts in its sandbox, so that folder is not bound into it (a root scanner's private
+    folder, such as a cluster task's scratch folder, does not cost strict isolation either)."""
+    if strict_unavailable():
+        pytest.skip(f"strict isolation is unavailable here: {strict_unavailable()}")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "secret.txt").write_text("not for packages")
+    monkeypatch.setattr(sys, "path", [str(private), *sys.path])
+    bound = python_paths()
+    assert str(private) not in bound
+    root = Path(apiprof.__file__).resolve().parent
+    if str(root.parent) not in sys.path:  # a checkout: the projects beside it stay hidden
+        assert not [p for p in bound if root != Path(p) and root.is_relative_to(p)], bound
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
+    db, summary = tmp_path / "started-here.db", tmp_path / "summary.json"
+    command = [sys.executable, "-m", "apiprof.cli", "scan", "tiny_pkg", "--db", str(db)]
+    command += ["--isolation", "strict", "--summary-json", str(summary), *QUICK]
+    out = subprocess.run(
+        command, cwd=private, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(summary.read_text())["packages"][0]
+    assert found["isolation"].startswith("strict:") and found["profiled"] >= 1

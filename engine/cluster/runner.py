@@ -32,7 +32,12 @@ def run(spec: dict) -> None:
     if spec["batch_size"]:  # a package's first task: split it when it is large
         with WorkerPool(1, options.worker_options(spec["package"])) as pool:
             found, _ = discover_package(pool, spec["package"], options)
-        names = sorted(entry.qualname for entry in found.discovery.entry_points)
+        chosen = set(options.only)
+        names = sorted(
+            entry.qualname
+            for entry in found.discovery.entry_points
+            if not chosen or entry.qualname in chosen
+        )
         if len(names) > spec["batch_size"]:
             Path(spec["entry_points"]).write_text(json.dumps(names))
             options = replace(options, only=tuple(names[: spec["batch_size"]]))

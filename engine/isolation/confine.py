@@ -45,9 +45,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apiprof.model.owner import ScanOwner, still_running, this_process
 from apiprof.engine.isolation import seccomp
 from apiprof.engine.isolation.syscalls import native_arch
+from apiprof.model.owner import ScanOwner, still_running, this_process
 
 SANDBOX_UID = 65534
 """The uid (and gid) package code runs as inside the sandbox ("nobody")."""
@@ -171,6 +171,17 @@ STRICT = Confinement(Level.STRICT, seccomp.Mode.NOTIFY)
 # -- what the sandbox must be able to read --------------------------------------------------------
 
 
+def worker_import_path() -> list[str]:
+    """This process's import path without its first entry when that is the scanner's own
+    program location (the current folder for ``python -m``, a script's folder): a worker starts
+    in its sandbox, so that entry is not on its import path, and binding it would show the
+    package whatever folder the scan was started from (a home directory, a cluster task's
+    private scratch folder)."""
+    if sys.flags.safe_path or not sys.path:
+        return list(sys.path)
+    return sys.path[1:]
+
+
 def python_paths(extra: Iterable[str] = ()) -> list[str]:
     """Every existing path a worker needs to read: the interpreter and its prefixes, this
     process's import path (site-packages, ``.pth`` additions, apiprof itself), the user's site
@@ -184,9 +195,11 @@ def python_paths(extra: Iterable[str] = ()) -> list[str]:
         sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
         os.path.dirname(sys.executable),
-        *sys.path,
+        *worker_import_path(),
         site.getusersitepackages(),
-        os.path.dirname(os.path.dirname(os.path.realpath(apiprof.__file__))),
+        # apiprof's own folder, where its import name leads (a checkout's root for an editable
+        # install): not the folder around it, which holds the user's other projects
+        os.path.realpath(os.path.dirname(apiprof.__file__)),
         *os.environ.get("PYTHONPATH", "").split(os.pathsep),
         *extra,
     ]
