@@ -49,11 +49,17 @@ def describe_invalid_params(exc: BaseException) -> str:
     """Which fields of the params are wrong, in the client's (camelCase) spelling."""
     cause = exc.__cause__ if exc.__cause__ is not None else exc
     try:
-        problems = cattrs.transform_error(cause, path="$")
+        problems = cattrs.transform_error(cause, path="$", format_exception=_explain)
     except Exception:
         problems = [str(cause)]
     camel = [re.sub(r"_([a-z])", lambda m: m.group(1).upper(), p) for p in problems]
     return "; ".join(camel[:5]) or "params do not fit the method"
+
+
+def _explain(exc: BaseException, expected: Any) -> str:
+    if isinstance(exc, ValueError) and not isinstance(exc, KeyError) and str(exc):
+        return str(exc)  # lsprotocol's range checks say what they want
+    return cattrs.v.format_exception(exc, expected)
 
 
 class Connection:
@@ -142,6 +148,9 @@ class Connection:
                     msg_id, SERVER_NOT_INITIALIZED, "the server is not initialized yet"
                 )
             return
+        if method is not None and "params" not in value:
+            if self.protocol.get_message_type(method) is None:
+                value["params"] = None  # JSON-RPC lets params be left out; pygls' type does not
         try:
             message = self.protocol.structure_message(value)
         except Exception as exc:
