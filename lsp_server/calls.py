@@ -11,11 +11,12 @@ names the file rebinds are left for jedi (:meth:`.resolve.Resolver.infer_calls`)
 from __future__ import annotations
 
 import builtins
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from parso.python import tree
+
+from apiprof.lsp_server.text import LINE_BREAK
 
 SCOPE_TYPES = ("funcdef", "classdef")
 _BUILTINS = frozenset(dir(builtins))
@@ -26,7 +27,7 @@ class CallSite:
     callee: tuple[int, int]  # (1-based line, column) of the called name: where jedi infers it
     end: tuple[int, int]  # (1-based line, column) just after the closing parenthesis
     dotted: str  # "json.dumps" when the callee is a dotted name, "" for other expressions
-    key: tuple[str, int, int]  # stable while the code around it is unchanged (jedi answer cache)
+    key: tuple[int, int, int]  # stable while the code around it is unchanged (jedi answer cache)
 
 
 @dataclass(frozen=True)
@@ -40,40 +41,91 @@ class FunctionDef:
 class CallMap:
     sites: list[CallSite] = field(default_factory=list)
     functions: list[FunctionDef] = field(default_factory=list)
-    imports: dict[str, str] = field(default_factory=dict)  # local name → dotted target
-    ambiguous: set[str] = field(default_factory=set)  # names bound other ways too
+    imports: dict[str, set[str]] = field(default_factory=dict)  # local name → dotted targets
+    defined: set[str] = field(default_factory=set)  # names bound other than by import
 
     def target(self, site: CallSite) -> str | None:
         """The dotted name a call refers to, when the module's imports settle it."""
         if not site.dotted:
             return None
         root, _, rest = site.dotted.partition(".")
-        if root in self.ambiguous:
+        if root in self.defined:
             return None
-        if root in self.imports:
-            return self.imports[root] + ("." + rest if rest else "")
-        if root in _BUILTINS:
-            return "builtins." + site.dotted
-        return None
+        imported = self.imports.get(root)
+        if imported is not None:
+            return (
+                next(iter(imported)) + ("." + rest if rest else "") if len(imported) == 1 else None
+            )
+        return "builtins." + site.dotted if root in _BUILTINS else None
 
 
-def map_calls(module: tree.Module) -> CallMap:
+@dataclass(frozen=True)
+class _Statement:
+    """What one module-level statement contributes, lines counted from its first line (0)."""
+
+    sites: tuple[CallSite, ...]
+    functions: tuple[FunctionDef, ...]  # site indices within this statement
+    imports: tuple[tuple[str, str], ...]
+    defined: frozenset[str]
+
+
+StatementCache = dict[int, _Statement]
+MAX_CACHED_STATEMENTS = 50_000
+
+
+def map_calls(module: tree.Module, source: str, cache: StatementCache | None = None) -> CallMap:
+    """Every call in ``module`` (parsed from ``source``), with the imports that may name them.
+
+    Work is done per module-level statement and kept in ``cache`` by the statement's text, so
+    after an edit only the statements that changed are walked again.
+    """
+    text = _Slicer(source)
+    statements = [c for c in module.children if c.type != "endmarker"]
+    globals_key = hash(tuple(text(c) for c in statements if _binds_globally(c)))
     calls = CallMap()
-    _collect_bindings(module, calls)
-    globals_key = _digest(
-        "".join(child.get_code() for child in module.children if _binds_globally(child))
-    )
-    _walk(module, calls, (1, globals_key), function=None)
+    for statement in statements:
+        key = hash((globals_key, text(statement)))
+        found = cache.get(key) if cache is not None else None
+        shift = statement.start_pos[0] - 1
+        if found is None:
+            found = _map_statement(statement, text, globals_key, shift)
+            if cache is not None:
+                if len(cache) > MAX_CACHED_STATEMENTS:
+                    cache.clear()
+                cache[key] = found
+        first = len(calls.sites)
+        calls.sites.extend(_moved(site, shift) for site in found.sites)
+        calls.functions.extend(
+            FunctionDef(f.name, (f.start[0] + shift, f.start[1]), tuple(i + first for i in f.sites))
+            for f in found.functions
+        )
+        for name, target in found.imports:
+            calls.imports.setdefault(name, set()).add(target)
+        calls.defined |= found.defined
     return calls
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+def _moved(site: CallSite, lines: int) -> CallSite:
+    (l1, c1), (l2, c2) = site.callee, site.end
+    return CallSite((l1 + lines, c1), (l2 + lines, c2), site.dotted, site.key)
+
+
+class _Slicer:
+    """The source text of a node, sliced by position (parso's ``get_code`` rebuilds it leaf by
+    leaf, which costs more than the rest of the walk)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.starts = [0, *(m.end() for m in LINE_BREAK.finditer(source))]
+
+    def __call__(self, node: Any) -> str:
+        (l1, c1), (l2, c2) = node.start_pos, node.end_pos
+        return self.source[self.starts[l1 - 1] + c1 : self.starts[l2 - 1] + c2]
 
 
 def _binds_globally(statement: tree.BaseNode | tree.Leaf) -> bool:
     """Module-level statements that bind names jedi may use to infer calls anywhere."""
-    if statement.type in ("funcdef", "classdef", "decorated", "async_stmt", "endmarker"):
+    if statement.type in ("funcdef", "classdef", "decorated", "async_stmt"):
         return False
     return any(
         child.type in ("import_name", "import_from", "expr_stmt", "for_stmt", "with_stmt")
@@ -81,20 +133,26 @@ def _binds_globally(statement: tree.BaseNode | tree.Leaf) -> bool:
     )
 
 
-def _collect_bindings(module: tree.Module, calls: CallMap) -> None:
-    targets: dict[str, set[str]] = {}
-    for imp in module.iter_imports():
-        for name, target in _import_bindings(imp):
-            targets.setdefault(name, set()).add(target)
-    calls.imports = {name: next(iter(t)) for name, t in targets.items() if len(t) == 1}
-    calls.ambiguous = {name for name, t in targets.items() if len(t) > 1}
-    for name, leaves in module.get_used_names().items():
-        if any(
-            leaf.is_definition() and leaf.search_ancestor("import_name", "import_from") is None
-            for leaf in leaves
-        ):
-            calls.ambiguous.add(name)
-            calls.imports.pop(name, None)
+@dataclass
+class _Found:
+    sites: list[CallSite] = field(default_factory=list)
+    functions: list[FunctionDef] = field(default_factory=list)
+    imports: list[tuple[str, str]] = field(default_factory=list)
+    defined: set[str] = field(default_factory=set)
+
+
+def _map_statement(statement: Any, text: _Slicer, globals_key: int, shift: int) -> _Statement:
+    found = _Found()
+    scope = (statement.start_pos[0], hash((globals_key, text(statement))), globals_key)
+    _visit(statement, found, text, scope, None)
+    return _Statement(
+        tuple(_moved(site, -shift) for site in found.sites),
+        tuple(
+            FunctionDef(f.name, (f.start[0] - shift, f.start[1]), f.sites) for f in found.functions
+        ),
+        tuple(found.imports),
+        frozenset(found.defined),
+    )
 
 
 def _dotted(node: tree.BaseNode | tree.Leaf) -> str:
@@ -129,36 +187,46 @@ def _imported(node: Any, prefix: str) -> list[tuple[str, str]]:
     return []  # parentheses
 
 
-def _walk(
-    node: tree.BaseNode,
-    calls: CallMap,
-    scope: tuple[int, str],
+def _visit(
+    node: Any,
+    found: _Found,
+    text: _Slicer,
+    scope: tuple[int, int, int],
     function: list[int] | None,
 ) -> None:
-    """``scope`` is (first line, key) of the innermost def or class, or of the module-level
-    statement: jedi's answer for a call stays valid while that text and the module's global
-    bindings are unchanged."""
-    for child in node.children:
-        if node.type == "file_input":
-            scope = (child.start_pos[0], scope[1][:16] + _digest(child.get_code()))
-        if child.type in SCOPE_TYPES:
-            inner = (child.start_pos[0], scope[1][:16] + _digest(child.get_code()))
-            sites: list[int] = []
-            _walk(child, calls, inner, sites if child.type == "funcdef" else None)
-            if child.type == "funcdef":
-                start = child.parent if child.parent.type == "async_stmt" else child
-                calls.functions.append(FunctionDef(child.name.value, start.start_pos, tuple(sites)))
-            continue
-        if child.type in ("atom_expr", "power"):
-            _calls_in(child, calls, scope, function)
-        if isinstance(child, tree.BaseNode):
-            _walk(child, calls, scope, function)
+    """``scope`` is (first line, key, globals key) of the innermost def or class, or of the
+    module-level statement: jedi's answer for a call stays valid while that text and the
+    module's global bindings are unchanged (the key is position-free)."""
+    kind = node.type
+    if kind == "name":
+        if node.is_definition() and node.search_ancestor("import_name", "import_from") is None:
+            found.defined.add(node.value)
+        return
+    if kind in ("import_name", "import_from"):
+        found.imports.extend(_import_bindings(node))
+        return
+    children = getattr(node, "children", None)
+    if children is None:
+        return
+    if kind in SCOPE_TYPES:
+        inner = (node.start_pos[0], hash((scope[2], text(node))), scope[2])
+        sites: list[int] = []
+        for child in children:
+            _visit(child, found, text, inner, sites if kind == "funcdef" else None)
+        if kind == "funcdef":
+            start = node.parent if node.parent.type == "async_stmt" else node
+            found.functions.append(FunctionDef(node.name.value, start.start_pos, tuple(sites)))
+        return
+    if kind in ("atom_expr", "power"):
+        _calls_in(node, found, scope, function)
+    for child in children:
+        _visit(child, found, text, scope, function)
 
 
 def _calls_in(
     expr: tree.BaseNode,
-    calls: CallMap,
-    scope: tuple[int, str],
+    found: _Found,
+    scope: tuple[int, int, int],
     function: list[int] | None,
 ) -> None:
     """The calls made by one ``a.b(x).c[0](y)`` chain (arguments are walked by the caller)."""
@@ -176,11 +244,11 @@ def _calls_in(
             continue
         if opener == "(" and last_name is not None:
             line, column = last_name.start_pos
-            calls.sites.append(
+            found.sites.append(
                 CallSite(
                     (line, column), trailer.end_pos, dotted, (scope[1], line - scope[0], column)
                 )
             )
             if function is not None:
-                function.append(len(calls.sites) - 1)
+                function.append(len(found.sites) - 1)
         last_name, dotted = None, ""

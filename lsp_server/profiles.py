@@ -36,11 +36,11 @@ class Figures:
     time: Histogram | None
     alloc: Histogram | None
 
-    @property
+    @cached_property
     def time_ns(self) -> float | None:
         return self.time.median if self.time else None
 
-    @property
+    @cached_property
     def alloc_bytes(self) -> float | None:
         return self.alloc.median if self.alloc else None
 

@@ -205,7 +205,9 @@ class Resolver:
         """parso's tree of the document — the parser jedi uses, with its cache: after an edit a
         2,000-line file is re-parsed in about a millisecond (only the changed part)."""
         with self.gate.held():
-            return GRAMMAR.parse(source, path=path, cache=path is not None, diff_cache=True)
+            # diff_cache keeps the tree in memory by path, as jedi's own parse of the buffer does;
+            # cache=True would also pickle it to disk on every edit
+            return GRAMMAR.parse(source, path=path, cache=False, diff_cache=True)
 
     def infer_calls(
         self, source: str, path: str | None, sites: list[CallSite]

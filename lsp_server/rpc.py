@@ -148,9 +148,8 @@ class Connection:
                     msg_id, SERVER_NOT_INITIALIZED, "the server is not initialized yet"
                 )
             return
-        if method is not None and "params" not in value:
-            if self.protocol.get_message_type(method) is None:
-                value["params"] = None  # JSON-RPC lets params be left out; pygls' type does not
+        if method and "params" not in value and self.protocol.get_message_type(method) is None:
+            value["params"] = None  # JSON-RPC lets params be left out; pygls' type does not
         try:
             message = self.protocol.structure_message(value)
         except Exception as exc:

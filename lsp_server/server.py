@@ -271,6 +271,9 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
         options=types.InlayHintOptions(resolve_provider=False),
     )
     register(
+        server, types.INLAY_HINT_RESOLVE, session.resolve_inlay_hint, fallback=lambda hint: hint
+    )
+    register(
         server,
         types.TEXT_DOCUMENT_CODE_LENS,
         code_lenses,

@@ -23,7 +23,7 @@ from lsprotocol import types
 
 from apiprof.format import format_ns
 from apiprof.lsp_server.background import Background
-from apiprof.lsp_server.calls import CallMap, CallSite, map_calls
+from apiprof.lsp_server.calls import CallMap, CallSite, StatementCache, map_calls
 from apiprof.lsp_server.config import ServerConfig, read_config, unwrap_section
 from apiprof.lsp_server.costs import CostIndex
 from apiprof.lsp_server.latency import LatencyTracker
@@ -95,6 +95,7 @@ class Session:
         self.label_details = False  # client shows labelDetails; then `detail` waits for resolve
         self.markup = {"completion": Markup(False), "hover": Markup(False)}
         self.refresh_support = {"inlay": False, "lens": False}
+        self.resolves_tooltips = False  # client fetches an inlay hint's tooltip when shown
         self.pulls_configuration = False
         self.config = ServerConfig()
         self._base_options: dict[str, Any] = {}
@@ -106,12 +107,14 @@ class Session:
         self.documents = Documents()
         self.background: Background | None = None  # set by the server once the loop runs
         self._hints: dict[str, str | None] = {}
-        self._tooltips: dict[str, str] = {}
+        self._tooltips: dict[str, dict[str, str]] = {}
+        self._labels: dict[str, str] = {}
         self._hints_generation = -1
         self._announced_generation = 0
         self._settings_changed = False
         self._call_maps: dict[str, tuple[int | None, CallMap]] = {}
-        self._targets: dict[tuple[str, int, int], tuple[str, ...]] = {}
+        self._targets: dict[tuple[int, int, int], tuple[str, ...]] = {}
+        self._statements: StatementCache = {}  # call sites per module-level statement
         self._resolving: set[str] = set()  # documents with a background job queued or running
         self.on_stale: Callable[[], None] | None = None  # asks the client to fetch hints again
 
@@ -143,6 +146,10 @@ class Session:
             "inlay": bool(workspace.inlay_hint and workspace.inlay_hint.refresh_support),
             "lens": bool(workspace.code_lens and workspace.code_lens.refresh_support),
         }
+        hints = capabilities.text_document and capabilities.text_document.inlay_hint
+        self.resolves_tooltips = bool(
+            hints and hints.resolve_support and "tooltip" in hints.resolve_support.properties
+        )
         unwrapped = unwrap_section(options)
         self._base_options = unwrapped if isinstance(unwrapped, dict) else {}
         self._apply(options, new_resolver=True)
@@ -188,6 +195,7 @@ class Session:
         self.latency.slow_ms = config.latency.slow_request_ms
         self._hints.clear()
         self._tooltips.clear()
+        self._labels.clear()
 
     def poll(self) -> bool:
         """Called every second or so: True when hints shown in the editor may be out of date (a
@@ -275,6 +283,7 @@ class Session:
         if self._hints_generation != self.index.generation:
             self._hints.clear()
             self._tooltips.clear()
+            self._labels.clear()
             self._hints_generation = self.index.generation
 
     def _hints_for(self, names: list[str]) -> dict[str, str | None]:
@@ -327,7 +336,7 @@ class Session:
         cached = self._call_maps.get(doc.uri)
         if cached is not None and cached[0] == doc.version and doc.version is not None:
             return cached[1]
-        calls = map_calls(self.resolver.parse(doc.source, doc.path))
+        calls = map_calls(self.resolver.parse(doc.source, doc.path), doc.source, self._statements)
         self._call_maps[doc.uri] = (doc.version, calls)
         return calls
 
@@ -364,7 +373,7 @@ class Session:
             return
         uri, version, source, path = doc.uri, doc.version, doc.source, doc.path
         known = frozenset(self._targets)
-        resolver, documents = self.resolver, self.documents
+        resolver, documents, statements = self.resolver, self.documents, self._statements
 
         def still_wanted() -> bool:
             return uri in documents and documents.get(uri).version == version
@@ -372,7 +381,7 @@ class Session:
         def job() -> Callable[[], None]:
             results: dict[CallSite, tuple[str, ...]] = {}
             try:
-                calls = map_calls(resolver.parse(source, path))
+                calls = map_calls(resolver.parse(source, path), source, statements)
                 todo = [s for s in calls.sites if calls.target(s) is None and s.key not in known]
                 for site, names in resolver.infer_calls(source, path, todo):
                     results[site] = names
@@ -411,8 +420,9 @@ class Session:
             return []
         doc = self.documents.get(uri)
         calls = self._call_map(doc)
-        first, last = where.start.line + 1, where.end.line + 1
-        sites = [s for s in calls.sites if first <= s.end[0] <= last]
+        start = doc.position(where.start) or (len(doc.lines), 0)
+        end = doc.position(where.end) or (len(doc.lines), 0)
+        sites = [s for s in calls.sites if start <= (s.end[0] - 1, s.end[1]) <= end]
         targets = self._targets_of(doc, calls, sites)
         if self.jedi_only:
             return []
@@ -425,29 +435,46 @@ class Session:
             ):
                 continue
             position = doc.client_position(site.end[0] - 1, site.end[1])
-            hints.append(
-                {
-                    "position": {"line": position.line, "character": position.character},
-                    "label": self._call_hint(profile),
-                    "paddingLeft": True,
-                    "tooltip": {
-                        "kind": _kind(self.markup["hover"]).value,
-                        "value": self._tooltip(profile),
-                    },
-                }
-            )
+            hint: dict[str, Any] = {
+                "position": {"line": position.line, "character": position.character},
+                "label": self._call_hint(profile),
+                "paddingLeft": True,
+            }
+            if self.resolves_tooltips:  # 2,000 tooltips would triple the answer's size
+                hint["data"] = profile.qualname
+            else:
+                hint["tooltip"] = self._tooltip(profile)
+            hints.append(hint)
         return hints
 
-    def _call_hint(self, profile: CostProfile) -> str:
-        return call_hint(profile) or ""
+    def resolve_inlay_hint(self, hint: types.InlayHint) -> types.InlayHint:
+        """The tooltip of a hint the client is about to show: the concise cost lines."""
+        if isinstance(hint.data, str) and not self.jedi_only:
+            self._fresh_caches()
+            profile = self.index.lookup(hint.data)
+            if profile is not None and profile.profiled:
+                tooltip = self._tooltip(profile)
+                hint.tooltip = types.MarkupContent(
+                    kind=types.MarkupKind(tooltip["kind"]), value=tooltip["value"]
+                )
+        return hint
 
-    def _tooltip(self, profile: CostProfile) -> str:
-        text = self._tooltips.get(profile.qualname)
-        if text is None:
+    def _call_hint(self, profile: CostProfile) -> str:
+        label = self._labels.get(profile.qualname)
+        if label is None:
+            label = self._labels[profile.qualname] = call_hint(profile) or ""
+        return label
+
+    def _tooltip(self, profile: CostProfile) -> dict[str, str]:
+        tooltip = self._tooltips.get(profile.qualname)
+        if tooltip is None:
             markup = self.markup["hover"]
-            text = markup.lines(cost_lines(profile, self.config, markup))
-            self._tooltips[profile.qualname] = text
-        return text
+            tooltip = {
+                "kind": _kind(markup).value,
+                "value": markup.lines(cost_lines(profile, self.config, markup)),
+            }
+            self._tooltips[profile.qualname] = tooltip
+        return tooltip
 
     def code_lenses(self, uri: str) -> list[dict[str, Any]]:
         """Above each function: the summed typical time of the profiled calls in its body."""

@@ -158,6 +158,9 @@ MARKDOWN_CLIENT = types.ClientCapabilities(
             )
         ),
         hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
+        inlay_hint=types.InlayHintClientCapabilities(
+            resolve_support=types.ClientInlayHintResolveOptions(properties=["tooltip"])
+        ),
     ),
     workspace=types.WorkspaceClientCapabilities(
         inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True),
@@ -211,11 +214,11 @@ async def hover(client: LanguageClient, uri: str, line: int, character: int) -> 
 async def inlay_hints(
     client: LanguageClient, uri: str, first: int = 0, last: int = 10_000
 ) -> dict[tuple[int, int], str]:
-    """{(line, character): label} of the hints in a line range."""
+    """{(line, character): label} of the hints on lines ``first`` to ``last``."""
     result = await client.text_document_inlay_hint_async(
         types.InlayHintParams(
             types.TextDocumentIdentifier(uri),
-            types.Range(types.Position(first, 0), types.Position(last, 0)),
+            types.Range(types.Position(first, 0), types.Position(last + 1, 0)),
         )
     )
     return {(h.position.line, h.position.character): h.label for h in result or []}

@@ -207,6 +207,21 @@ async def test_inlay_hints_after_profiled_calls(client: LanguageClient):
     assert set(await inlay_hints(client, uri, 6, 6)) == {(6, 15)}  # only the range asked for
 
 
+async def test_inlay_hint_tooltips_come_on_resolve(client: LanguageClient):
+    uri = open_doc(client, "tooltip.py", SOURCE)
+    result = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            types.TextDocumentIdentifier(uri),
+            types.Range(types.Position(6, 0), types.Position(7, 0)),
+        )
+    )
+    [hint] = result
+    assert hint.tooltip is None and hint.data == "json.dumps" and hint.padding_left
+    resolved = await client.inlay_hint_resolve_async(hint)
+    assert resolved.tooltip.kind == types.MarkupKind.Markdown
+    assert resolved.tooltip.value.startswith(f"`json.dumps` costs {typical(DUMPS_NS)} typical")
+
+
 async def test_inlay_hint_threshold_and_switch(client: LanguageClient):
     uri = open_doc(client, "threshold.py", SOURCE)
     settings(client, docsUrl=DOCS, inlayHints={"minimumMicroseconds": 2})
@@ -340,6 +355,19 @@ async def test_standalone_completes_everything_in_jedi_order(alone: LanguageClie
     assert by_label["dumps"].detail == hint_of(DUMPS_NS, DUMPS_BYTES)
     assert by_label["dumps"].label_details is None  # this client does not show labelDetails
     assert by_label["dump"].detail is None and by_label["decoder"].detail is None
+
+
+async def test_tooltips_are_inline_for_clients_that_cannot_resolve(alone: LanguageClient):
+    uri = open_doc(alone, "inline.py", SOURCE)
+    result = await alone.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            types.TextDocumentIdentifier(uri),
+            types.Range(types.Position(6, 0), types.Position(7, 0)),
+        )
+    )
+    [hint] = result
+    assert hint.label == typical(DUMPS_NS) and hint.data is None
+    assert hint.tooltip.value.startswith("json.dumps costs ")
 
 
 async def test_standalone_space_asks_only_after_import(alone: LanguageClient):

@@ -497,7 +497,7 @@ def test_call_sites_are_resolved_from_imports_where_the_source_says_so():
         "def f(a):\n    ind(dedent(a), ' ')\n    return sibling.g(a)\n"
         "def g():\n    os.path.join('a')\n    json = None\n"
     )
-    calls = map_calls(parso.parse(source))
+    calls = map_calls(parso.parse(source), source)
     targets = {s.end: calls.target(s) for s in calls.sites}
     assert targets[(4, 15)] == "json.dumps" and targets[(4, 23)] is None  # a call's result
     assert targets[(5, 6)] == "builtins.len"
@@ -506,7 +506,8 @@ def test_call_sites_are_resolved_from_imports_where_the_source_says_so():
     assert targets[(10, 21)] == "os.path.join"
     assert [(f.name, len(f.sites)) for f in calls.functions] == [("f", 3), ("g", 1)]
     # jedi's answers are cached by the code around a call: an edit elsewhere keeps them
-    edited = map_calls(parso.parse(source.replace("len(x)", "len(x)  # ok")))
+    edited_source = source.replace("len(x)", "len(x)  # ok")
+    edited = map_calls(parso.parse(edited_source), edited_source)
     assert [s.key for s in edited.sites if s.end[0] == 8] == [
         s.key for s in calls.sites if s.end[0] == 8
     ]
