@@ -20,9 +20,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
 import apiprof
@@ -45,11 +47,27 @@ POLL_SECONDS = 1.0
 """How often the databases are checked for changes while the editor is idle."""
 
 
+class JsonReady:
+    """A result that is JSON data already (dicts and lists): written as it is. pygls would walk
+    it with cattrs first — 28 ms for 800 inlay hints, against 1.4 ms for ``json.dumps``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def make_converter() -> cattrs.Converter:
+    converter = default_converter()
+    converter.register_unstructure_hook(JsonReady, lambda ready: ready.value)
+    return converter
+
+
 class ApiprofServer(LanguageServer):
     """pygls server whose own errors go to the log channel instead of error popups."""
 
     def __init__(self, *, jedi_only: bool = False) -> None:
-        super().__init__("apiprof-lsp", apiprof.__version__)
+        super().__init__("apiprof-lsp", apiprof.__version__, converter_factory=make_converter)
         self.session = Session(self.log_to_client, jedi_only=jedi_only)
         self._poll: asyncio.TimerHandle | None = None
 
@@ -137,18 +155,18 @@ def register(
         started = session.latency.start()
         try:
             with gate():
-                return handler(params)
+                result = handler(params)
+            return JsonReady(result) if isinstance(result, dict | list) else result
         except UnknownDocument as exc:
             session.info(f"apiprof-lsp: {method} for {exc}, which the client has not opened")
-            return fallback(params)
         except Exception as exc:
             log.error("%s failed:\n%s", method, traceback.format_exc())
             server.log_to_client(
                 types.MessageType.Error, f"{method} failed: {type(exc).__name__}: {exc}"
             )
-            return fallback(params)
         finally:
             session.latency.stop(method, started)
+        return fallback(params)
 
     if builtin:  # replaces pygls' own handler (document sync)
         server.protocol.fm.add_builtin_feature(method, run)
