@@ -97,6 +97,7 @@ class Session:
         self.refresh_support = {"inlay": False, "lens": False}
         self.resolves_tooltips = False  # client fetches an inlay hint's tooltip when shown
         self.pulls_configuration = False
+        self.warmed_up = False  # jedi has loaded the environment and builtins
         self.config = ServerConfig()
         self._base_options: dict[str, Any] = {}
         self._reported: set[str] = set()
@@ -159,8 +160,13 @@ class Session:
         if self.background is not None:
             self.background.submit("warm-up", self._warm_up)
 
-    def _warm_up(self) -> None:
+    def _warm_up(self) -> Callable[[], None]:
         self.resolver.warm_up()
+
+        def done() -> None:
+            self.warmed_up = True
+
+        return done
 
     def update_settings(self, settings: Any) -> None:
         """Workspace settings override ``initializationOptions`` key by key."""
@@ -514,6 +520,7 @@ class Session:
             "databases": [str(p) for p in self.index.paths],
             "problems": self.index.problems(),
             "background": bool(self.background and self.background.busy()),
+            "warmedUp": self.warmed_up,
         }
 
 

@@ -211,17 +211,25 @@ async def hover(client: LanguageClient, uri: str, line: int, character: int) -> 
     return result.contents.value if result else None
 
 
-async def inlay_hints(
+async def inlay_hint_list(
     client: LanguageClient, uri: str, first: int = 0, last: int = 10_000
-) -> dict[tuple[int, int], str]:
-    """{(line, character): label} of the hints on lines ``first`` to ``last``."""
+) -> list[types.InlayHint]:
+    """The hints on lines ``first`` to ``last``."""
     result = await client.text_document_inlay_hint_async(
         types.InlayHintParams(
             types.TextDocumentIdentifier(uri),
             types.Range(types.Position(first, 0), types.Position(last + 1, 0)),
         )
     )
-    return {(h.position.line, h.position.character): h.label for h in result or []}
+    return list(result or [])
+
+
+async def inlay_hints(
+    client: LanguageClient, uri: str, first: int = 0, last: int = 10_000
+) -> dict[tuple[int, int], str]:
+    """{(line, character): label} of the hints on lines ``first`` to ``last``."""
+    hints = await inlay_hint_list(client, uri, first, last)
+    return {(h.position.line, h.position.character): h.label for h in hints}
 
 
 def logged(client: LanguageClient, text: str) -> list[str]:
@@ -319,6 +327,12 @@ class RawServer:
 
     def exit_code(self, timeout: float = 60.0) -> int:
         return self.process.wait(timeout=timeout)
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -141,9 +141,25 @@ def test_a_notification_with_bad_params_is_logged_not_fatal(server):
     still_answers(server)
 
 
+def test_jedi_warms_up_in_the_background_before_any_request(tmp_path: Path):
+    with RawServer(tmp_path) as raw:
+        raw.initialize()
+        for _ in range(1200):  # a hang guard: warming up takes about a second
+            report = raw.call("apiprof/latencyReport")["result"]
+            if report["warmedUp"]:
+                break
+            time.sleep(0.1)
+        assert report["warmedUp"] and not report["background"]
+        # no request asked jedi for anything: the server did it on its own
+        assert {m["method"] for m in report["methods"]} <= {
+            "initialize",
+            "initialized",
+            "apiprof/latencyReport",
+        }
+
+
 def test_requests_before_initialize_after_shutdown_and_the_exit_codes(tmp_path: Path):
-    raw = RawServer(tmp_path)
-    try:
+    with RawServer(tmp_path) as raw:
         assert raw.call("textDocument/hover", HOVER_PARAMS)["error"]["code"] == -32002
         raw.initialize()
         assert raw.call("shutdown") == {"jsonrpc": "2.0", "id": raw.next_id, "result": None}
@@ -151,30 +167,22 @@ def test_requests_before_initialize_after_shutdown_and_the_exit_codes(tmp_path: 
         assert after["code"] == -32600 and "shut down" in after["message"]
         raw.message({"method": "exit"})
         assert raw.exit_code() == 0
-    finally:
-        raw.close()
 
 
 def test_exit_without_shutdown_exits_1(tmp_path: Path):
-    raw = RawServer(tmp_path)
-    try:
+    with RawServer(tmp_path) as raw:
         raw.initialize()
         raw.message({"method": "exit"})
         assert raw.exit_code() == 1
-    finally:
-        raw.close()
 
 
 def test_the_end_of_input_ends_the_server(tmp_path: Path):
-    raw = RawServer(tmp_path)
-    try:
+    with RawServer(tmp_path) as raw:
         raw.initialize()
         raw.send(b"Content-Length: 40\r\n\r\n{")  # cut off mid-frame
         assert raw.process.stdin is not None
         raw.process.stdin.close()
         assert raw.exit_code() == 1
-    finally:
-        raw.close()
 
 
 def free_port() -> int:

@@ -24,6 +24,7 @@ from lsp_support import (
     count_refreshes,
     hint_of,
     hover,
+    inlay_hint_list,
     inlay_hints,
     logged,
     open_doc,
@@ -211,13 +212,7 @@ async def test_inlay_hints_after_profiled_calls(client: LanguageClient):
 
 async def test_inlay_hint_tooltips_come_on_resolve(client: LanguageClient):
     uri = open_doc(client, "tooltip.py", SOURCE)
-    result = await client.text_document_inlay_hint_async(
-        types.InlayHintParams(
-            types.TextDocumentIdentifier(uri),
-            types.Range(types.Position(6, 0), types.Position(7, 0)),
-        )
-    )
-    [hint] = result
+    [hint] = await inlay_hint_list(client, uri, 6, 6)
     assert hint.tooltip is None and hint.data == "json.dumps" and hint.padding_left
     resolved = await client.inlay_hint_resolve_async(hint)
     assert resolved.tooltip.kind == types.MarkupKind.Markdown
@@ -361,13 +356,7 @@ async def test_standalone_completes_everything_in_jedi_order(alone: LanguageClie
 
 async def test_tooltips_are_inline_for_clients_that_cannot_resolve(alone: LanguageClient):
     uri = open_doc(alone, "inline.py", SOURCE)
-    result = await alone.text_document_inlay_hint_async(
-        types.InlayHintParams(
-            types.TextDocumentIdentifier(uri),
-            types.Range(types.Position(6, 0), types.Position(7, 0)),
-        )
-    )
-    [hint] = result
+    [hint] = await inlay_hint_list(alone, uri, 6, 6)
     assert hint.label == typical(DUMPS_NS) and hint.data is None
     assert hint.tooltip.value.startswith("json.dumps costs ")
 
