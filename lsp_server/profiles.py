@@ -20,7 +20,8 @@ from apiprof.db.query import TIME_METRICS, ApiSummary, summaries
 from apiprof.model.histogram import Histogram, merge_all
 from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
 
-SHOWN_METRICS = (*TIME_METRICS, Metric.ALLOC_INCL)
+IO_METRICS = (Metric.IO_READ, Metric.IO_WRITE)
+SHOWN_METRICS = (*TIME_METRICS, Metric.ALLOC_INCL, *IO_METRICS)
 COLLECTED = str(ScenarioSource.COLLECTED)
 
 CellKey = tuple[bool, Metric, int]  # (collected?, metric, size)
@@ -35,6 +36,7 @@ class Figures:
     time_metric: Metric | None
     time: Histogram | None
     alloc: Histogram | None
+    io: tuple[tuple[Metric, Histogram], ...] = ()  # bytes read and written, where measured
 
     @cached_property
     def time_ns(self) -> float | None:
@@ -96,7 +98,7 @@ class CostProfile:
 
     def _figures(self, *, collected: bool) -> Figures | None:
         mine = {key: h for key, h in self.cells.items() if key[0] is collected and h}
-        if not mine:
+        if not any(key[1] in (*TIME_METRICS, Metric.ALLOC_INCL) for key in mine):
             return None
         time_metric = next((m for m in TIME_METRICS if any(k[1] is m for k in mine)), None)
         sizes = sorted({k[2] for k in mine if k[2] != NO_SIZE and k[1] is time_metric})
@@ -112,6 +114,7 @@ class CostProfile:
             time_metric,
             pooled(time_metric),
             pooled(Metric.ALLOC_INCL),
+            tuple((m, h) for m in IO_METRICS if (h := pooled(m)) is not None),
         )
 
     def add(self, other: CostProfile) -> CostProfile:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from apiprof.format import format_bytes, format_ns, sparkline, text_histogram
+from apiprof.format import format_bytes, format_ns, sparkline, text_histogram, worth_showing
 from apiprof.lsp_server.config import ServerConfig
 from apiprof.lsp_server.profiles import CostProfile, Figures
 from apiprof.model.records import NO_SIZE
@@ -124,6 +124,11 @@ def _figures_text(profile: CostProfile, figures: Figures, markup: Markup) -> str
         parts.append(time)
     if figures.alloc is not None:
         parts.append(f"allocates {format_bytes(figures.alloc_bytes)}")
+    parts += [
+        f"{metric.label} {format_bytes(hist.median)}"
+        for metric, hist in figures.io
+        if worth_showing(metric, hist)
+    ]
     text = " · ".join(parts)
     if figures.collected:
         calls = figures.samples

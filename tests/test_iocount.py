@@ -8,18 +8,17 @@ import sys
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
-from apiprof.engine.measure import alloc
-from apiprof.engine.measure import iocount
+from apiprof.engine.measure import alloc, iocount
 from apiprof.engine.measure.calibrate import calibrate
-from apiprof.model.histogram import Histogram
 from apiprof.engine.measure.profiler import Target, profile
-from apiprof.model.records import Metric
 from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
-from apiprof.lsp_server.render import describe
+from apiprof.lsp_server.profiles import load_profiles
+from apiprof.lsp_server.render import Markup, full_profile
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 
 pytestmark = pytest.mark.skipif(
     iocount.open_io_counter() is None, reason="no per-thread I/O counters (not Linux)"
@@ -89,11 +88,10 @@ def test_io_rows_are_shown_only_where_bytes_moved(io_report, tmp_path):
     try:
         for name in ("gt.read_file", "gt.leaf"):
             add_histograms(db, name, {m: h for (q, m), h in io_report.items() if q == name})
-        reader = describe(query.summary(db, "gt.read_file"), ServerConfig())
-        assert (
-            f"| I/O read | {gt.IO_BYTES / 1024:.1f} KiB |" in reader and "I/O written" not in reader
-        )
-        assert "I/O" not in describe(query.summary(db, "gt.leaf"), ServerConfig())
+        profiles = load_profiles(db, ["gt.read_file", "gt.leaf"])
+        reader = full_profile(profiles["gt.read_file"], ServerConfig(), Markup(False))
+        assert f"I/O read {gt.IO_BYTES / 1024:.1f} KiB" in reader and "I/O written" not in reader
+        assert "I/O" not in full_profile(profiles["gt.leaf"], ServerConfig(), Markup(False))
     finally:
         db.conn.close()
 
@@ -140,10 +138,10 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     """The bundled json pack's file scenario, through the worker's profiling step: at every size
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
     from apiprof.engine.isolation import protocol as wire
-    from apiprof.model.growth import fit_growth
+    from apiprof.engine.isolation.worker import Worker
     from apiprof.engine.scan import BUNDLED_SCENARIOS
     from apiprof.engine.scenarios.files import load_scenario_file
-    from apiprof.engine.isolation.worker import Worker
+    from apiprof.model.growth import fit_growth
 
     [spec] = [
         s
@@ -191,4 +189,4 @@ def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(
     assert result.calls[gt.leaf.__code__] == 4 and result.runs == 2  # the scenario ran undisturbed
     leaf_io = result.io_read.get(gt.leaf.__code__)
     # at most the first call, exact
-    assert leaf_io is None or leaf_io.count <= 1 and leaf_io.total == 0
+    assert leaf_io is None or (leaf_io.count <= 1 and leaf_io.total == 0)
