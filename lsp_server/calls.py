@@ -43,12 +43,20 @@ class CallMap:
     functions: list[FunctionDef] = field(default_factory=list)
     imports: dict[str, set[str]] = field(default_factory=dict)  # local name → dotted targets
     defined: set[str] = field(default_factory=set)  # names bound other than by import
+    _known: dict[str, str | None] = field(default_factory=dict)
 
     def target(self, site: CallSite) -> str | None:
         """The dotted name a call refers to, when the module's imports settle it."""
-        if not site.dotted:
+        try:
+            return self._known[site.dotted]
+        except KeyError:
+            found = self._known[site.dotted] = self._target(site.dotted)
+            return found
+
+    def _target(self, dotted: str) -> str | None:
+        if not dotted:
             return None
-        root, _, rest = site.dotted.partition(".")
+        root, _, rest = dotted.partition(".")
         if root in self.defined:
             return None
         imported = self.imports.get(root)
@@ -56,7 +64,7 @@ class CallMap:
             return (
                 next(iter(imported)) + ("." + rest if rest else "") if len(imported) == 1 else None
             )
-        return "builtins." + site.dotted if root in _BUILTINS else None
+        return "builtins." + dotted if root in _BUILTINS else None
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ class CostProfile:
     def collected(self) -> Figures | None:
         return self._figures(collected=True)
 
-    @property
+    @cached_property
     def headline(self) -> Figures | None:
         """The figures a one-word hint shows: the lab's, else the collected ones."""
         return self.lab or self.collected

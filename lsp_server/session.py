@@ -14,6 +14,7 @@ twins together), the cost section of a hover, and inlay hints after calls. ``"mo
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 from collections.abc import Callable
@@ -117,6 +118,8 @@ class Session:
         self._targets: dict[tuple[int, int, int], tuple[str, ...]] = {}
         self._statements: StatementCache = {}  # call sites per module-level statement
         self._resolving: set[str] = set()  # documents with a background job queued or running
+        self._answers: dict[tuple, list[dict[str, Any]]] = {}  # inlay hints by request
+        self._targets_generation = 0
         self.on_stale: Callable[[], None] | None = None  # asks the client to fetch hints again
 
     # -- messages to the client's log channel (never popups) --------------------------------
@@ -165,6 +168,9 @@ class Session:
 
         def done() -> None:
             self.warmed_up = True
+            # What is alive now lives as long as the server (modules, jedi's builtins and
+            # stubs): keep the cyclic collector from scanning it again and again mid-request.
+            gc.freeze()
 
         return done
 
@@ -232,7 +238,10 @@ class Session:
         """Parse a new document and find its calls' targets in the background, so the first
         request on it (or its inlay hints) need not wait for a large file to be parsed."""
         if doc.source.strip():
-            self._resolve_in_background(doc)
+            calls = (
+                self.jedi_only or self.config.inlay_hints.enabled or self.config.code_lens.enabled
+            )
+            self._resolve_in_background(doc, calls=calls)
 
     # -- completion -------------------------------------------------------------------------
     def complete(
@@ -348,33 +357,42 @@ class Session:
 
     def _targets_of(
         self, doc: Document, calls: CallMap, sites: list[CallSite]
-    ) -> dict[CallSite, tuple[str, ...]]:
-        """Targets of the given calls: from the imports, from earlier jedi answers, and — for the
-        rest — from jedi now (clients that cannot be told to ask again) or in the background."""
-        found: dict[CallSite, tuple[str, ...]] = {}
-        unknown = []
-        for site in sites:
+    ) -> list[tuple[str, ...]]:
+        """Targets of the given calls (in their order): from the imports, from earlier jedi
+        answers, and — for the rest — from jedi now (clients that cannot be told to ask again)
+        or in the background (none yet, then)."""
+        targets: list[tuple[str, ...]] = []
+        unknown: list[int] = []
+        known = self._targets
+        for index, site in enumerate(sites):
             target = calls.target(site)
             if target is not None:
-                found[site] = (target,)
-            elif site.key in self._targets:
-                found[site] = self._targets[site.key]
-            else:
-                unknown.append(site)
+                targets.append((target,))
+                continue
+            names = known.get(site.key)
+            if names is None:
+                unknown.append(index)
+                names = ()
+            targets.append(names)
         if unknown and self.background is not None and self.refresh_support["inlay"]:
             self._resolve_in_background(doc)
         elif unknown:
-            for site, names in self.resolver.infer_calls(doc.source, doc.path, unknown):
+            todo = [sites[i] for i in unknown]
+            for index, (site, names) in zip(
+                unknown, self.resolver.infer_calls(doc.source, doc.path, todo), strict=True
+            ):
                 self._remember_target(site, names)
-                found[site] = names
-        return found
+                targets[index] = names
+        return targets
 
     def _remember_target(self, site: CallSite, names: tuple[str, ...]) -> None:
         if len(self._targets) > MAX_CACHED_TARGETS:
             self._targets.clear()
         self._targets[site.key] = names
 
-    def _resolve_in_background(self, doc: Document) -> None:
+    def _resolve_in_background(self, doc: Document, *, calls: bool = True) -> None:
+        """Parse the document (jedi's requests then find it parsed) and, with ``calls``, name
+        the calls only jedi can name."""
         if self.background is None or doc.uri in self._resolving:
             return
         uri, version, source, path = doc.uri, doc.version, doc.source, doc.path
@@ -387,37 +405,45 @@ class Session:
         def job() -> Callable[[], None]:
             results: dict[CallSite, tuple[str, ...]] = {}
             try:
-                calls = map_calls(resolver.parse(source, path), source, statements)
-                todo = [s for s in calls.sites if calls.target(s) is None and s.key not in known]
-                for site, names in resolver.infer_calls(source, path, todo):
+                module = resolver.parse(source, path)
+                found = map_calls(module, source, statements)
+                todo = [s for s in found.sites if found.target(s) is None and s.key not in known]
+                for site, names in resolver.infer_calls(source, path, todo if calls else []):
                     results[site] = names
                     if not still_wanted():
                         break
             except Exception:  # a closed document, code jedi or parso cannot take
                 log.exception("resolving the calls of %s failed", uri)
-            return lambda: self._resolved(uri, results)
+            return lambda: self._resolved(uri, version, results)
 
         self._resolving.add(uri)
         self.background.submit(("calls", uri), job)
 
-    def _resolved(self, uri: str, results: dict[CallSite, tuple[str, ...]]) -> None:
-        """Back on the event loop: keep the answers, and have the client ask for hints again."""
+    def _resolved(
+        self, uri: str, version: int | None, results: dict[CallSite, tuple[str, ...]]
+    ) -> None:
+        """Back on the event loop: keep the answers, and have the client ask for hints again.
+        A job overtaken by an edit is followed by one for the document as it is now."""
         self._resolving.discard(uri)
+        if uri in self.documents and self.documents.get(uri).version != version:
+            self._resolve_in_background(self.documents.get(uri))
         for site, names in results.items():
             self._remember_target(site, names)
+        self._targets_generation += bool(results)
         if results and self.on_stale is not None:
             self.on_stale()
 
-    def _profiles_of(self, targets: dict[CallSite, tuple[str, ...]]) -> dict[CallSite, CostProfile]:
+    def _profiles_of(self, targets: list[tuple[str, ...]]) -> list[CostProfile | None]:
+        """The profile of each call (None when it has none): the first candidate name a
+        database knows."""
         self._fresh_caches()
-        names = list(dict.fromkeys(n for names in targets.values() for n in names))
-        found = self.index.lookup_many(names)
-        out = {}
-        for site, candidates in targets.items():
-            profile = next((found[n] for n in candidates if found[n] is not None), None)
-            if profile is not None and profile.profiled:
-                out[site] = profile
-        return out
+        distinct = dict.fromkeys(targets)
+        found = self.index.lookup_many(dict.fromkeys(n for names in distinct for n in names))
+        best: dict[tuple[str, ...], CostProfile | None] = {}
+        for names in distinct:
+            profile = next((found[n] for n in names if found[n] is not None), None)
+            best[names] = profile if profile is not None and profile.profiled else None
+        return [best[names] for names in targets]
 
     def inlay_hints(self, uri: str, where: types.Range) -> list[dict[str, Any]]:
         """``≈59 µs`` after each profiled call in the range (not below the configured threshold)."""
@@ -425,24 +451,48 @@ class Session:
         if not options.enabled:
             return []
         doc = self.documents.get(uri)
-        calls = self._call_map(doc)
+        self._fresh_caches()
         start = doc.position(where.start) or (len(doc.lines), 0)
         end = doc.position(where.end) or (len(doc.lines), 0)
+        key = (
+            uri,
+            doc.version,
+            start,
+            end,
+            self.index.generation,
+            self._targets_generation,
+            self.config,
+        )
+        if key in self._answers and doc.version is not None:
+            return self._answers[key]  # a refresh or a scroll back asks again for the same
+        hints = self._hints_between(doc, start, end)
+        if len(self._answers) > 16:
+            self._answers.clear()
+        self._answers[key] = hints
+        return hints
+
+    def _hints_between(
+        self, doc: Document, start: tuple[int, int], end: tuple[int, int]
+    ) -> list[dict[str, Any]]:
+        options = self.config.inlay_hints
+        calls = self._call_map(doc)
         sites = [s for s in calls.sites if start <= (s.end[0] - 1, s.end[1]) <= end]
         targets = self._targets_of(doc, calls, sites)
         if self.jedi_only:
             return []
         hints = []
         minimum_ns = options.minimum_microseconds * 1e3
-        for site, profile in self._profiles_of(targets).items():
-            time_ns = profile.headline.time_ns if profile.headline else None
+        for site, profile in zip(sites, self._profiles_of(targets), strict=True):
+            if profile is None or profile.headline is None:
+                continue
+            time_ns = profile.headline.time_ns
             if (time_ns is None and minimum_ns > 0) or (
                 time_ns is not None and time_ns < minimum_ns
             ):
                 continue
-            position = doc.client_position(site.end[0] - 1, site.end[1])
+            line = site.end[0] - 1
             hint: dict[str, Any] = {
-                "position": {"line": position.line, "character": position.character},
+                "position": {"line": line, "character": doc.units(line, site.end[1])},
                 "label": self._call_hint(profile),
                 "paddingLeft": True,
             }
@@ -494,14 +544,14 @@ class Session:
             costs = [
                 time
                 for i in function.sites
-                if (profile := profiles.get(calls.sites[i])) is not None
+                if (profile := profiles[i]) is not None
                 and profile.headline is not None
                 and (time := profile.headline.time_ns) is not None
             ]
             if not costs:
                 continue
-            start = doc.client_position(function.start[0] - 1, function.start[1])
-            position = {"line": start.line, "character": start.character}
+            line = function.start[0] - 1
+            position = {"line": line, "character": doc.units(line, function.start[1])}
             count = len(costs)
             lenses.append(
                 {

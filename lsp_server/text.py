@@ -90,9 +90,13 @@ class Document:
         line = self.lines[position.line]
         return position.line, to_code_points(line, position.character, self.encoding)
 
-    def client_position(self, line: int, column: int) -> types.Position:
+    def units(self, line: int, column: int) -> int:
+        """A code-point column of ``line`` in the client's code units."""
         text = self.lines[line] if line < len(self.lines) else ""
-        return types.Position(line, to_code_units(text, column, self.encoding))
+        return to_code_units(text, column, self.encoding)
+
+    def client_position(self, line: int, column: int) -> types.Position:
+        return types.Position(line, self.units(line, column))
 
     def _offset(self, position: types.Position) -> int:
         if position.line >= len(self.lines):

@@ -7,6 +7,8 @@ in every way, and one that pulls its settings.
 
 from __future__ import annotations
 
+import asyncio
+
 import jedi
 import pytest
 import pytest_lsp
@@ -208,6 +210,28 @@ async def test_inlay_hints_after_profiled_calls(client: LanguageClient):
     hints = await inlay_hints(client, uri)
     assert hints[(6, 19)] == typical(wrap_ns(1000))
     assert set(await inlay_hints(client, uri, 7, 7)) == {(7, 15)}  # only the range asked for
+
+
+async def test_inlay_hints_catch_up_with_edits_made_while_jedi_works(client: LanguageClient):
+    uri = open_doc(client, "typing.py", "TYPING = 1\n" + SOURCE)
+    for version in range(2, 6):  # edits arrive while the background names the calls
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(f"TYPING = {version}\n" + SOURCE)],
+            )
+        )
+    await settle(client)
+
+    async def wrap_hint() -> str | None:
+        for _ in range(300):  # a hang guard: each refresh is followed by a new request
+            hints = await inlay_hints(client, uri)
+            if (6, 19) in hints:
+                return hints[(6, 19)]
+            await asyncio.sleep(0.1)
+        return None
+
+    assert await wrap_hint() == typical(wrap_ns(1000))
 
 
 async def test_inlay_hint_tooltips_come_on_resolve(client: LanguageClient):
