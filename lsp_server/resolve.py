@@ -167,18 +167,21 @@ class Resolver:
     ) -> list[Candidate]:
         """Jedi's completions at a 0-based position (empty past the end of the document).
 
-        ``qualnames=False`` skips jedi's full names (about 2 µs per candidate) when no cost
-        lookup will follow.
+        ``qualnames=False`` skips jedi's full names (a few µs per candidate) when no cost lookup
+        will follow; modules, constants and keywords never get one.
         """
         where = clamp_position(source, line, column)
         if where is None:
             return []
         with self.gate.held():
             found = self._script(source, path).complete(*where)
-            return [
-                Candidate(c.name, c.type, (c.full_name or "") if qualnames else "", i, len(found))
-                for i, c in enumerate(found)
-            ]
+            out = []
+            for i, c in enumerate(found):
+                kind = c.type
+                # full names cost jedi a few µs each: only for names that can carry a cost
+                qualname = (c.full_name or "") if qualnames and kind in COSTED_TYPES else ""
+                out.append(Candidate(c.name, kind, qualname, i, len(found)))
+            return out
 
     def names_at(self, source: str, path: str | None, line: int, column: int) -> list[str]:
         """Qualified names the code at a position may refer to, best guess first.
