@@ -137,7 +137,7 @@ def test_often_called_targets_are_sampled_not_skipped():
 def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     """The bundled json pack's file scenario, through the worker's profiling step: at every size
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
-    from apiprof.engine.isolation import protocol as wire
+    from apiprof.engine.isolation.protocol import MeasureSettings
     from apiprof.engine.isolation.worker import Worker
     from apiprof.engine.scan import BUNDLED_SCENARIOS
     from apiprof.engine.scenarios.files import load_scenario_file
@@ -149,14 +149,13 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
         if s.id.endswith("#load-from-file")
     ]
     monkeypatch.chdir(tmp_path)
-    worker = Worker(None, 512, emit=lambda message: None)
+    worker = Worker(None, 512, send=lambda task_id, message: None)
+    settings = MeasureSettings(repeat=3)
     measured = [
-        m
-        for size in spec.sizes
-        for m in worker.profile_size(spec, size, {"repeat": 3})["measurements"]
+        m for size in spec.sizes for m in worker.profile_size(spec, size, settings).measurements
     ]
     reads = {}
-    for m in map(wire.measurement_from_json, measured):
+    for m in measured:
         if m.qualname == "json.load" and m.metric is Metric.IO_READ:
             reads[m.size] = m.histogram
     assert sorted(reads) == list(spec.sizes)
