@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -221,12 +220,12 @@ class immediate:
 
 
 def readonly_uri(path: str | Path, *, immutable: bool = False) -> str:
-    """An SQLite URI that opens ``path`` read-only, whatever characters its name holds.
+    """A SQLite URI that opens ``path`` read-only: a proper ``file:`` URI, so a ``#``, ``?`` or
+    ``%`` in a directory name stays part of the path instead of starting a fragment or query.
     ``immutable`` reads files the reader cannot write beside (no ``-shm`` of a WAL file can be
     made in a read-only folder): SQLite then takes no locks, so a file changed meanwhile by
     another process may read inconsistently."""
-    quoted = urllib.parse.quote(str(Path(path).absolute()))
-    return f"file:{quoted}?mode=ro" + ("&immutable=1" if immutable else "")
+    return Path(path).absolute().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def open_db(
@@ -235,12 +234,14 @@ def open_db(
     create: bool = True,
     readonly: bool = False,
     timeout: float = 30.0,
+    another: str = "pass another --db path",
 ) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) an apiprof database.
 
     Raises :class:`DatabaseError` with a next step for files that are missing, locked, not
     SQLite, not apiprof's, or written by a newer apiprof. ``timeout`` is how long to wait for
-    another process's write lock.
+    another process's write lock; ``another`` says how the reader names a different file (the
+    editor's setting is not the CLI's ``--db``).
     """
     path = Path(path)
     if not path.exists() and (readonly or not create):
@@ -257,21 +258,15 @@ def open_db(
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or use another --db"
+                f"{path}: the database is locked by another process; wait for it or {another}"
             ) from exc
-        raise DatabaseError(
-            f"{path}: not a usable SQLite database ({exc}); pass another --db path"
-        ) from exc
+        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}") from exc
     if tables and "meta" not in tables:
-        raise DatabaseError(
-            f"{path}: this SQLite file was not written by apiprof; pass another --db path"
-        )
+        raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if "meta" in tables:
         app = db.execute("SELECT value FROM meta WHERE key = 'app'").fetchone()
         if not app or app[0] != APP_ID:
-            raise DatabaseError(
-                f"{path}: this SQLite file was not written by apiprof; pass another --db path"
-            )
+            raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if readonly and not tables:
         raise DatabaseError(
             f"{path}: the database is empty (no scan has written to it); run "
@@ -297,7 +292,7 @@ def open_db(
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or use another --db"
+                f"{path}: the database is locked by another process; wait for it or {another}"
             ) from exc
         raise DatabaseError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
