@@ -1,0 +1,108 @@
+"""Interned call stacks: every stack is its prefix's id plus one frame.
+
+A sampler sees the same few hundred stacks again and again, and stacks share their roots (every
+stack of the main thread starts in ``<module>``). Storing a stack as ``(prefix id, frame id)``
+stores each shared root once, makes a sample one small integer, and lets readers rebuild any
+stack by walking prefixes back to the empty stack (id 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import CodeType, FrameType
+
+EMPTY_STACK = 0
+"""The id of the empty stack: the prefix of every one-frame stack."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One function on a call stack: its qualified name, file and first line."""
+
+    function: str
+    file: str
+    line: int
+
+    @property
+    def label(self) -> str:
+        """``function (file:line)`` as people read it in reports."""
+        return f"{self.function} ({self.file}:{self.line})"
+
+
+class StackTable:
+    """Dense integer ids for frames and stacks, shared by a recording's samples.
+
+    Not thread-safe by design: one sampler thread owns a table and is its only writer.
+    """
+
+    def __init__(
+        self, frames: Sequence[Frame] = (), stacks: Sequence[tuple[int, int]] = ()
+    ) -> None:
+        self.frames: list[Frame] = []
+        self._frame_ids: dict[Frame, int] = {}
+        # index = stack id; entry 0 is the empty stack, whose prefix and frame mean nothing
+        self.stacks: list[tuple[int, int]] = [(EMPTY_STACK, -1)]
+        self._stack_ids: dict[tuple[int, int], int] = {}
+        self._code_frames: dict[CodeType, int] = {}
+        self.hidden: set[CodeType] = set()  # our own machinery (the launcher), left out of stacks
+        for frame in frames:
+            self.frame_id(frame)
+        for prefix, frame_id in stacks:
+            self.stack_id(prefix, frame_id)
+
+    def frame_id(self, frame: Frame) -> int:
+        found = self._frame_ids.get(frame)
+        if found is None:
+            found = self._frame_ids[frame] = len(self.frames)
+            self.frames.append(frame)
+        return found
+
+    def stack_id(self, prefix: int, frame_id: int) -> int:
+        key = (prefix, frame_id)
+        found = self._stack_ids.get(key)
+        if found is None:
+            found = self._stack_ids[key] = len(self.stacks)
+            self.stacks.append(key)
+        return found
+
+    def intern(self, frames: Iterable[Frame]) -> int:
+        """The id of the stack ``frames`` (outermost call first)."""
+        stack = EMPTY_STACK
+        for frame in frames:
+            stack = self.stack_id(stack, self.frame_id(frame))
+        return stack
+
+    def intern_python(self, frame: FrameType | None) -> int:
+        """The id of the stack that ends in a live Python frame (the sampler's hot path)."""
+        codes = []
+        while frame is not None:
+            codes.append(frame.f_code)
+            frame = frame.f_back
+        code_frames, stack_ids, hidden = self._code_frames, self._stack_ids, self.hidden
+        stack = EMPTY_STACK
+        for code in reversed(codes):
+            if code in hidden:
+                continue
+            frame_id = code_frames.get(code)
+            if frame_id is None:
+                frame_id = code_frames[code] = self.frame_id(
+                    Frame(code.co_qualname, code.co_filename, code.co_firstlineno)
+                )
+            found = stack_ids.get((stack, frame_id))
+            stack = self.stack_id(stack, frame_id) if found is None else found
+        return stack
+
+    def frame_ids(self, stack: int) -> list[int]:
+        """Frame ids of a stack, outermost call first."""
+        path = []
+        stacks = self.stacks
+        while stack != EMPTY_STACK:
+            stack, frame_id = stacks[stack]
+            path.append(frame_id)
+        path.reverse()
+        return path
+
+    def resolve(self, stack: int) -> tuple[Frame, ...]:
+        """The frames of a stack, outermost call first."""
+        return tuple(self.frames[i] for i in self.frame_ids(stack))

@@ -1,0 +1,311 @@
+"""Window reports: where the time went between two moments of a recording.
+
+Answered from the recording's time tree (:mod:`.timetree`), so a report over any window of a
+long recording reads a few dozen nodes, not every sample. Each report lists the top stacks and
+the top functions — *inclusive* (samples with the function anywhere on the stack) and
+*exclusive* (samples where it was the innermost frame, i.e. running its own code or a C call) —
+and states how exact its counts are.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apiprof.errors import UsageError
+from apiprof.format import format_ns
+from apiprof.tracing.recording import Marker, Recording
+from apiprof.tracing.stacks import Frame, StackTable
+from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query
+
+DEFAULT_TOP = 10
+
+_TIME = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min)?\s*$")
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    None: 1_000_000_000,
+    "min": 60_000_000_000,
+}
+
+
+def parse_time(text: str) -> int:
+    """``"1.5"`` (seconds), ``"250ms"``, ``"2s"``, ``"40us"`` → nanoseconds from the start."""
+    match = _TIME.match(text)
+    if not match:
+        raise UsageError(
+            f"cannot read the time {text!r}: give seconds from the start of the trace (1.5) or a"
+            " number with a unit (250ms, 2s, 40us)"
+        )
+    return round(float(match.group(1)) * _UNIT_NS[match.group(2)])
+
+
+@dataclass(frozen=True)
+class StackRow:
+    samples: int
+    frames: tuple[Frame, ...]  # outermost call first
+
+
+@dataclass(frozen=True)
+class FunctionRow:
+    frame: Frame
+    inclusive: int  # samples with the function anywhere on the stack (once per sample)
+    exclusive: int  # samples with the function as the innermost frame
+
+
+@dataclass(frozen=True)
+class WindowReport:
+    """Top stacks and functions of one window, with the accuracy of their counts."""
+
+    trace: str
+    start_ns: int
+    end_ns: int
+    recording_ns: int
+    interval_ns: int
+    shape: TreeShape
+    samples: int
+    unattributed: int
+    nodes: dict[str, int]
+    stacks: tuple[StackRow, ...]
+    by_inclusive: tuple[FunctionRow, ...]
+    by_exclusive: tuple[FunctionRow, ...]
+    markers: tuple[Marker, ...]
+    thread_names: dict[int, str]
+
+    @property
+    def exact(self) -> bool:
+        return self.unattributed == 0
+
+    def accuracy(self) -> str:
+        """One sentence on how far the counts can be off."""
+        merged, enumerated = self.nodes.get("merged", 0), self.nodes.get("enumerated", 0)
+        how = (
+            f"tree {self.shape.describe()}: {merged} node{'s' * (merged != 1)} merged whole,"
+            f" {enumerated} lea{'ves' if enumerated != 1 else 'f'} enumerated"
+        )
+        if self.exact:
+            return f"Exact: every sample in the window is counted; {how}."
+        share = 100 * self.unattributed / self.samples if self.samples else 0.0
+        return (
+            f"Approximate: {self.unattributed:,} of {self.samples:,} samples ({share:.1f}%) lie in"
+            f" stacks too rare for the tree to keep (P={self.shape.keep_percent:g}%); every count"
+            f" below may be low by up to {self.unattributed:,} (a tree with P=100 is exact); {how}."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace,
+            "window": {
+                "from_ns": self.start_ns,
+                "to_ns": self.end_ns,
+                "from_s": self.start_ns / 1e9,
+                "to_s": self.end_ns / 1e9,
+            },
+            "recording_ns": self.recording_ns,
+            "interval_ns": self.interval_ns,
+            "tree": {
+                "leaf_size": self.shape.leaf_size,
+                "fanout": self.shape.fanout,
+                "keep_percent": self.shape.keep_percent,
+            },
+            "samples": self.samples,
+            "exact": self.exact,
+            "unattributed": self.unattributed,
+            "accuracy": self.accuracy(),
+            "nodes": self.nodes,
+            "stacks": [
+                {"samples": row.samples, "frames": [_frame_json(f) for f in row.frames]}
+                for row in self.stacks
+            ],
+            "functions_by_inclusive": [_function_json(row) for row in self.by_inclusive],
+            "functions_by_exclusive": [_function_json(row) for row in self.by_exclusive],
+            "markers": [
+                {
+                    "event": m.event,
+                    "thread": self.thread_names.get(m.thread, str(m.thread)),
+                    "start_ns": m.start_ns,
+                    "end_ns": m.end_ns,
+                    "duration_ns": m.duration_ns,
+                    "threshold_ns": m.threshold_ns,
+                    "slow": m.slow,
+                }
+                for m in self.markers
+            ],
+        }
+
+    def render(self) -> str:
+        """The report as text for a terminal."""
+        lines = [
+            f"{self.trace}: window {self.start_ns / 1e9:.3f}–{self.end_ns / 1e9:.3f} s of"
+            f" {self.recording_ns / 1e9:.3f} s, {self.samples:,} samples"
+            + (
+                f" (≈ {format_ns(self.samples * self.interval_ns)} of thread time at"
+                f" {format_ns(self.interval_ns)} per sample)"
+                if self.interval_ns
+                else ""
+            ),
+            self.accuracy(),
+        ]
+        if not self.samples:
+            lines.append("No samples in this window.")
+            return "\n".join(lines) + "\n"
+        lines += ["", "Where the time went (exclusive: the function's own code and its C calls)"]
+        lines += self._function_table(self.by_exclusive)
+        lines += ["", "Top functions by inclusive samples (the function or anything it called)"]
+        lines += self._function_table(self.by_inclusive)
+        lines += ["", "Top stacks (innermost call last)"]
+        for row in self.stacks:
+            lines.append(
+                f"  {row.samples:>9,}  {self._share(row.samples)}  {_stack_text(row.frames)}"
+            )
+        if self.markers:
+            lines += ["", "Marked events in the window"]
+            for m in self.markers:
+                took = "still running" if m.duration_ns is None else format_ns(m.duration_ns)
+                limit = (
+                    "" if m.threshold_ns is None else f" (threshold {format_ns(m.threshold_ns)})"
+                )
+                slow = "  SLOW" if m.slow or m.duration_ns is None else ""
+                lines.append(
+                    f"  {m.start_ns / 1e9:>9.3f} s  {m.event}: {took}{limit}"
+                    f" on {self.thread_names.get(m.thread, m.thread)}{slow}"
+                )
+        return "\n".join(lines) + "\n"
+
+    def _share(self, count: int) -> str:
+        return f"{100 * count / self.samples:5.1f}%" if self.samples else "    —"
+
+    def _function_table(self, rows: Sequence[FunctionRow]) -> list[str]:
+        out = [f"  {'exclusive':>9}  {'%':>6}  {'inclusive':>9}  {'%':>6}  function"]
+        for row in rows:
+            out.append(
+                f"  {row.exclusive:>9,}  {self._share(row.exclusive)}"
+                f"  {row.inclusive:>9,}  {self._share(row.inclusive)}  {frame_text(row.frame)}"
+            )
+        return out
+
+
+_LIBRARY = re.compile(r"[/\\]lib[/\\]python3\.\d+t?[/\\](?:(?:site|dist)-packages[/\\])?")
+
+
+def short_file(path: str) -> str:
+    """Library paths from the module down, paths below the working directory relative.
+
+    ``/usr/lib/python3.12/threading.py`` → ``threading.py``;
+    ``…/site-packages/jedi/api/__init__.py`` → ``jedi/api/__init__.py``.
+    """
+    library = _LIBRARY.search(path)
+    if library:
+        return path[library.end() :]
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def frame_text(frame: Frame) -> str:
+    if frame.file.startswith("<"):
+        return f"{frame.function} {frame.file}"
+    return f"{frame.function} ({short_file(frame.file)}:{frame.line})"
+
+
+def _stack_text(frames: tuple[Frame, ...], keep: int = 6) -> str:
+    names = [frame_text(f) for f in frames[-keep:]]
+    return ("… → " if len(frames) > keep else "") + " → ".join(names)
+
+
+def _frame_json(frame: Frame) -> dict[str, Any]:
+    return {"function": frame.function, "file": frame.file, "line": frame.line}
+
+
+def _function_json(row: FunctionRow) -> dict[str, Any]:
+    return {**_frame_json(row.frame), "inclusive": row.inclusive, "exclusive": row.exclusive}
+
+
+def summarize(
+    counts: WindowCounts, stacks: StackTable, top: int = DEFAULT_TOP
+) -> tuple[tuple[StackRow, ...], tuple[FunctionRow, ...], tuple[FunctionRow, ...]]:
+    """Top stacks and top functions (by inclusive and by exclusive samples) of window counts."""
+    inclusive: Counter[int] = Counter()
+    exclusive: Counter[int] = Counter()
+    for stack, count in counts.stacks.items():
+        frame_ids = stacks.frame_ids(stack)
+        if not frame_ids:
+            continue
+        for frame_id in set(frame_ids):
+            inclusive[frame_id] += count
+        exclusive[frame_ids[-1]] += count
+    ranked_stacks = sorted(counts.stacks.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+    def row(frame_id: int) -> FunctionRow:
+        return FunctionRow(stacks.frames[frame_id], inclusive[frame_id], exclusive[frame_id])
+
+    def ranked(by: Counter[int]) -> tuple[FunctionRow, ...]:
+        order = sorted(by.items(), key=lambda item: (-item[1], item[0]))[:top]
+        return tuple(row(frame_id) for frame_id, count in order if count)
+
+    return (
+        tuple(StackRow(count, stacks.resolve(stack)) for stack, count in ranked_stacks),
+        ranked(inclusive),
+        ranked(exclusive),
+    )
+
+
+def window_report(
+    trace: str | Path | Recording,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    *,
+    shape: TreeShape = DEFAULT_SHAPE,
+    top: int = DEFAULT_TOP,
+) -> WindowReport:
+    """The report for ``[start_ns, end_ns)`` (default: the whole recording)."""
+    if isinstance(trace, Recording):
+        return _report(trace, start_ns, end_ns, shape, top)
+    with Recording(trace) as recording:
+        return _report(recording, start_ns, end_ns, shape, top)
+
+
+def _report(
+    recording: Recording, start_ns: int | None, end_ns: int | None, shape: TreeShape, top: int
+) -> WindowReport:
+    if top < 1:
+        raise UsageError(f"--top must be at least 1, got {top}")
+    duration = recording.duration_ns
+    start = 0 if start_ns is None else start_ns
+    end = duration if end_ns is None else end_ns
+    if end <= start:
+        raise UsageError(
+            f"the window must end after it starts (from {start / 1e9:g} s to {end / 1e9:g} s);"
+            f" this trace spans 0–{duration / 1e9:.3f} s"
+        )
+    counts = query(recording.tree(shape), start, end)
+    stacks, by_inclusive, by_exclusive = summarize(counts, recording.stacks, top)
+    markers = tuple(
+        m for m in recording.markers if m.start_ns < end and (m.end_ns is None or m.end_ns > start)
+    )
+    return WindowReport(
+        trace=str(recording.path),
+        start_ns=start,
+        end_ns=end,
+        recording_ns=duration,
+        interval_ns=recording.interval_ns,
+        shape=shape,
+        samples=counts.samples,
+        unattributed=counts.unattributed,
+        nodes=dict(Counter(visit.action for visit in counts.visits)),
+        stacks=stacks,
+        by_inclusive=by_inclusive,
+        by_exclusive=by_exclusive,
+        markers=markers,
+        thread_names={t.number: t.name for t in recording.threads},
+    )
