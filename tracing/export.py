@@ -163,8 +163,10 @@ def to_chrome_trace(
         info = threads.get(number)
         return info.native_id if info is not None and info.native_id else number
 
-    def us(ns: int) -> float:
-        return ns / 1000
+    def us(ns: int) -> int:
+        # whole microseconds: flooring keeps every slice inside its parent, which decimal
+        # fractions re-read as binary doubles by a viewer would not guarantee
+        return ns // 1000
 
     events: list[dict[str, Any]] = [
         {
@@ -197,7 +199,7 @@ def to_chrome_trace(
                     "name": frame.function,
                     "cat": "sample",
                     "ts": us(opened),
-                    "dur": us(closed - opened),
+                    "dur": us(closed) - us(opened),
                     "args": {"file": frame.file, "line": frame.line},
                 }
             )

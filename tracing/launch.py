@@ -18,6 +18,8 @@ import traceback
 from types import CodeType, FrameType
 
 from apiprof.tracing.record import Recorder
+from apiprof.tracing.sampler import Sampler
+from apiprof.tracing.stacks import StackTable
 from apiprof.tracing.timetree import TreeShape
 
 
@@ -84,10 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     target = args.target[1:] if args.target[:1] == ["--"] else args.target
     shape = TreeShape(args.leaf_size, args.fanout, args.keep_percent)
-    recorder = Recorder(args.output, interval=args.interval, tree=shape, meta={"command": target})
+    stacks = StackTable()
+    stacks.hidden.update(_launcher_codes())
+    stacks.excluded.update(
+        f.__code__
+        for f in (Recorder.start, Recorder.stop, Sampler.start, Sampler.stop, _join_program_threads)
+    )
+    recorder = Recorder(
+        args.output, interval=args.interval, tree=shape, meta={"command": target}, stacks=stacks
+    )
     recorder.start()
-    assert recorder.sampler is not None
-    recorder.sampler.stacks.hidden.update(_launcher_codes())
     try:
         code = run_target(target)
     finally:

@@ -24,6 +24,7 @@ import apiprof
 from apiprof.errors import UsageError
 from apiprof.tracing.recording import Recording, RecordingWriter
 from apiprof.tracing.sampler import Sampler
+from apiprof.tracing.stacks import StackTable
 from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape
 
 DEFAULT_INTERVAL = 0.001
@@ -95,8 +96,10 @@ class Recorder:
         interval: float = DEFAULT_INTERVAL,
         tree: TreeShape | None = DEFAULT_SHAPE,
         meta: Mapping[str, Any] | None = None,
+        stacks: StackTable | None = None,
     ) -> None:
         self.path = Path(path)
+        self.stacks = stacks if stacks is not None else StackTable()
         self.interval = validate_interval(interval)
         self.tree = tree
         self.meta = dict(meta or {})
@@ -112,7 +115,7 @@ class Recorder:
             {**process_facts(), "interval_ns": int(self.interval * 1e9), **self.meta},
         )
         self._origin = time.perf_counter_ns()
-        self.sampler = Sampler(self._on_tick, interval=self.interval)
+        self.sampler = Sampler(self._on_tick, interval=self.interval, stacks=self.stacks)
         self.sampler.start()
         return self
 

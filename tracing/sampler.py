@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apiprof.tracing.stacks import StackTable
+from apiprof.tracing.stacks import EMPTY_STACK, StackTable
 
 Tick = Callable[[int, list[tuple[int, int]]], None]
 """A consumer of samples: ``(clock ns, [(thread number, stack id), ...])`` once per tick."""
@@ -105,13 +105,21 @@ class Sampler:
             self._adjust_switch_interval()
 
     def sample(self) -> list[tuple[int, int]]:
-        """One look at every thread: ``[(thread number, stack id), ...]``."""
+        """One look at every thread: ``[(thread number, stack id), ...]``.
+
+        Threads whose whole stack is our own machinery (an empty stack) are left out.
+        """
         frames = sys._current_frames()
         for ident in self.skip:
             frames.pop(ident, None)
         numbers = self.threads.numbers(frozenset(frames))
         intern = self.stacks.intern_python
-        return [(numbers[ident], intern(frame)) for ident, frame in frames.items()]
+        batch = []
+        for ident, frame in frames.items():
+            stack = intern(frame)
+            if stack != EMPTY_STACK:
+                batch.append((numbers[ident], stack))
+        return batch
 
     def start(self) -> None:
         if self._thread is not None:

@@ -45,7 +45,11 @@ class StackTable:
         self.stacks: list[tuple[int, int]] = [(EMPTY_STACK, -1)]
         self._stack_ids: dict[tuple[int, int], int] = {}
         self._code_frames: dict[CodeType, int] = {}
-        self.hidden: set[CodeType] = set()  # our own machinery (the launcher), left out of stacks
+        # Our own machinery: `hidden` frames are left out of stacks (the launcher between the
+        # interpreter and the program); a stack through an `excluded` frame is no sample at all
+        # (the main thread starting or stopping the recorder).
+        self.hidden: set[CodeType] = set()
+        self.excluded: set[CodeType] = set()
         for frame in frames:
             self.frame_id(frame)
         for prefix, frame_id in stacks:
@@ -74,12 +78,17 @@ class StackTable:
         return stack
 
     def intern_python(self, frame: FrameType | None) -> int:
-        """The id of the stack that ends in a live Python frame (the sampler's hot path)."""
+        """The id of the stack that ends in a live Python frame (the sampler's hot path).
+
+        Returns :data:`EMPTY_STACK` for a stack through an excluded frame.
+        """
         codes = []
         while frame is not None:
             codes.append(frame.f_code)
             frame = frame.f_back
         code_frames, stack_ids, hidden = self._code_frames, self._stack_ids, self.hidden
+        if self.excluded and not self.excluded.isdisjoint(codes):
+            return EMPTY_STACK
         stack = EMPTY_STACK
         for code in reversed(codes):
             if code in hidden:

@@ -1,0 +1,349 @@
+"""Sampled traces: interning, the sampler, the recording file, the Python API and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from apiprof.errors import TraceFileError, UsageError
+from apiprof.tracing.record import Recorder, split_python_command, trace_command
+from apiprof.tracing.recording import FORMAT_VERSION, Marker, Recording, write_recording
+from apiprof.tracing.sampler import Sampler, ThreadInfo
+from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
+from apiprof.tracing.timetree import MemoryTree, TreeShape, count_linearly, int_array, query
+from apiprof.tracing.window import parse_time, short_file, window_report
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PROGRAM = FIXTURES / "traced_program.py"
+APIPROF = [sys.executable, "-m", "apiprof.cli"]
+
+MAIN, WORKER = Frame("main", "app.py", 1), Frame("worker", "app.py", 20)
+PARSE, RENDER = Frame("parse", "app.py", 5), Frame("render", "app.py", 9)
+
+
+def test_stacks_share_their_prefixes():
+    table = StackTable()
+    parse = table.intern([MAIN, PARSE])
+    render = table.intern([MAIN, RENDER])
+    assert table.intern([MAIN, PARSE]) == parse
+    assert len(table.stacks) == 1 + 3  # empty, main, main→parse, main→render
+    assert table.stacks[parse][0] == table.stacks[render][0] == table.intern([MAIN])
+    assert table.resolve(render) == (MAIN, RENDER)
+    assert table.resolve(EMPTY_STACK) == ()
+
+
+def test_live_stack_is_interned_outermost_first():
+    table = StackTable()
+
+    def outer():
+        return inner()
+
+    def inner():
+        return table.intern_python(sys._getframe())
+
+    frames = table.resolve(outer())
+    assert [f.function for f in frames[-2:]] == [
+        "test_live_stack_is_interned_outermost_first.<locals>.outer",
+        "test_live_stack_is_interned_outermost_first.<locals>.inner",
+    ]
+    assert frames[-1].file == __file__
+
+
+def blocked_in_known_place(ready: threading.Event, release: threading.Event) -> None:
+    ready.set()
+    release.wait()
+
+
+def test_sampler_sees_every_thread_but_its_own():
+    ready, release = threading.Event(), threading.Event()
+    thread = threading.Thread(target=blocked_in_known_place, args=(ready, release), name="blocked")
+    thread.start()
+    try:
+        assert ready.wait(30)
+        sampler = Sampler(lambda t, batch: None, interval=0.01)
+        batch = sampler.sample()
+    finally:
+        release.set()
+        thread.join()
+    names = {sampler.threads.threads[number].name for number, _ in batch}
+    assert {"MainThread", "blocked"} <= names
+    leaves = {sampler.stacks.resolve(stack)[-1].function for _, stack in batch}
+    assert "blocked_in_known_place" in {
+        f.function for _, stack in batch for f in sampler.stacks.resolve(stack)
+    }
+    assert "Sampler.sample" in leaves  # this thread, caught looking
+    assert "test_sampler_sees_every_thread_but_its_own" in {
+        f.function for _, stack in batch for f in sampler.stacks.resolve(stack)
+    }
+
+
+def test_sampler_restores_the_switch_interval():
+    before = sys.getswitchinterval()
+    sampler = Sampler(lambda t, batch: None, interval=0.001)
+    sampler.start()
+    try:
+        assert sys.getswitchinterval() == pytest.approx(0.001)
+        sampler.interval = 0.05  # slower than the default: the default stays
+        assert sys.getswitchinterval() == pytest.approx(before)
+    finally:
+        sampler.stop()
+    assert sys.getswitchinterval() == before
+
+
+def crunch(seconds: float) -> int:
+    import time
+
+    deadline, total = time.perf_counter() + seconds, 0
+    while time.perf_counter() < deadline:
+        total += 1
+    return total
+
+
+@pytest.mark.slow
+def test_recorder_context_manager(tmp_path):
+    path = tmp_path / "api.trace"
+    with Recorder(path, interval=0.002) as recorder:
+        crunch(0.3)
+    summary = recorder.stop() if recorder.sampler else Recording(path).close() or None
+    assert summary is None  # stopped by the with block
+    report = window_report(path)
+    assert report.samples > 5 and report.exact
+    assert any(row.frame.function == "crunch" for row in report.by_exclusive[:3])
+    with Recording(path) as recording:
+        assert recording.meta["complete"] is True
+        assert recording.meta["interval_ns"] == 2_000_000
+        assert recording.meta["duration_ns"] >= 300_000_000
+        assert "MainThread" in {t.name for t in recording.threads}
+        stored = recording.conn.execute("SELECT COUNT(*) FROM trees").fetchone()[0]
+    assert stored == 1  # built when the recording stopped, reused by the report
+
+
+def test_recorder_refuses_misuse(tmp_path):
+    recorder = Recorder(tmp_path / "x.trace")
+    with pytest.raises(UsageError, match="not recording"):
+        recorder.stop()
+    with pytest.raises(UsageError, match="between 0.1 ms and 10 s"):
+        Recorder(tmp_path / "y.trace", interval=0)
+
+
+# -- the recording file ------------------------------------------------------------------
+
+
+def synthetic_recording(path: Path, n: int = 5000, tree: TreeShape | None = None) -> list[int]:
+    table = StackTable()
+    choices = [table.intern(s) for s in ([MAIN], [MAIN, PARSE], [MAIN, RENDER], [WORKER])]
+    times = [i * 1000 + (i % 3) for i in range(n)]
+    samples = [(i % 2, choices[(i // 7 + i % 2 * 3) % 4]) for i in range(n)]
+    write_recording(
+        path,
+        times=times,
+        samples=samples,
+        stacks=table,
+        threads=[ThreadInfo(0, 11, 101, "MainThread"), ThreadInfo(1, 12, 102, "worker")],
+        markers=[Marker("load", 0, 1_000_000, 3_000_000, 1_000_000)],
+        meta={"interval_ns": 1000, "duration_ns": n * 1000},
+        tree=tree,
+    )
+    return times
+
+
+def test_stored_tree_answers_like_the_memory_tree(tmp_path):
+    path = tmp_path / "s.trace"
+    shape = TreeShape(leaf_size=64, fanout=3, keep_percent=100)
+    synthetic_recording(path, tree=shape)
+    with Recording(path) as recording:
+        times, stacks, _ = recording.sample_arrays()
+        memory = MemoryTree(times, stacks, shape, end=recording.duration_ns)
+        stored = recording.tree(shape)
+        for lo, hi in [(0, 5_000_000), (1_234_567, 2_345_678), (4_000_000, 9_000_000)]:
+            answer = query(stored, lo, hi)
+            assert answer.stacks == memory.window(lo, hi).stacks
+            assert answer.stacks == count_linearly(times, stacks, lo, hi)
+            assert answer.visits == memory.window(lo, hi).visits
+
+
+def test_tree_is_built_on_first_use_and_stored(tmp_path):
+    path = tmp_path / "s.trace"
+    synthetic_recording(path, tree=None)
+    shape = TreeShape(leaf_size=100, fanout=2, keep_percent=50)
+    first = window_report(path, shape=shape)
+    with Recording(path) as recording:
+        assert recording.conn.execute("SELECT COUNT(*) FROM trees").fetchone()[0] == 1
+        assert recording._find_tree(shape) is not None
+    assert window_report(path, shape=shape) == first
+    assert not first.exact and "Approximate" in first.accuracy()
+
+
+def test_read_only_reader_builds_the_tree_in_memory(tmp_path):
+    path = tmp_path / "s.trace"
+    times = synthetic_recording(path, n=800, tree=None)
+    shape = TreeShape(leaf_size=50, fanout=2)
+    with Recording(path) as recording:
+        tree = recording._memory_tree(shape)
+        _, stacks, _ = recording.sample_arrays()
+        assert query(tree, 100_000, 500_000).stacks == count_linearly(
+            times, stacks, 100_000, 500_000
+        )
+        assert recording.conn.execute("SELECT COUNT(*) FROM trees").fetchone()[0] == 0
+
+
+def test_markers_and_threads_round_trip(tmp_path):
+    path = tmp_path / "s.trace"
+    synthetic_recording(path, n=10)
+    with Recording(path) as recording:
+        assert recording.markers == [Marker("load", 0, 1_000_000, 3_000_000, 1_000_000)]
+        assert recording.markers[0].slow
+        assert [t.name for t in recording.threads] == ["MainThread", "worker"]
+        assert recording.stacks.resolve(recording.sample_arrays(0, 1)[1][0]) == (MAIN,)
+
+
+def test_foreign_and_newer_files_are_refused(tmp_path):
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(TraceFileError, match="not an apiprof trace"):
+        Recording(other)
+    with pytest.raises(TraceFileError, match="not an apiprof trace; choose another"):
+        Recorder(other).start()
+    assert other.exists()
+    text = tmp_path / "notes.txt"
+    text.write_text("not sqlite at all")
+    with pytest.raises(TraceFileError, match="not an apiprof trace"):
+        Recording(text)
+    newer = tmp_path / "newer.trace"
+    synthetic_recording(newer, n=10)
+    conn = sqlite3.connect(newer)
+    with conn:
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION + 1),)
+        )
+    conn.close()
+    with pytest.raises(TraceFileError, match="newer apiprof"):
+        Recording(newer)
+    with pytest.raises(TraceFileError, match="no such trace file"):
+        Recording(tmp_path / "missing.trace")
+
+
+# -- small pieces of the CLI -------------------------------------------------------------
+
+
+def test_commands_are_split_into_interpreter_and_target():
+    py = sys.executable
+    assert split_python_command(["python3", "-X", "dev", "-u", "s.py", "a"]) == (
+        ["python3", "-X", "dev", "-u"],
+        ["s.py", "a"],
+    )
+    assert split_python_command(["python", "-m", "pkg.cli", "-v"]) == (
+        ["python"],
+        ["-m", "pkg.cli", "-v"],
+    )
+    assert split_python_command(["s.py", "x"]) == ([py], ["s.py", "x"])
+    assert split_python_command([py, "-c", "pass"]) == ([py], ["-c", "pass"])
+    for bad in ([], ["ls", "-l"], ["python"], ["python", "-m"], ["python", "-"]):
+        with pytest.raises(UsageError):
+            split_python_command(bad)
+
+
+def test_times_are_read_with_units():
+    assert parse_time("1.5") == 1_500_000_000
+    assert parse_time("250ms") == 250_000_000
+    assert parse_time("40us") == parse_time("40µs") == 40_000
+    assert parse_time(".5s") == 500_000_000
+    with pytest.raises(UsageError, match="250ms"):
+        parse_time("soon")
+
+
+def test_library_paths_are_shortened():
+    assert short_file("/usr/lib/python3.12/threading.py") == "threading.py"
+    assert short_file("/v/lib/python3.13t/site-packages/jedi/api.py") == "jedi/api.py"
+    assert short_file("/somewhere/else.py") == "/somewhere/else.py"
+
+
+def test_trace_command_runs_code_and_modules(tmp_path):
+    code, summary = trace_command(
+        [sys.executable, "-c", "import sys; sys.exit(4)"], tmp_path / "c.trace"
+    )
+    assert code == 4 and summary is not None and summary.path == (tmp_path / "c.trace").resolve()
+    code, summary = trace_command(
+        [sys.executable, "-m", "json.tool", "--help"], tmp_path / "m.trace", interval=0.005
+    )
+    assert code == 0 and summary is not None
+    with Recording(summary.path) as recording:
+        assert recording.meta["command"] == ["-m", "json.tool", "--help"]
+        assert recording.meta["interval_ns"] == 5_000_000
+
+
+# -- the CLI end to end --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    path = tmp_path_factory.mktemp("cli") / "program.trace"
+    run = subprocess.run(
+        [*APIPROF, "trace", "-o", str(path), "--interval", "2ms", "--",
+         sys.executable, str(PROGRAM), "0.4", "3"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    return path, run
+
+
+@pytest.mark.slow
+def test_trace_runs_the_program_and_keeps_its_exit_code(traced):
+    path, run = traced
+    assert run.returncode == 3, run.stderr
+    assert "done ['0.4', '3']" in run.stdout
+    assert "samples of" in run.stderr and f"apiprof window {path}" in run.stderr
+
+
+@pytest.mark.slow
+def test_window_json_names_the_busy_function(traced):
+    path, _ = traced
+    run = subprocess.run(
+        [*APIPROF, "window", str(path), "--json", "--top", "20"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    report = json.loads(run.stdout)
+    assert report["exact"] and report["unattributed"] == 0
+    assert report["samples"] > 20
+    inclusive = {row["function"]: row["inclusive"] for row in report["functions_by_inclusive"]}
+    assert inclusive["crunch_numbers"] > 0.5 * inclusive["main"]
+    assert "wait_for_input" in inclusive  # the other thread is sampled too
+    assert not any("apiprof" in row["file"] for row in report["functions_by_inclusive"])
+    assert report["stacks"][0]["frames"][0]["function"] in ("<module>", "Thread._bootstrap")
+
+
+@pytest.mark.slow
+def test_window_text_for_part_of_the_trace(traced):
+    path, _ = traced
+    run = subprocess.run(
+        [*APIPROF, "window", str(path), "--from", "100ms", "--to", "0.2", "--top", "3"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "window 0.100–0.200 s" in run.stdout
+    assert "Exact: every sample in the window is counted" in run.stdout
+    assert "crunch_numbers" in run.stdout
+
+
+def test_window_errors_are_one_actionable_line(tmp_path):
+    path = tmp_path / "s.trace"
+    synthetic_recording(path, n=50)
+    run = subprocess.run(
+        [*APIPROF, "window", str(path), "--from", "2", "--to", "1"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2 and "must end after it starts" in run.stderr
+    run = subprocess.run(
+        [*APIPROF, "window", str(tmp_path / "none.trace")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 3 and "apiprof trace -o" in run.stderr
+    run = subprocess.run(
+        [*APIPROF, "trace", "-o", str(tmp_path / "x.trace"), "--", "ls"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode == 2 and "Python interpreter" in run.stderr
