@@ -27,7 +27,7 @@ from apiprof.tracing.timetree import (
     split_points,
 )
 
-A, B, C, D, E, F, G, H, I = range(1, 10)
+A, B, C, D, E, F, G, H, I = range(1, 10)  # noqa: E741 (the example names stacks A–I)
 NAMES = dict(zip(range(1, 10), "ABCDEFGHI", strict=True))
 EXAMPLE_SHAPE = TreeShape(leaf_size=100, fanout=2, keep_percent=95)
 

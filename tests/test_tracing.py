@@ -16,7 +16,7 @@ from apiprof.tracing.record import Recorder, split_python_command, trace_command
 from apiprof.tracing.recording import FORMAT_VERSION, Marker, Recording, write_recording
 from apiprof.tracing.sampler import Sampler, ThreadInfo
 from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
-from apiprof.tracing.timetree import MemoryTree, TreeShape, count_linearly, int_array, query
+from apiprof.tracing.timetree import MemoryTree, TreeShape, count_linearly, query
 from apiprof.tracing.window import parse_time, short_file, window_report
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -128,7 +128,7 @@ def test_recorder_refuses_misuse(tmp_path):
     recorder = Recorder(tmp_path / "x.trace")
     with pytest.raises(UsageError, match="not recording"):
         recorder.stop()
-    with pytest.raises(UsageError, match="between 0.1 ms and 10 s"):
+    with pytest.raises(UsageError, match=r"between 0\.1 ms and 10 s"):
         Recorder(tmp_path / "y.trace", interval=0)
 
 
