@@ -27,6 +27,7 @@ times are seconds from the start of the trace (1.5) or numbers with a unit (250m
   nodes: {merged, enumerated, descended, skipped},
   stacks: [{samples, frames: [{function, file, line}]}]   (outermost call first)
   functions_by_inclusive, functions_by_exclusive: [{function, file, line, inclusive, exclusive}]
+  trigger: null, or for a delay trace {event, at_ns, threshold_ns, elapsed_ns, event_start_ns, thread}
   markers: [{event, thread, start_ns, end_ns, duration_ns, threshold_ns, slow}]
 """
 

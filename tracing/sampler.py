@@ -49,6 +49,14 @@ class ThreadTable:
             self._refresh(idents)
         return {ident: self._numbers[ident][1] for ident in idents}
 
+    def number_of(self, ident: int) -> int:
+        """The number of a thread seen before, or of a live one seen now for the first time."""
+        known = self._numbers.get(ident)
+        if known is None:
+            self._refresh(self._last_idents | {ident})
+            known = self._numbers[ident]
+        return known[1]
+
     def _refresh(self, idents: frozenset[int]) -> None:
         live = {t.ident: t for t in threading.enumerate()}
         for ident in idents:
@@ -87,6 +95,8 @@ class Sampler:
         self.threads = threads if threads is not None else ThreadTable()
         self.clock = clock
         self.skip: set[int] = set()
+        # asked before each tick: False hands on_tick an empty batch (a tick without a look)
+        self.wants_sample: Callable[[], bool] | None = None
         self._name = name
         self._interval = interval
         self._stop = threading.Event()
@@ -150,7 +160,8 @@ class Sampler:
         next_tick = clock()
         while not stop.is_set():
             now = clock()
-            self.on_tick(now, self.sample())
+            wanted = self.wants_sample
+            self.on_tick(now, self.sample() if wanted is None or wanted() else [])
             interval_ns = int(self._interval * 1e9)
             next_tick += interval_ns
             if next_tick < now:  # fell behind (a long GIL hold): do not burst to catch up

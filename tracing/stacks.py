@@ -102,6 +102,19 @@ class StackTable:
             stack = self.stack_id(stack, frame_id) if found is None else found
         return stack
 
+    def frame_at(self, file: str, function: str, line: int) -> int:
+        """The frame of the code running ``function`` at ``file:line`` (a frame from a text
+        traceback), matched to a function sampled before when there is one."""
+        best: tuple[int, int] | None = None
+        for code, frame_id in self._code_frames.items():
+            if code.co_filename == file and code.co_name == function:
+                first = code.co_firstlineno
+                if first <= line and (best is None or first > best[0]):
+                    best = (first, frame_id)
+        if best is not None:
+            return best[1]
+        return self.frame_id(Frame(function, file, line))
+
     def frame_ids(self, stack: int) -> list[int]:
         """Frame ids of a stack, outermost call first."""
         path = []

@@ -79,6 +79,7 @@ class WindowReport:
     by_exclusive: tuple[FunctionRow, ...]
     markers: tuple[Marker, ...]
     thread_names: dict[int, str]
+    trigger: dict[str, Any] | None = None  # a delay trace's trigger (from its metadata)
 
     @property
     def exact(self) -> bool:
@@ -127,6 +128,7 @@ class WindowReport:
             ],
             "functions_by_inclusive": [_function_json(row) for row in self.by_inclusive],
             "functions_by_exclusive": [_function_json(row) for row in self.by_exclusive],
+            "trigger": self.trigger,
             "markers": [
                 {
                     "event": m.event,
@@ -154,6 +156,8 @@ class WindowReport:
             ),
             self.accuracy(),
         ]
+        if self.trigger:
+            lines.append(self._trigger_text(self.trigger))
         if not self.samples:
             lines.append("No samples in this window.")
             return "\n".join(lines) + "\n"
@@ -179,6 +183,15 @@ class WindowReport:
                     f" on {self.thread_names.get(m.thread, m.thread)}{slow}"
                 )
         return "\n".join(lines) + "\n"
+
+    def _trigger_text(self, trigger: dict[str, Any]) -> str:
+        started, at = trigger.get("event_start_ns", 0) / 1e9, trigger.get("at_ns", 0) / 1e9
+        threshold = trigger.get("threshold_ns")
+        limit = f" its threshold of {format_ns(threshold)}" if threshold else " its threshold"
+        return (
+            f"Delay trace: {trigger.get('event')} (started at {started:.3f} s) passed{limit}"
+            f" at {at:.3f} s; samples before that come from the pre-trigger ring."
+        )
 
     def _share(self, count: int) -> str:
         return f"{100 * count / self.samples:5.1f}%" if self.samples else "    —"
@@ -308,4 +321,5 @@ def _report(
         by_exclusive=by_exclusive,
         markers=markers,
         thread_names={t.number: t.name for t in recording.threads},
+        trigger=trigger if isinstance(trigger := recording.meta.get("trigger"), dict) else None,
     )
