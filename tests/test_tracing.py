@@ -347,3 +347,38 @@ def test_window_errors_are_one_actionable_line(tmp_path):
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert run.returncode == 2 and "Python interpreter" in run.stderr
+
+
+def test_function_totals_count_each_sample_once_even_in_recursion():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from apiprof.tracing.timetree import WindowCounts
+    from apiprof.tracing.window import summarize
+
+    frames = [Frame(f"f{i}", "r.py", i) for i in range(4)]
+
+    @settings(max_examples=100, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=6), st.integers(1, 9)),
+            max_size=12,
+        )
+    )
+    def check(stack_counts):
+        table = StackTable()
+        counts: dict[int, int] = {}
+        for path, count in stack_counts:
+            stack = table.intern(frames[i] for i in path)
+            counts[stack] = counts.get(stack, 0) + count
+        _, by_inclusive, by_exclusive = summarize(WindowCounts(0, 1, counts), table, top=10)
+        inclusive, exclusive = {}, {}
+        for stack, count in counts.items():
+            path = table.resolve(stack)
+            for frame in set(path):
+                inclusive[frame] = inclusive.get(frame, 0) + count
+            exclusive[path[-1]] = exclusive.get(path[-1], 0) + count
+        assert {r.frame: r.inclusive for r in by_inclusive} == inclusive
+        assert {r.frame: r.exclusive for r in by_exclusive} == exclusive
+
+    check()

@@ -50,6 +50,7 @@ class StackTable:
         # (the main thread starting or stopping the recorder).
         self.hidden: set[CodeType] = set()
         self.excluded: set[CodeType] = set()
+        self._outermost: list[bool] = []
         for frame in frames:
             self.frame_id(frame)
         for prefix, frame_id in stacks:
@@ -114,6 +115,20 @@ class StackTable:
         if best is not None:
             return best[1]
         return self.frame_id(Frame(function, file, line))
+
+    def outermost(self) -> list[bool]:
+        """Per stack id: whether its innermost function is not also further out (recursion).
+
+        A function's inclusive count takes a sample once, at its outermost occurrence. Computed
+        for new stacks only, so repeated reports pay for it once.
+        """
+        flags, stacks = self._outermost, self.stacks
+        for stack in range(len(flags), len(stacks)):
+            prefix, frame_id = stacks[stack]
+            while prefix != EMPTY_STACK and stacks[prefix][1] != frame_id:
+                prefix = stacks[prefix][0]
+            flags.append(prefix == EMPTY_STACK)
+        return flags
 
     def frame_ids(self, stack: int) -> list[int]:
         """Frame ids of a stack, outermost call first."""

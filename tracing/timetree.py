@@ -28,8 +28,8 @@ Action = Literal["skipped", "merged", "descended", "enumerated"]
 class TreeShape:
     """M (``leaf_size``), N (``fanout``) and P (``keep_percent``) of a time tree."""
 
-    leaf_size: int = 1024
-    fanout: int = 4
+    leaf_size: int = 512
+    fanout: int = 2
     keep_percent: float = 100.0
 
     def __post_init__(self) -> None:
@@ -51,7 +51,8 @@ class TreeShape:
 
 
 DEFAULT_SHAPE = TreeShape()
-"""Leaves under 1024 samples, 4 children per node, exact counts."""
+"""Leaves under 512 samples, halves, exact counts: a window's report then merges at most two
+nodes per level, which keeps large windows fast (bench/time_tree.py)."""
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,7 @@ class WindowCounts:
 def query(source: TreeSource, start: int, end: int) -> WindowCounts:
     """Counts per stack of the samples with ``start <= t < end``, answered from the tree."""
     result = WindowCounts(start, end)
-    counts = result.stacks
-    get = counts.get
+    parts: list[tuple[Sequence[int], Sequence[int]]] = []  # (stacks, counts) to add up
     pending: list[Node] = [source.root()]
     while pending:
         node = pending.pop()
@@ -237,11 +237,9 @@ def query(source: TreeSource, start: int, end: int) -> WindowCounts:
             continue
         inside = start <= node.start and node.end <= end
         if node.kept is not None and inside:
-            kept_stacks, kept_counts = node.kept
-            for stack, count in zip(kept_stacks, kept_counts, strict=True):
-                counts[stack] = get(stack, 0) + count
+            parts.append(node.kept)
             result.samples += node.samples
-            result.unattributed += node.samples - sum(kept_counts)
+            result.unattributed += node.samples - sum(node.kept[1])
             result.visits.append(Visit(node.start, node.end, node.samples, "merged"))
         elif node.kept is not None:
             result.visits.append(Visit(node.start, node.end, node.samples, "descended"))
@@ -254,12 +252,26 @@ def query(source: TreeSource, start: int, end: int) -> WindowCounts:
                 lo = bisect.bisect_left(times, start)
                 hi = bisect.bisect_left(times, end, lo)
                 chosen = stacks[lo:hi]
-            for stack, count in Counter(chosen).items():
-                counts[stack] = get(stack, 0) + count
+            counted = Counter(chosen)
+            parts.append((list(counted), list(counted.values())))
             result.samples += len(chosen)
             action: Action = "merged" if inside else "enumerated"
             result.visits.append(Visit(node.start, node.end, node.samples, action))
+    result.stacks = add_counts(parts)
     return result
+
+
+def add_counts(parts: list[tuple[Sequence[int], Sequence[int]]]) -> dict[int, int]:
+    """Sum ``(stack ids, counts)`` lists: the longest is copied whole, the rest added to it."""
+    if not parts:
+        return {}
+    parts.sort(key=lambda part: len(part[0]), reverse=True)
+    counts = dict(zip(*parts[0], strict=True))
+    get = counts.get
+    for stacks, numbers in parts[1:]:
+        for stack, count in zip(stacks, numbers, strict=True):
+            counts[stack] = get(stack, 0) + count
+    return counts
 
 
 def count_linearly(

@@ -9,6 +9,7 @@ and states how exact its counts are.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 from collections import Counter
@@ -20,7 +21,7 @@ from typing import Any
 from apiprof.errors import UsageError
 from apiprof.format import format_ns
 from apiprof.tracing.recording import Marker, Recording
-from apiprof.tracing.stacks import Frame, StackTable
+from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
 from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query
 
 DEFAULT_TOP = 10
@@ -244,30 +245,49 @@ def _function_json(row: FunctionRow) -> dict[str, Any]:
     return {**_frame_json(row.frame), "inclusive": row.inclusive, "exclusive": row.exclusive}
 
 
+def inclusive_totals(counts: dict[int, int], stacks: StackTable) -> dict[int, int]:
+    """Samples per frame id with the function anywhere on the stack (once per sample).
+
+    Each stack's samples are passed on to its prefix, longest stacks first (a prefix always has
+    a smaller id than the stacks extending it), so every shared prefix is added up once; a
+    frame gets the total of its outermost occurrences only, so recursion counts once.
+    """
+    table, outermost = stacks.stacks, stacks.outermost()
+    below = [0] * len(table)  # samples of the stack and of all stacks extending it
+    for stack, count in counts.items():
+        below[stack] = count
+    by_frame = [0] * len(stacks.frames)
+    for stack in range(max(counts, default=0), EMPTY_STACK, -1):
+        total = below[stack]
+        if total:
+            prefix, frame_id = table[stack]
+            below[prefix] += total
+            if outermost[stack]:
+                by_frame[frame_id] += total
+    return {frame_id: total for frame_id, total in enumerate(by_frame) if total}
+
+
 def summarize(
     counts: WindowCounts, stacks: StackTable, top: int = DEFAULT_TOP
 ) -> tuple[tuple[StackRow, ...], tuple[FunctionRow, ...], tuple[FunctionRow, ...]]:
     """Top stacks and top functions (by inclusive and by exclusive samples) of window counts."""
-    inclusive: Counter[int] = Counter()
-    exclusive: Counter[int] = Counter()
+    table = stacks.stacks
+    inclusive = inclusive_totals(counts.stacks, stacks)
+    exclusive: dict[int, int] = {}
     for stack, count in counts.stacks.items():
-        frame_ids = stacks.frame_ids(stack)
-        if not frame_ids:
-            continue
-        for frame_id in set(frame_ids):
-            inclusive[frame_id] += count
-        exclusive[frame_ids[-1]] += count
-    ranked_stacks = sorted(counts.stacks.items(), key=lambda item: (-item[1], item[0]))[:top]
+        if stack != EMPTY_STACK:
+            frame_id = table[stack][1]
+            exclusive[frame_id] = exclusive.get(frame_id, 0) + count
 
-    def row(frame_id: int) -> FunctionRow:
-        return FunctionRow(stacks.frames[frame_id], inclusive[frame_id], exclusive[frame_id])
+    def ranked(by: dict[int, int]) -> tuple[FunctionRow, ...]:
+        best = heapq.nsmallest(top, by.items(), key=lambda item: (-item[1], item[0]))
+        return tuple(
+            FunctionRow(stacks.frames[f], inclusive.get(f, 0), exclusive.get(f, 0)) for f, _ in best
+        )
 
-    def ranked(by: Counter[int]) -> tuple[FunctionRow, ...]:
-        order = sorted(by.items(), key=lambda item: (-item[1], item[0]))[:top]
-        return tuple(row(frame_id) for frame_id, count in order if count)
-
+    top_stacks = heapq.nsmallest(top, counts.stacks.items(), key=lambda item: (-item[1], item[0]))
     return (
-        tuple(StackRow(count, stacks.resolve(stack)) for stack, count in ranked_stacks),
+        tuple(StackRow(count, stacks.resolve(stack)) for stack, count in top_stacks),
         ranked(inclusive),
         ranked(exclusive),
     )
