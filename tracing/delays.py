@@ -10,8 +10,9 @@ markers together, in the format of ``apiprof trace``) and a summary file. A hang
 that holds the GIL, which stops the watchdog itself, is caught by :mod:`.hang`.
 
 Cost while nothing is slow: ``begin`` + ``end`` are a clock read, an object and a set and a
-deque operation each (see ``bench/trace_overhead.py``); the watchdog wakes every ring interval
-and, unless ``ring_while_idle`` is set, looks at stacks only while an event runs.
+deque operation each (see ``bench/delay_overhead.py``). The watchdog looks at stacks every
+interval while an event runs (or always, with ``ring_while_idle``); while none runs it only
+wakes every quarter of the smallest threshold (at most every 100 ms) to notice one.
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ class DelayTracker:
             name="apiprof-delay-watchdog",
         )
         self.sampler.wants_sample = self._wants_sample
+        # idle, the watchdog only needs to notice an event within a fraction of its threshold
+        smallest = min((e.threshold_ms for e in settings.events.values()), default=100.0)
+        self.sampler.idle_interval = min(0.1, max(settings.interval_ms, smallest / 4) / 1000)
         self._thresholds = {name: e.threshold_ns for name, e in settings.events.items()}
         self._running: set[_Mark] = set()
         self._finished: deque[tuple[str, int, int, int, int | None]] = deque(

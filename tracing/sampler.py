@@ -95,8 +95,10 @@ class Sampler:
         self.threads = threads if threads is not None else ThreadTable()
         self.clock = clock
         self.skip: set[int] = set()
-        # asked before each tick: False hands on_tick an empty batch (a tick without a look)
+        # asked before each tick: False hands on_tick an empty batch (a tick without a look),
+        # and the next tick comes after `idle_interval` seconds (None: the usual interval)
         self.wants_sample: Callable[[], bool] | None = None
+        self.idle_interval: float | None = None
         self._name = name
         self._interval = interval
         self._stop = threading.Event()
@@ -161,8 +163,10 @@ class Sampler:
         while not stop.is_set():
             now = clock()
             wanted = self.wants_sample
-            self.on_tick(now, self.sample() if wanted is None or wanted() else [])
-            interval_ns = int(self._interval * 1e9)
+            looked = wanted is None or wanted()
+            self.on_tick(now, self.sample() if looked else [])
+            pause = self._interval if looked or self.idle_interval is None else self.idle_interval
+            interval_ns = int(pause * 1e9)
             next_tick += interval_ns
             if next_tick < now:  # fell behind (a long GIL hold): do not burst to catch up
                 next_tick = now + interval_ns

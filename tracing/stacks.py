@@ -45,12 +45,14 @@ class StackTable:
         self.stacks: list[tuple[int, int]] = [(EMPTY_STACK, -1)]
         self._stack_ids: dict[tuple[int, int], int] = {}
         self._code_frames: dict[CodeType, int] = {}
-        # Our own machinery: `hidden` frames are left out of stacks (the launcher between the
+        # Our own machinery (set both before sampling starts: results are cached per stack):
+        # `hidden` frames are left out of stacks (the launcher between the
         # interpreter and the program); a stack through an `excluded` frame is no sample at all
         # (the main thread starting or stopping the recorder).
         self.hidden: set[CodeType] = set()
         self.excluded: set[CodeType] = set()
         self._outermost: list[bool] = []
+        self._by_codes: dict[tuple[CodeType, ...], int] = {}
         for frame in frames:
             self.frame_id(frame)
         for prefix, frame_id in stacks:
@@ -87,6 +89,15 @@ class StackTable:
         while frame is not None:
             codes.append(frame.f_code)
             frame = frame.f_back
+        # Seen before (nearly always): one hash of the code tuple instead of a lookup per frame.
+        key = tuple(codes)
+        known = self._by_codes.get(key)
+        if known is None:
+            known = self._by_codes[key] = self._intern_codes(codes)
+        return known
+
+    def _intern_codes(self, codes: list[CodeType]) -> int:
+        """``intern_python`` the slow way: innermost code first in ``codes``."""
         code_frames, stack_ids, hidden = self._code_frames, self._stack_ids, self.hidden
         if self.excluded and not self.excluded.isdisjoint(codes):
             return EMPTY_STACK
