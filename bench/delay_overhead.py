@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import workload  # noqa: E402  (beside this file)
+import workload
 
-from apiprof.tracing.delays import DelayTracker  # noqa: E402
-from apiprof.tracing.settings import read_settings  # noqa: E402
+from apiprof.tracing.delays import DelayTracker
+from apiprof.tracing.settings import read_settings
 
 CALLS = 200_000
 

@@ -124,7 +124,7 @@ def bench_memory(n: int, unique: int, repeat: int, shape: TreeShape) -> None:
             for s in spans
         )
         report_s = statistics.median(
-            timed(lambda s=s: summarize(tree.window(*s), table), repeat)[0] for s in spans
+            timed(lambda s=s: summarize(tree.window(*s).stacks, table), repeat)[0] for s in spans
         )
         same = all(tree.window(*s).stacks == count_linearly(times, stacks, *s) for s in spans[:1])
         print(

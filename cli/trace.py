@@ -25,7 +25,8 @@ times are seconds from the start of the trace (1.5) or numbers with a unit (250m
   trace, window: {from_ns, to_ns, from_s, to_s}, recording_ns, interval_ns,
   tree: {leaf_size, fanout, keep_percent}, samples, exact, unattributed, accuracy,
   nodes: {merged, enumerated, descended, skipped},
-  stacks: [{samples, frames: [{function, file, line}]}]   (outermost call first)
+  threads: [names the report is limited to], by_thread: [{thread, samples}],
+  stacks: [{samples, thread, frames: [{function, file, line}]}]   (outermost call first)
   functions_by_inclusive, functions_by_exclusive: [{function, file, line, inclusive, exclusive}]
   trigger: null, or for a delay trace {event, at_ns, threshold_ns, elapsed_ns, event_start_ns, thread}
   markers: [{event, thread, start_ns, end_ns, duration_ns, threshold_ns, slow}]

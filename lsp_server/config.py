@@ -40,6 +40,19 @@ class LatencyOptions:
 
 
 @dataclass(frozen=True)
+class DelayOptions:
+    # the delay tracker (lsp_server/delays.py): a trace of the first slow completion/hover/resolve
+    enabled: bool = True
+    settings_file: str = ""  # a TOML file replacing the built-in lsp_server/delays.toml
+    output_dir: str = ""  # where traces go; "" → the settings file's (~/.cache/apiprof/delays)
+    completion_ms: float = 0.0  # thresholds; 0 → the settings file's
+    hover_ms: float = 0.0
+    resolve_ms: float = 0.0
+    trace_seconds: float = 0.0  # trace length for all three; 0 → the settings file's
+    test_delay_ms: float = 0.0  # for trying the tracker out: every completion waits this long
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     databases: tuple[str, ...] = ()  # empty → <workspace root>/apiprof.db
     docs_url: str = ""  # base URL of the Sphinx docs; empty → no drill-down links
@@ -48,6 +61,7 @@ class ServerConfig:
     completion: CompletionOptions = field(default_factory=CompletionOptions)
     hover: HoverOptions = field(default_factory=HoverOptions)
     latency: LatencyOptions = field(default_factory=LatencyOptions)
+    delays: DelayOptions = field(default_factory=DelayOptions)
 
     def database_paths(self, root: str | Path | None) -> list[Path]:
         """Absolute database paths: relative entries and the default live in the workspace root."""

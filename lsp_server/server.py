@@ -19,6 +19,7 @@ from pygls.uris import to_fs_path
 
 import apiprof
 from apiprof.lsp_server.config import SECTION
+from apiprof.lsp_server.delays import RequestDelays
 from apiprof.lsp_server.latency import REPORT_METHOD
 from apiprof.lsp_server.session import Session
 
@@ -34,6 +35,7 @@ class ApiprofServer(LanguageServer):
     def __init__(self, *, jedi_only: bool = False) -> None:
         super().__init__("apiprof-lsp", apiprof.__version__)
         self.session = Session(self.log_to_client, jedi_only=jedi_only)
+        self.delays = RequestDelays(self.log_to_client)
 
     def log_to_client(self, level: types.MessageType, message: str) -> None:
         try:
@@ -106,6 +108,7 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
             params.initialization_options,
             params.capabilities,
         )
+        server.delays.start(session.config.delays, session.root)
 
     @server.feature(types.INITIALIZED)
     @guarded(server, types.INITIALIZED, lambda p: None)
@@ -125,17 +128,20 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
         types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=True),
     )
     @guarded(server, types.TEXT_DOCUMENT_COMPLETION, lambda p: {"isIncomplete": False, "items": []})
+    @server.delays.marked("completion")
     def completion(params: types.CompletionParams) -> dict[str, Any]:
         doc = server.workspace.get_text_document(params.text_document.uri)
         return session.complete(doc, params.position)
 
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     @guarded(server, types.COMPLETION_ITEM_RESOLVE, lambda item: item)
+    @server.delays.marked("resolve")
     def completion_resolve(item: types.CompletionItem) -> types.CompletionItem:
         return session.resolve_completion(item)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @guarded(server, types.TEXT_DOCUMENT_HOVER, lambda p: None)
+    @server.delays.marked("hover")
     def hover(params: types.HoverParams) -> types.Hover | None:
         doc = server.workspace.get_text_document(params.text_document.uri)
         return session.hover(doc, params.position)

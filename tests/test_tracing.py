@@ -353,7 +353,6 @@ def test_function_totals_count_each_sample_once_even_in_recursion():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from apiprof.tracing.timetree import WindowCounts
     from apiprof.tracing.window import summarize
 
     frames = [Frame(f"f{i}", "r.py", i) for i in range(4)]
@@ -371,7 +370,8 @@ def test_function_totals_count_each_sample_once_even_in_recursion():
         for path, count in stack_counts:
             stack = table.intern(frames[i] for i in path)
             counts[stack] = counts.get(stack, 0) + count
-        _, by_inclusive, by_exclusive = summarize(WindowCounts(0, 1, counts), table, top=10)
+        summary = summarize(counts, table, top=10)
+        by_inclusive, by_exclusive = summary.by_inclusive, summary.by_exclusive
         inclusive, exclusive = {}, {}
         for stack, count in counts.items():
             path = table.resolve(stack)

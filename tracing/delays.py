@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shlex
 import shutil
 import sqlite3
 import threading
@@ -86,11 +87,15 @@ class TraceFiles:
     directory: Path
     trace: Path
     summary: Path
-    window: tuple[float, float]  # seconds of the trace around the trigger worth reporting on
+    window: tuple[float, float]  # seconds of the trace from the slow event's start to its end
+    thread: str  # the thread the slow event ran on
 
     def report_command(self) -> str:
         start, end = self.window
-        return f"apiprof window {self.trace} --from {start:.3f} --to {end:.3f}"
+        return (
+            f"apiprof window {self.trace} --from {start:.3f} --to {end:.3f}"
+            f" --thread {shlex.quote(self.thread)}"
+        )
 
 
 @dataclass
@@ -205,6 +210,7 @@ class DelayTracker:
                 self.settings.output_dir / f".hang-{self.session_id}.txt",
                 self.settings.hang_seconds,
                 self.stacks,
+                lambda ident: self.sampler.thread_root(self.threads.number_of(ident)),
                 self.clock,
             )
             self._hang.start()
@@ -469,7 +475,10 @@ class DelayTracker:
                 "configured_trace_seconds": event.trace_seconds,
                 "interval_ms": self.settings.interval_ms,
                 "cut_short": cut_short,
-                "report": f"apiprof window {TRACE_FILE} --from {window[0]:.3f} --to {window[1]:.3f}",
+                "report": (
+                    f"apiprof window {TRACE_FILE} --from {window[0]:.3f} --to {window[1]:.3f}"
+                    f" --thread {shlex.quote(names.get(trigger_thread, str(trigger_thread)))}"
+                ),
             },
             "hangs": [
                 {
@@ -486,5 +495,11 @@ class DelayTracker:
         write_json(partial / SUMMARY_FILE, summary)
         os.replace(partial, final)
         return TraceFiles(
-            trace_id, trigger.event, final, final / TRACE_FILE, final / SUMMARY_FILE, window
+            trace_id,
+            trigger.event,
+            final,
+            final / TRACE_FILE,
+            final / SUMMARY_FILE,
+            window,
+            names.get(trigger_thread, str(trigger_thread)),
         )

@@ -101,7 +101,7 @@ def to_speedscope(
     for thread, samples in _threads_samples(recording, lo, hi):
         weights = _weights(samples.times, recording.interval_ns, hi)
         stacks = [
-            paths[s] if s in paths else paths.setdefault(s, table.frame_ids(s))
+            paths[s] if s in paths else paths.setdefault(s, table.code_path(s))
             for s in samples.stacks
         ]
         profiles.append(
@@ -253,7 +253,7 @@ def _slices(table: StackTable, samples: _ThreadSamples, end: int) -> Iterator[tu
             yield frame_id, opened, at
 
     for t, stack in zip(samples.times, samples.stacks, strict=True):
-        path = table.frame_ids(stack)
+        path = table.code_path(stack)
         common = 0
         limit = min(len(open_frames), len(path))
         while common < limit and open_frames[common][0] == path[common]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apiprof.tracing.stacks import EMPTY_STACK, StackTable
+from apiprof.tracing.stacks import StackTable
 
 _THREAD = re.compile(r"^(?:Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
@@ -35,8 +35,9 @@ class HangDump:
     stacks: dict[int, int]  # thread ident → stack id
 
 
-def parse_dump(text: str, stacks: StackTable) -> dict[int, int]:
-    """Thread ident → interned stack of a faulthandler dump (frames listed innermost first)."""
+def parse_dump(text: str, stacks: StackTable, root: Callable[[int], int]) -> dict[int, int]:
+    """Thread ident → interned stack of a faulthandler dump (frames listed innermost first);
+    ``root(ident)`` is the stack a thread's stacks start with."""
     threads: dict[int, list[tuple[str, int, str]]] = {}
     current: list[tuple[str, int, str]] | None = None
     for line in text.splitlines():
@@ -49,19 +50,25 @@ def parse_dump(text: str, stacks: StackTable) -> dict[int, int]:
             current.append((frame.group(1), int(frame.group(2)), frame.group(3)))
     result = {}
     for ident, frames in threads.items():
-        stack = EMPTY_STACK
+        stack = start = root(ident)
         for file, lineno, function in reversed(frames):
             stack = stacks.stack_id(stack, stacks.frame_at(file, function, lineno))
-        if stack != EMPTY_STACK:
+        if stack != start:
             result[ident] = stack
     return result
 
 
 class HangWatch:
     def __init__(
-        self, path: Path, seconds: float, stacks: StackTable, clock: Callable[[], int]
+        self,
+        path: Path,
+        seconds: float,
+        stacks: StackTable,
+        root: Callable[[int], int],
+        clock: Callable[[], int],
     ) -> None:
         self.path, self.seconds, self.stacks, self.clock = path, seconds, stacks, clock
+        self.root = root
         self._file: io.FileIO | None = None
         self._armed_at = 0
         self._read = 0
@@ -95,7 +102,7 @@ class HangWatch:
             self._armed_at + round(self.seconds * 1e9),
             self.seconds,
             text,
-            parse_dump(text, self.stacks),
+            parse_dump(text, self.stacks, self.root),
         )
         self._arm(self.clock())
         return dump

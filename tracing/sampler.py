@@ -95,6 +95,7 @@ class Sampler:
         self.threads = threads if threads is not None else ThreadTable()
         self.clock = clock
         self.skip: set[int] = set()
+        self._roots: dict[int, int] = {}  # thread number → its thread frame stack
         # asked before each tick: False hands on_tick an empty batch (a tick without a look),
         # and the next tick comes after `idle_interval` seconds (None: the usual interval)
         self.wants_sample: Callable[[], bool] | None = None
@@ -125,13 +126,23 @@ class Sampler:
         for ident in self.skip:
             frames.pop(ident, None)
         numbers = self.threads.numbers(frozenset(frames))
-        intern = self.stacks.intern_python
+        intern, roots = self.stacks.intern_python, self._roots
         batch = []
         for ident, frame in frames.items():
-            stack = intern(frame)
+            number = numbers[ident]
+            root = roots.get(number)
+            stack = intern(frame, self.thread_root(number) if root is None else root)
             if stack != EMPTY_STACK:
-                batch.append((numbers[ident], stack))
+                batch.append((number, stack))
         return batch
+
+    def thread_root(self, number: int) -> int:
+        """The thread frame stack that the stacks of thread ``number`` start with."""
+        root = self._roots.get(number)
+        if root is None:
+            name = self.threads.threads[number].name
+            root = self._roots[number] = self.stacks.thread_root(number, name)
+        return root
 
     def start(self) -> None:
         if self._thread is not None:

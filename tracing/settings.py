@@ -40,7 +40,9 @@ from apiprof.errors import SettingsError
 
 
 def default_output_dir() -> Path:
-    """``$XDG_CACHE_HOME/apiprof/delays`` (``~/.cache/apiprof/delays`` by default)."""
+    """``$APIPROF_DELAYS_DIR``, else ``$XDG_CACHE_HOME/apiprof/delays`` (``~/.cache/...``)."""
+    if os.environ.get("APIPROF_DELAYS_DIR"):
+        return Path(os.environ["APIPROF_DELAYS_DIR"]).expanduser()
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "apiprof" / "delays"
 

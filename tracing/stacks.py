@@ -4,6 +4,10 @@ A sampler sees the same few hundred stacks again and again, and stacks share the
 stack of the main thread starts in ``<module>``). Storing a stack as ``(prefix id, frame id)``
 stores each shared root once, makes a sample one small integer, and lets readers rebuild any
 stack by walking prefixes back to the empty stack (id 0).
+
+A sampled stack starts with a *thread frame* naming its thread (file ``<thread>``), so the same
+code on two threads makes two stacks: a window report can then keep one thread's samples (the
+thread of a slow request) without re-reading samples, and reports show where each thread was.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from types import CodeType, FrameType
 EMPTY_STACK = 0
 """The id of the empty stack: the prefix of every one-frame stack."""
 
+THREAD_FILE = "<thread>"
+"""The file of the pseudo-frame at the root of a sampled stack; its function is the thread's name
+and its line the thread's number in the recording."""
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -25,9 +33,8 @@ class Frame:
     line: int
 
     @property
-    def label(self) -> str:
-        """``function (file:line)`` as people read it in reports."""
-        return f"{self.function} ({self.file}:{self.line})"
+    def is_thread(self) -> bool:
+        return self.file == THREAD_FILE
 
 
 class StackTable:
@@ -46,13 +53,14 @@ class StackTable:
         self._stack_ids: dict[tuple[int, int], int] = {}
         self._code_frames: dict[CodeType, int] = {}
         # Our own machinery (set both before sampling starts: results are cached per stack):
-        # `hidden` frames are left out of stacks (the launcher between the
-        # interpreter and the program); a stack through an `excluded` frame is no sample at all
-        # (the main thread starting or stopping the recorder).
+        # `hidden` frames are left out of stacks (the launcher between the interpreter and the
+        # program); a stack through an `excluded` frame is no sample at all (the main thread
+        # starting or stopping the recorder).
         self.hidden: set[CodeType] = set()
         self.excluded: set[CodeType] = set()
+        self._by_codes: dict[tuple[int, tuple[CodeType, ...]], int] = {}
         self._outermost: list[bool] = []
-        self._by_codes: dict[tuple[CodeType, ...], int] = {}
+        self._roots: list[int] = []
         for frame in frames:
             self.frame_id(frame)
         for prefix, frame_id in stacks:
@@ -73,35 +81,40 @@ class StackTable:
             self.stacks.append(key)
         return found
 
-    def intern(self, frames: Iterable[Frame]) -> int:
-        """The id of the stack ``frames`` (outermost call first)."""
-        stack = EMPTY_STACK
+    def intern(self, frames: Iterable[Frame], root: int = EMPTY_STACK) -> int:
+        """The id of the stack ``frames`` (outermost call first) below ``root``."""
+        stack = root
         for frame in frames:
             stack = self.stack_id(stack, self.frame_id(frame))
         return stack
 
-    def intern_python(self, frame: FrameType | None) -> int:
+    def thread_root(self, number: int, name: str) -> int:
+        """The one-frame stack every sampled stack of thread ``number`` starts with."""
+        return self.stack_id(EMPTY_STACK, self.frame_id(Frame(name, THREAD_FILE, number)))
+
+    def intern_python(self, frame: FrameType | None, root: int = EMPTY_STACK) -> int:
         """The id of the stack that ends in a live Python frame (the sampler's hot path).
 
-        Returns :data:`EMPTY_STACK` for a stack through an excluded frame.
+        Returns :data:`EMPTY_STACK` for a stack through an excluded frame, or one with no
+        frame of the program's own.
         """
         codes = []
         while frame is not None:
             codes.append(frame.f_code)
             frame = frame.f_back
         # Seen before (nearly always): one hash of the code tuple instead of a lookup per frame.
-        key = tuple(codes)
+        key = (root, tuple(codes))
         known = self._by_codes.get(key)
         if known is None:
-            known = self._by_codes[key] = self._intern_codes(codes)
+            known = self._by_codes[key] = self._intern_codes(codes, root)
         return known
 
-    def _intern_codes(self, codes: list[CodeType]) -> int:
+    def _intern_codes(self, codes: list[CodeType], root: int) -> int:
         """``intern_python`` the slow way: innermost code first in ``codes``."""
         code_frames, stack_ids, hidden = self._code_frames, self._stack_ids, self.hidden
         if self.excluded and not self.excluded.isdisjoint(codes):
             return EMPTY_STACK
-        stack = EMPTY_STACK
+        stack = root
         for code in reversed(codes):
             if code in hidden:
                 continue
@@ -112,7 +125,7 @@ class StackTable:
                 )
             found = stack_ids.get((stack, frame_id))
             stack = self.stack_id(stack, frame_id) if found is None else found
-        return stack
+        return EMPTY_STACK if stack == root else stack
 
     def frame_at(self, file: str, function: str, line: int) -> int:
         """The frame of the code running ``function`` at ``file:line`` (a frame from a text
@@ -141,6 +154,14 @@ class StackTable:
             flags.append(prefix == EMPTY_STACK)
         return flags
 
+    def roots(self) -> list[int]:
+        """Per stack id: its one-frame root stack (a thread frame for sampled stacks)."""
+        roots, stacks = self._roots, self.stacks
+        for stack in range(len(roots), len(stacks)):
+            prefix = stacks[stack][0]
+            roots.append(stack if prefix == EMPTY_STACK else roots[prefix])
+        return roots
+
     def frame_ids(self, stack: int) -> list[int]:
         """Frame ids of a stack, outermost call first."""
         path = []
@@ -150,6 +171,11 @@ class StackTable:
             path.append(frame_id)
         path.reverse()
         return path
+
+    def code_path(self, stack: int) -> list[int]:
+        """Frame ids of a stack's code, outermost first: without its thread frame."""
+        path = self.frame_ids(stack)
+        return path[1:] if path and self.frames[path[0]].is_thread else path
 
     def resolve(self, stack: int) -> tuple[Frame, ...]:
         """The frames of a stack, outermost call first."""

@@ -22,7 +22,7 @@ from apiprof.errors import UsageError
 from apiprof.format import format_ns
 from apiprof.tracing.recording import Marker, Recording
 from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
-from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query
+from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, query
 
 DEFAULT_TOP = 10
 
@@ -52,7 +52,8 @@ def parse_time(text: str) -> int:
 @dataclass(frozen=True)
 class StackRow:
     samples: int
-    frames: tuple[Frame, ...]  # outermost call first
+    thread: str | None  # the sampled thread, None for a stack without a thread frame
+    frames: tuple[Frame, ...]  # the code, outermost call first
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class WindowReport:
     by_exclusive: tuple[FunctionRow, ...]
     markers: tuple[Marker, ...]
     thread_names: dict[int, str]
+    by_thread: tuple[tuple[str, int], ...] = ()  # (thread name, samples), most first
+    threads: tuple[str, ...] = ()  # the threads the report is limited to; () = all
     trigger: dict[str, Any] | None = None  # a delay trace's trigger (from its metadata)
 
     @property
@@ -123,8 +126,14 @@ class WindowReport:
             "unattributed": self.unattributed,
             "accuracy": self.accuracy(),
             "nodes": self.nodes,
+            "threads": list(self.threads),
+            "by_thread": [{"thread": name, "samples": count} for name, count in self.by_thread],
             "stacks": [
-                {"samples": row.samples, "frames": [_frame_json(f) for f in row.frames]}
+                {
+                    "samples": row.samples,
+                    "thread": row.thread,
+                    "frames": [_frame_json(f) for f in row.frames],
+                }
                 for row in self.stacks
             ],
             "functions_by_inclusive": [_function_json(row) for row in self.by_inclusive],
@@ -157,6 +166,8 @@ class WindowReport:
             ),
             self.accuracy(),
         ]
+        if self.threads:
+            lines.append(f"Threads: {', '.join(self.threads)} only.")
         if self.trigger:
             lines.append(self._trigger_text(self.trigger))
         if not self.samples:
@@ -267,30 +278,64 @@ def inclusive_totals(counts: dict[int, int], stacks: StackTable) -> dict[int, in
     return {frame_id: total for frame_id, total in enumerate(by_frame) if total}
 
 
-def summarize(
-    counts: WindowCounts, stacks: StackTable, top: int = DEFAULT_TOP
-) -> tuple[tuple[StackRow, ...], tuple[FunctionRow, ...], tuple[FunctionRow, ...]]:
-    """Top stacks and top functions (by inclusive and by exclusive samples) of window counts."""
-    table = stacks.stacks
-    inclusive = inclusive_totals(counts.stacks, stacks)
+@dataclass(frozen=True)
+class Summary:
+    stacks: tuple[StackRow, ...]
+    by_inclusive: tuple[FunctionRow, ...]
+    by_exclusive: tuple[FunctionRow, ...]
+    by_thread: tuple[tuple[str, int], ...]
+
+
+def summarize(counts: dict[int, int], stacks: StackTable, top: int = DEFAULT_TOP) -> Summary:
+    """Top stacks, top functions (by inclusive and by exclusive samples) and samples per thread
+    of window counts."""
+    table, frames = stacks.stacks, stacks.frames
+    inclusive = inclusive_totals(counts, stacks)
+    threads = {f: n for f, n in inclusive.items() if frames[f].is_thread}
+    for frame_id in threads:
+        del inclusive[frame_id]
     exclusive: dict[int, int] = {}
-    for stack, count in counts.stacks.items():
+    for stack, count in counts.items():
         if stack != EMPTY_STACK:
             frame_id = table[stack][1]
             exclusive[frame_id] = exclusive.get(frame_id, 0) + count
 
-    def ranked(by: dict[int, int]) -> tuple[FunctionRow, ...]:
-        best = heapq.nsmallest(top, by.items(), key=lambda item: (-item[1], item[0]))
+    def best(by: dict[int, int]) -> list[tuple[int, int]]:
+        return heapq.nsmallest(top, by.items(), key=lambda item: (-item[1], item[0]))
+
+    def function_rows(by: dict[int, int]) -> tuple[FunctionRow, ...]:
         return tuple(
-            FunctionRow(stacks.frames[f], inclusive.get(f, 0), exclusive.get(f, 0)) for f, _ in best
+            FunctionRow(frames[f], inclusive.get(f, 0), exclusive.get(f, 0)) for f, _ in best(by)
         )
 
-    top_stacks = heapq.nsmallest(top, counts.stacks.items(), key=lambda item: (-item[1], item[0]))
-    return (
-        tuple(StackRow(count, stacks.resolve(stack)) for stack, count in top_stacks),
-        ranked(inclusive),
-        ranked(exclusive),
+    def stack_row(stack: int, count: int) -> StackRow:
+        path = stacks.resolve(stack)
+        if path and path[0].is_thread:
+            return StackRow(count, path[0].function, path[1:])
+        return StackRow(count, None, path)
+
+    return Summary(
+        stacks=tuple(stack_row(stack, count) for stack, count in best(counts)),
+        by_inclusive=function_rows(inclusive),
+        by_exclusive=function_rows(exclusive),
+        by_thread=tuple((frames[f].function, n) for f, n in best(threads) if n),
     )
+
+
+def select_threads(
+    counts: dict[int, int], stacks: StackTable, wanted: Sequence[str]
+) -> tuple[dict[int, int], tuple[str, ...]]:
+    """The counts of the stacks of the threads named (or numbered) in ``wanted``."""
+    threads = {i: f for i, f in enumerate(stacks.frames) if f.is_thread}
+    chosen = {
+        i for i, frame in threads.items() if frame.function in wanted or str(frame.line) in wanted
+    }
+    if not chosen:
+        known = ", ".join(sorted({f.function for f in threads.values()})) or "none"
+        raise UsageError(f"no thread {', '.join(wanted)} in this trace (its threads: {known})")
+    roots, table = stacks.roots(), stacks.stacks
+    selected = {stack: count for stack, count in counts.items() if table[roots[stack]][1] in chosen}
+    return selected, tuple(sorted({threads[i].function for i in chosen}))
 
 
 def window_report(
@@ -300,16 +345,23 @@ def window_report(
     *,
     shape: TreeShape = DEFAULT_SHAPE,
     top: int = DEFAULT_TOP,
+    threads: Sequence[str] = (),
 ) -> WindowReport:
-    """The report for ``[start_ns, end_ns)`` (default: the whole recording)."""
+    """The report for ``[start_ns, end_ns)`` (default: the whole recording), of all threads or
+    of the threads named (or numbered) in ``threads``."""
     if isinstance(trace, Recording):
-        return _report(trace, start_ns, end_ns, shape, top)
+        return _report(trace, start_ns, end_ns, shape, top, threads)
     with Recording(trace) as recording:
-        return _report(recording, start_ns, end_ns, shape, top)
+        return _report(recording, start_ns, end_ns, shape, top, threads)
 
 
 def _report(
-    recording: Recording, start_ns: int | None, end_ns: int | None, shape: TreeShape, top: int
+    recording: Recording,
+    start_ns: int | None,
+    end_ns: int | None,
+    shape: TreeShape,
+    top: int,
+    threads: Sequence[str],
 ) -> WindowReport:
     if top < 1:
         raise UsageError(f"--top must be at least 1, got {top}")
@@ -322,9 +374,19 @@ def _report(
             f" this trace spans 0–{duration / 1e9:.3f} s"
         )
     counts = query(recording.tree(shape), start, end)
-    stacks, by_inclusive, by_exclusive = summarize(counts, recording.stacks, top)
+    stacks, samples = counts.stacks, counts.samples
+    chosen: tuple[str, ...] = ()
+    if threads:
+        stacks, chosen = select_threads(stacks, recording.stacks, threads)
+        samples = sum(stacks.values())
+    summary = summarize(stacks, recording.stacks, top)
+    names = {t.number: t.name for t in recording.threads}
     markers = tuple(
-        m for m in recording.markers if m.start_ns < end and (m.end_ns is None or m.end_ns > start)
+        m
+        for m in recording.markers
+        if m.start_ns < end
+        and (m.end_ns is None or m.end_ns > start)
+        and (not chosen or names.get(m.thread) in chosen)
     )
     return WindowReport(
         trace=str(recording.path),
@@ -333,13 +395,15 @@ def _report(
         recording_ns=duration,
         interval_ns=recording.interval_ns,
         shape=shape,
-        samples=counts.samples,
+        samples=samples,
         unattributed=counts.unattributed,
         nodes=dict(Counter(visit.action for visit in counts.visits)),
-        stacks=stacks,
-        by_inclusive=by_inclusive,
-        by_exclusive=by_exclusive,
+        stacks=summary.stacks,
+        by_inclusive=summary.by_inclusive,
+        by_exclusive=summary.by_exclusive,
         markers=markers,
-        thread_names={t.number: t.name for t in recording.threads},
+        thread_names=names,
+        by_thread=summary.by_thread,
+        threads=chosen,
         trigger=trigger if isinstance(trigger := recording.meta.get("trigger"), dict) else None,
     )
