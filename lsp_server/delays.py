@@ -68,6 +68,7 @@ class RequestDelays:
         self.tracker: DelayTracker | None = None
         self.test_delay = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closes_at_exit = False
 
     def start(self, options: DelayOptions, root: str | None) -> None:
         """(Re)start the tracker with the given options; problems go to the log, not to a popup."""
@@ -85,7 +86,9 @@ class RequestDelays:
         except (ApiprofError, OSError) as exc:
             self.log(types.MessageType.Warning, f"apiprof delay tracker is off: {exc}")
             return
-        atexit.register(self.close)
+        if not self._closes_at_exit:
+            atexit.register(self.close)
+            self._closes_at_exit = True
         watched = ", ".join(f"{e.name} > {e.threshold_ms:g} ms" for e in settings.events.values())
         self.log(
             types.MessageType.Info,

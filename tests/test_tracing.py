@@ -124,6 +124,20 @@ def test_recorder_context_manager(tmp_path):
     assert stored == 1  # built when the recording stopped, reused by the report
 
 
+def test_a_full_disk_stops_the_recording_not_the_program(tmp_path, monkeypatch):
+    from apiprof.tracing.recording import RecordingWriter
+
+    def disk_full(self, stacks, threads):
+        raise OSError(28, "No space left on device")
+
+    recorder = Recorder(tmp_path / "full.trace", interval=0.001).start()
+    monkeypatch.setattr(RecordingWriter, "due", lambda self: True)
+    monkeypatch.setattr(RecordingWriter, "flush", disk_full)
+    crunch(0.05)  # the program goes on
+    with pytest.raises(TraceFileError, match="No space left on device.*another disk"):
+        recorder.stop()
+
+
 def test_recorder_refuses_misuse(tmp_path):
     recorder = Recorder(tmp_path / "x.trace")
     with pytest.raises(UsageError, match="not recording"):
@@ -210,7 +224,9 @@ def test_foreign_and_newer_files_are_refused(tmp_path):
         Recording(other)
     with pytest.raises(TraceFileError, match="not an apiprof trace; choose another"):
         Recorder(other).start()
-    assert other.exists()
+    with pytest.raises(TraceFileError, match="not an apiprof trace; choose another"):
+        trace_command([sys.executable, "-c", "pass"], other)
+    assert other.exists() and sqlite3.connect(other).execute("SELECT * FROM t").fetchall() == []
     text = tmp_path / "notes.txt"
     text.write_text("not sqlite at all")
     with pytest.raises(TraceFileError, match="not an apiprof trace"):

@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import apiprof
-from apiprof.errors import UsageError
-from apiprof.tracing.recording import Recording, RecordingWriter
+from apiprof.errors import TraceFileError, UsageError
+from apiprof.tracing.recording import Recording, RecordingWriter, refuse_foreign_file
 from apiprof.tracing.sampler import Sampler
 from apiprof.tracing.stacks import StackTable
 from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape
@@ -106,6 +107,7 @@ class Recorder:
         self.sampler: Sampler | None = None
         self._writer: RecordingWriter | None = None
         self._origin = 0
+        self._failure: Exception | None = None
 
     def start(self) -> Recorder:
         if self.sampler is not None:
@@ -121,10 +123,14 @@ class Recorder:
 
     def _on_tick(self, now: int, batch: list[tuple[int, int]]) -> None:
         writer, sampler = self._writer, self.sampler
-        assert writer is not None and sampler is not None
+        if writer is None or sampler is None or self._failure is not None:
+            return
         writer.add_tick(now - self._origin, batch)
         if writer.due():
-            writer.flush(sampler.stacks, sampler.threads.threads)
+            try:
+                writer.flush(sampler.stacks, sampler.threads.threads)
+            except (OSError, sqlite3.Error) as exc:  # a full disk: stop sampling, keep the program
+                self._failure = exc
 
     def stop(self) -> RecordingSummary:
         """Stop sampling, finish the file (and its tree); returns what it holds."""
@@ -134,7 +140,18 @@ class Recorder:
         sampler.stop()
         duration = time.perf_counter_ns() - self._origin
         self.sampler = self._writer = None
-        writer.finish(sampler.stacks, sampler.threads.threads, {"duration_ns": duration}, self.tree)
+        try:
+            if self._failure is not None:
+                raise self._failure
+            writer.finish(
+                sampler.stacks, sampler.threads.threads, {"duration_ns": duration}, self.tree
+            )
+        except (OSError, sqlite3.Error) as exc:
+            writer.close()
+            raise TraceFileError(
+                f"{self.path}: the trace could not be written ({exc}); the samples stored before"
+                " are kept — free some space or record to another disk"
+            ) from exc
         return RecordingSummary.of(self.path)
 
     def __enter__(self) -> Recorder:
@@ -214,7 +231,8 @@ def trace_command(
         "--",
         *target,
     ]
-    output.unlink(missing_ok=True)
+    refuse_foreign_file(output)
+    output.unlink(missing_ok=True)  # a trace left by an earlier run must not pass for this one's
     process = subprocess.Popen(child)
     interrupted = False
     while True:

@@ -123,7 +123,7 @@ class RecordingWriter:
 
     def __init__(self, path: str | Path, meta: Mapping[str, Any]) -> None:
         self.path = Path(path)
-        _refuse_foreign_file(self.path)
+        refuse_foreign_file(self.path)
         self.path.unlink(missing_ok=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = _connect(self.path)
@@ -218,7 +218,7 @@ class RecordingWriter:
         )
 
 
-def _refuse_foreign_file(path: Path) -> None:
+def refuse_foreign_file(path: Path) -> None:
     """Overwriting an old trace is fine; overwriting anything else is a typo's price."""
     if not path.exists() or path.stat().st_size == 0:
         return
@@ -246,7 +246,7 @@ def write_recording(
     try:
         for t, sample in zip(times, samples, strict=True):
             writer.add_tick(t, (sample,))
-            if len(writer._rows) >= FLUSH_ROWS:
+            if writer.due():
                 writer.flush(stacks, threads)
         writer.add_markers(markers)
     except BaseException:
