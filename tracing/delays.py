@@ -47,8 +47,10 @@ P = ParamSpec("P")
 Tick = tuple[int, list[tuple[int, int]]]  # (clock ns, [(thread number, stack id), ...])
 R = TypeVar("R")
 
-FINISHED_MARKERS = 65536
-"""Finished markers remembered for the next trace (a few seconds' worth in any real program)."""
+FINISHED_MARKERS = 16384
+"""Finished markers remembered for the next trace (seconds' worth in any real program)."""
+RECHECK_SECONDS = 60.0
+"""After a refused trace, how long further exceedances of that event skip the state file."""
 TRACE_FILE, SUMMARY_FILE = "trace.sqlite", "summary.json"
 
 
@@ -155,6 +157,7 @@ class DelayTracker:
         self._ring: deque[Tick] = deque()
         self._collection: _Collection | None = None
         self._state = TraceState(settings.output_dir)
+        self._quiet: dict[str, float] = {}  # event → wall time before which it is not traced
         self._hang: HangWatch | None = None
         self._uploader: Uploader | None = None
         # hang dumps taken while an event ran (with the samples they fill the gap with),
@@ -326,14 +329,19 @@ class DelayTracker:
         if self._collection is not None:
             return  # the trace being recorded shows this delay too
         settings = self.settings
+        wall = self.wall()
+        if wall < self._quiet.get(mark.event, wall):
+            self.suppressed[mark.event] += 1  # refused a moment ago: spare the state file
+            return
         refusal = self._state.claim(
             mark.event,
-            self.wall(),
+            wall,
             min_seconds_between=settings.min_minutes_between_traces * 60,
             retrace_after=settings.retrace_after_days * 86400,
         )
         if refusal is not None:
             self.suppressed[mark.event] += 1
+            self._quiet[mark.event] = wall + RECHECK_SECONDS
             log.debug("delay tracker: slow %s not traced: %s", mark.event, refusal)
             return
         event = settings.events[mark.event]
