@@ -104,7 +104,9 @@ def run_trace(args: argparse.Namespace) -> int:
 def run_window(args: argparse.Namespace) -> int:
     from apiprof.tracing.window import window_report
 
-    report = window_report(args.trace, args.start, args.end, shape=_shape(args), top=args.top)
+    report = window_report(
+        args.trace, args.start, args.end, shape=_shape(args), top=args.top, threads=args.thread
+    )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -185,6 +187,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     _add_window_arguments(window, "window")
     window.add_argument(
         "--top", type=positive_int, default=10, metavar="K", help="rows per table (default 10)"
+    )
+    window.add_argument(
+        "--thread",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this thread (its name, or its number in the trace); repeatable",
     )
     window.add_argument(
         "--json", action="store_true", help="print JSON with the stable fields listed below"

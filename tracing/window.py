@@ -179,9 +179,14 @@ class WindowReport:
         lines += self._function_table(self.by_inclusive)
         lines += ["", "Top stacks (innermost call last)"]
         for row in self.stacks:
+            where = f"[{row.thread}] " if row.thread else ""
             lines.append(
-                f"  {row.samples:>9,}  {self._share(row.samples)}  {_stack_text(row.frames)}"
+                f"  {row.samples:>9,}  {self._share(row.samples)}  {where}{_stack_text(row.frames)}"
             )
+        if len(self.by_thread) > 1:
+            lines += ["", "Samples per thread (--thread NAME limits the report to one)"]
+            for name, count in self.by_thread:
+                lines.append(f"  {count:>9,}  {self._share(count)}  {name}")
         if self.markers:
             lines += ["", "Marked events in the window"]
             for m in self.markers:
