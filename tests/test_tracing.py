@@ -83,6 +83,33 @@ def test_sampler_sees_every_thread_but_its_own():
     }
 
 
+def test_a_late_look_stands_for_the_intervals_it_missed():
+    sampler = Sampler(lambda t, batch: None, interval=0.001)
+    assert sampler.looks_owed(0) == 1  # the first look
+    assert sampler.looks_owed(1_000_000) == 1  # on time
+    assert sampler.looks_owed(5_200_000) == 4  # 4.2 intervals late: the GIL was busy
+    assert sampler.looks_owed(5_300_000) == 1  # early looks count once
+    assert sampler.looks_owed(10**15) == 10_000  # capped
+
+
+def computes_then_sleeps(seconds: float) -> None:
+    import time
+
+    crunch(seconds)
+    time.sleep(seconds)
+
+
+@pytest.mark.slow
+def test_busy_and_idle_phases_weigh_their_duration(tmp_path):
+    """Looks come late while a thread computes; the report must not favour idle phases."""
+    path = tmp_path / "phases.trace"
+    with Recorder(path, interval=0.001):
+        computes_then_sleeps(0.4)
+    report = window_report(path, threads=["MainThread"])
+    own = {row.frame.function: row.exclusive for row in report.by_exclusive}
+    assert 0.4 < own["crunch"] / own["computes_then_sleeps"] < 2.5, own
+
+
 def test_sampler_restores_the_switch_interval():
     before = sys.getswitchinterval()
     sampler = Sampler(lambda t, batch: None, interval=0.001)
@@ -134,7 +161,7 @@ def test_a_full_disk_stops_the_recording_not_the_program(tmp_path, monkeypatch):
     monkeypatch.setattr(RecordingWriter, "due", lambda self: True)
     monkeypatch.setattr(RecordingWriter, "flush", disk_full)
     crunch(0.05)  # the program goes on
-    with pytest.raises(TraceFileError, match="No space left on device.*another disk"):
+    with pytest.raises(TraceFileError, match=r"No space left on device.*another disk"):
         recorder.stop()
 
 

@@ -270,6 +270,7 @@ class DelayTracker:
             dump = self._hang.collect()
             if dump is not None:
                 self._add_hang(dump, now)
+                batch = list(dict.fromkeys(batch))  # the dump's samples fill the late look's gap
             self._hang.heartbeat(now)
         self._last_tick = now
         collection = self._collection

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 from apiprof.tracing.stacks import EMPTY_STACK, StackTable
 
+MAX_LOOKS_OWED = 10_000
+"""A look after a long GIL hold stands for at most this many intervals."""
+
 Tick = Callable[[int, list[tuple[int, int]]], None]
 """A consumer of samples: ``(clock ns, [(thread number, stack id), ...])`` once per tick."""
 
@@ -104,6 +107,7 @@ class Sampler:
         self._interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_look: int | None = None
         self._switch_set: float | None = None  # the switch interval we set, to restore ours only
         self._switch_before = 0.0
 
@@ -167,15 +171,33 @@ class Sampler:
     def running(self) -> bool:
         return self._thread is not None
 
+    def looks_owed(self, now: int) -> int:
+        """How many intervals the look at ``now`` stands for (1 unless it comes late).
+
+        A CPU-bound thread holds the GIL until the interpreter switches threads, so looks come
+        late exactly while threads compute; counting a late look once would let idle phases
+        outweigh busy ones in every report. A late look is therefore repeated (same time,
+        same stacks) once per interval it covers, so a sample always stands for one interval.
+        """
+        last, self._last_look = self._last_look, now
+        if last is None:
+            return 1
+        return max(1, min(MAX_LOOKS_OWED, round((now - last) / (self._interval * 1e9))))
+
     def _run(self) -> None:
         self.skip.add(threading.get_ident())
         clock, stop = self.clock, self._stop
         next_tick = clock()
+        self._last_look = None
         while not stop.is_set():
             now = clock()
             wanted = self.wants_sample
             looked = wanted is None or wanted()
-            self.on_tick(now, self.sample() if looked else [])
+            if looked:
+                self.on_tick(now, self.sample() * self.looks_owed(now))
+            else:
+                self._last_look = None  # the next look starts afresh
+                self.on_tick(now, [])
             pause = self._interval if looked or self.idle_interval is None else self.idle_interval
             interval_ns = int(pause * 1e9)
             next_tick += interval_ns
