@@ -146,7 +146,7 @@ def _add_window_arguments(parser: argparse.ArgumentParser, what: str) -> None:
 
 def register(commands: argparse._SubParsersAction) -> None:
     from apiprof.tracing.export import FORMATS
-    from apiprof.tracing.record import DEFAULT_INTERVAL
+    from apiprof.tracing.record import DEFAULT_INTERVAL  # both light: no tracker, no uploader
 
     trace = commands.add_parser(
         "trace",
