@@ -41,11 +41,12 @@ def tracker(output: str, **overrides: object) -> DelayTracker:
 
 
 def per_call_ns(loop: Callable[[], None]) -> float:
+    """CPU ns per call of this thread (steadier than wall time on a busy machine)."""
     rounds = []
     for _ in range(5):
-        started = time.perf_counter_ns()
+        started = time.thread_time_ns()
         loop()
-        rounds.append((time.perf_counter_ns() - started) / CALLS)
+        rounds.append((time.thread_time_ns() - started) / CALLS)
     return statistics.median(rounds)
 
 
@@ -78,7 +79,7 @@ def markers(output: str) -> None:
                 marked()
 
         base = per_call_ns(bare)
-        print(f"per marked event (watchdog running), on top of a bare call ({base:.0f} ns):")
+        print(f"per marked event (watchdog running), CPU ns on top of a bare call ({base:.0f} ns):")
         for name, loop in (
             ("begin/end", begin_end),
             ("with tracker.event()", scope),
@@ -88,27 +89,40 @@ def markers(output: str) -> None:
 
 
 def workload_runs(output: str, rounds: int, units: int) -> None:
-    variants: dict[str, Callable[[], float]] = {}
-    variants["no tracker"] = lambda: workload.run(units)
+    variants: dict[str, Callable[[], tuple[float, float]]] = {}
 
-    def with_tracker(event: str, **overrides: object) -> float:
+    def cpu_and_wall(run: Callable[[], float]) -> tuple[float, float]:
+        cpu = time.process_time()
+        wall = run()
+        return wall, time.process_time() - cpu
+
+    variants["no tracker"] = lambda: cpu_and_wall(lambda: workload.run(units))
+
+    def with_tracker(event: str, **overrides: object) -> tuple[float, float]:
         with tracker(output, **overrides) as watched:
             around = (lambda unit: watched.event(event)) if event else None
-            return workload.run(units, around)
+            return cpu_and_wall(lambda: workload.run(units, around))
 
     variants["tracker (default)"] = lambda: with_tracker("unit")
     variants["tracker, ring_while_idle"] = lambda: with_tracker("unit", ring_while_idle=True)
     variants["idle watchdog only"] = lambda: with_tracker("")
-    times: dict[str, list[float]] = {name: [] for name in variants}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for _ in range(rounds):
         for name, run in variants.items():
             times[name].append(run())
-    base = statistics.median(times["no tracker"])
+    median = statistics.median
+    base_wall = median(w for w, _ in times["no tracker"])
+    base_cpu = median(c for _, c in times["no tracker"])
     print(f"\nworkload, {units} marked units of ~2 ms, {rounds} interleaved rounds (medians):")
+    print(f"  {'':<26} {'wall':>8} {'+':>7}  {'CPU':>8} {'+':>7}")
     for name, values in times.items():
-        median = statistics.median(values)
-        extra = "" if name == "no tracker" else f"  {median / base - 1:+.1%}"
-        print(f"  {name:<26} {median:.3f} s{extra}")
+        wall, cpu = median(w for w, _ in values), median(c for _, c in values)
+        extra = (
+            ("", "")
+            if name == "no tracker"
+            else (f"{wall / base_wall - 1:+.1%}", f"{cpu / base_cpu - 1:+.1%}")
+        )
+        print(f"  {name:<26} {wall:>7.3f}s {extra[0]:>7}  {cpu:>7.3f}s {extra[1]:>7}")
 
 
 def main(argv: list[str] | None = None) -> int:

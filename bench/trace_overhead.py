@@ -23,17 +23,17 @@ from pathlib import Path
 
 from apiprof.tracing.record import RecordingSummary
 from apiprof.tracing.sampler import Sampler
-from apiprof.tracing.window import parse_time
 
 WORKLOAD = Path(__file__).with_name("workload.py")
 APIPROF = [sys.executable, "-m", "apiprof.cli"]
 
 
-def run_once(command: list[str]) -> tuple[float, float]:
-    """(seconds of work the program reports, seconds of the whole command)."""
+def run_once(command: list[str]) -> tuple[float, float, float]:
+    """(wall s and CPU s of the work, as the program reports them; wall s of the command)."""
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return float(done.stdout.split()[-1]), time.perf_counter() - started
+    wall, cpu = done.stdout.split()[-2:]
+    return float(wall), float(cpu), time.perf_counter() - started
 
 
 def look_cost(threads: int = 4, depth: int = 30, looks: int = 2000) -> float:
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     intervals = [part for part in args.intervals.split(",") if part]
     plain = [sys.executable, str(WORKLOAD), str(args.units)]
-    results: dict[str, list[tuple[float, float]]] = {"off": []}
+    results: dict[str, list[tuple[float, float, float]]] = {"off": []}
     samples: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
@@ -79,22 +79,28 @@ def main(argv: list[str] | None = None) -> int:
                 command = [*APIPROF, "trace", "-o", str(out), "--interval", interval, "--", *plain]
                 results.setdefault(interval, []).append(run_once(command))
                 samples[interval] = RecordingSummary.of(out).samples
-    base_work = statistics.median(w for w, _ in results["off"])
-    base_total = statistics.median(t for _, t in results["off"])
+    median = statistics.median
+
+    def figures(name: str) -> tuple[float, float, float]:
+        runs = results[name]
+        return median(r[0] for r in runs), median(r[1] for r in runs), median(r[2] for r in runs)
+
+    base = figures("off")
     print(f"Python {sys.version.split()[0]}, {args.rounds} interleaved rounds, medians")
     print(
-        f"  {'sampling':>10}  {'work':>8}  {'overhead':>8}  {'command':>8}  {'overhead':>8}  samples"
+        f"  {'sampling':>8}  {'work wall':>9}  {'+':>7}  {'work CPU':>9}  {'+':>7}"
+        f"  {'command':>8}  {'+':>7}  samples"
     )
-    print(f"  {'off':>10}  {base_work:>7.3f}s  {'':>8}  {base_total:>7.3f}s")
-    for interval in intervals:
-        work = statistics.median(w for w, _ in results[interval])
-        total = statistics.median(t for _, t in results[interval])
+    for name in ["off", *intervals]:
+        values = figures(name)
+        extra = [
+            "" if name == "off" else f"{v / b - 1:+.1%}" for v, b in zip(values, base, strict=True)
+        ]
+        seen = "" if name == "off" else f"{samples[name]:,}"
         print(
-            f"  {interval:>10}  {work:>7.3f}s  {work / base_work - 1:>+8.1%}  {total:>7.3f}s"
-            f"  {total / base_total - 1:>+8.1%}  {samples[interval]:,}"
-            f" (every {base_work / max(1, samples[interval]) * 4 * 1e3:.1f} ms per thread)"
+            f"  {name:>8}  {values[0]:>8.3f}s  {extra[0]:>7}  {values[1]:>8.3f}s  {extra[1]:>7}"
+            f"  {values[2]:>7.3f}s  {extra[2]:>7}  {seen}"
         )
-        parse_time(interval)  # the same syntax the CLI takes
     print(f"one look at 4 threads 30 frames deep: {look_cost():.1f} µs")
     return 0
 

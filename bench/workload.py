@@ -1,8 +1,10 @@
 """A realistic Python program for the tracing benchmarks: a main thread and a small pool doing
 JSON round trips, regular expressions, sorting and dictionary work on generated records.
 
-``python bench/workload.py [UNITS]`` runs it and prints the seconds its work took (excluding
-interpreter start-up), the figure ``trace_overhead.py`` compares. ``run(units, around=...)``
+``python bench/workload.py [UNITS]`` runs it and prints the wall-clock seconds its work took
+(excluding interpreter start-up) and the CPU seconds of the process over the same time (all its
+threads, a tracer's included), the figures ``trace_overhead.py`` compares. On a busy machine
+the CPU seconds are the steadier figure: waiting for a core does not count. ``run(units, around=...)``
 runs it in-process, calling ``around(unit)`` for every unit of work (the delay tracker's
 markers in ``delay_overhead.py``).
 """
@@ -100,4 +102,6 @@ def run(
 
 
 if __name__ == "__main__":
-    print(f"{run(int(sys.argv[1]) if len(sys.argv) > 1 else 600):.6f}")
+    cpu = time.process_time()
+    wall = run(int(sys.argv[1]) if len(sys.argv) > 1 else 600)
+    print(f"{wall:.6f} {time.process_time() - cpu:.6f}")
