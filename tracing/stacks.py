@@ -59,7 +59,7 @@ class StackTable:
         self.hidden: set[CodeType] = set()
         self.excluded: set[CodeType] = set()
         self._by_codes: dict[tuple[int, tuple[CodeType, ...]], int] = {}
-        self._outermost: list[bool] = []
+        self._paths: dict[int, tuple[int, ...]] = {}
         self._roots: list[int] = []
         for frame in frames:
             self.frame_id(frame)
@@ -140,19 +140,20 @@ class StackTable:
             return best[1]
         return self.frame_id(Frame(function, file, line))
 
-    def outermost(self) -> list[bool]:
-        """Per stack id: whether its innermost function is not also further out (recursion).
+    def function_path(self, stack: int) -> tuple[int, ...]:
+        """The distinct frame ids of a stack, outermost first (a recursive function once).
 
-        A function's inclusive count takes a sample once, at its outermost occurrence. Computed
-        for new stacks only, so repeated reports pay for it once.
+        A function's inclusive count takes each sample once. Cached per stack, and built on the
+        prefix's path, so reports pay for each stack once.
         """
-        flags, stacks = self._outermost, self.stacks
-        for stack in range(len(flags), len(stacks)):
-            prefix, frame_id = stacks[stack]
-            while prefix != EMPTY_STACK and stacks[prefix][1] != frame_id:
-                prefix = stacks[prefix][0]
-            flags.append(prefix == EMPTY_STACK)
-        return flags
+        path = self._paths.get(stack)
+        if path is None:
+            if stack == EMPTY_STACK:
+                return ()
+            prefix, frame_id = self.stacks[stack]
+            outer = self.function_path(prefix)
+            path = self._paths[stack] = outer if frame_id in outer else (*outer, frame_id)
+        return path
 
     def roots(self) -> list[int]:
         """Per stack id: its one-frame root stack (a thread frame for sampled stacks)."""

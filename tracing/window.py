@@ -264,23 +264,15 @@ def _function_json(row: FunctionRow) -> dict[str, Any]:
 def inclusive_totals(counts: dict[int, int], stacks: StackTable) -> dict[int, int]:
     """Samples per frame id with the function anywhere on the stack (once per sample).
 
-    Each stack's samples are passed on to its prefix, longest stacks first (a prefix always has
-    a smaller id than the stacks extending it), so every shared prefix is added up once; a
-    frame gets the total of its outermost occurrences only, so recursion counts once.
+    Costs the number of distinct stacks in the window times their depth, whatever the number
+    of samples.
     """
-    table, outermost = stacks.stacks, stacks.outermost()
-    below = [0] * len(table)  # samples of the stack and of all stacks extending it
+    totals = [0] * len(stacks.frames)
+    path_of = stacks.function_path
     for stack, count in counts.items():
-        below[stack] = count
-    by_frame = [0] * len(stacks.frames)
-    for stack in range(max(counts, default=0), EMPTY_STACK, -1):
-        total = below[stack]
-        if total:
-            prefix, frame_id = table[stack]
-            below[prefix] += total
-            if outermost[stack]:
-                by_frame[frame_id] += total
-    return {frame_id: total for frame_id, total in enumerate(by_frame) if total}
+        for frame_id in path_of(stack):
+            totals[frame_id] += count
+    return {frame_id: total for frame_id, total in enumerate(totals) if total}
 
 
 @dataclass(frozen=True)
