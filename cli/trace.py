@@ -98,7 +98,7 @@ def run_trace(args: argparse.Namespace) -> int:
         )
     else:
         print(f"apiprof trace: {summary.describe()}", file=sys.stderr)
-    return code
+    return code if code >= 0 else 128 - code  # killed by signal N: the shell's 128 + N
 
 
 def run_window(args: argparse.Namespace) -> int:
