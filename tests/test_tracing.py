@@ -358,6 +358,22 @@ def test_window_json_names_the_busy_function(traced):
     assert "wait_for_input" in inclusive  # the other thread is sampled too
     assert not any("apiprof" in row["file"] for row in report["functions_by_inclusive"])
     assert report["stacks"][0]["frames"][0]["function"] in ("<module>", "Thread._bootstrap")
+    assert {row["thread"] for row in report["by_thread"]} == {"MainThread", "waiter"}
+    assert {row["thread"] for row in report["stacks"]} <= {"MainThread", "waiter"}
+
+
+@pytest.mark.slow
+def test_window_of_one_thread(traced):
+    path, _ = traced
+    run = subprocess.run(
+        [*APIPROF, "window", str(path), "--thread", "waiter", "--json"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    report = json.loads(run.stdout)
+    assert report["threads"] == ["waiter"]
+    assert {row["thread"] for row in report["stacks"]} == {"waiter"}
+    assert report["functions_by_exclusive"][0]["function"] in ("Condition.wait", "Event.wait")
+    assert "crunch_numbers" not in {row["function"] for row in report["functions_by_inclusive"]}
 
 
 @pytest.mark.slow
