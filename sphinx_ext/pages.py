@@ -16,8 +16,8 @@ from sphinx.application import Sphinx
 
 from apiprof.db import query
 from apiprof.db.query import ApiSummary
-from apiprof.model.records import Metric
 from apiprof.format import format_bytes, format_ns, worth_showing
+from apiprof.model.records import Metric
 from apiprof.sphinx_ext import svg
 from apiprof.sphinx_ext.envdata import api_locations
 from apiprof.sphinx_ext.pages_names import INDEX_PAGE, page_name, pages_enabled

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
+from apiprof.format import format_value
 from apiprof.model.growth import GrowthFit
 from apiprof.model.histogram import ZERO_BUCKET, bucket_bounds
 from apiprof.model.records import Metric
-from apiprof.format import format_value
 
 # Bucket index that counts as "cool" (0.0) and "hot" (1.0) per unit: a shared absolute scale, so
 # colours compare across APIs (64 ns is cheap and 1 ms is expensive for any call).

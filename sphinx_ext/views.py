@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
+from apiprof.format import cost_hint, format_bucket_range, format_value, worth_showing
 from apiprof.model.growth import GrowthFit
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric
-from apiprof.format import cost_hint, format_bucket_range, format_value, worth_showing
 from apiprof.sphinx_ext import svg
 
 TIME = "time"

@@ -19,6 +19,7 @@ from sphinx.testing.util import SphinxTestApp
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
+from apiprof.format import format_bytes, format_ns
 from apiprof.model.histogram import Histogram, from_counts
 from apiprof.model.records import (
     CallEdge,
@@ -33,7 +34,6 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.format import format_bytes, format_ns
 
 ROOT = Path(__file__).parent / "roots" / "test-apiprof-basic"
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")
@@ -273,7 +273,7 @@ def test_every_summary_link_resolves_to_an_existing_page(html_build):
 
 
 def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
-    srcdir, outdir, _ = html_build
+    _srcdir, outdir, _ = html_build
     page = outdir / "apiprof" / "demo_mod.render.html"
     [back] = links(page, "apiprof-back")
     target, fragment = resolve(page, back)
@@ -330,7 +330,7 @@ def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(
         [cells] = [c for c in rows if f"<td>{n}</td>" in "".join(f"<td>{x}</td>" for x in c)]
         # wall only: no CPU, no allocation
         assert format_ns(100.0 + 3.0 * n) in cells and cells.count("—") == 2
-    synth = [c for c in rows if "synth" in "".join(c)][0]
+    synth = next(c for c in rows if "synth" in "".join(c))
     cpu = from_counts(COUNTS["demo_mod.render"][Metric.CPU])
     assert (
         format_ns(cpu.median) in synth
@@ -379,7 +379,7 @@ def test_index_lists_profiled_apis_sortable_by_cost(html_build):
         assert float(alloc_key) == (pytest.approx(from_counts(alloc).median) if alloc else -1.0)
     db.close()
     # render's typical time is its wall time (measured in the sized scenario), not its CPU time
-    assert dict((n, float(t)) for n, t, _ in rows)["demo_mod.render"] == pytest.approx(
+    assert {n: float(t) for n, t, _ in rows}["demo_mod.render"] == pytest.approx(
         Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median
     )
 
