@@ -231,7 +231,10 @@ def test_slow_event_triggers_one_trace_of_the_configured_length(tmp_path):
         assert times[0] == 55 * MS  # the first sample of the 50 ms ring
         assert times[-1] - at == clock.ns - trigger == 200 * MS
         assert [m.event for m in recording.markers] == ["render"]
-    report = window_report(files.trace, *(round(x * 1e9) for x in files.window))
+    assert files.thread == "render-worker"  # the event's thread, for the report command
+    report = window_report(
+        files.trace, *(round(x * 1e9) for x in files.window), threads=[files.thread]
+    )
     functions = {row.frame.function for row in report.by_inclusive}
     assert "busy_rendering" in functions
     assert report.trigger is not None and "Delay trace: render" in report.render()
@@ -366,7 +369,11 @@ def test_a_real_slow_event_yields_exactly_one_trace_naming_the_slow_function(tmp
     assert summary["trace"]["trace_seconds"] >= 0.5
     assert summary["trace"]["configured_trace_seconds"] == 0.5
     assert [d["event"] for d in summary["delays"]] == ["request"]
-    report = window_report(files.trace, *(round(x * 1e9) for x in files.window))
+    assert files.thread == "MainThread"
+    # the suite's other threads (event loops of earlier tests) are in the trace too
+    report = window_report(
+        files.trace, *(round(x * 1e9) for x in files.window), threads=[files.thread]
+    )
     assert report.by_exclusive[0].frame.function == "slow_function_under_test"
     assert report.by_exclusive[0].exclusive > 0.5 * report.samples
 
