@@ -441,3 +441,17 @@ def test_function_totals_count_each_sample_once_even_in_recursion():
         assert {r.frame: r.exclusive for r in by_exclusive} == exclusive
 
     check()
+
+
+def test_top_rows_are_the_largest_counts_ties_to_the_smaller_id():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from apiprof.tracing.window import top_items
+
+    @given(st.dictionaries(st.integers(0, 50), st.integers(1, 5)), st.integers(1, 6))
+    def check(counts, top):
+        expected = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+        assert top_items(counts, top) == expected
+
+    check()

@@ -268,11 +268,22 @@ def inclusive_totals(counts: dict[int, int], stacks: StackTable) -> dict[int, in
     of samples.
     """
     totals = [0] * len(stacks.frames)
-    path_of = stacks.function_path
-    for stack, count in counts.items():
-        for frame_id in path_of(stack):
+    for path, count in zip(map(stacks.function_path, counts), counts.values()):
+        for frame_id in path:
             totals[frame_id] += count
     return {frame_id: total for frame_id, total in enumerate(totals) if total}
+
+
+def top_items(counts: dict[int, int], top: int) -> list[tuple[int, int]]:
+    """The ``top`` largest counts, ties to the smaller id. Finds the cut among the bare counts
+    first (compared in C), so only the few items at or above it are sorted."""
+    if len(counts) <= top:
+        chosen = list(counts.items())
+    else:
+        cut = heapq.nlargest(top, counts.values())[-1]
+        chosen = [item for item in counts.items() if item[1] >= cut]
+    chosen.sort(key=lambda item: (-item[1], item[0]))
+    return chosen[:top]
 
 
 @dataclass(frozen=True)
@@ -298,7 +309,7 @@ def summarize(counts: dict[int, int], stacks: StackTable, top: int = DEFAULT_TOP
             exclusive[frame_id] = exclusive.get(frame_id, 0) + count
 
     def best(by: dict[int, int]) -> list[tuple[int, int]]:
-        return heapq.nsmallest(top, by.items(), key=lambda item: (-item[1], item[0]))
+        return top_items(by, top)
 
     def function_rows(by: dict[int, int]) -> tuple[FunctionRow, ...]:
         return tuple(
