@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import sqlite_utils
 
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import Metric
+from apiprof.model.records import Metric, ScenarioSource
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 
@@ -347,3 +347,46 @@ def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[
         )
     ]
     return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)
+
+
+_CONTENT_TABLES = (
+    "entry_points",
+    "aliases",
+    "coverage",
+    "scenarios",
+    "buckets",
+    "growth",
+    "call_edges",
+    "environments",
+    "scans",
+)
+
+
+def content_fingerprint(db: sqlite_utils.Database) -> str:
+    """A hash of everything readers show (not of the file: a ``touch`` or a checkpoint of the
+    write-ahead log leaves it alone, any changed row changes it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    present = set(db.table_names())
+    for table in _CONTENT_TABLES:
+        if table not in present:
+            continue
+        columns = len(db.execute(f"SELECT * FROM [{table}] LIMIT 0").description)
+        order = ", ".join(str(i) for i in range(1, columns + 1))
+        rows = db.execute(f"SELECT * FROM [{table}] ORDER BY {order}").fetchall()
+        digest.update(f"\x00{table}\x00{rows!r}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
+    """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
+    ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
+            "WHERE s.source = ? OR b.scenario_id = ?",
+            [str(ScenarioSource.COLLECTED)] * 2,
+        )
+    }

@@ -39,6 +39,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
             capabilities=types.ClientCapabilities(),
             root_uri=root.as_uri(),
             initialization_options={
+                "mode": "standalone",  # our own completion items, without a database
                 "delays": {
                     "outputDir": "traces",  # relative: below the workspace root
                     "testDelayMs": 1500,
