@@ -321,6 +321,24 @@ def test_trace_command_runs_code_and_modules(tmp_path):
         assert recording.meta["interval_ns"] == 5_000_000
 
 
+def test_program_errors_read_as_python_prints_them(tmp_path):
+    """The program's traceback starts at its own code; a missing script or module gets
+    python's one line and exit code, not the launcher's frames."""
+    script = tmp_path / "fails.py"
+    script.write_text("def parse():\n    raise ValueError('bad input')\n\nparse()\n")
+    for target, code, expected, absent in (
+        ([str(script)], 1, "in parse\n    raise ValueError('bad input')", "launch.py"),
+        ([str(tmp_path / "missing.py")], 2, ": [Errno 2] No such file", "Traceback"),
+        (["-m", "no_such_module_here"], 1, ": No module named no_such_module_here", "Traceback"),
+    ):
+        run = subprocess.run(
+            [*APIPROF, "trace", "-o", str(tmp_path / "e.trace"), "--", sys.executable, *target],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert run.returncode == code, run.stderr
+        assert expected in run.stderr and absent not in run.stderr and "runpy" not in run.stderr
+
+
 # -- the CLI end to end --------------------------------------------------------------------
 
 

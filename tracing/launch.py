@@ -44,14 +44,41 @@ def run_target(target: list[str]) -> int:
             return exit.code or 0
         print(exit.code, file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
-    except BaseException:
-        traceback.print_exc()
-        return 1
+    except BaseException as error:
+        return report_program_error(error)
     _join_program_threads()
     return 0
+
+
+def report_program_error(error: BaseException) -> int:
+    """Print what ``python`` would print for an error that ended the program; its exit code.
+
+    The traceback starts at the program's first frame, not ours; a script or module that could
+    not be found gets python's one line (``python: No module named x``), not runpy's frames.
+    """
+    ours = _runner_codes()
+    frames = error.__traceback__
+    while frames is not None and frames.tb_frame.f_code in ours:
+        frames = frames.tb_next
+    runpy_file = runpy.run_path.__code__.co_filename
+    rest = frames
+    while rest is not None and rest.tb_frame.f_code.co_filename == runpy_file:
+        rest = rest.tb_next
+    if rest is None and isinstance(error, ImportError | OSError):
+        print(f"{sys.executable}: {error}", file=sys.stderr)
+        return 2 if isinstance(error, OSError) else 1
+    traceback.print_exception(type(error), error, frames)
+    return 130 if isinstance(error, KeyboardInterrupt) else 1
+
+
+def _runner_codes() -> set[CodeType]:
+    """The code of :func:`run_target` and of the ``runpy`` functions it runs the program with."""
+    codes = {run_target.__code__}
+    for name in ("_run_module_as_main", "_run_code", "_run_module_code", "run_path", "run_module"):
+        function = getattr(runpy, name, None)
+        if function is not None:
+            codes.add(function.__code__)
+    return codes
 
 
 def _join_program_threads() -> None:
@@ -63,15 +90,11 @@ def _join_program_threads() -> None:
 
 def _launcher_codes() -> set[CodeType]:
     """The frames between the interpreter and the program's ``<module>``: ours, not its."""
-    codes = {run_target.__code__}
+    codes = _runner_codes()
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:  # main() and the launcher module that called it
         codes.add(frame.f_code)
         frame = frame.f_back
-    for name in ("_run_module_as_main", "_run_code", "_run_module_code", "run_path", "run_module"):
-        function = getattr(runpy, name, None)
-        if function is not None:
-            codes.add(function.__code__)
     return codes
 
 
