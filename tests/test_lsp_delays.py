@@ -47,7 +47,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
                     "hoverMs": 60_000,
                     "resolveMs": 60_000,
                     "traceSeconds": 0.5,
-                }
+                },
             },
         )
     )
