@@ -507,7 +507,8 @@ class Session:
         shown = self._shown_hints(doc, calls)
         todo = [i for i in wanted if shown.hints[i] is _UNBUILT]
         if todo:
-            sites = [calls.by_end[i] for i in todo]
+            by_end = calls.by_end
+            sites = [by_end[i] for i in todo]
             costs = self._costs_of(self._targets_of(doc, calls, sites))
             ascii_only = doc.source.isascii()  # then columns are code units in every encoding
             for i, site, cost in zip(todo, sites, costs, strict=True):
