@@ -28,12 +28,11 @@ from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.environment import BuildEnvironment
 
-from apiprof import __version__
+from apiprof import __version__, svg
 from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
-from apiprof.sphinx_ext import svg
 from apiprof.sphinx_ext.envdata import api_locations
-from apiprof.sphinx_ext.i18n import _
+from apiprof.sphinx_ext.i18n import _, graphic_words
 from apiprof.sphinx_ext.pages_names import (
     INDEX_PAGE,
     PAGE_BUILDERS,
@@ -303,7 +302,13 @@ def _index_row(
     hist = summary.time_histogram
     metric = summary.time_metric
     strip = (
-        svg.heat_strip_svg(hist.counts(), metric, title=strip_description(metric, hist), width=120)
+        svg.heat_strip_svg(
+            hist.counts(),
+            metric,
+            title=strip_description(metric, hist),
+            width=120,
+            words=graphic_words(),
+        )
         if hist and metric
         else ""
     )
