@@ -14,12 +14,15 @@ pages the extension no longer produces (the API left the docs, the database was 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +144,11 @@ class PageWriter:
     def relative(self, path: Path) -> str:
         return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.outdir)).as_posix()
 
+    @cached_property
+    def legend(self) -> Markup:
+        """The colour legend every page shows (the same for all pages of a build)."""
+        return render_legend()
+
     def outfile(self, pagename: str) -> Path:
         return Path(self.builder.get_outfilename(pagename))
 
@@ -178,11 +186,26 @@ def write_pages(app: Sphinx) -> Iterator[tuple[str, dict[str, Any], str]]:
     manifest = Manifest.load(writer.root)
     key = ""
     if pages_enabled(builder):
-        key = _write_all(app, writer, manifest)
+        with cycle_collector_paused():
+            key = _write_all(app, writer, manifest)
     stale = manifest.files - writer.written
     _remove(writer, stale)
     Manifest(key, frozenset(writer.written)).save(writer.root)
     yield from ()
+
+
+@contextmanager
+def cycle_collector_paused() -> Iterator[None]:
+    """Pages are made of strings and frozen records that form no reference cycles, yet their
+    allocations keep triggering the cycle collector, whose every full pass walks the whole
+    Sphinx environment: pausing it while pages are made saves about a fifth of their cost."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
@@ -232,7 +255,7 @@ def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
     body = render(
         "index_page.html",
         rows=rows,
-        legend=render_legend(),
+        legend=writer.legend,
         problem=profiles.error,
     )
     writer.put(
@@ -362,7 +385,7 @@ def render_api_page(
         name_code=Markup("<code>%s</code>") % qualname,
         summary_html=inline_rst_html(summary.summary),
         view=view_summary(qualname, summary, []),
-        legend=render_legend(),
+        legend=writer.legend,
         details=[
             detail_metric(qualname, m, summary.histograms[m])
             for m in shown
