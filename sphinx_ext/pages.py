@@ -232,6 +232,7 @@ def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
         frame = ""  # the theme altered the placeholders: render every page through it
     frame_url = str(escape(writer.page_url(next(iter(names.values()))))) if names else ""
     summaries = {name: profiles.lookup(name) for name in names}
+    profiles.load_slices(name for name, summary in summaries.items() if summary is not None)
     for qualname, pagename in names.items():
         summary = summaries[qualname]
         if summary is None:
@@ -366,7 +367,7 @@ def render_api_page(
 
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
-    slices = profiles.read(query.scenario_breakdown, qualname) or []
+    slices = profiles.slices(qualname)
     edges = profiles.read(query.call_edges, qualname) or {"callers": [], "callees": []}
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
