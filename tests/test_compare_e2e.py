@@ -25,6 +25,11 @@ pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = FIXTURES / "regress_scenarios.toml"
 SLOWED = "regress_pkg.checks.checksum"
+SHARED_RUNNER = ("--min-effect", "50%")
+"""What docs/compare.md advises on shared CI runners: this suite runs beside other test suites
+(and, in CI, two CPU-bound processes), where an unchanged function's median can move by a
+third between two scans; the 3x regression is far above that. The error rates at the default
+10 % are proven by simulation in test_compare_stats.py."""
 STABLE = {
     "regress_pkg.stable.dedupe",
     "regress_pkg.stable.running_max",
@@ -68,7 +73,7 @@ def released(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_compare_flags_the_slowed_function_and_nothing_else(released):
-    out = run("apiprof", "compare", released["v1"], released["v2"], "--json")
+    out = run("apiprof", "compare", released["v1"], released["v2"], "--json", *SHARED_RUNNER)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["base"]["packages"] == {"regress_pkg": "1.0"}
@@ -89,7 +94,9 @@ def test_compare_flags_the_slowed_function_and_nothing_else(released):
 
 
 def test_fail_on_slower_stops_a_ci_pipeline(released):
-    gate = run("apiprof", "compare", released["v1"], released["v2"], "--fail-on", "slower")
+    gate = run(
+        "apiprof", "compare", released["v1"], released["v2"], "--fail-on", "slower", *SHARED_RUNNER
+    )
     assert gate.returncode == 1
     assert f"matched --fail-on slower: {SLOWED}" in gate.stderr
     assert SLOWED in gate.stdout and "slower" in gate.stdout
