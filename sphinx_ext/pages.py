@@ -31,11 +31,11 @@ from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.environment import BuildEnvironment
 
-from apiprof import __version__, svg
+from apiprof import __version__
 from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext.envdata import api_locations
-from apiprof.sphinx_ext.i18n import _, graphic_words
+from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.pages_names import (
     INDEX_PAGE,
     PAGE_BUILDERS,
@@ -50,10 +50,10 @@ from apiprof.sphinx_ext.views import (
     detail_metric,
     growth_phrase,
     growth_rank,
+    heat_strip,
     lab_and_collected,
     other_metrics,
     scenario_table,
-    strip_description,
     view_growth,
     view_summary,
 )
@@ -325,17 +325,7 @@ def _index_row(
 ) -> IndexRow:
     hist = summary.time_histogram
     metric = summary.time_metric
-    strip = (
-        svg.heat_strip_svg(
-            hist.counts(),
-            metric,
-            title=strip_description(metric, hist),
-            width=120,
-            words=graphic_words(),
-        )
-        if hist and metric
-        else ""
-    )
+    strip = heat_strip(metric, hist, width=120) if hist and metric else Markup("")
     return IndexRow(
         qualname=summary.qualname,
         url=writer.builder.get_relative_uri(INDEX_PAGE, names[summary.qualname]),
@@ -349,7 +339,7 @@ def _index_row(
         growth=growth_phrase(summary.growth),
         growth_key=growth_rank(summary.growth),
         samples=summary.samples,
-        strip_svg=Markup(strip),
+        strip_svg=strip,
     )
 
 

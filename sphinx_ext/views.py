@@ -137,6 +137,14 @@ def strip_description(metric: Metric, hist: Histogram) -> str:
     }
 
 
+def heat_strip(metric: Metric, hist: Histogram, width: int = 160) -> Markup:
+    """A histogram's heat strip, described in words for screen readers and tooltips."""
+    title = strip_description(metric, hist)
+    return Markup(
+        svg.heat_strip_svg(hist.counts(), metric, title=title, width=width, words=graphic_words())
+    )
+
+
 @dataclass(frozen=True)
 class MetricView:
     metric: Metric
@@ -187,13 +195,7 @@ def view_metric(
             if histogram
             else ""
         ),
-        strip_svg=Markup(
-            svg.heat_strip_svg(
-                counts, metric, title=strip_description(metric, hist), words=graphic_words()
-            )
-            if strip
-            else ""
-        ),
+        strip_svg=heat_strip(metric, hist) if strip else Markup(""),
     )
 
 
@@ -413,15 +415,7 @@ def _side_cell(metric: Metric, hist: Histogram | None) -> SideCell | None:
         format_value(metric, hist.median),
         format_value(metric, hist.percentile(90)),
         hist.count,
-        Markup(
-            svg.heat_strip_svg(
-                hist.counts(),
-                metric,
-                title=strip_description(metric, hist),
-                width=120,
-                words=graphic_words(),
-            )
-        ),
+        heat_strip(metric, hist, width=120),
     )
 
 
