@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from apiprof import __version__
-from apiprof.cli import merge, scan, scenarios, show
+from apiprof.cli import collect, merge, scan, scenarios, serve, show, sync, upload
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios)
+COMMANDS = (scan, show, merge, scenarios, collect, upload, sync, serve)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 

@@ -117,11 +117,34 @@ def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     db["scans"].add_column("machine_speed_ns", float)
 
 
+def _v5_collection(db: sqlite_utils.Database) -> None:
+    # In-the-wild collection, as the aggregation service stores it: the ids of the batches
+    # already added (exactly-once adds), which package versions collected figures come from,
+    # and the machine-speed index of the contributing machines — all additive.
+    db.execute(
+        "CREATE TABLE batches (id TEXT PRIMARY KEY, received_at TEXT NOT NULL, source TEXT NOT NULL)"
+    )
+    db.execute(
+        """CREATE TABLE collected_versions (
+            package TEXT NOT NULL, version TEXT NOT NULL, batches INTEGER NOT NULL,
+            PRIMARY KEY (package, version)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE machine_speeds (
+            environment_id TEXT NOT NULL, bucket INTEGER NOT NULL,
+            count INTEGER NOT NULL, sum REAL NOT NULL, sum_sq REAL NOT NULL,
+            PRIMARY KEY (environment_id, bucket)
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
+    _v5_collection,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
