@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
+import pytest
 
 POSTGRES_BINARIES = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
 
@@ -125,3 +126,24 @@ def postgres_cluster(database: str = "apiprof") -> Iterator[str]:
             server.kill()
             server.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(url: str, name: str) -> str:
+    """A new, empty database on the server of ``url``; returns its URL."""
+    server, _, _ = url.rpartition("/")
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server for the whole test session (skipped only without the binaries)."""
+    if find_binaries() is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, postgres) are not installed; "
+            "`.ci/run` installs Debian's postgresql package"
+        )
+    with postgres_cluster() as url:
+        yield url

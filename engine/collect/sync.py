@@ -119,6 +119,7 @@ def _stream(connection: ServiceConnection, part: int | None, slices: int) -> Ite
             yield json.loads(raw)
     finally:
         response.close()
+        connection.close()  # a streamed body may leave the connection mid-chunk
 
 
 def _pull(

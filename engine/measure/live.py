@@ -105,7 +105,10 @@ def _fresh_enter(mask: int) -> Record:
 
 def watchable(obj: object) -> types.FunctionType | None:
     """The Python function live probes would time for ``obj`` (function, method, property,
-    static/class method), or None when ``obj`` cannot be watched in a running program."""
+    static/class method), or None when ``obj`` cannot be watched in a running program (C code,
+    classes — a constructor is more than its ``__init__``)."""
+    if isinstance(obj, type):
+        return None
     try:
         site = resolve_site(obj)
     except MeasurementError:
