@@ -2,14 +2,19 @@
 
 This runs on the host program's main thread before its own code, so it only starts a thread and
 registers exit and fork handlers; everything else (settings, the reference, probes) is imported
-and paid for on the collector's thread, inside the collector's budget. ``threading`` is imported
-here, on the main thread: the module takes whichever thread imports it first for the main
-thread, and the host's ``threading.main_thread()`` and shutdown must keep seeing its own. Any
-failure leaves the program running without collection.
+and paid for on the collector's thread, inside the collector's budget. Any failure leaves the
+program running without collection.
+
+The host should not notice that thread: it is a bare ``_thread`` thread (absent from
+``threading.enumerate()`` and never waited for at shutdown), ``threading`` is imported here on
+the main thread (the module takes whichever thread imports it first for the main thread), and
+the thread is stopped around every ``os.fork()`` — Python warns about forking a process with
+threads, and a forked child must not inherit a thread holding a lock.
 """
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import sys
@@ -17,7 +22,15 @@ import threading
 import time
 from typing import Any
 
-_state: dict[str, Any] = {"started": False, "collector": None, "stop": threading.Event()}
+_state: dict[str, Any] = {
+    "started": False,
+    "collector": None,
+    "stop": threading.Event(),  # set at exit (and around forks) during the warm-up wait
+    "done": threading.Event(),  # set when the collector's thread has returned
+    "started_ns": 0,
+    "main_ns": 0,
+}
+_state["done"].set()
 
 STARTUP_COST_NS = 40_000_000
 """About what the collector's imports and set-up cost on its thread. It starts after the program
@@ -40,6 +53,14 @@ def _is_own_tool() -> bool:
     return False
 
 
+def warmup_seconds(environ: Any = os.environ) -> float:
+    try:
+        budget = float(environ.get("APIPROF_COLLECT_BUDGET") or 0.01)
+    except ValueError:
+        budget = 0.01
+    return min(60.0, STARTUP_COST_NS / 1e9 / max(budget, 1e-4))
+
+
 def start() -> None:
     """Begin collecting this program (once per process, whatever calls this)."""
     if _state["started"]:
@@ -50,40 +71,45 @@ def start() -> None:
         if _is_own_tool():
             return
         atexit.register(_at_exit)
-        os.register_at_fork(after_in_child=_after_fork)
-        _start_thread(_thread_main, t0, time.perf_counter_ns() - t0)
+        os.register_at_fork(
+            before=_before_fork, after_in_parent=_restart, after_in_child=_after_fork_in_child
+        )
+        _state["started_ns"] = t0
+        _state["main_ns"] = time.perf_counter_ns() - t0
+        _start_thread(_thread_main)
     except Exception:
         pass
 
 
-def _start_thread(target: Any, *args: Any) -> None:
-    threading.Thread(target=target, args=args, name="apiprof-collect", daemon=True).start()
+def _start_thread(target: Any) -> None:
+    done: threading.Event = _state["done"]
+    done.clear()
+
+    def body() -> None:
+        try:
+            target()
+        except Exception:
+            pass
+        finally:
+            done.set()
+
+    _thread.start_new_thread(body, ())
 
 
-def warmup_seconds(environ: Any = os.environ) -> float:
-    try:
-        budget = float(environ.get("APIPROF_COLLECT_BUDGET") or 0.01)
-    except ValueError:
-        budget = 0.01
-    return min(60.0, STARTUP_COST_NS / 1e9 / max(budget, 1e-4))
+def _thread_main() -> None:
+    remaining = warmup_seconds() - (time.perf_counter_ns() - _state["started_ns"]) / 1e9
+    if _state["stop"].wait(max(0.0, remaining)):
+        return  # the program ended (or forks) first
+    from apiprof.engine.collect.collector import Collector
+    from apiprof.engine.collect.config import load_config
+    from apiprof.engine.collect.paths import Layout
 
-
-def _thread_main(started_ns: int, main_thread_ns: int) -> None:
-    if _state["stop"].wait(warmup_seconds()):
-        return  # the program ended first
-    try:
-        from apiprof.engine.collect.collector import Collector
-        from apiprof.engine.collect.config import load_config
-        from apiprof.engine.collect.paths import Layout
-
-        layout = Layout.current()
-        collector = Collector(layout, load_config(layout), started_ns, main_thread_ns)
-        if _state["stop"].is_set():
-            return
-        _state["collector"] = collector
-        collector.run()
-    except Exception:
-        pass
+    layout = Layout.current()
+    collector = Collector(layout, load_config(layout), _state["started_ns"], _state["main_ns"])
+    if _state["stop"].is_set():
+        return
+    _state["collector"] = collector
+    collector.run()
 
 
 def _at_exit() -> None:
@@ -96,14 +122,58 @@ def _at_exit() -> None:
             pass
 
 
-def _after_fork() -> None:
-    collector = _state["collector"]
+def _os_threads() -> int:
     try:
-        if collector is None:  # still warming up: the child starts its own wait
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def _before_fork() -> None:
+    """Stop the collector's thread so the fork sees (and the child inherits) none."""
+    done: threading.Event = _state["done"]
+    if done.is_set():
+        return
+    try:
+        threads = _os_threads()
+        collector = _state["collector"]
+        (collector.stop if collector is not None else _state["stop"]).set()
+        if done.wait(timeout=1.0) and threads:
+            deadline = time.perf_counter() + 0.05
+            while _os_threads() >= threads and time.perf_counter() < deadline:
+                time.sleep(0.0002)  # the OS thread ends just after its last Python code
+        _state["paused_for_fork"] = True
+    except Exception:
+        pass
+
+
+def _restart() -> None:
+    if not _state.pop("paused_for_fork", False):
+        return
+    try:
+        collector = _state["collector"]
+        if collector is None:
             _state["stop"] = threading.Event()
-            _start_thread(_thread_main, time.perf_counter_ns(), 0)
-            return
-        if collector.after_fork_in_child():
+            _start_thread(_thread_main)
+        elif collector.prepare_thread():
+            _start_thread(collector.run)
+    except Exception:
+        pass
+
+
+def _after_fork_in_child() -> None:
+    """A forked child is a program of its own (see ``Collector.after_fork_in_child``)."""
+    try:
+        _state["done"] = threading.Event()
+        _state["done"].set()
+        collector = _state["collector"]
+        paused = _state.pop("paused_for_fork", False)
+        if collector is None:
+            if paused:
+                _state["stop"] = threading.Event()
+                _state["started_ns"] = time.perf_counter_ns()
+                _start_thread(_thread_main)
+        elif collector.after_fork_in_child():
             _start_thread(collector.run)
     except Exception:
         pass

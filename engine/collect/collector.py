@@ -204,20 +204,28 @@ class Collector:
             self.slot.release()
             self.slot = None
 
+    def prepare_thread(self) -> bool:
+        """Fresh events for a new run of the thread (after a fork stopped it); False if
+        collection has ended for this program."""
+        self.stop = threading.Event()
+        self.finished = threading.Event()
+        if self.closed or self.probes is None:
+            self.finished.set()
+            return False
+        return True
+
     def after_fork_in_child(self) -> bool:
         """A forked child is a program of its own: the parent's calls stay the parent's, and the
         child collects only if it gets a slot. True if its thread should be started again."""
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.finished = threading.Event()
+        self.lock = threading.Lock()  # the parent's thread may have held it
         self.tallies.clear()
         self.uploaders.clear()
         if self.slot is not None:
             self.slot.release()  # the parent keeps the lock through its own descriptor
             self.slot = None
-        if self.closed or self.probes is None:
-            self.finished.set()
+        if not self.prepare_thread():
             return False
+        assert self.probes is not None
         self.probes.drain()  # calls made before the fork are the parent's
         self.started_ns = self.last_flush_ns = self.last_tick_ns = time.perf_counter_ns()
         self.main_thread_ns, self.thread_cpu_ns, self.last_spent = 0, 0, 0.0
