@@ -105,6 +105,12 @@ def print_status(data: dict[str, Any]) -> None:
             f"last upload: {upload.get('sent', 0)} sent, {upload.get('duplicates', 0)} already "
             f"counted, {len(upload.get('rejected', []))} rejected to {upload.get('server')}"
         )
+    cost = data["last_program"]
+    if cost:
+        print(
+            f"last collected program: {cost['apis_measured']} API(s) measured, collection cost "
+            f"{cost['share']:.2%} of its {cost['elapsed_s']:.1f} s (budget {cost['budget']:.1%})"
+        )
     for problem in data["problems"]:
         print(f"warning: {problem} (ignored)")
 

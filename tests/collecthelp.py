@@ -86,10 +86,27 @@ def counts(docs: list[dict], metric: str = "wall_ns") -> dict[str, int]:
     return out
 
 
-BUSY_PROGRAM = """
+WAIT_FOR_COLLECTOR = """
 import json, sys, textwrap, time
+def wait_for_collector():
+    # Tests only: a busy machine can delay the collector's start past a short program's end.
+    from apiprof.engine.collect import bootstrap
+    deadline, calls = time.perf_counter() + 120, 0
+    while time.perf_counter() < deadline:
+        collector = bootstrap._state["collector"]
+        if collector is not None and collector.active:
+            return calls
+        json.dumps([0]); textwrap.dedent(" x")
+        calls += 1
+        time.sleep(0.005)
+    raise SystemExit("the collector never started")
+"""
+
+BUSY_PROGRAM = (
+    WAIT_FOR_COLLECTOR
+    + """
 seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.6
-calls = 0
+calls = wait_for_collector() if "wait" in sys.argv[2:] else 0
 end = time.perf_counter() + seconds
 while time.perf_counter() < end:
     json.dumps({"a": [1, 2, 3], "b": "x" * 30})
@@ -99,3 +116,4 @@ while time.perf_counter() < end:
         time.sleep(0.001)  # like real programs, it waits now and then (the collector gets a turn)
 print(json.dumps({"calls": calls, "collector": "apiprof.engine.collect.bootstrap" in sys.modules}))
 """
+)

@@ -9,11 +9,13 @@ import os
 import random
 import stat
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from collecthelp import (
     BUSY_PROGRAM,
+    WAIT_FOR_COLLECTOR,
     collect_env,
     counts,
     make_reference,
@@ -320,7 +322,9 @@ def reference(tmp_path_factory) -> Path:
 
 
 def test_a_collected_program_leaves_one_whole_batch(tmp_path, reference):
-    result = run_program(BUSY_PROGRAM, collect_env(tmp_path / "home", reference), tmp_path, "0.8")
+    result = run_program(
+        BUSY_PROGRAM, collect_env(tmp_path / "home", reference), tmp_path, "0.8", "wait"
+    )
     assert result.returncode == 0 and result.stderr == ""
     out = json.loads(result.stdout)
     assert out["collector"] is True
@@ -341,7 +345,11 @@ def test_long_programs_write_summaries_periodically_and_a_crash_tears_none(tmp_p
         'print(json.dumps({"calls"', 'import os; os._exit(0)\nprint(json.dumps({"calls"'
     )
     result = run_program(
-        source, collect_env(tmp_path / "home", reference, collect_interval=0.15), tmp_path, "1.5"
+        source,
+        collect_env(tmp_path / "home", reference, collect_interval=0.15),
+        tmp_path,
+        "1.5",
+        "wait",
     )
     assert result.returncode == 0
     docs = spooled_docs(tmp_path / "home")  # every file parses: no torn batch
@@ -366,21 +374,26 @@ def test_the_host_program_runs_unharmed_when_the_spool_cannot_be_written(tmp_pat
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 def test_a_forked_child_collects_its_own_calls_only(tmp_path, reference):
-    source = """
-    import json, os, sys, time
-    def work(seconds):
-        n, end = 0, time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            json.dumps([n]); n += 1
-        return n
-    before = work(0.4)
-    pid = os.fork()
-    if pid == 0:
-        print("child", work(0.4), flush=True)
-        sys.exit(0)
-    os.waitpid(pid, 0)
-    print("parent", before + work(0.2), flush=True)
-    """
+    source = WAIT_FOR_COLLECTOR + textwrap.dedent(
+        """
+        import os
+        waited = wait_for_collector()
+        def work(seconds):
+            n, end = 0, time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                json.dumps([n]); n += 1
+                if n % 100 == 0:
+                    time.sleep(0.001)
+            return n
+        before = work(0.4)
+        pid = os.fork()
+        if pid == 0:
+            print("child", work(0.4), flush=True)
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        print("parent", waited + before + work(0.2), flush=True)
+        """
+    )
     result = run_program(source, collect_env(tmp_path / "home", reference), tmp_path)
     assert result.returncode == 0 and result.stderr == ""  # no warning about forking with threads
     calls = dict(line.split() for line in result.stdout.splitlines())

@@ -9,13 +9,15 @@ The host should not notice that thread: it is a bare ``_thread`` thread (absent 
 ``threading.enumerate()`` and never waited for at shutdown), ``threading`` is imported here on
 the main thread (the module takes whichever thread imports it first for the main thread), and
 the thread is stopped around every ``os.fork()`` — Python warns about forking a process with
-threads, and a forked child must not inherit a thread holding a lock.
+threads, and a forked child must not inherit a thread holding a lock. Only built-in modules
+and ``threading`` are imported here.
 """
 
 from __future__ import annotations
 
 import _thread
 import atexit
+import gc
 import os
 import sys
 import threading
@@ -72,7 +74,7 @@ def start() -> None:
             return
         atexit.register(_at_exit)
         os.register_at_fork(
-            before=_before_fork, after_in_parent=_restart, after_in_child=_after_fork_in_child
+            before=_before_fork, after_in_parent=_restart_later, after_in_child=_after_fork_in_child
         )
         _state["started_ns"] = t0
         _state["main_ns"] = time.perf_counter_ns() - t0
@@ -139,7 +141,7 @@ def _before_fork() -> None:
         collector = _state["collector"]
         (collector.stop if collector is not None else _state["stop"]).set()
         if done.wait(timeout=1.0) and threads:
-            deadline = time.perf_counter() + 0.05
+            deadline = time.perf_counter() + 1.0
             while _os_threads() >= threads and time.perf_counter() < deadline:
                 time.sleep(0.0002)  # the OS thread ends just after its last Python code
         _state["paused_for_fork"] = True
@@ -147,9 +149,23 @@ def _before_fork() -> None:
         pass
 
 
-def _restart() -> None:
-    if not _state.pop("paused_for_fork", False):
+def _restart_later() -> None:
+    """After a fork, in the parent: the thread starts again at the program's next garbage
+    collection, not in this hook — Python 3.13 counts threads for its fork warning after the
+    hooks have run."""
+    if _state.pop("paused_for_fork", False):
+        gc.callbacks.append(_restart_at_collection)
+
+
+def _restart_at_collection(phase: str, info: dict[str, int]) -> None:
+    if phase != "stop":
         return
+    if _restart_at_collection in gc.callbacks:
+        gc.callbacks.remove(_restart_at_collection)
+    _restart()
+
+
+def _restart() -> None:
     try:
         collector = _state["collector"]
         if collector is None:

@@ -43,7 +43,8 @@ class ReferenceCandidates:
     """Candidates and call edges from an apiprof database, read-only, queried per new module."""
 
     def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # read on the collector's thread, closed at exit on the program's main thread
+        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self._partners: dict[str, set[str]] = {}
 
     def for_modules(self, modules: Iterable[str]) -> list[Candidate]:

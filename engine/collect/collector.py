@@ -45,7 +45,7 @@ from apiprof.engine.collect.config import COLLECT_ENV, CollectConfig
 from apiprof.engine.collect.paths import Layout
 from apiprof.engine.collect.slots import Slot, acquire_slot
 from apiprof.engine.collect.spool import spool_bytes, write_batch
-from apiprof.engine.collect.state import machine_speed, save_machine_speed
+from apiprof.engine.collect.state import machine_speed, save_machine_speed, save_program_cost
 from apiprof.engine.collect.wire import ApiSample, Batch, new_batch_id
 from apiprof.engine.measure.live import LiveCosts, LiveProbes
 from apiprof.engine.measure.speed import machine_speed_ns
@@ -117,6 +117,7 @@ class Collector:
         self.queue: list[Candidate] = []
         self.active: dict[int, _Measured] = {}
         self.done: set[str] = set()
+        self.measured: set[str] = set()  # APIs with at least one measured call
         self.tallies: dict[str, _Tallies] = {}
         self.versions: dict[str, str] = {}
         self.speed_ns: float | None = None
@@ -180,8 +181,9 @@ class Collector:
             if self.probes is not None:
                 self._absorb(self.probes.drain())
                 self.probes.close()
-            self.main_thread_ns += time.perf_counter_ns() - t0
-            self._flush(final=True)
+                self._flush(final=True)
+                self.main_thread_ns += time.perf_counter_ns() - t0
+                save_program_cost(self.layout, self.cost_report())
         finally:
             self._release()
             self.lock.release()
@@ -236,6 +238,24 @@ class Collector:
             return False
         return True
 
+    def cost_report(self) -> dict[str, float | int]:
+        """What collection cost this program, as the collector accounts it (kept locally for
+        `apiprof collect status`, never uploaded)."""
+        assert self.probes is not None
+        elapsed = time.perf_counter_ns() - self.started_ns
+        spent = self.spent_ns()
+        return {
+            "elapsed_s": elapsed / 1e9,
+            "spent_ms": spent / 1e6,
+            "share": spent / elapsed if elapsed else 0.0,
+            "budget": self.config.budget,
+            "probed_calls": self.probes.calls(),
+            "probe_cost_ns": self.probes.probe_cost_ns,
+            "collector_cpu_ms": self.thread_cpu_ns / 1e6,
+            "main_thread_ms": self.main_thread_ns / 1e6,
+            "apis_measured": len(self.measured),
+        }
+
     # -- one tick ------------------------------------------------------------------------------
     def spent_ns(self) -> float:
         assert self.probes is not None
@@ -272,6 +292,7 @@ class Collector:
             delay = (allowance - spent) / self.probe_share / 1e9
         if now - self.last_flush_ns >= self.config.interval * 1e9:
             self._flush(final=False)
+        delay = min(delay, (self.last_flush_ns + self.config.interval * 1e9 - now) / 1e9)
         self.uploaders = [p for p in self.uploaders if p.poll() is None]
         floor = max(MIN_TICK, self.tick_cost_ns / max(self.config.budget, 1e-9) / 4e9)
         return min(MAX_TICK, max(floor, delay))
@@ -336,6 +357,7 @@ class Collector:
                 continue
             measured.samples += len(cost.wall_ns)
             c = measured.candidate
+            self.measured.add(c.qualname)
             tallies = self.tallies.get(c.qualname)
             if tallies is None:
                 version = self.versions.get(c.module.split(".", 1)[0], "")

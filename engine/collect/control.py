@@ -23,7 +23,12 @@ from apiprof.engine.collect.config import (
 from apiprof.engine.collect.paths import Layout
 from apiprof.engine.collect.slots import slots_in_use
 from apiprof.engine.collect.spool import spool_bytes, spooled
-from apiprof.engine.collect.state import last_upload, machine_speed, save_machine_speed
+from apiprof.engine.collect.state import (
+    last_program_cost,
+    last_upload,
+    machine_speed,
+    save_machine_speed,
+)
 from apiprof.engine.measure.speed import machine_speed_ns
 from apiprof.errors import UsageError
 
@@ -46,6 +51,7 @@ class CollectStatus:
     collecting_now: int
     machine_speed_ns: float | None
     last_upload: dict[str, Any] = field(default_factory=dict)
+    last_program: dict[str, Any] = field(default_factory=dict)  # its collection cost
 
     @property
     def active(self) -> bool:
@@ -73,6 +79,7 @@ class CollectStatus:
             "collecting_now": self.collecting_now,
             "machine_speed_ns": self.machine_speed_ns,
             "last_upload": self.last_upload,
+            "last_program": self.last_program,
         }
 
 
@@ -137,6 +144,7 @@ def collect_status(layout: Layout, environ: Mapping[str, str] = os.environ) -> C
         collecting_now=slots_in_use(layout, config.max_programs),
         machine_speed_ns=machine_speed(layout),
         last_upload=last_upload(layout),
+        last_program=last_program_cost(layout),
     )
 
 

@@ -40,6 +40,15 @@ def save_machine_speed(layout: Layout, speed_ns: float) -> None:
     _write(layout, "machine.json", data)
 
 
+def save_program_cost(layout: Layout, report: dict[str, Any]) -> None:
+    """What collection cost the last collected program that ended (its own accounting)."""
+    _write(layout, "last-program.json", {"finished_at": time.time(), **report})
+
+
+def last_program_cost(layout: Layout) -> dict[str, Any]:
+    return _read(layout, "last-program.json")
+
+
 def last_upload(layout: Layout) -> dict[str, Any]:
     return _read(layout, "upload.json")
 
