@@ -39,7 +39,8 @@ def make_reference(path: Path, extra: list[tuple[str, str, EntryKind]] = (), edg
 
 def collect_env(home: Path, reference: Path | None = None, **settings: object) -> dict[str, str]:
     """Environment of a program collected at rate 1 with the whole program time as budget (so
-    the collector starts almost at once), whatever the machine's load."""
+    the collector starts almost at once), whatever the machine's load, and no API retired for
+    another during the short run."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith("APIPROF_") and k != "XDG_DATA_HOME"
     }
@@ -49,6 +50,7 @@ def collect_env(home: Path, reference: Path | None = None, **settings: object) -
         APIPROF_COLLECT_RATE="1",
         APIPROF_COLLECT_BUDGET="1",
         APIPROF_COLLECT_MAX_LOAD="1000",
+        APIPROF_COLLECT_SAMPLES="10000000",
     )
     if reference is not None:
         env["APIPROF_REFERENCE"] = str(reference)

@@ -35,7 +35,8 @@ from apiprof.engine.collect.choose import (
 from apiprof.engine.collect.collector import Collector
 from apiprof.engine.collect.config import CollectConfig, config_problems, load_config
 from apiprof.engine.collect.control import find_hook
-from apiprof.engine.collect.paths import Layout, default_home
+from apiprof.engine.collect.home import default_home
+from apiprof.engine.collect.paths import Layout
 from apiprof.engine.collect.slots import acquire_slot, slots_in_use
 from apiprof.engine.collect.upload import UploadError, send_with_retries
 from apiprof.engine.collect.wire import Batch, parse_batch, slice_of
@@ -67,14 +68,23 @@ def test_apis_at_once_defaults_to_four_and_rate_one_means_everything():
     assert CollectConfig(max_apis=0).apis_at_once is None
 
 
-def test_the_start_up_hook_computes_the_same_default_home(tmp_path):
-    hook = find_hook()
-    assert hook is not None, "the installed package ships apiprof-collect.pth"
-    env = {"HOME": str(tmp_path / "user"), "XDG_DATA_HOME": str(tmp_path / "data")}
-    assert default_home(env) == tmp_path / "data" / "apiprof"
-    assert default_home({"HOME": str(tmp_path)}) == Path(
-        os.path.expanduser("~/.local/share/apiprof")
+@pytest.mark.parametrize("xdg", [True, False])
+def test_the_start_up_hook_looks_where_apiprof_keeps_its_home(tmp_path, xdg):
+    assert find_hook() is not None, "the installed package ships apiprof-collect.pth"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("APIPROF_", "XDG_"))}
+    env.update(HOME=str(tmp_path / "user"), APIPROF_COLLECT_BUDGET="1")
+    if xdg:
+        env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    flag = Path(default_home(env)) / "collect-enabled"
+    assert str(flag).startswith(str(tmp_path))
+    flag.parent.mkdir(parents=True)
+    flag.touch()
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", HOOK_CHECK], env=env, capture_output=True, text=True, check=False
     )
+    assert out.stdout.strip() == "True"
 
 
 @pytest.mark.parametrize(
@@ -209,11 +219,16 @@ class FakeProbes:
 
 
 class Clock:
+    """Wall time and the process's CPU time, set by hand."""
+
     def __init__(self) -> None:
-        self.now = 0
+        self.now = self.cpu = 0
 
     def perf_counter_ns(self) -> int:
         return self.now
+
+    def process_time_ns(self) -> int:
+        return self.cpu
 
     def thread_time_ns(self) -> int:
         return 0
@@ -253,15 +268,18 @@ def test_apis_sharing_a_stack_are_never_instrumented_together(tmp_path, monkeypa
 def test_past_the_budget_every_probe_goes_off_until_the_program_has_paid(tmp_path, monkeypatch):
     collector, clock = _collector(tmp_path, monkeypatch, ListedCandidates([]), budget=0.01)
     probes = collector.probes
-    clock.now = 1_000_000_000  # 1 s: 10 ms of budget
-    probes.n = 5_000  # × 1 µs = 5 ms spent
+    clock.now, clock.cpu = 3_000_000_000, 1_000_000_000  # a busy machine: 1 s of work in 3 s
+    probes.n = 5_000  # × 1 µs = 5 ms spent, of 10 ms (1 % of the work, not of the wall time)
     delay = collector._tick()
     assert not probes.paused and delay > 0
     probes.n = 20_000  # 20 ms spent
     delay = collector._tick()
     assert probes.paused
-    assert delay == pytest.approx(1.0, abs=0.05)  # until 2 s of program time pay for 20 ms
-    clock.now = 2_500_000_000
+    assert delay == pytest.approx(1.0, abs=0.05)  # until 2 s of the program's work pay for it
+    clock.now, clock.cpu = 9_000_000_000, 1_900_000_000  # wall time alone pays for nothing
+    collector._tick()
+    assert probes.paused
+    clock.cpu = 2_500_000_000
     collector._tick()
     assert not probes.paused
 
@@ -419,15 +437,21 @@ def test_no_slot_no_collection(tmp_path, reference):
 @pytest.mark.slow
 def test_the_budget_keeps_probed_calls_to_a_small_share(tmp_path, reference):
     env = collect_env(tmp_path / "home", reference)
-    env["APIPROF_COLLECT_BUDGET"] = "0.02"
-    result = run_program(BUSY_PROGRAM, env, tmp_path, "12")
+    env["APIPROF_COLLECT_BUDGET"] = "0.1"
+    program = BUSY_PROGRAM.replace(
+        "while time.perf_counter() < end:",
+        "while time.process_time() < seconds:  # 4 s of work, however busy the machine",
+    )
+    result = run_program(program, env, tmp_path, "4", timeout=600)
     assert result.returncode == 0
     calls = json.loads(result.stdout)["calls"]
     measured = counts(spooled_docs(tmp_path / "home"))
-    # the collector starts once the program has run long enough to pay for its start-up within
-    # 2 %, then switches its probes off whenever they pass the budget: probing every call of
-    # these ≈1 µs functions would cost ≈10 % of this program
-    assert 0 < sum(measured.values()) < 0.25 * 2 * calls
+    cost = json.loads((tmp_path / "home" / "state" / "last-program.json").read_text())
+    # the collector starts once the program has worked long enough to pay for its start-up
+    # within the budget, then switches its probes off whenever they pass it: probing every call
+    # of these few-µs functions would cost this program about a third of its time
+    assert 0 < sum(measured.values()) < 0.5 * 2 * calls
+    assert cost["share"] <= 0.1 * 1.2  # its own accounting: within the budget, give or take a tick
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def apiprof(*args: str, home: Path) -> subprocess.CompletedProcess:
 def test_collected_programs_add_up_in_the_service_and_come_back(store_target, reference, tmp_path):
     home = tmp_path / "home"
     for _ in range(2):
-        result = run_program(BUSY_PROGRAM, collect_env(home, reference), tmp_path, "0.8")
+        result = run_program(BUSY_PROGRAM, collect_env(home, reference), tmp_path, "0.8", "wait")
         assert result.returncode == 0 and result.stderr == ""
     sent = spooled_docs(home)
     assert len(sent) == 2 and all(doc["apis"] for doc in sent)
@@ -107,7 +107,9 @@ def test_an_upload_carries_only_the_documented_fields(reference, tmp_path):
         'json.dumps({"a": [1, 2, 3], "b": "x" * 30})', "json.dumps({'arg': sys.argv[2]})"
     )
     home = secret_dir / "home"
-    result = run_program(program, collect_env(home, reference), secret_dir, "0.8", secret_arg)
+    result = run_program(
+        program, collect_env(home, reference), secret_dir, "0.8", secret_arg, "wait"
+    )
     assert result.returncode == 0, result.stderr
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

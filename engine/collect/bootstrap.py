@@ -30,14 +30,16 @@ _state: dict[str, Any] = {
     "stop": threading.Event(),  # set at exit (and around forks) during the warm-up wait
     "done": threading.Event(),  # set when the collector's thread has returned
     "started_ns": 0,
+    "started_cpu_ns": 0,
     "main_ns": 0,
 }
 _state["done"].set()
 
-STARTUP_COST_NS = 40_000_000
-"""About what the collector's imports and set-up cost on its thread. It starts after the program
-has run long enough for this to fit the budget (4 s at the default 1 %), so a short program
-pays nothing but this module, and a long one never pays more than its budget."""
+STARTUP_COST_NS = 100_000_000
+"""What the collector's imports and set-up are assumed to cost on its thread until one start-up
+was measured (then the last measured cost counts). The collector starts only once the program
+has used enough CPU time for this to fit the budget (≈ 4–10 s of work at the default 1 %): a
+short program pays nothing but this module, a long one never more than its budget."""
 
 _OWN_TOOLS = ("apiprof", "apiprof-scan", "apiprof-lsp")
 
@@ -55,12 +57,37 @@ def _is_own_tool() -> bool:
     return False
 
 
-def warmup_seconds(environ: Any = os.environ) -> float:
+def warmup_cpu_ns(environ: Any = os.environ) -> float:
+    """Program CPU time before the collector sets itself up: its start-up cost ÷ budget."""
     try:
         budget = float(environ.get("APIPROF_COLLECT_BUDGET") or 0.01)
     except ValueError:
         budget = 0.01
-    return min(60.0, STARTUP_COST_NS / 1e9 / max(budget, 1e-4))
+    try:
+        from apiprof.engine.collect.home import home_dir
+
+        with open(os.path.join(home_dir(environ), "state", "setup-cost-ns"), "rb") as measured:
+            cost = max(1_000_000, int(measured.read(32)))
+    except (OSError, ValueError):
+        cost = STARTUP_COST_NS
+    return min(60e9, cost / max(budget, 1e-4))
+
+
+def _program_cpu_ns() -> int:
+    return time.process_time_ns() - _state["started_cpu_ns"] - time.thread_time_ns()
+
+
+def _warm_up() -> bool:
+    """Wait until the program has done enough work to pay for the collector's start-up; False
+    if it ended (or forks) first. Checks are CPU-cheap: a clock read every 50 ms–1 s."""
+    needed = warmup_cpu_ns()
+    stop: threading.Event = _state["stop"]
+    while True:
+        missing = needed - _program_cpu_ns()
+        if missing <= 0:
+            return True
+        if stop.wait(min(1.0, max(0.05, missing / 1e9))):
+            return False
 
 
 def start() -> None:
@@ -77,6 +104,7 @@ def start() -> None:
             before=_before_fork, after_in_parent=_restart_later, after_in_child=_after_fork_in_child
         )
         _state["started_ns"] = t0
+        _state["started_cpu_ns"] = time.process_time_ns()
         _state["main_ns"] = time.perf_counter_ns() - t0
         _start_thread(_thread_main)
     except Exception:
@@ -99,15 +127,20 @@ def _start_thread(target: Any) -> None:
 
 
 def _thread_main() -> None:
-    remaining = warmup_seconds() - (time.perf_counter_ns() - _state["started_ns"]) / 1e9
-    if _state["stop"].wait(max(0.0, remaining)):
+    if not _warm_up():
         return  # the program ended (or forks) first
     from apiprof.engine.collect.collector import Collector
     from apiprof.engine.collect.config import load_config
     from apiprof.engine.collect.paths import Layout
 
     layout = Layout.current()
-    collector = Collector(layout, load_config(layout), _state["started_ns"], _state["main_ns"])
+    collector = Collector(
+        layout,
+        load_config(layout),
+        _state["started_ns"],
+        _state["main_ns"],
+        _state["started_cpu_ns"],
+    )
     if _state["stop"].is_set():
         return
     _state["collector"] = collector
@@ -188,6 +221,7 @@ def _after_fork_in_child() -> None:
             if paused:
                 _state["stop"] = threading.Event()
                 _state["started_ns"] = time.perf_counter_ns()
+                _state["started_cpu_ns"] = time.process_time_ns()
                 _start_thread(_thread_main)
         elif collector.after_fork_in_child():
             _start_thread(collector.run)

@@ -9,9 +9,11 @@ second later):
   shares a call stack with an instrumented API;
 * the **budget**: everything collection costs the program — the start-up on the main thread,
   this thread's CPU time (imports, choosing, reading records, writing summaries) and every probed
-  call at the probes' measured cost — is kept at or below ``budget`` × the time the program has
-  run. Past it, every probe is switched off until the program has run long enough to pay for
-  more; the thread also sleeps longer the less budget is left;
+  call at the probes' measured cost — is kept at or below ``budget`` × the CPU time the program
+  itself has used (not its wall time: on a busy machine, or in a program that mostly waits, wall
+  time runs far ahead of the work done, and 1 % of it would be more than 1 % of the work). Past
+  it, every probe is switched off until the program has worked long enough to pay for more; the
+  thread also sleeps longer the less budget is left;
 * records are read into log2 tallies (WALL for every call, CPU for the sampled ones); an API
   that has given ``samples`` calls makes room for the next one drawn;
 * every ``interval`` seconds, and when the program exits, the tallies become one batch in the
@@ -45,7 +47,12 @@ from apiprof.engine.collect.config import COLLECT_ENV, CollectConfig
 from apiprof.engine.collect.paths import Layout
 from apiprof.engine.collect.slots import Slot, acquire_slot
 from apiprof.engine.collect.spool import spool_bytes, write_batch
-from apiprof.engine.collect.state import machine_speed, save_machine_speed, save_program_cost
+from apiprof.engine.collect.state import (
+    machine_speed,
+    save_machine_speed,
+    save_program_cost,
+    save_setup_cost,
+)
 from apiprof.engine.collect.wire import ApiSample, Batch, new_batch_id
 from apiprof.engine.measure.live import LiveCosts, LiveProbes
 from apiprof.engine.measure.speed import machine_speed_ns
@@ -100,10 +107,16 @@ def package_version(package: str) -> str:
 
 class Collector:
     def __init__(
-        self, layout: Layout, config: CollectConfig, started_ns: int, main_thread_ns: int
+        self,
+        layout: Layout,
+        config: CollectConfig,
+        started_ns: int,
+        main_thread_ns: int,
+        started_cpu_ns: int = 0,
     ) -> None:
         self.layout, self.config = layout, config
         self.started_ns = started_ns
+        self.started_cpu_ns = started_cpu_ns  # the process's CPU time when collection began
         self.main_thread_ns = main_thread_ns  # start-up and exit work on the host's thread
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -121,9 +134,10 @@ class Collector:
         self.tallies: dict[str, _Tallies] = {}
         self.versions: dict[str, str] = {}
         self.speed_ns: float | None = None
-        self.thread_cpu_ns = 0  # this collector's own CPU time in its thread, all ticks
+        self.thread_cpu_ns = 0  # this collector's own CPU time on its thread(s), imports included
+        self.thread_cpu_base = 0  # CPU of the collector's earlier threads (before a fork)
         self.last_flush_ns = started_ns
-        self.last_spent, self.last_tick_ns = 0.0, started_ns
+        self.last_spent, self.last_tick_cpu = 0.0, 0
         self.probe_share = ASSUMED_PROBE_SHARE
         self.tick_cost_ns = 0.0
         self.uploaders: list[subprocess.Popen[bytes]] = []
@@ -133,6 +147,7 @@ class Collector:
     def run(self) -> None:
         """The collector's thread: take a program slot (unless the machine is busy or every
         slot is taken), then tick until the program exits."""
+        self.thread_cpu_base = self.thread_cpu_ns
         try:
             if self.probes is None:
                 if self.config.max_load and _load_per_cpu() > self.config.max_load:
@@ -141,6 +156,7 @@ class Collector:
                 if self.slot is None or not self._setup():
                     self._shutdown()
                     return
+                save_setup_cost(self.layout, time.thread_time_ns())
             while not self.stop.is_set():
                 tick0 = time.thread_time_ns()
                 with self.lock:
@@ -229,8 +245,9 @@ class Collector:
             return False
         assert self.probes is not None
         self.probes.drain()  # calls made before the fork are the parent's
-        self.started_ns = self.last_flush_ns = self.last_tick_ns = time.perf_counter_ns()
-        self.main_thread_ns, self.thread_cpu_ns, self.last_spent = 0, 0, 0.0
+        self.started_ns = self.last_flush_ns = time.perf_counter_ns()
+        self.started_cpu_ns = time.process_time_ns()  # the child's own CPU clock
+        self.main_thread_ns, self.thread_cpu_ns, self.last_spent, self.last_tick_cpu = 0, 0, 0.0, 0
         self.slot = acquire_slot(self.layout, self.config.max_programs)
         if self.slot is None:
             self._shutdown()
@@ -243,11 +260,13 @@ class Collector:
         `apiprof collect status`, never uploaded)."""
         assert self.probes is not None
         elapsed = time.perf_counter_ns() - self.started_ns
+        program = self.program_cpu_ns()
         spent = self.spent_ns()
         return {
             "elapsed_s": elapsed / 1e9,
+            "program_cpu_s": program / 1e9,
             "spent_ms": spent / 1e6,
-            "share": spent / elapsed if elapsed else 0.0,
+            "share": spent / program if program > 0 else 0.0,
             "budget": self.config.budget,
             "probed_calls": self.probes.calls(),
             "probe_cost_ns": self.probes.probe_cost_ns,
@@ -265,18 +284,24 @@ class Collector:
             + self.probes.calls() * self.probes.probe_cost_ns
         )
 
+    def program_cpu_ns(self) -> int:
+        """CPU time the program itself has used since collection began (the budget's base: on
+        a busy machine a program's wall time runs far ahead of the work it does)."""
+        return time.process_time_ns() - self.started_cpu_ns - self.thread_cpu_ns
+
     def _tick(self) -> float:
         """One round of bookkeeping; returns the seconds to sleep before the next."""
         probes = self.probes
         assert probes is not None
-        self.thread_cpu_ns = time.thread_time_ns()  # the thread's CPU since it started
+        self.thread_cpu_ns = self.thread_cpu_base + time.thread_time_ns()
         now = time.perf_counter_ns()
-        allowance = self.config.budget * (now - self.started_ns)
+        program = self.program_cpu_ns()
+        allowance = self.config.budget * program
         spent = self.spent_ns()
-        window = max(1, now - self.last_tick_ns)
+        window = max(1, program - self.last_tick_cpu)
         if not probes.paused:
             self.probe_share = max(self.config.budget, (spent - self.last_spent) / window)
-        self.last_spent, self.last_tick_ns = spent, now
+        self.last_spent, self.last_tick_cpu = spent, program
         if spent > allowance:
             self._absorb(probes.pause())
             delay = (spent - allowance) / max(self.config.budget, 1e-9) / 1e9

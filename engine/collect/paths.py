@@ -1,33 +1,13 @@
-"""Where collection keeps its state: ``APIPROF_HOME``, else the platform's user data directory.
-
-The ``apiprof-collect.pth`` start-up hook computes the same default itself (it runs before any
-apiprof module may be imported); a test keeps the two in step.
-"""
+"""The files under the apiprof home (:mod:`~apiprof.engine.collect.home` says where that is)."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-HOME_ENV = "APIPROF_HOME"
-
-
-def default_home(environ: Mapping[str, str] = os.environ) -> Path:
-    """The platform's per-user data directory for apiprof (XDG on Linux and BSDs)."""
-    if os.name == "nt":
-        base = environ.get("LOCALAPPDATA") or os.path.expanduser(r"~\AppData\Local")
-    elif sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    else:
-        base = environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return Path(base) / "apiprof"
-
-
-def collect_home(environ: Mapping[str, str] = os.environ) -> Path:
-    return Path(environ.get(HOME_ENV) or default_home(environ))
+from apiprof.engine.collect.home import home_dir
 
 
 @dataclass(frozen=True)
@@ -38,7 +18,7 @@ class Layout:
 
     @classmethod
     def current(cls, environ: Mapping[str, str] = os.environ) -> Layout:
-        return cls(collect_home(environ))
+        return cls(Path(home_dir(environ)))
 
     @property
     def enabled_flag(self) -> Path:

@@ -40,6 +40,14 @@ def save_machine_speed(layout: Layout, speed_ns: float) -> None:
     _write(layout, "machine.json", data)
 
 
+SETUP_COST_FILE = "setup-cost-ns"
+"""CPU the collector's start-up took last time, as plain text: read at start-up without json."""
+
+
+def save_setup_cost(layout: Layout, cost_ns: int) -> None:
+    write_atomic(layout.state / SETUP_COST_FILE, str(int(cost_ns)).encode())
+
+
 def save_program_cost(layout: Layout, report: dict[str, Any]) -> None:
     """What collection cost the last collected program that ended (its own accounting)."""
     _write(layout, "last-program.json", {"finished_at": time.time(), **report})
