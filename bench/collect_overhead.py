@@ -183,7 +183,7 @@ def compare(
     off = {**base, "APIPROF_COLLECT": "0"}
     wall_ratios, cpu_ratios, measured, control = [], [], [], []
     for i in range(rounds):
-        home = work / f"home-{rate}-{i}"
+        home = work / f"home-{rate}"  # one home, as a user has: start-up costs learnt carry over
         on = {
             **base,
             "APIPROF_COLLECT": "1",
@@ -200,6 +200,8 @@ def compare(
         wall_ratios.append(times["on"][0] / times["off"][0])
         cpu_ratios.append(times["on"][1] / times["off"][1])
         measured.append(collected(home))
+        for path in (home / "spool").glob("*.json"):
+            path.unlink()
         print(
             f"  round {i + 1}: off {times['off'][0]:.2f} s, on {times['on'][0]:.2f} s — wall ×{wall_ratios[-1]:.3f}, "
             f"CPU ×{cpu_ratios[-1]:.3f}; collected {measured[-1][0]} APIs, {measured[-1][1]} calls, "

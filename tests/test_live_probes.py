@@ -98,9 +98,26 @@ def test_recursion_and_exceptions_pair_correctly(probes):
     costs = probes.drain()
     assert len(costs[rec].wall_ns) == 100  # every activation of every depth
     assert len(costs[bad].wall_ns) == 20
-    # nested probed calls' cost is subtracted from the outer call: the outermost level of
-    # recursion(4) stays within a few µs, not 4 × the full probe cost above it
-    assert max(costs[rec].wall_ns) < 100_000
+
+
+def test_active_time_subtracts_own_entry_and_nested_probes_exactly(probes):
+    """seeds/001 in closed form, on hand-made records: (cpu, wall) per entry, (wall, cpu) per
+    exit; CPU read at the first entry and the last exit only."""
+    handle = probes.watch(spin)
+    probes.pause()
+    probes.inside_ns, probes.inside_sampled_ns, probes.inside_cpu_ns = 10.0, 30.0, 20.0
+    probes.probe_cost_ns = 100.0
+    # F enters at 1000 (CPU 500), calls itself twice: [1100, 1300] and [1400, 1450]; F exits 2000
+    probes.enters[handle].extend([500, 1000, -1, 1100, -1, 1400])
+    probes.exits[handle].extend([1300, -1, 1450, -1, 2000, 1400])
+    costs = probes.drain()[handle]
+    assert costs.wall_ns == [190, 40, 1000 - 30 - 2 * 100]
+    assert costs.cpu_ns == [1400 - 500 - 20 - 2 * 100]
+    # one after another: the closed form of the common case gives the same
+    probes.enters[handle].extend([-1, 3000, 700, 3500])
+    probes.exits[handle].extend([3200, -1, 3900, 900])
+    costs = probes.drain()[handle]
+    assert costs.wall_ns == [190, 370] and costs.cpu_ns == [180]
 
 
 def test_pause_stops_every_probe_and_resume_restarts(probes):

@@ -198,32 +198,25 @@ def _restart_at_collection(phase: str, info: dict[str, int]) -> None:
     _restart()
 
 
-def _restart() -> None:
+def _restart(child: bool = False) -> None:
+    """Start the thread again where it stopped: the warm-up wait, or the collector's ticks (in a
+    forked child only if it gets a slot of its own, see ``Collector.after_fork_in_child``)."""
     try:
         collector = _state["collector"]
         if collector is None:
             _state["stop"] = threading.Event()
+            if child:  # a program of its own: its work starts now
+                _state["started_ns"] = time.perf_counter_ns()
+                _state["started_cpu_ns"] = time.process_time_ns()
             _start_thread(_thread_main)
-        elif collector.prepare_thread():
+        elif collector.after_fork_in_child() if child else collector.prepare_thread():
             _start_thread(collector.run)
     except Exception:
         pass
 
 
 def _after_fork_in_child() -> None:
-    """A forked child is a program of its own (see ``Collector.after_fork_in_child``)."""
-    try:
-        _state["done"] = threading.Event()
-        _state["done"].set()
-        collector = _state["collector"]
-        paused = _state.pop("paused_for_fork", False)
-        if collector is None:
-            if paused:
-                _state["stop"] = threading.Event()
-                _state["started_ns"] = time.perf_counter_ns()
-                _state["started_cpu_ns"] = time.process_time_ns()
-                _start_thread(_thread_main)
-        elif collector.after_fork_in_child():
-            _start_thread(collector.run)
-    except Exception:
-        pass
+    _state["done"] = threading.Event()
+    _state["done"].set()
+    if _state.pop("paused_for_fork", False) or _state["collector"] is not None:
+        _restart(child=True)
