@@ -20,7 +20,14 @@ from apiprof.db.schema import open_db
 from apiprof.db.store import recompute_growth
 from apiprof.engine.collect.wire import AGGREGATE_TABLES, slice_of
 from apiprof.service.contribution import INSERT_BATCH_SQL, Contribution, sized_qualnames
-from apiprof.service.store import CHUNK_ROWS, Store, TraceConflict, TraceInfo, sha256
+from apiprof.service.store import (
+    CHUNK_ROWS,
+    StorageUnavailable,
+    Store,
+    TraceConflict,
+    TraceInfo,
+    sha256,
+)
 
 
 class SqliteStore(Store):
@@ -34,6 +41,12 @@ class SqliteStore(Store):
         self.lock = threading.Lock()
 
     def add(self, contribution: Contribution) -> bool:
+        try:
+            return self._add(contribution)
+        except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing was committed
+            raise StorageUnavailable(f"the database cannot be written ({exc})") from exc
+
+    def _add(self, contribution: Contribution) -> bool:
         with self.lock:
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")

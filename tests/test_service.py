@@ -280,3 +280,10 @@ def test_a_lab_database_is_imported_once(backend, tmp_path):
             entries = [r for r in svc.aggregate()["entry_points"] if r[0] == "colorsys.rgb_to_hsv"]
     assert sum(r[6] for r in rows) == 3
     assert entries[0][4] == "(r, g, b)"
+
+
+def test_serve_refuses_to_start_without_an_upload_token(tmp_path, capsys):
+    from apiprof.cli import main
+
+    assert main(["serve", "--db", str(tmp_path / "s.db")]) == 2
+    assert "--token" in capsys.readouterr().err
