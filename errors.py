@@ -12,6 +12,24 @@ class ApiprofError(Exception):
 
     exit_code = 1
 
+    @property
+    def code(self) -> str:
+        """A stable name for the error's class, so it can cross a process boundary."""
+        return type(self).__name__
+
+
+def error_class(code: str) -> type[ApiprofError]:
+    """The :class:`ApiprofError` subclass a :attr:`~ApiprofError.code` names (the base class for
+    a code this version does not know). Only classes whose constructor takes one message can
+    be rebuilt; others come back as the base class."""
+    rebuildable = {cls.__name__: cls for cls in _subclasses(ApiprofError)}
+    rebuildable.pop(ScenarioFileError.__name__, None)
+    return rebuildable.get(code, ApiprofError)
+
+
+def _subclasses(cls: type[ApiprofError]) -> list[type[ApiprofError]]:
+    return [cls] + [sub for direct in cls.__subclasses__() for sub in _subclasses(direct)]
+
 
 class UsageError(ApiprofError):
     """The user asked for something that cannot be done as asked (bad option, unknown name)."""

@@ -12,7 +12,7 @@ from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
 from apiprof.model.records import Metric
 
 _TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
-_BYTE_UNITS = [(2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")]
+_BYTE_UNITS = [(2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")]
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
@@ -55,7 +55,7 @@ def worth_showing(metric: Metric, hist: Histogram | None) -> bool:
     """Whether a display shows this metric: it has samples, and for I/O, some call moved a byte
     (most APIs do no I/O; a row of zeros per metric would bury the ones that do). Stored and
     JSON data keep the zeros."""
-    return bool(hist) and not (metric.is_io and hist.total == 0)
+    return hist is not None and bool(hist) and not (metric.is_io and hist.total == 0)
 
 
 def format_bucket_range(metric: Metric, index: int) -> str:

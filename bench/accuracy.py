@@ -32,8 +32,8 @@ import groundtruth_pkg as gt
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.probes import PySite
 from apiprof.engine.measure.profiler import Target, profile
-from apiprof.model.records import Metric
 from apiprof.engine.measure.timing import measure_calls, run_timing_pass
+from apiprof.model.records import Metric
 
 try:
     import yappi
@@ -165,10 +165,12 @@ def run_here(rounds: int) -> None:
 
 def run_all(rounds: int) -> None:
     """Every supported interpreter that can import apiprof (its venv's python, found by glob)."""
-    candidates = glob.glob("/tmp/venv3.1[1-9]*/bin/python") + [sys.executable]
+    candidates = [*glob.glob("/tmp/venv3.1[1-9]*/bin/python"), sys.executable]
     for python in sorted(set(candidates)):
         probe = subprocess.run(
-            [python, "-c", "import apiprof.engine.measure.calibrate"], capture_output=True
+            [python, "-c", "import apiprof.engine.measure.calibrate"],
+            capture_output=True,
+            check=False,
         )
         if probe.returncode == 0:
             subprocess.run([python, __file__, "--rounds", str(rounds)], check=False)

@@ -71,7 +71,9 @@ def run_all(rounds: int) -> None:
     )
     for python in sorted(set(supported) | {sys.executable}):
         probe = subprocess.run(
-            [python, "-c", "import apiprof.engine.measure.calibrate"], capture_output=True
+            [python, "-c", "import apiprof.engine.measure.calibrate"],
+            capture_output=True,
+            check=False,
         )
         if probe.returncode:
             print(

@@ -1,6 +1,6 @@
 """Command line: ``apiprof-scan`` and ``apiprof COMMAND``.
 
-One module per command (``scan``, ``show``, ``merge``, ``scenarios``), each with a
+One module per command (``scan``, ``show``, ``merge``, ``scenarios``, ``compare``, ``report``), each with a
 ``register(commands)`` that adds its parser. Each command parses its options, calls one library
 function and prints the result. Errors from the ``ApiprofError`` family become one line on
 stderr and the error's exit code (2 usage, 3 database, 1 other); Ctrl-C exits with 130.
@@ -15,10 +15,21 @@ import sys
 from collections.abc import Sequence
 
 from apiprof import __version__
-from apiprof.cli import collect, merge, scan, scenarios, serve, show, sync, upload
+from apiprof.cli import (
+    collect,
+    compare,
+    merge,
+    report,
+    scan,
+    scenarios,
+    serve,
+    show,
+    sync,
+    upload,
+)
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios, collect, upload, sync, serve)
+COMMANDS = (scan, show, merge, scenarios, compare, report, collect, upload, sync, serve)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 

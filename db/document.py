@@ -16,9 +16,9 @@ from typing import Any
 import sqlite_utils
 
 from apiprof.db import query
+from apiprof.errors import UsageError
 from apiprof.model.histogram import bucket_bounds
 from apiprof.model.records import Metric
-from apiprof.errors import UsageError
 
 
 def _stat(value: float | None) -> float | None:

@@ -20,8 +20,8 @@ DEFAULT_DB = "apiprof.db"
 
 
 def _v1_core(db: sqlite_utils.Database) -> None:
-    db["packages"].create({"name": str, "version": str, "last_scan": int}, pk="name")
-    db["environments"].create(
+    db.table("packages").create({"name": str, "version": str, "last_scan": int}, pk="name")
+    db.table("environments").create(
         {
             "id": str,
             "python": str,
@@ -32,7 +32,7 @@ def _v1_core(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["scans"].create(
+    db.table("scans").create(
         {
             "id": int,
             "package": str,
@@ -45,7 +45,7 @@ def _v1_core(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["entry_points"].create(
+    db.table("entry_points").create(
         {
             "qualname": str,
             "package": str,
@@ -58,12 +58,12 @@ def _v1_core(db: sqlite_utils.Database) -> None:
         },
         pk="qualname",
     )
-    db["entry_points"].create_index(["package"])
-    db["aliases"].create({"alias": str, "qualname": str}, pk="alias")
-    db["scenarios"].create(
+    db.table("entry_points").create_index(["package"])
+    db.table("aliases").create({"alias": str, "qualname": str}, pk="alias")
+    db.table("scenarios").create(
         {"id": str, "qualname": str, "source": str, "description": str, "size_axis": str}, pk="id"
     )
-    db["scenarios"].create_index(["qualname"])
+    db.table("scenarios").create_index(["qualname"])
     db.execute(
         """CREATE TABLE buckets (
             qualname TEXT NOT NULL, metric TEXT NOT NULL, scenario_id TEXT NOT NULL,
@@ -78,16 +78,16 @@ def _v1_core(db: sqlite_utils.Database) -> None:
             PRIMARY KEY (caller, callee)
         ) WITHOUT ROWID"""
     )
-    db["coverage"].create(
+    db.table("coverage").create(
         {"qualname": str, "package": str, "status": str, "reason": str, "scan_id": int},
         pk="qualname",
     )
-    db["coverage"].create_index(["package"])
+    db.table("coverage").create_index(["package"])
 
 
 def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
     # Growth fits are derived from the additive buckets and recomputed after every write.
-    db["growth"].create(
+    db.table("growth").create(
         {
             "qualname": str,
             "metric": str,
@@ -102,22 +102,39 @@ def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
         },
         pk=("qualname", "metric", "scenario_id"),
     )
-    db["entry_points"].create_index(["module"])
+    db.table("entry_points").create_index(["module"])
 
 
 def _v3_scan_owner(db: sqlite_utils.Database) -> None:
     # The process running a scan (db/owner.py), so --resume can refuse a scan that is still alive.
     for column, kind in (("host", str), ("pid", int), ("process_started", str)):
-        db["scans"].add_column(column, kind)
+        db.table("scans").add_column(column, kind)
 
 
 def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     # How fast the measuring machine ran a fixed reference workload (ns, lower is faster), so
     # databases from different machines can be compared API by API.
-    db["scans"].add_column("machine_speed_ns", float)
+    db.table("scans").add_column("machine_speed_ns", float)
 
 
-def _v5_collection(db: sqlite_utils.Database) -> None:
+def _v5_merged_tasks(db: sqlite_utils.Database) -> None:
+    # Inputs added under a task id (a cluster scan's tasks), so a retried or resumed task is
+    # added once, and the database says where and how each part was measured.
+    db.table("merged_tasks").create(
+        {
+            "task_id": str,
+            "package": str,
+            "status": str,
+            "worker": str,  # host, Python and machine that ran it
+            "elapsed_seconds": float,
+            "details": str,  # JSON: requirement, batch, entry points, scan ids
+            "merged_at": str,
+        },
+        pk="task_id",
+    )
+
+
+def _v6_collection(db: sqlite_utils.Database) -> None:
     # In-the-wild collection, as the aggregation service stores it: the ids of the batches
     # already added (exactly-once adds), which package versions collected figures come from,
     # and the machine-speed index of the contributing machines — all additive.
@@ -144,7 +161,8 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
-    _v5_collection,
+    _v5_merged_tasks,
+    _v6_collection,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -165,10 +183,10 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
     for version in range(current + 1, target + 1):
         with db.conn:
             if version == 1:
-                db["meta"].create({"key": str, "value": str}, pk="key")
-                db["meta"].insert({"key": "app", "value": APP_ID})
+                db.table("meta").create({"key": str, "value": str}, pk="key")
+                db.table("meta").insert({"key": "app", "value": APP_ID})
             MIGRATIONS[version - 1](db)
-            db["meta"].upsert({"key": "schema_version", "value": str(version)}, pk="key")
+            db.table("meta").upsert({"key": "schema_version", "value": str(version)}, pk="key")
     return max(current, target)
 
 
@@ -215,6 +233,11 @@ def open_db(
             raise DatabaseError(
                 f"{path}: this SQLite file was not written by apiprof; pass another --db path"
             )
+    if readonly and not tables:
+        raise DatabaseError(
+            f"{path}: the database is empty (no scan has written to it); run "
+            f"`apiprof-scan PACKAGE --db {path}` to fill it"
+        )
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         raise DatabaseError(

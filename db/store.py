@@ -11,6 +11,7 @@ touches.
 from __future__ import annotations
 
 import json
+import typing
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -76,11 +77,11 @@ def begin_scan(
 ) -> int:
     """Record the start of a scan; returns its id (used by --resume)."""
     with db.conn:
-        db["environments"].insert(
+        db.table("environments").insert(
             {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
         )
         scan_id = (
-            db["scans"]
+            db.table("scans")
             .insert(
                 {
                     "package": package,
@@ -95,30 +96,30 @@ def begin_scan(
             )
             .last_pk
         )
-        db["packages"].upsert(
+        db.table("packages").upsert(
             {"name": package, "version": version, "last_scan": scan_id}, pk="name"
         )
-    return int(scan_id)
+    return int(typing.cast(int, scan_id))
 
 
 def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
     """Make this process the owner of a scan it resumes (a later --resume checks this one)."""
     with db.conn:
-        db["scans"].update(
+        db.table("scans").update(
             scan_id, {"status": "running", "finished_at": None, **this_process().to_row()}
         )
 
 
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
     with db.conn:
-        db["scans"].update(scan_id, {"finished_at": _now(), "status": status})
+        db.table("scans").update(scan_id, {"finished_at": _now(), "status": status})
 
 
 def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:
     """Insert or refresh the descriptive rows for entry points and their aliases."""
     entry_points = list(entry_points)
     with db.conn:
-        db["entry_points"].upsert_all(
+        db.table("entry_points").upsert_all(
             (
                 {
                     "qualname": ep.qualname,
@@ -134,7 +135,7 @@ def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPo
             ),
             pk="qualname",
         )
-        db["aliases"].upsert_all(
+        db.table("aliases").upsert_all(
             (
                 {"alias": alias, "qualname": ep.qualname}
                 for ep in entry_points
@@ -167,7 +168,7 @@ def store_batch(
     """Add one batch of scan results in a single transaction."""
     with db.conn:
         if batch.scenarios:
-            db["scenarios"].upsert_all(
+            db.table("scenarios").upsert_all(
                 (
                     {
                         "id": s.id,
@@ -183,7 +184,7 @@ def store_batch(
         db.conn.executemany(ADD_BUCKETS_SQL, bucket_rows(batch.measurements, environment_id))
         db.conn.executemany(ADD_EDGES_SQL, _edge_rows(batch.edges))
         if batch.coverage:
-            db["coverage"].upsert_all(
+            db.table("coverage").upsert_all(
                 (
                     {
                         "qualname": c.qualname,
@@ -213,7 +214,7 @@ def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None 
     not the mean: one preempted call on a busy machine moves a mean by orders of magnitude but
     leaves the median alone. Fits therefore always reflect every run merged so far.
     """
-    where, params = "size != ?", [NO_SIZE]
+    where, params = "size != ?", [NO_SIZE]  # type: str, list[object]
     if qualnames is not None:
         qualnames = sorted(qualnames)
         if not qualnames:
@@ -253,7 +254,7 @@ def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None 
             }
         )
     if rows:
-        db["growth"].upsert_all(rows, pk=("qualname", "metric", "scenario_id"))
+        db.table("growth").upsert_all(rows, pk=("qualname", "metric", "scenario_id"))
 
 
 def add_histograms(
@@ -267,7 +268,7 @@ def add_histograms(
     """Add histograms for one API outside a scan (in-the-wild collectors, tests, imports)."""
     environment = environment or Environment.current()
     with db.conn:
-        db["environments"].insert(
+        db.table("environments").insert(
             {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
         )
     store_batch(

@@ -22,10 +22,10 @@ import os
 import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence, Set
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
@@ -40,18 +40,30 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
-from apiprof.engine.isolation import protocol as wire
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
-from apiprof.engine.scenarios.spec import DEFAULT_SIZES
+from apiprof.engine.isolation.protocol import (
+    Calibrate,
+    Calibrated,
+    Discover,
+    Discovered,
+    EntryFinished,
+    MeasureSettings,
+    ProfileEntry,
+    Refused,
+)
+from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 from apiprof.model.records import (
     Calibration,
     Coverage,
     CoverageRecord,
+    EntryKind,
     EntryPoint,
     Environment,
     ScanBatch,
 )
+
+T = TypeVar("T")
 
 NOT_PROFILED_ORDER = [
     Coverage.BLOCKED,
@@ -96,6 +108,8 @@ class ScanOptions:
     tests: str = ""
     # seconds for every run of the test suite together; the worker is then killed
     tests_timeout: float = 900.0
+    # profile only these entry points (qualified names); empty = every one discovered
+    only: tuple[str, ...] = ()
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
     RESUMED_FIELDS = (
@@ -107,6 +121,7 @@ class ScanOptions:
         "repeat",
         "max_seconds",
         "tests",
+        "only",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -116,7 +131,7 @@ class ScanOptions:
     def from_json(cls, data: dict[str, Any]) -> ScanOptions:
         known = {f.name for f in fields(cls)}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
-        return cls(**values)
+        return cls(**values)  # type: ignore[arg-type]  # stored by to_json, so the types match
 
     def scenario_files_for(self, package: str) -> tuple[str, ...]:
         """The user's scenario files plus, unless turned off, the one shipped for ``package``."""
@@ -241,34 +256,10 @@ class ScanSummary:
 
 
 @dataclass
-class Discovered:
-    """The discover stage's output: plain data that came back from a worker."""
-
-    discovery: Any  # engine.discover.Discovery
-    file_specs: list[Any]  # engine.scenarios.ScenarioSpec from the scenario files
-
-    @property
-    def package(self) -> str:
-        return self.discovery.package
-
-    @property
-    def version(self) -> str:
-        return self.discovery.version
-
-    @property
-    def entry_points(self) -> list[EntryPoint]:
-        return list(self.discovery.entry_points)
-
-    @property
-    def import_failures(self) -> dict[str, str]:
-        return dict(self.discovery.import_failures)
-
-
-@dataclass
 class Plan:
     """The plan stage's output: one task per entry point, and verdicts known without running."""
 
-    tasks: list[Task]  # task id = the entry point's qualified name
+    requests: list[ProfileEntry]  # one per entry point
     known: list[CoverageRecord]  # import failures
     skipped: int = 0  # entry points a resumed scan had finished already
 
@@ -324,18 +315,23 @@ def scan(
                 take_over_scan(db, scan_id)
             else:
                 scan_id = begin_scan(
-                    db, package, found.version, environment, calibration, options.to_json()
+                    db,
+                    package,
+                    found.discovery.version,
+                    environment,
+                    calibration,
+                    options.to_json(),
                 )
-            store_entry_points(db, found.entry_points)
+            store_entry_points(db, found.discovery.entry_points)
             plan = plan_scan(
                 found, options, done=completed_entry_points(db, scan_id) if resumed else set()
             )
             suite = None
-            if options.tests and plan.tasks:
+            if options.tests and plan.requests:
                 report(ScanProgress("tests"))
                 suite = run_test_suite(
-                    found.package,
-                    [ep.qualname for ep in found.entry_points],
+                    found.discovery.package,
+                    [ep.qualname for ep in found.discovery.entry_points],
                     options.tests,
                     options.worker_options(),
                     timeout=options.tests_timeout,
@@ -347,7 +343,16 @@ def scan(
             workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
         result = summarize_scan(
-            db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite
+            db,
+            found,
+            scan_id,
+            str(db_path),
+            status,
+            plan.skipped,
+            elapsed,
+            workers,
+            tests=suite,
+            only=set(options.only),
         )
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
@@ -357,7 +362,7 @@ def scan(
 
 def store_results(
     db: sqlite_utils.Database,
-    batches: Iterator[tuple[str, ScanBatch]],
+    batches: Generator[tuple[str, ScanBatch], None, None],
     plan: Plan,
     scan_id: int,
     environment_id: str,
@@ -375,12 +380,12 @@ def store_results(
             package=package,
             scan_id=scan_id,
         )
-        report(ScanProgress("profile", 0, len(plan.tasks)))
+        report(ScanProgress("profile", 0, len(plan.requests)))
         for done, (qualname, batch) in enumerate(batches, start=1):
             store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
             report(
                 ScanProgress(
-                    "profile", done, len(plan.tasks), qualname, str(batch.coverage[0].status)
+                    "profile", done, len(plan.requests), qualname, str(batch.coverage[0].status)
                 )
             )
         status = "finished"
@@ -420,141 +425,107 @@ def check_scenario_files(paths: Sequence[str]) -> None:
 
 def calibrate_in_worker(pool: WorkerPool) -> Calibration:
     """Probe costs, measured in a worker (the interpreter and settings that will be measured)."""
-    result = pool.request({"op": "calibrate"}, timeout=120)
-    reply = expect_ok(result, "calibrating the profiler")
-    return Calibration.from_json(reply["calibration"])
+    reply = expect(pool.request(Calibrate(), timeout=120), Calibrated, "calibrating the profiler")
+    return reply.calibration
 
 
 def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Discovered:
     """Import the package in a worker, list its entry points and read the scenario files."""
-    from apiprof.engine.discovery.discover import Discovery
-    from apiprof.engine.scenarios.spec import ScenarioSpec
-
-    result = pool.request(
-        {
-            "op": "discover",
-            "package": package,
-            "scenario_files": [str(Path(p).resolve()) for p in options.scenario_files_for(package)],
-        },
-        timeout=options.discovery_timeout,
-    )
-    reply = expect_ok(result, f"discovering {package!r}")
-    return Discovered(
-        Discovery.from_json(reply["discovery"]), [ScenarioSpec.from_json(s) for s in reply["specs"]]
-    )
+    files = [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
+    result = pool.request(Discover(package, files), timeout=options.discovery_timeout)
+    return expect(result, Discovered, f"discovering {package!r}")
 
 
-def expect_ok(result: TaskResult, doing: str) -> dict[str, Any]:
+def expect(result: TaskResult, kind: type[T], doing: str) -> T:
     """The reply of a non-scenario request, or the error it deserves."""
-    if result.status == "ok":
+    if isinstance(result.reply, kind):
         return result.reply
-    if result.status == "apiprof_error":
-        cls = getattr(errors, str(result.reply.get("error")), None)
-        if (
-            isinstance(cls, type)
-            and issubclass(cls, errors.ApiprofError)
-            and cls is not errors.ScenarioFileError
-        ):
-            raise cls(result.reason)
-        raise errors.ApiprofError(result.reason)
-    raise errors.MeasurementError(
-        f"{doing} failed in the sandboxed worker: {result.reason or result.status}"
-    )
+    if isinstance(result.reply, Refused):
+        raise errors.error_class(result.reply.code)(result.reply.message)
+    why = result.failure.reason if result.failure else f"unexpected {type(result.reply).__name__}"
+    raise errors.MeasurementError(f"{doing} failed in the sandboxed worker: {why}")
 
 
 def plan_scan(
-    found: Discovered, options: ScanOptions, done: set[str] = frozenset(), *, profile: bool = True
+    found: Discovered, options: ScanOptions, done: Set[str] = frozenset(), *, profile: bool = True
 ) -> Plan:
     """One task per entry point: collect its docstring/synthesised scenarios, add its file
     scenarios, profile them all. Scenario files may also target names discovery did not list."""
+    discovery = found.discovery
     known = [
         CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
-        for module, error in sorted(found.import_failures.items())
+        for module, error in sorted(discovery.import_failures.items())
         if module not in done
     ]
-    file_specs: dict[str, list[Any]] = defaultdict(list)
-    for spec in found.file_specs:
+    file_specs: dict[str, list[ScenarioSpec]] = defaultdict(list)
+    for spec in found.specs:
         file_specs[spec.qualname].append(spec)
-    entries = {entry["qualname"]: entry for entry in found.discovery.to_json()["entry_points"]}
+    entries = {entry.qualname: entry for entry in discovery.entry_points}
+    if options.only:
+        entries = {name: entry for name, entry in entries.items() if name in options.only}
+        file_specs = defaultdict(list, {k: v for k, v in file_specs.items() if k in options.only})
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
-        entries[qualname] = {
-            "qualname": qualname,
-            "package": found.package,
-            "module": module,
-            "kind": "function",
-            "signature": "",
-            "summary": "",
-            "source_file": "",
-            "source_line": 0,
-            "aliases": [],
-        }
-    tasks, skipped = [], 0
+        entries[qualname] = EntryPoint(qualname, discovery.package, module, EntryKind.FUNCTION)
+    requests, skipped = [], 0
     for qualname, entry in entries.items():
         if qualname in done:
             skipped += 1
             continue
-        request = {
-            "op": "entry",
-            "package": found.package,
-            "entry": entry,
-            "specs": [spec.to_json() for spec in file_specs.get(qualname, [])],
-            "docstrings": options.docstrings,
-            "synthesize": options.synthesize,
-            "sizes": list(options.sizes),
-            "profile": profile,
-        }
-        tasks.append(Task(qualname, request))
-    return Plan(tasks, known, skipped)
+        request = ProfileEntry(
+            package=discovery.package,
+            entry=entry,
+            specs=file_specs.get(qualname, []),
+            docstrings=options.docstrings,
+            synthesize=options.synthesize,
+            sizes=list(options.sizes),
+            profile=profile,
+        )
+        requests.append(request)
+    return Plan(requests, known, skipped)
 
 
 def run_plan(
     pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None
 ) -> Iterator[TaskResult]:
     """Run every task on the pool; results arrive in completion order."""
-    shared = {
-        "calibration": calibration.to_json() if calibration else None,
-        "repeat": options.repeat,
-        "max_seconds": options.max_seconds,
-        "call_timeout": options.call_timeout,
-    }
-    return pool.run(Task(t.id, {**t.request, **shared}, t.timeout) for t in plan.tasks)
+    settings = MeasureSettings(
+        calibration, options.repeat, options.max_seconds, options.call_timeout
+    )
+    return pool.run(
+        Task(request.entry.qualname, replace(request, settings=settings))
+        for request in plan.requests
+    )
 
 
 def bucket_results(
     results: Iterable[TaskResult], suite: SuiteRun | None = None
-) -> Iterator[tuple[str, ScanBatch]]:
+) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
     them, when ``suite`` reached it) and its coverage verdict."""
-    from apiprof.engine.scenarios.spec import ScenarioSpec
-
     for result in results:
-        batch, outcomes = ScanBatch(), []
+        batch = ScanBatch()
+        outcomes: list[tuple[Coverage, str]] = []
         for partial in result.partials:
-            spec = ScenarioSpec.from_json(partial["scenario"])
+            spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
-            status, reason = _coverage_status(partial.get("status", ""), partial.get("reason", ""))
-            if status == Coverage.PROFILED:
-                batch.measurements += [
-                    wire.measurement_from_json(m) for m in partial.get("measurements", [])
-                ]
-                batch.edges += [wire.edge_from_json(e) for e in partial.get("edges", [])]
-            outcomes.append((status, f"{reason} [scenario {spec.id}]" if reason else ""))
-        if result.status != "done":  # the task as a whole failed: collection, or the worker died
-            outcomes.append(_coverage_status(result.status, result.reason))
+            if partial.failure is None:
+                batch.measurements += partial.measurements
+                batch.edges += partial.edges
+                outcomes.append((Coverage.PROFILED, ""))
+            else:
+                reason = f"{partial.failure.reason} [scenario {spec.id}]"
+                outcomes.append((partial.failure.kind, reason))
+        # the task as a whole failed: collection, or the worker died
+        if (failure := result.failure) is not None:
+            outcomes.append((failure.kind, failure.reason))
         if suite is not None:
             outcomes += suite.add_to_batch(batch, result.task.id, outcomes)
         batch.coverage.append(combine_outcomes(result.task.id, outcomes))
         yield result.task.id, batch
 
 
-def _coverage_status(status: str, reason: str) -> tuple[Coverage, str]:
-    if status in Coverage.__members__.values():
-        return Coverage(status), reason
-    return Coverage.CRASHED, f"apiprof could not run it: {reason or status}"
-
-
-def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> CoverageRecord:
+def combine_outcomes(qualname: str, outcomes: Sequence[tuple[Coverage, str]]) -> CoverageRecord:
     """Profiled if any scenario profiled it; otherwise the most telling failure."""
     if any(status == Coverage.PROFILED for status, _ in outcomes):
         return CoverageRecord(qualname, Coverage.PROFILED)
@@ -562,7 +533,7 @@ def combine_outcomes(qualname: str, outcomes: list[tuple[str, str]]) -> Coverage
         return CoverageRecord(qualname, Coverage.NO_ARGUMENTS, "no scenario source could call it")
     rank = {status: i for i, status in enumerate(NOT_PROFILED_ORDER)}
     status, reason = min(outcomes, key=lambda o: rank.get(o[0], len(rank)))
-    return CoverageRecord(qualname, Coverage(status), reason)
+    return CoverageRecord(qualname, status, reason)
 
 
 # -- resume and summary ----------------------------------------------------------------------
@@ -619,12 +590,15 @@ def summarize_scan(
     top: int = 10,
     *,
     tests: SuiteRun | None = None,
+    only: Set[str] = frozenset(),
 ) -> ScanSummary:
-    names = [ep.qualname for ep in found.entry_points]
+    """The summary of one scan (of the entry points in ``only``, when given)."""
+    discovery = found.discovery
+    names = [ep.qualname for ep in discovery.entry_points if not only or ep.qualname in only]
     coverage = {
         q: (s, r)
         for q, s, r in db.execute(
-            "SELECT qualname, status, reason FROM coverage WHERE package = ?", [found.package]
+            "SELECT qualname, status, reason FROM coverage WHERE package = ?", [discovery.package]
         ).fetchall()
     }
     profiled = [q for q in names if coverage.get(q, ("",))[0] == Coverage.PROFILED]
@@ -651,15 +625,15 @@ def summarize_scan(
     ]
     costs.sort(key=lambda line: -(line.time_median_ns or 0))
     return ScanSummary(
-        package=found.package,
-        version=found.version,
+        package=discovery.package,
+        version=discovery.version,
         scan_id=scan_id,
         db_path=db_path,
         status=status,
         discovered=len(names),
         profiled=len(profiled),
         not_profiled=not_profiled,
-        import_failures=dict(found.import_failures),
+        import_failures=dict(discovery.import_failures),
         resumed_skipped=skipped,
         elapsed_seconds=elapsed,
         workers_started=workers,
@@ -686,8 +660,7 @@ def write_scenario_scaffold(
         covered = {
             r.task.id
             for r in run_plan(pool, plan, options, None)
-            if r.status == "done" and r.reply.get("specs")
+            if isinstance(r.reply, EntryFinished) and r.reply.specs
         }
-    return write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite), len(
-        found.entry_points
-    )
+    written = write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite)
+    return written, len(found.discovery.entry_points)

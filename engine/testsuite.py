@@ -10,13 +10,14 @@ they are counted in the summary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from apiprof import errors
-from apiprof.engine.isolation import protocol as wire
 from apiprof.engine.isolation.pool import TaskResult, WorkerOptions, WorkerPool
+from apiprof.engine.isolation.protocol import MeasureSettings, RunSuite, SuiteFinished
 from apiprof.model.records import (
     Calibration,
     CallEdge,
@@ -74,8 +75,8 @@ class SuiteRun:
         }
 
     def add_to_batch(
-        self, batch: ScanBatch, qualname: str, outcomes: list[tuple[str, str]]
-    ) -> list[tuple[str, str]]:
+        self, batch: ScanBatch, qualname: str, outcomes: Sequence[tuple[Coverage, str]]
+    ) -> list[tuple[Coverage, str]]:
         """Add what the suite measured of ``qualname`` to its batch (``outcomes`` are its other
         scenarios'); returns the suite's outcome for it, if the suite reached it."""
         measured = self.measurements.get(qualname)
@@ -117,45 +118,44 @@ def run_test_suite(
     on without the suite (a warning says so).
     """
     suite = SuiteRun(path, f"{ScenarioSource.TESTS}:{Path(path).name}")
-    request = {
-        "op": "tests",
-        "package": package,
-        "path": path,
-        "scenario_id": suite.scenario_id,
-        "targets": targets,
-        "calibration": calibration.to_json(),
-        "max_seconds": max_seconds,
-    }
+    settings = MeasureSettings(calibration=calibration, max_seconds=max_seconds)
+    request = RunSuite(package, path, suite.scenario_id, targets, settings)
     with WorkerPool(1, worker_options) as pool:
         result = pool.request(request, timeout=timeout)
     reply = result.reply
-    suite.status = "ran" if result.status == "ok" else result.status
-    suite.runs = int(reply.get("runs", 0))
-    suite.outcomes = {k: int(v) for k, v in reply.get("outcomes", {}).items()}
-    suite.blocked = list(reply.get("blocked", []))
-    for m in reply.get("measurements", []) if result.status == "ok" else []:
-        measurement = wire.measurement_from_json(m)
-        suite.measurements.setdefault(measurement.qualname, []).append(measurement)
-    for e in reply.get("edges", []) if result.status == "ok" else []:
-        edge = wire.edge_from_json(e)
-        suite.edges.setdefault(edge.caller, []).append(edge)
+    if isinstance(reply, SuiteFinished):
+        suite.status = "failed" if reply.problem else "ran"
+        suite.runs = reply.runs
+        suite.outcomes = dict(reply.outcomes)
+        suite.blocked = list(reply.blocked)
+        if not reply.problem:
+            for measurement in reply.measurements:
+                suite.measurements.setdefault(measurement.qualname, []).append(measurement)
+            for edge in reply.edges:
+                suite.edges.setdefault(edge.caller, []).append(edge)
+    elif result.failure is not None:
+        suite.status = SUITE_STATUS.get(result.failure.kind, str(result.failure.kind))
     suite.warnings = describe_suite_problems(suite, result, timeout)
     return suite
+
+
+SUITE_STATUS = {Coverage.SKIPPED: "unavailable"}
+"""How a failure of the suite's worker reads in ``--summary-json`` (default: its kind)."""
 
 
 def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float) -> list[str]:
     """Sentences for the summary: why the suite gave no measurements, failing tests, refusals."""
     where = f"--tests {suite.path}"
-    if result.status == Coverage.TIMED_OUT:
-        stopped = (
-            f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
-        )
+    failure = result.failure
+    if failure is not None and failure.kind == Coverage.TIMED_OUT:
         return [
-            stopped
-            + "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"
+            f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
+            "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"
         ]
-    if result.status != "ok":
-        return [f"{where}: the test suite was not profiled ({result.status}): {result.reason}"]
+    if failure is not None:
+        return [f"{where}: the test suite was not profiled ({suite.status}): {failure.reason}"]
+    if isinstance(result.reply, SuiteFinished) and result.reply.problem:
+        return [f"{where}: the test suite was not profiled (failed): {result.reply.problem}"]
     warnings = []
     failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
     if failed or broken:

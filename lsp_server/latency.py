@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiprof.model.histogram import Histogram
 from apiprof.format import format_ns
+from apiprof.model.histogram import Histogram
 
 WINDOW = 1024
 SLOW_LOG_INTERVAL_S = 60.0

@@ -8,7 +8,6 @@ configuration.
 from __future__ import annotations
 
 from apiprof.db.query import ApiSummary
-from apiprof.model.records import Metric
 from apiprof.format import (
     cost_hint,
     format_bytes,
@@ -18,6 +17,7 @@ from apiprof.format import (
     worth_showing,
 )
 from apiprof.lsp_server.config import ServerConfig
+from apiprof.model.records import Metric
 
 NOT_PROFILED = "not profiled"
 

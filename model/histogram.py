@@ -31,6 +31,30 @@ def bucket_index(value: float) -> int:
     return int(value).bit_length() - 1  # floor first: 3.9 -> 3 -> bucket 1, like the integer 3
 
 
+MAX_BUCKET = 100
+"""Highest bucket index a stored histogram may use (2**100 of any unit is beyond physical sense)."""
+
+
+def check_bucket(index: int, count: int, total: float, total_sq: float) -> None:
+    """Raise ``ValueError`` (saying why) unless the row can come from real values: a known
+    bucket, a non-negative count, and sums inside what ``count`` values in the bucket can add up
+    to. Rows from other processes and machines are checked with this before they are added."""
+    if not ZERO_BUCKET <= index <= MAX_BUCKET:
+        raise ValueError(f"bucket {index} is outside {ZERO_BUCKET}..{MAX_BUCKET}")
+    if count < 0:
+        raise ValueError(f"bucket {index} has a negative count ({count})")
+    if not (math.isfinite(total) and math.isfinite(total_sq)):
+        raise ValueError(f"bucket {index} has a sum that is not a finite number")
+    low, high = bucket_bounds(index)
+    slack = 1e-9 * max(1.0, high * count)
+    if not low * count - slack <= total <= high * count + slack:
+        raise ValueError(
+            f"bucket {index} sums to {total:g} for {count} values, outside [{low * count:g}, {high * count:g}]"
+        )
+    if not low * low * count - slack * high <= total_sq <= high * high * count + slack * high:
+        raise ValueError(f"bucket {index} has a sum of squares inconsistent with its bounds")
+
+
 def bucket_bounds(index: int) -> tuple[float, float]:
     """Half-open value range ``[low, high)`` covered by a bucket."""
     if index == ZERO_BUCKET:
@@ -82,6 +106,28 @@ class Histogram:
         for index, count, total, total_sq in rows:
             hist._add_bucket(int(index), Bucket(int(count), float(total), float(total_sq)))
         return hist
+
+    def to_data(self) -> list[list[float]]:
+        """The wire and JSON form: ``[[bucket, count, sum, sum_sq], ...]`` in bucket order."""
+        return [list(row) for row in self.rows()]
+
+    @classmethod
+    def from_data(cls, data: object) -> Histogram:
+        """The inverse of :meth:`to_data`, refusing rows no real values could produce."""
+        if not isinstance(data, list):
+            raise ValueError("a histogram is a list of [bucket, count, sum, sum_sq] rows")
+        rows = []
+        for row in data:
+            if not (isinstance(row, list) and len(row) == 4):
+                raise ValueError("each histogram row is [bucket, count, sum, sum_sq]")
+            index, count, total, total_sq = row
+            if not (type(index) is int and type(count) is int):
+                raise ValueError("bucket and count must be integers")
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row[2:]):
+                raise ValueError("sums must be numbers")
+            check_bucket(index, count, float(total), float(total_sq))
+            rows.append((index, count, float(total), float(total_sq)))
+        return cls.from_buckets(rows)
 
     def add(self, value: float, times: int = 1) -> None:
         """Record ``value`` (``times`` identical observations of it)."""

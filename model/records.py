@@ -11,9 +11,11 @@ import hashlib
 import json
 import platform
 import sys
+import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from apiprof.model.codec import from_data, to_data
 from apiprof.model.histogram import Histogram
 
 NO_SIZE = -1
@@ -174,11 +176,11 @@ class Calibration:
     io_mechanism: str = ""  # what counts I/O bytes; "" where nothing does (no I/O metrics then)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return typing.cast(dict[str, Any], to_data(self))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration:
-        return cls(**data)
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,17 @@ class CallEdge:
     caller: str
     callee: str
     count: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why something could not be measured: the kind, decided where it went wrong (a timeout,
+    a refusal of the sandbox, a crash...), a sentence for a person, and the last frames of the
+    traceback when code raised."""
+
+    kind: Coverage
+    reason: str
+    traceback: str = ""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def run(
         env=cli_env(),
         cwd=cwd,
         timeout=timeout,
+        check=False,
     )
 
 

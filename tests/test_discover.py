@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discovery.discover import Discovery, discover, is_private_module, resolve_object
-from apiprof.model.records import EntryKind
 from apiprof.errors import PackageNotFound, UsageError
+from apiprof.model.codec import from_data, to_data
+from apiprof.model.records import EntryKind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -99,8 +100,8 @@ def test_unknown_package_says_what_to_do():
 
 
 def test_discovery_round_trips_through_json(found):
-    data = json.loads(json.dumps(found.to_json()))
-    assert Discovery.from_json(data) == found
+    data = json.loads(json.dumps(to_data(found)))
+    assert from_data(Discovery, data) == found
 
 
 def test_stdlib_json_uses_package_level_names_and_counts_c_functions():
@@ -117,7 +118,7 @@ def test_stdlib_json_uses_package_level_names_and_counts_c_functions():
 def test_resolve_object_imports_modules_and_walks_attributes():
     assert resolve_object("textwrap.TextWrapper.wrap") is textwrap.TextWrapper.wrap
     assert resolve_object("json.decoder") is json.decoder
-    with pytest.raises(UsageError, match="no attribute path 'TextWrapper.nope'"):
+    with pytest.raises(UsageError, match=r"no attribute path 'TextWrapper\.nope'"):
         resolve_object("textwrap.TextWrapper.nope")
     with pytest.raises(UsageError, match="no importable module"):
         resolve_object("no_such_pkg_xyz.f")

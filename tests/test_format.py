@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from apiprof.model.histogram import Histogram
-from apiprof.model.records import Metric
 from apiprof.format import (
     cost_hint,
     format_bucket_range,
@@ -14,6 +12,8 @@ from apiprof.format import (
     sparkline,
     text_histogram,
 )
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 
 
 @pytest.mark.parametrize(

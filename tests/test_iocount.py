@@ -11,15 +11,14 @@ import pytest
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
-from apiprof.engine.measure import alloc
-from apiprof.engine.measure import iocount
+from apiprof.engine.measure import alloc, iocount
 from apiprof.engine.measure.calibrate import calibrate
-from apiprof.model.histogram import Histogram
 from apiprof.engine.measure.profiler import Target, profile
-from apiprof.model.records import Metric
 from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
 from apiprof.lsp_server.render import describe
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 
 pytestmark = pytest.mark.skipif(
     iocount.open_io_counter() is None, reason="no per-thread I/O counters (not Linux)"
@@ -139,11 +138,11 @@ def test_often_called_targets_are_sampled_not_skipped():
 def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     """The bundled json pack's file scenario, through the worker's profiling step: at every size
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
-    from apiprof.engine.isolation import protocol as wire
-    from apiprof.model.growth import fit_growth
+    from apiprof.engine.isolation.protocol import MeasureSettings
+    from apiprof.engine.isolation.worker import Worker
     from apiprof.engine.scan import BUNDLED_SCENARIOS
     from apiprof.engine.scenarios.files import load_scenario_file
-    from apiprof.engine.isolation.worker import Worker
+    from apiprof.model.growth import fit_growth
 
     [spec] = [
         s
@@ -151,14 +150,13 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
         if s.id.endswith("#load-from-file")
     ]
     monkeypatch.chdir(tmp_path)
-    worker = Worker(None, 512, emit=lambda message: None)
+    worker = Worker(None, 512, send=lambda task_id, message: None)
+    settings = MeasureSettings(repeat=3)
     measured = [
-        m
-        for size in spec.sizes
-        for m in worker.profile_size(spec, size, {"repeat": 3})["measurements"]
+        m for size in spec.sizes for m in worker.profile_size(spec, size, settings).measurements
     ]
     reads = {}
-    for m in map(wire.measurement_from_json, measured):
+    for m in measured:
         if m.qualname == "json.load" and m.metric is Metric.IO_READ:
             reads[m.size] = m.histogram
     assert sorted(reads) == list(spec.sizes)
@@ -191,4 +189,4 @@ def test_a_scenario_that_closes_or_reuses_the_counters_descriptor_loses_only_io(
     assert result.calls[gt.leaf.__code__] == 4 and result.runs == 2  # the scenario ran undisturbed
     leaf_io = result.io_read.get(gt.leaf.__code__)
     # at most the first call, exact
-    assert leaf_io is None or leaf_io.count <= 1 and leaf_io.total == 0
+    assert leaf_io is None or (leaf_io.count <= 1 and leaf_io.total == 0)

@@ -19,6 +19,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
+from apiprof.format import cost_hint
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
     EntryKind,
@@ -28,7 +29,6 @@ from apiprof.model.records import (
     Metric,
     ScanBatch,
 )
-from apiprof.format import cost_hint
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,6 +10,12 @@ import pytest
 from apiprof.db.query import ApiSummary
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
+from apiprof.format import cost_hint, format_ns
+from apiprof.lsp_server.config import ServerConfig, read_config
+from apiprof.lsp_server.costs import CostIndex
+from apiprof.lsp_server.latency import LatencyTracker
+from apiprof.lsp_server.render import describe, short_hint
+from apiprof.lsp_server.resolve import Resolver, clamp_position
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
     Coverage,
@@ -20,12 +26,6 @@ from apiprof.model.records import (
     Metric,
     ScanBatch,
 )
-from apiprof.format import cost_hint, format_ns
-from apiprof.lsp_server.config import ServerConfig, read_config
-from apiprof.lsp_server.costs import CostIndex
-from apiprof.lsp_server.latency import LatencyTracker
-from apiprof.lsp_server.render import describe, short_hint
-from apiprof.lsp_server.resolve import Resolver, clamp_position
 
 ENV = Environment("3.12.0", "cpython", "Linux", "x86_64", "unit")
 

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.model.records import Coverage
-from apiprof.engine.isolation.pool import Task, WorkerOptions, WorkerPool, describe_death
+from apiprof.engine.isolation.pool import (
+    Task,
+    TaskResult,
+    WorkerOptions,
+    WorkerPool,
+    describe_death,
+)
+from apiprof.engine.isolation.protocol import Call, CallDone, Ping
+from apiprof.model.records import Coverage, Failure
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -42,22 +49,25 @@ def hostile_results(hostile_home):
         "add",
     ]
     tasks = [
-        Task(
-            n,
-            {
-                "op": "call",
-                "target": f"hostile_pkg:{n}",
-                "args": [2, 3] if n == "add" else [],
-                "call_timeout": 1.0,
-            },
-        )
+        Task(n, Call(f"hostile_pkg:{n}", [2, 3] if n == "add" else [], call_timeout=1.0))
         for n in names
     ]
     with WorkerPool(2, options) as pool:
         results = {r.task.id: r for r in pool.run(tasks)}
-        after = pool.request({"op": "call", "target": "hostile_pkg:greet", "args": ["ada"]})
+        after = pool.request(Call("hostile_pkg:greet", ["ada"]))
         started = pool.started
     return results, after, started
+
+
+def returned(result: TaskResult) -> str | None:
+    """What the called function returned (its repr), or None when the call failed."""
+    return result.reply.result if isinstance(result.reply, CallDone) else None
+
+
+STOPPED = ("did not answer the interrupt", "scenario timeout")
+"""A call that ignores the per-call interrupt is stopped by the CPU-time stop or, when the busy
+machine gives its worker too little CPU for that within the scenario timeout, by the scanner:
+either way it timed out and its worker was replaced."""
 
 
 def test_every_hostile_call_ends_with_its_reason(hostile_results, hostile_home):
@@ -72,21 +82,18 @@ def test_every_hostile_call_ends_with_its_reason(hostile_results, hostile_home):
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process: echo escaped"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "per-call timeout"),
-        "loop_ignoring_alarms": (
-            Coverage.TIMED_OUT,
-            "did not answer the interrupt",
-        ),  # the CPU-time stop
-        "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
-        "loop_blocking_signals": (
-            Coverage.TIMED_OUT,
-            "5 s scenario timeout",
-        ),  # only the scanner can stop it
+        "loop_ignoring_alarms": (Coverage.TIMED_OUT, STOPPED),
+        "spin_in_c": (Coverage.TIMED_OUT, STOPPED),
+        # only the scanner can stop it
+        "loop_blocking_signals": (Coverage.TIMED_OUT, "5 s scenario timeout"),
         "allocate_forever": (Coverage.MEMORY, "512 MiB"),
     }
-    for name, (status, reason) in expected.items():
-        assert results[name].status == status, (name, results[name])
-        assert reason in results[name].reason, (name, results[name].reason)
-    assert results["add"].status == "ok" and results["add"].reply["result"] == "5"
+    for name, (kind, reasons) in expected.items():
+        failure = results[name].failure
+        assert failure is not None and failure.kind == kind, (name, results[name])
+        reasons = (reasons,) if isinstance(reasons, str) else reasons
+        assert any(reason in failure.reason for reason in reasons), (name, failure.reason)
+    assert returned(results["add"]) == "5"
 
 
 def test_the_canary_survives_and_nothing_is_written_outside(hostile_results, hostile_home):
@@ -96,7 +103,7 @@ def test_the_canary_survives_and_nothing_is_written_outside(hostile_results, hos
 
 def test_dead_and_killed_workers_are_replaced_and_the_pool_goes_on(hostile_results):
     _, after, started = hostile_results
-    assert after.status == "ok" and after.reply["result"] == "'hello ada'"
+    assert returned(after) == "'hello ada'"
     # beyond the 2 initial workers, replacements for the segfault, timeouts and memory blow-up
     # (started lazily, so how many depends on completion order)
     assert started >= 4
@@ -105,44 +112,35 @@ def test_dead_and_killed_workers_are_replaced_and_the_pool_goes_on(hostile_resul
 def test_workers_run_in_a_fresh_sandbox_with_an_allow_listed_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("APIPROF_TEST_SECRET", "s3cret")
     with WorkerPool(1) as pool:
-        ping = pool.request({"op": "ping"})
-        secret = pool.request(
-            {"op": "call", "target": "os:getenv", "args": ["APIPROF_TEST_SECRET"]}
-        )
-        home = pool.request({"op": "call", "target": "os:getenv", "args": ["HOME"]})
-        printed = pool.request(
-            {
-                "op": "call",
-                "target": "builtins:print",
-                "args": ['{"id": "single", "status": "forged"}'],
-            }
-        )
-    sandbox = ping.reply["cwd"]
+        ping = pool.request(Ping())
+        secret = pool.request(Call("os:getenv", ["APIPROF_TEST_SECRET"]))
+        home = pool.request(Call("os:getenv", ["HOME"]))
+        forged = '{"type": "CallDone", "id": "single", "body": {"result": "forged"}}'
+        printed = pool.request(Call("builtins:print", [forged]))
+    sandbox = ping.reply.cwd  # type: ignore[union-attr]
     assert Path(sandbox).name.startswith("apiprof-sandbox-")
     assert not Path(sandbox).exists(), "the sandbox directory is removed with its worker"
-    assert secret.reply["result"] == "None"
-    assert home.reply["result"] == repr(str(Path(sandbox) / "home"))
-    assert printed.status == "ok", "what a package prints cannot pose as a result"
+    assert returned(secret) == "None"
+    assert returned(home) == repr(str(Path(sandbox) / "home"))
+    assert returned(printed) == "None", "what a package prints cannot pose as a result"
 
 
 def test_jobs_run_tasks_on_separate_workers_and_keep_every_result():
-    tasks = [Task(str(i), {"op": "call", "target": "time:sleep", "args": [0.2]}) for i in range(4)]
+    tasks = [Task(str(i), Call("time:sleep", [0.2])) for i in range(4)]
     with WorkerPool(2) as pool:
         results = list(pool.run(tasks))
         assert pool.started == 2
     assert sorted(r.task.id for r in results) == ["0", "1", "2", "3"]
-    assert all(r.status == "ok" for r in results)
+    assert all(returned(r) == "None" for r in results)
 
 
 def test_describe_death_names_signals_and_memory():
-    assert describe_death(-11, "", 100)[0] == Coverage.CRASHED
-    assert "SIGSEGV" in describe_death(-11, "", 100)[1]
-    assert describe_death(1, "Traceback...\nMemoryError\n", 100) == (
-        Coverage.MEMORY,
-        "ran out of memory (worker cap 100 MiB)",
+    assert describe_death(-11, "", 100).kind == Coverage.CRASHED
+    assert "SIGSEGV" in describe_death(-11, "", 100).reason
+    assert describe_death(1, "Traceback...\nMemoryError\n", 100) == Failure(
+        Coverage.MEMORY, "ran out of memory (worker cap 100 MiB)"
     )
-    assert describe_death(-9, "", 100)[0] == Coverage.MEMORY
-    assert describe_death(3, "boom\n", 100) == (
-        Coverage.CRASHED,
-        "the worker exited with code 3: boom",
+    assert describe_death(-9, "", 100).kind == Coverage.MEMORY
+    assert describe_death(3, "boom\n", 100) == Failure(
+        Coverage.CRASHED, "the worker exited with code 3: boom"
     )

@@ -132,7 +132,12 @@ def test_installed_hook_stops_real_operations_and_keeps_the_canary(tmp_path):
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], cwd=box, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        cwd=box,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     outcomes = json.loads(out.stdout)

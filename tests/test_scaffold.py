@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discovery.discover import discover
-from apiprof.engine.scenarios.scaffold import write_scaffold
 from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.scaffold import write_scaffold
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.errors import UsageError
 
@@ -52,7 +52,7 @@ def test_a_filled_in_template_loads_and_runs(tmp_path, discovery):
     done.write_text(f"format = 1\n\n{filled}\n", encoding="utf-8")
     (spec,) = load_scenario_file(done)
     assert spec.qualname == "discover_pkg.Shape.perimeter"
-    assert try_scenario(spec) == ("", 10.0)
+    assert try_scenario(spec) == (None, 10.0)
 
 
 def test_templates_for_the_stdlib_parse_even_with_odd_signatures(tmp_path):

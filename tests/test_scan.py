@@ -10,13 +10,13 @@ import pytest
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
-from apiprof.model.records import Coverage, Metric
 from apiprof.engine.scan import ScanOptions, ScanProgress, combine_outcomes, scan
 from apiprof.errors import PackageNotFound, ScenarioFileError, UsageError
+from apiprof.model.records import Coverage, Metric
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_SCENARIOS = str(FIXTURES / "tiny_pkg" / "scenarios.toml")
-FAST = dict(repeat=3, max_seconds=5.0, sizes=(10, 100, 1000), python_path=(str(FIXTURES),))
+FAST = {"repeat": 3, "max_seconds": 5.0, "sizes": (10, 100, 1000), "python_path": (str(FIXTURES),)}
 
 
 def tiny_options(**changes) -> ScanOptions:
@@ -178,18 +178,22 @@ def test_hostile_package_is_contained_and_each_failure_has_its_reason(hostile_sc
         "spawn_process": (Coverage.BLOCKED, "tried to spawn a process"),
         "segfault": (Coverage.CRASHED, "SIGSEGV"),
         "loop_forever": (Coverage.TIMED_OUT, "timeout"),
+        # the CPU-time stop ends these, or the scanner when a busy machine gives the worker too
+        # little CPU for that within the scenario timeout: either way, timed out
         "loop_ignoring_alarms": (
             Coverage.TIMED_OUT,
-            "did not answer the interrupt",
-        ),  # its CPU time stops it
-        "spin_in_c": (Coverage.TIMED_OUT, "did not answer the interrupt (C code"),
+            ("did not answer the interrupt", "scenario timeout"),
+        ),
+        "spin_in_c": (Coverage.TIMED_OUT, ("did not answer the interrupt", "scenario timeout")),
         "loop_blocking_signals": (Coverage.TIMED_OUT, "scenario timeout"),
         "allocate_forever": (Coverage.MEMORY, "memory"),
     }
-    for name, (status, reason) in expected.items():
+    for name, (status, expected_reasons) in expected.items():
         assert name in reasons, f"{name} missing from the report"
         assert reasons[name][0] == status, (name, reasons[name])
-        assert reason in reasons[name][1], (name, reasons[name])
+        if isinstance(expected_reasons, str):
+            expected_reasons = (expected_reasons,)
+        assert any(reason in reasons[name][1] for reason in expected_reasons), (name, reasons[name])
 
 
 def test_hostile_package_good_functions_are_profiled_and_import_failure_reported(hostile_scan):

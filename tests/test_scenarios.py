@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discovery.discover import discover
-from apiprof.model.records import Scenario, ScenarioSource
 from apiprof.engine.scenarios.collect import collect_scenarios
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.locate import locate_keys
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.errors import ScenarioFileError
+from apiprof.model.codec import from_data, to_data
+from apiprof.model.records import Coverage, Failure, Scenario, ScenarioSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = Path(__file__).parent.parent / "docs" / "scenario-format.md"
@@ -92,7 +93,7 @@ def test_a_valid_file_gives_specs_with_defaults_inputs_and_sizes(tmp_path):
 
 def test_spec_round_trips_through_json_and_converts_to_a_record(tmp_path):
     spec = load_scenario_file(write(tmp_path, VALID))[0]
-    assert ScenarioSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+    assert from_data(ScenarioSpec, json.loads(json.dumps(to_data(spec)))) == spec
     assert spec.to_scenario() == Scenario(
         spec.id, "textwrap.wrap", ScenarioSource.FILE, "n words", "n"
     )
@@ -273,15 +274,17 @@ def test_try_scenario_reports_where_it_failed():
     def spec(setup: str, call: str) -> ScenarioSpec:
         return ScenarioSpec("t", "x", ScenarioSource.FILE, "", setup=setup, call=call)
 
-    assert try_scenario(spec("x = 1", "x + 1")) == ("", 2)
-    assert (
-        try_scenario(spec("1/0", "x"))[0] == "raised ZeroDivisionError: division by zero in setup"
-    )
-    assert (
-        try_scenario(spec("it = iter([1])", "next(it)"))[0]
-        == "raised StopIteration in repeated call"
-    )
-    assert try_scenario(spec("import sys", "sys.exit(3)"))[0] == "raised SystemExit: 3 in call"
+    def reason(setup: str, call: str) -> str:
+        failure, _ = try_scenario(spec(setup, call))
+        assert failure is not None and failure.kind == Coverage.NO_ARGUMENTS
+        return failure.reason
+
+    assert try_scenario(spec("x = 1", "x + 1")) == (None, 2)
+    assert reason("1/0", "x") == "raised ZeroDivisionError: division by zero in setup"
+    assert reason("it = iter([1])", "next(it)") == "raised StopIteration in repeated call"
+    assert reason("import sys", "sys.exit(3)") == "raised SystemExit: 3 in call"
+    memory, _ = try_scenario(spec("", "raise MemoryError"))
+    assert memory is not None and memory.kind == Coverage.MEMORY
 
 
 def test_collect_combines_files_docstrings_and_synthesis(tmp_path):
@@ -305,21 +308,22 @@ def test_collect_combines_files_docstrings_and_synthesis(tmp_path):
     synth_scale = next(s for s in specs if s.id == "synth:discover_pkg.scale")
     assert synth_scale.sizes == (4, 8) and synth_scale.size_axis == "n"
     assert set(missing) == {"discover_pkg.read_config"}
-    assert "uses open" in missing["discover_pkg.read_config"]
-    assert "'path'" in missing["discover_pkg.read_config"]
+    assert "uses open" in missing["discover_pkg.read_config"].reason
+    assert "'path'" in missing["discover_pkg.read_config"].reason
     for spec in specs:  # everything collected runs
-        assert try_scenario(spec)[0] == "", spec.id
+        assert try_scenario(spec)[0] is None, spec.id
 
 
 def test_collect_reports_why_and_respects_disabled_sources():
     discovery = discover("discover_pkg")
     specs, missing = collect_scenarios(discovery, docstrings=False)
     assert all(spec.source is ScenarioSource.SYNTHESIZED for spec in specs)
-    assert missing["discover_pkg.needs_handle"] == (
-        "needs arguments we could not synthesise: parameter 'handle' has no annotation or default"
+    assert missing["discover_pkg.needs_handle"] == Failure(
+        Coverage.NO_ARGUMENTS,
+        "needs arguments we could not synthesise: parameter 'handle' has no annotation or default",
     )
     specs, missing = collect_scenarios(discovery, docstrings=False, synthesize=False)
-    assert specs == [] and missing["discover_pkg.area"] == "no scenario source was enabled"
+    assert specs == [] and missing["discover_pkg.area"].reason == "no scenario source was enabled"
 
 
 def test_stdlib_packages_reach_ninety_percent_coverage():
@@ -341,7 +345,7 @@ def test_the_documented_examples_are_valid_and_run(tmp_path):
         assert specs
         for spec in specs:
             for size in spec.sizes[:2] or (None,):
-                assert try_scenario(spec, size)[0] == "", spec.id
+                assert try_scenario(spec, size)[0] is None, spec.id
 
 
 def test_trials_time_out_and_leave_an_enclosing_timer_running(monkeypatch):
@@ -355,7 +359,8 @@ def test_trials_time_out_and_leave_an_enclosing_timer_running(monkeypatch):
     signal.setitimer(signal.ITIMER_REAL, 30.0)
     try:
         spec = ScenarioSpec("t", "x", ScenarioSource.FILE, "", setup="", call="while True: pass")
-        assert try_scenario(spec) == ("took longer than 0.05 s on a trial call", None)
+        timed_out = Failure(Coverage.TIMED_OUT, "took longer than 0.05 s on a trial call")
+        assert try_scenario(spec) == (timed_out, None)
         remaining, _ = signal.getitimer(signal.ITIMER_REAL)
         assert 25.0 < remaining <= 30.0 and not fired
     finally:

@@ -14,6 +14,7 @@ from apiprof.db import query
 from apiprof.db.merge import merge_files
 from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
 from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
     Calibration,
@@ -29,7 +30,6 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.errors import DatabaseError
 
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "test cpu")
 EP = EntryPoint("pkg.f", "pkg", "pkg", EntryKind.FUNCTION, "(n)", "Do f.")
@@ -240,7 +240,7 @@ def test_a_writer_killed_mid_transaction_leaves_a_sound_database(tmp_path):
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
     assert proc.returncode == -9
     db = open_db(path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -10,12 +10,13 @@ import pytest
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
-from apiprof.model.records import Coverage, Metric
 from apiprof.engine.isolation.pool import Task, TaskResult
+from apiprof.engine.isolation.protocol import Failed, RunSuite
+from apiprof.engine.isolation.worker import Worker
 from apiprof.engine.scan import ScanOptions, ScanProgress, scan
 from apiprof.engine.testsuite import SuiteRun, describe_suite_problems
-from apiprof.engine.isolation.worker import Worker
 from apiprof.errors import UsageError
+from apiprof.model.records import Coverage, Failure, Metric
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUITE = FIXTURES / "tiny_pkg_tests"
@@ -146,27 +147,20 @@ def test_resume_repeats_the_tests_option():
 
 def test_without_pytest_the_worker_reports_it_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "pytest", None)  # `import pytest` now raises ImportError
-    worker = Worker(None, 512, emit=lambda message: None)
-    reply = worker.handle(
-        {
-            "op": "tests",
-            "package": "tiny_pkg",
-            "path": str(SUITE),
-            "scenario_id": SCENARIO,
-            "targets": [],
-        }
-    )
-    assert reply["status"] == "unavailable"
-    assert "pytest is not installed" in reply["reason"] and "without --tests" in reply["reason"]
+    worker = Worker(None, 512, send=lambda task_id, message: None)
+    request = RunSuite("tiny_pkg", str(SUITE), SCENARIO)
+    reply = worker.handle(request)
+    assert isinstance(reply, Failed) and reply.failure.kind == Coverage.SKIPPED
+    reason = reply.failure.reason
+    assert "pytest is not installed" in reason and "without --tests" in reason
     suite = SuiteRun(str(SUITE), SCENARIO, status="unavailable")
-    [warning] = describe_suite_problems(
-        suite, TaskResult(Task("single", {}), "unavailable", reply["reason"]), 900
-    )
+    [warning] = describe_suite_problems(suite, TaskResult(Task("single", request), reply), 900)
     assert "pytest is not installed" in warning
 
 
 def test_a_suite_past_its_timeout_is_dropped_with_a_warning():
     suite = SuiteRun(str(SUITE), SCENARIO, status=str(Coverage.TIMED_OUT))
-    result = TaskResult(Task("single", {}), Coverage.TIMED_OUT, "ran past the 5 s scenario timeout")
+    why = Failure(Coverage.TIMED_OUT, "ran past the 5 s scenario timeout")
+    result = TaskResult(Task("single", RunSuite("tiny_pkg", str(SUITE), SCENARIO)), lost=why)
     [warning] = describe_suite_problems(suite, result, 5)
     assert "--tests-timeout (5 s)" in warning and "nothing from it was stored" in warning

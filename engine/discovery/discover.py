@@ -14,6 +14,7 @@ import importlib.metadata
 import inspect
 import pkgutil
 import types
+import typing
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,49 +35,12 @@ class Discovery:
     entry_points: list[EntryPoint] = field(default_factory=list)
     import_failures: dict[str, str] = field(default_factory=dict)  # module -> "ExcType: message"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "package": self.package,
-            "version": self.version,
-            "entry_points": [_entry_to_json(ep) for ep in self.entry_points],
-            "import_failures": dict(self.import_failures),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Discovery:
-        return cls(
-            package=data["package"],
-            version=data["version"],
-            entry_points=[_entry_from_json(ep) for ep in data["entry_points"]],
-            import_failures=dict(data["import_failures"]),
-        )
-
     def entry(self, qualname: str) -> EntryPoint | None:
         """The entry point with this canonical name or alias, if any."""
         for ep in self.entry_points:
             if ep.qualname == qualname or qualname in ep.aliases:
                 return ep
         return None
-
-
-def _entry_to_json(ep: EntryPoint) -> dict[str, Any]:
-    return {
-        "qualname": ep.qualname,
-        "package": ep.package,
-        "module": ep.module,
-        "kind": ep.kind.value,
-        "signature": ep.signature,
-        "summary": ep.summary,
-        "source_file": ep.source_file,
-        "source_line": ep.source_line,
-        "aliases": list(ep.aliases),
-    }
-
-
-def _entry_from_json(data: dict[str, Any]) -> EntryPoint:
-    return EntryPoint(
-        **{**data, "kind": EntryKind(data["kind"]), "aliases": tuple(data["aliases"])}
-    )
 
 
 def describe_exception(error: BaseException) -> str:
@@ -287,9 +251,10 @@ def _add_candidate(
         return
     _remember(candidates, obj, kind, qualname, module)
     if kind is EntryKind.CLASS:
-        for name, raw, member_kind in _class_members(obj, package):
+        cls = typing.cast(type, obj)
+        for name, raw, member_kind in _class_members(cls, package):
             _remember(
-                candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, obj, name
+                candidates, _identity(raw), member_kind, f"{qualname}.{name}", module, cls, name
             )
 
 
@@ -327,8 +292,9 @@ def _to_entry(candidate: _Candidate, package: str) -> EntryPoint:
 
 def _describe(candidate: _Candidate) -> dict[str, Any]:
     """Signature as a caller writes it (no ``self``), docstring summary, and source location."""
-    obj, kind = candidate.obj, candidate.kind
-    code_obj = obj.fget if isinstance(obj, property) else getattr(obj, "func", obj)
+    obj: Any = candidate.obj
+    kind = candidate.kind
+    code_obj: Any = obj.fget if isinstance(obj, property) else getattr(obj, "func", obj)
     details: dict[str, Any] = {}
     if kind is not EntryKind.PROPERTY:
         details["signature"] = signature_text(
@@ -348,7 +314,7 @@ def _describe(candidate: _Candidate) -> dict[str, Any]:
     return details
 
 
-def signature_text(obj: object, *, drop_first: bool = False) -> str:
+def signature_text(obj: Any, *, drop_first: bool = False) -> str:
     """``str(inspect.signature(obj))``, or "" when the object has none (some C callables)."""
     try:
         signature = inspect.signature(obj)

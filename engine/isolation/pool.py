@@ -13,6 +13,7 @@ Parallel workers compete for CPU caches, memory bandwidth and (on busy machines)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import shutil
@@ -23,14 +24,24 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from apiprof.engine.isolation import protocol as wire
+from apiprof.engine.isolation.protocol import (
+    PARTIAL,
+    REPLIES,
+    Failed,
+    LineReader,
+    ProtocolError,
+    Ready,
+    Reply,
+    Request,
+    ScenarioOutcome,
+    write_message,
+)
 from apiprof.errors import MeasurementError
-from apiprof.model.records import Coverage
+from apiprof.model.records import Coverage, Failure
 
 ENV_ALLOWLIST = (
     "PATH",
@@ -72,28 +83,30 @@ class Task:
     """One request for a worker; ``timeout`` overrides the scenario timeout."""
 
     id: str
-    request: dict[str, Any]
+    request: Request
     timeout: float | None = None
 
 
 @dataclass(frozen=True)
 class TaskResult:
-    """What became of a task: the worker's reply, or why there is none.
-
-    ``status`` is a :class:`Coverage` value for scenario work, or ``"ok"``, ``"error"``,
-    ``"apiprof_error"`` for other operations; ``reply`` is the worker's JSON reply (empty when
-    the worker died or was killed); ``partials`` are the task's earlier messages (kept when the
-    worker dies later).
-    """
+    """What became of a task: the worker's final reply, or why there is none (``lost``: the
+    worker died, was killed at the timeout, or sent something invalid), and the partial replies
+    that arrived before (kept when the worker dies later)."""
 
     task: Task
-    status: str
-    reason: str = ""
-    reply: dict[str, Any] = field(default_factory=dict)
-    partials: list[dict[str, Any]] = field(default_factory=list)  # messages sent before the reply
+    reply: Reply | None = None
+    lost: Failure | None = None
+    partials: list[ScenarioOutcome] = field(default_factory=list)
+
+    @property
+    def failure(self) -> Failure | None:
+        """Why the task as a whole failed, or None when it completed."""
+        if isinstance(self.reply, Failed):
+            return self.reply.failure
+        return self.lost
 
 
-def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] = ()) -> dict[str, str]:
+def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allow-listed environment a worker gets: no secrets, home and temp inside the sandbox."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
     for sub in ("home", "tmp", "cache", "config", "data"):
@@ -112,19 +125,21 @@ def worker_environment(sandbox_dir: Path, extra: Mapping[str, str] = ()) -> dict
         PYTHONUNBUFFERED="1",
         MPLBACKEND="Agg",
     )
-    env.update(dict(extra))
+    env.update(extra or {})
     return env
 
 
-def describe_death(returncode: int, stderr_tail: str, memory_mb: int) -> tuple[Coverage, str]:
-    """Coverage status and reason for a worker that exited while running a task."""
+def describe_death(returncode: int, stderr_tail: str, memory_mb: int) -> Failure:
+    """Why a worker that exited while running a task did so."""
+    return Failure(*_death(returncode, stderr_tail, memory_mb))
+
+
+def _death(returncode: int, stderr_tail: str, memory_mb: int) -> tuple[Coverage, str]:
     if returncode < 0:
         sig = -returncode
         if sig in _CRASH_SIGNALS:
-            return (
-                Coverage.CRASHED,
-                f"the worker crashed: {signal.Signals(sig).name} ({_CRASH_SIGNALS[sig]})",
-            )
+            name = signal.Signals(sig)
+            return Coverage.CRASHED, f"the worker crashed: {name.name} ({_CRASH_SIGNALS[name]})"
         if sig == signal.SIGXCPU:
             return Coverage.TIMED_OUT, "the worker used up its CPU-time limit"
         # the worker's own stop for a call stuck in C code (worker.run_with_call_timeout)
@@ -153,9 +168,9 @@ class WorkerProcess:
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.sandbox = Path(tempfile.mkdtemp(prefix="apiprof-sandbox-"))
-        self.reader = wire.LineReader()
+        self.reader = LineReader(REPLIES)
         self.tasks_done = 0
-        self.partials: list[dict[str, Any]] = []
+        self.partials: list[ScenarioOutcome] = []
         self._stderr = open(self.sandbox / "worker.stderr", "w+b")  # noqa: SIM115 - closed in cleanup
         request_r, self.request_w = os.pipe()
         self.result_r, result_w = os.pipe()
@@ -206,8 +221,11 @@ class WorkerProcess:
                 data = os.read(self.result_r, 1 << 16)
                 if not data:
                     break
-                messages = self.reader.feed(data)
-                if any(m.get("op") == "ready" for m in messages):
+                try:
+                    messages = self.reader.feed(data)
+                except ProtocolError:
+                    break
+                if any(isinstance(m.message, Ready) for m in messages):
                     return
         tail = self.stderr_tail()
         self.kill()
@@ -219,7 +237,7 @@ class WorkerProcess:
 
     def send(self, task: Task) -> None:
         self.partials = []
-        wire.write_message(self.request_w, {**task.request, "id": task.id})
+        write_message(self.request_w, task.id, task.request)
 
     def stderr_tail(self, limit: int = 4000) -> str:
         try:
@@ -253,10 +271,8 @@ class WorkerProcess:
     def _cleanup(self) -> None:
         for fd in (self.request_w, self.result_r):
             if fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         self.request_w = self.result_r = -1
         self._stderr.close()
         shutil.rmtree(self.sandbox, ignore_errors=True)
@@ -303,15 +319,14 @@ class WorkerPool:
     def _release(self, worker: WorkerProcess, result: TaskResult) -> None:
         self.busy.discard(worker)
         worker.tasks_done += 1
-        if (
-            result.status in (Coverage.MEMORY, Coverage.TIMED_OUT)
-            or worker.tasks_done >= self.options.max_tasks
-        ):
+        failure = result.failure
+        limited = failure is not None and failure.kind in (Coverage.MEMORY, Coverage.TIMED_OUT)
+        if limited or worker.tasks_done >= self.options.max_tasks:
             worker.close()  # a worker that hit a limit may be in a bad state: start afresh
         else:
             self.idle.append(worker)
 
-    def request(self, request: dict[str, Any], timeout: float | None = None) -> TaskResult:
+    def request(self, request: Request, timeout: float | None = None) -> TaskResult:
         """Run one request on one worker and wait for its result."""
         results = self.run([Task("single", request, timeout)])
         try:
@@ -319,7 +334,7 @@ class WorkerPool:
         finally:
             results.close()
 
-    def run(self, tasks: Iterable[Task]) -> Iterator[TaskResult]:
+    def run(self, tasks: Iterable[Task]) -> Generator[TaskResult, None, None]:
         """Run tasks on up to ``jobs`` workers, yielding each result as it arrives (any order)."""
         pending = deque(tasks)
         busy: dict[
@@ -352,45 +367,41 @@ class WorkerPool:
                         del busy[fd]
                         self._discard(worker)
                         limit = task.timeout or self.options.scenario_timeout
-                        yield TaskResult(
-                            task,
-                            Coverage.TIMED_OUT,
-                            f"ran past the {limit:g} s scenario timeout",
-                            partials=worker.partials,
+                        why = Failure(
+                            Coverage.TIMED_OUT, f"ran past the {limit:g} s scenario timeout"
                         )
+                        yield TaskResult(task, lost=why, partials=worker.partials)
         finally:
             sel.close()
             for worker, _, _ in busy.values():
                 self._discard(worker)
 
     def _read(self, worker: WorkerProcess, task: Task) -> TaskResult | None:
-        """Consume what a busy worker wrote; a result when its task is finished, else None."""
+        """Consume what a busy worker wrote; a result when its task is finished, else None.
+        A worker that sends anything invalid is ended: its task fails with the reason."""
         try:
             data = os.read(worker.result_r, 1 << 16)
-            messages = worker.reader.feed(data) if data else []
-        except (OSError, ValueError) as exc:
+            envelopes = worker.reader.feed(data) if data else []
+        except (OSError, ProtocolError) as exc:
             self._discard(worker)
-            return TaskResult(
-                task,
-                Coverage.CRASHED,
-                f"the worker sent an unreadable reply ({exc})",
-                partials=worker.partials,
+            why = Failure(
+                Coverage.CRASHED, f"the worker sent an invalid reply and was stopped: {exc}"
             )
+            return TaskResult(task, lost=why, partials=worker.partials)
         if not data:
             worker.proc.wait()
-            status, reason = describe_death(
+            why = describe_death(
                 worker.proc.returncode, worker.stderr_tail(), self.options.memory_mb
             )
             self._discard(worker)
-            return TaskResult(task, status, reason, partials=worker.partials)
-        for message in messages:
-            if message.get("id") != task.id:
+            return TaskResult(task, lost=why, partials=worker.partials)
+        for envelope in envelopes:
+            if envelope.id != task.id:
                 continue
-            if message.get("partial"):
-                worker.partials.append(message)
+            if isinstance(envelope.message, PARTIAL):
+                worker.partials.append(envelope.message)
                 continue
-            status, reason = str(message.get("status", "error")), str(message.get("reason", ""))
-            result = TaskResult(task, status, reason, message, partials=worker.partials)
+            result = TaskResult(task, envelope.message, partials=worker.partials)
             self._release(worker, result)
             return result
         return None

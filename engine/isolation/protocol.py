@@ -1,82 +1,299 @@
-"""What crosses the pipe between the scanning process and a worker: JSON lines, and codecs.
+"""What crosses the pipe between the scanner and a worker: typed messages, checked on arrival.
 
-Both sides import this module; it holds no policy. One message is one JSON object on one line
-(``\\n``-terminated UTF-8). Records are encoded here once so their fields are not spelled out
-in the worker and again in the parent.
+Requests (scanner → worker) and replies (worker → scanner) are frozen dataclasses. On the wire
+each is one line of UTF-8 JSON, ``{"type": NAME, "id": TASK_ID, "body": {...}}``, encoded and
+decoded by :mod:`apiprof.model.codec`, so a field is declared once, here or on the record it
+carries. The scanner trusts nothing a worker sends: a line longer than
+:data:`MAX_MESSAGE_BYTES`, JSON nested too deep, an unknown message type or a body that does not
+match its declared types is a :class:`ProtocolError`, which ends that worker — never the scan.
+
+A request that fails carries a :class:`~apiprof.model.records.Failure` whose kind was decided
+where the failure happened (a timeout, a refusal of the guard, a crash), so the scanner never
+infers it from message text.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
-from apiprof.model.histogram import Histogram
-from apiprof.model.records import CallEdge, Measurement, Metric
+from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.model.codec import DecodeError, from_data, to_data
+from apiprof.model.records import (
+    NO_SIZE,
+    Calibration,
+    CallEdge,
+    EntryPoint,
+    Failure,
+    Measurement,
+)
 
-MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-"""A reply larger than this is treated as a broken worker rather than buffered forever."""
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""A line longer than this is a broken or hostile worker, not something to buffer."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    return (
-        json.dumps(message, separators=(",", ":"), allow_nan=False, default=str) + "\n"
-    ).encode()
+class ProtocolError(Exception):
+    """A worker sent something that is not a valid message; the worker is ended for it."""
 
 
-def write_message(fd: int, message: dict[str, Any]) -> None:
+# -- requests: scanner -> worker -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How hard to measure: probe costs, and per-pass and per-call bounds."""
+
+    calibration: Calibration | None = None
+    repeat: int = 20
+    max_seconds: float = 2.0
+    call_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Is the worker alive? Answered with :class:`Pong`."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """Call ``module:function`` with JSON arguments (tests of isolation, without the profiler)."""
+
+    target: str
+    args: list[Any] = field(default_factory=list)
+    call_timeout: float = 0.0
+
+
+@dataclass(frozen=True)
+class Calibrate:
+    """Measure probe costs in the interpreter that will be measured."""
+
+
+@dataclass(frozen=True)
+class Discover:
+    """Import the package, list its entry points, read scenario files."""
+
+    package: str
+    scenario_files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """Collect an entry point's docstring and synthesised scenarios (``profile=False``: only
+    that) and profile them with its file scenarios, streaming one :class:`ScenarioOutcome` per
+    scenario size before the final :class:`EntryFinished`."""
+
+    package: str
+    entry: EntryPoint
+    specs: list[ScenarioSpec] = field(default_factory=list)
+    docstrings: bool = True
+    synthesize: bool = True
+    sizes: list[int] = field(default_factory=list)
+    profile: bool = True
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+@dataclass(frozen=True)
+class RunSuite:
+    """Run the package's pytest suite under the profiler, every entry point a target."""
+
+    package: str
+    path: str
+    scenario_id: str
+    targets: list[str] = field(default_factory=list)
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+Request = Ping | Call | Calibrate | Discover | ProfileEntry | RunSuite
+
+# -- replies: worker -> scanner ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The first line a worker writes: it started and installed its guard."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class Pong:
+    pid: int
+    cwd: str
+
+
+@dataclass(frozen=True)
+class CallDone:
+    result: str  # repr of the return value, truncated
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    calibration: Calibration
+
+
+@dataclass(frozen=True)
+class Discovered:
+    discovery: Discovery
+    specs: list[ScenarioSpec] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScenarioOutcome:
+    """One size of one scenario: its measurements, or why there are none (sent at once, so a
+    later crash of the worker loses nothing already measured)."""
+
+    scenario: ScenarioSpec
+    size: int = NO_SIZE
+    measurements: list[Measurement] = field(default_factory=list)
+    edges: list[CallEdge] = field(default_factory=list)
+    failure: Failure | None = None
+    blocked: list[str] = field(default_factory=list)  # what the guard refused meanwhile
+    slowest_run_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class EntryFinished:
+    """The end of a :class:`ProfileEntry`: the collected scenarios when only collecting, and
+    why the automatic sources found none (``unscenarioed``), if they did not."""
+
+    specs: list[ScenarioSpec] = field(default_factory=list)
+    unscenarioed: Failure | None = None
+
+
+@dataclass(frozen=True)
+class SuiteFinished:
+    """What one profiled test-suite run produced."""
+
+    runs: int
+    exit_code: int
+    outcomes: dict[str, int]
+    measurements: list[Measurement] = field(default_factory=list)
+    edges: list[CallEdge] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    problem: str = ""  # why no test ran, when none did
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The request failed as a whole (its kind says how)."""
+
+    failure: Failure
+
+
+@dataclass(frozen=True)
+class Refused:
+    """apiprof itself refused the request (e.g. the package is not installed): the scanner
+    raises the same :class:`~apiprof.errors.ApiprofError` subclass, named by ``code``."""
+
+    code: str
+    message: str
+
+
+Reply = (
+    Ready
+    | Pong
+    | CallDone
+    | Calibrated
+    | Discovered
+    | ScenarioOutcome
+    | EntryFinished
+    | SuiteFinished
+    | Failed
+    | Refused
+)
+
+REQUESTS: dict[str, type] = {
+    cls.__name__: cls for cls in (Ping, Call, Calibrate, Discover, ProfileEntry, RunSuite)
+}
+REPLIES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        Ready,
+        Pong,
+        CallDone,
+        Calibrated,
+        Discovered,
+        ScenarioOutcome,
+        EntryFinished,
+        SuiteFinished,
+        Failed,
+        Refused,
+    )
+}
+PARTIAL = (ScenarioOutcome,)
+"""Replies that come before a request's final reply."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A message and the task it belongs to."""
+
+    id: str
+    message: Any
+
+
+# -- encoding ------------------------------------------------------------------------------------
+
+
+def encode(task_id: str, message: object) -> bytes:
+    body = to_data(message)
+    line = {"type": type(message).__name__, "id": task_id, "body": body}
+    return (json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def write_message(fd: int, task_id: str, message: object) -> None:
     """Write one message to a raw file descriptor, retrying short writes."""
-    data = memoryview(encode(message))
+    data = memoryview(encode(task_id, message))
     while data:
         written = os.write(fd, data)
         data = data[written:]
 
 
-class LineReader:
-    """Splits bytes arriving on a pipe into complete JSON messages."""
+def decode(line: bytes, allowed: dict[str, type]) -> Envelope:
+    """One message from one line, or :class:`ProtocolError` saying what is wrong with it."""
+    try:
+        raw = json.loads(line)
+    except RecursionError:
+        raise ProtocolError("a message nests deeper than JSON decoding allows") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ProtocolError(f"a message is not valid JSON ({error})") from None
+    if not (isinstance(raw, dict) and set(raw) == {"type", "id", "body"}):
+        raise ProtocolError("a message is not an object with exactly type, id and body")
+    kind, task_id = raw["type"], raw["id"]
+    if not isinstance(task_id, str) or len(task_id) > 4096:
+        raise ProtocolError("a message has no valid task id")
+    cls = allowed.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ProtocolError(f"unknown message type {str(kind)[:60]!r}")
+    try:
+        return Envelope(task_id, from_data(cls, raw["body"]))
+    except DecodeError as error:
+        raise ProtocolError(f"malformed {kind} message: {error}") from None
+    except RecursionError:
+        raise ProtocolError(f"a {kind} message nests too deep") from None
 
-    def __init__(self) -> None:
+
+class LineReader:
+    """Splits bytes arriving on a pipe into complete messages of the ``allowed`` types."""
+
+    def __init__(self, allowed: dict[str, type]) -> None:
+        self.allowed = allowed
         self._buffer = bytearray()
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes) -> list[Envelope]:
         self._buffer += data
-        if len(self._buffer) > MAX_MESSAGE_BYTES:
-            raise ValueError("worker message exceeds the size limit")
         messages = []
         while (end := self._buffer.find(b"\n")) >= 0:
             line = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
+            if len(line) > MAX_MESSAGE_BYTES:
+                raise ProtocolError(f"a message of {len(line)} bytes is over the limit")
             if line.strip():
-                message = json.loads(line)
-                if not isinstance(message, dict):
-                    raise ValueError("worker message is not a JSON object")
-                messages.append(message)
+                messages.append(decode(line, self.allowed))
+        if len(self._buffer) > MAX_MESSAGE_BYTES:
+            raise ProtocolError("a message grew past the size limit without ending")
         return messages
-
-
-def measurement_to_json(m: Measurement) -> dict[str, Any]:
-    return {
-        "qualname": m.qualname,
-        "scenario_id": m.scenario_id,
-        "metric": str(m.metric),
-        "size": m.size,
-        "buckets": [list(row) for row in m.histogram.rows()],
-    }
-
-
-def measurement_from_json(data: dict[str, Any]) -> Measurement:
-    return Measurement(
-        qualname=data["qualname"],
-        scenario_id=data["scenario_id"],
-        metric=Metric(data["metric"]),
-        histogram=Histogram.from_buckets(tuple(row) for row in data["buckets"]),
-        size=int(data["size"]),
-    )
-
-
-def edge_to_json(edge: CallEdge) -> list[Any]:
-    return [edge.caller, edge.callee, edge.count]
-
-
-def edge_from_json(data: list[Any]) -> CallEdge:
-    return CallEdge(str(data[0]), str(data[1]), int(data[2]))

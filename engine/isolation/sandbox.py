@@ -22,6 +22,7 @@ container.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
@@ -67,7 +68,7 @@ def apply_limits(limits: Limits) -> None:
     import resource
 
     def cap(kind: int, value: int) -> None:
-        soft, hard = resource.getrlimit(kind)
+        _soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(kind, (value, value))
@@ -181,7 +182,7 @@ class Guard:
 
     # -- files ----------------------------------------------------------------------------
     def _on_open(self, args: tuple) -> None:
-        path, mode, flags = (tuple(args) + (None, None))[:3]
+        path, mode, flags = ((*tuple(args), None, None))[:3]
         writing = bool(mode and any(c in str(mode) for c in "wax+")) or bool(
             isinstance(flags, int) and flags & _WRITE_FLAGS
         )
@@ -194,12 +195,16 @@ class Guard:
 
     def _on_sqlite(self, args: tuple) -> None:
         target = args[0]
-        if isinstance(target, (str, bytes, os.PathLike)) and os.fsdecode(target) not in (
-            ":memory:",
-            "",
+        if (
+            isinstance(target, (str, bytes, os.PathLike))
+            and os.fsdecode(target)
+            not in (
+                ":memory:",
+                "",
+            )
+            and not os.fsdecode(target).startswith("file::memory:")
         ):
-            if not os.fsdecode(target).startswith("file::memory:"):
-                self._check_path("open a database at", target, None)
+            self._check_path("open a database at", target, None)
 
     def _check_path(self, verb: str, path: object, dir_fd: object) -> None:
         if isinstance(path, int) or path is None:
@@ -249,10 +254,8 @@ def resolve_path(path: object, dir_fd: object) -> str:
     """Absolute, symlink-free form of ``path`` (relative to ``dir_fd`` when one is given)."""
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
     if not os.path.isabs(text) and isinstance(dir_fd, int) and dir_fd >= 0:
-        try:
+        with contextlib.suppress(OSError):
             text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-        except OSError:
-            pass
     return os.path.realpath(text)
 
 

@@ -1,26 +1,21 @@
 """The worker: the only apiprof code that runs inside the sandbox, next to the scanned package.
 
-Started by :mod:`apiprof.engine.isolation.pool` as ``python -m apiprof.engine.isolation.worker`` with a fresh
-temporary directory as cwd, an allow-listed environment, and two private pipes: requests arrive
-on ``--request-fd`` and replies leave on ``--result-fd``, one JSON object per line. stdout and
-stderr belong to the package (the parent discards stdout and keeps the tail of stderr for crash
-reports), so nothing a package prints can corrupt a result.
+Started by :mod:`apiprof.engine.isolation.pool` as ``python -m apiprof.engine.isolation.worker``
+with a fresh temporary directory as cwd, an allow-listed environment, and two private pipes:
+requests arrive on ``--request-fd`` and replies leave on ``--result-fd``, one message per line
+(:mod:`~apiprof.engine.isolation.protocol`). stdout and stderr belong to the package (the parent
+discards stdout and keeps the tail of stderr for crash reports), so nothing a package prints can
+corrupt a result.
 
-Start-up order matters: apply resource limits, import apiprof's own engine modules (trusted),
-then install the sandbox guard, then serve requests. Each reply carries the guard's refusals
-since the previous reply.
-
-Operations: ``discover`` (import the package, list entry points, read scenario files),
-``calibrate`` (probe costs), ``entry`` (collect and profile every scenario of one entry point,
-streaming each scenario's outcome), ``tests`` (run the package's pytest suite under the
-profiler, all entry points as targets), ``call`` (call a function by name — used to test
-isolation without the profiler), ``ping``.
+Start-up order matters: apiprof's own modules are imported first (they are trusted), then
+resource limits are applied and the sandbox guard installed, then requests are served.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import io
 import os
@@ -32,159 +27,149 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery import discover
-from apiprof.engine.isolation import protocol as wire
+from apiprof.engine.discovery.discover import Discovery, discover, resolve_object
 from apiprof.engine.isolation import sandbox
+from apiprof.engine.isolation.protocol import (
+    REQUESTS,
+    Calibrate,
+    Calibrated,
+    Call,
+    CallDone,
+    Discover,
+    Discovered,
+    EntryFinished,
+    Failed,
+    LineReader,
+    MeasureSettings,
+    Ping,
+    Pong,
+    ProfileEntry,
+    Ready,
+    Refused,
+    Reply,
+    Request,
+    RunSuite,
+    ScenarioOutcome,
+    SuiteFinished,
+    write_message,
+)
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.scenarios.collect import collect_scenarios
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.errors import ApiprofError
-from apiprof.model.records import NO_SIZE, Coverage, ScenarioSource
+from apiprof.model.records import NO_SIZE, Coverage, Failure, ScenarioSource
+
+Send = Callable[[str, Reply], None]
 
 
 class Worker:
-    """Request handlers; state is the guard and the limits."""
+    """Request handlers; state is the guard, the limits and the request being answered."""
 
-    def __init__(
-        self,
-        guard: sandbox.Guard | None,
-        memory_mb: int,
-        emit: Callable[[dict], None],
-    ) -> None:
+    def __init__(self, guard: sandbox.Guard | None, memory_mb: int, send: Send) -> None:
         self.guard = guard
         self.memory_mb = memory_mb
-        self.emit = emit  # sends a message to the parent before the final reply
+        self.send = send  # writes one message to the parent
+        self.task_id = ""
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        handler = getattr(self, f"op_{op}", None)
-        if handler is None:
-            return {"status": "error", "reason": f"unknown operation {op!r}"}
+    def emit(self, reply: Reply) -> None:
+        """Send a partial reply for the request being answered, before its final reply."""
+        self.send(self.task_id, reply)
+
+    def handle(self, request: Request) -> Reply:
+        handler: Callable[[Any], Reply] = getattr(self, f"on_{type(request).__name__}")
         return handler(request)
 
     # -- operations ---------------------------------------------------------------------------
-    def op_ping(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {"status": "ok", "pid": os.getpid(), "cwd": os.getcwd()}
+    def on_Ping(self, request: Ping) -> Reply:
+        return Pong(os.getpid(), os.getcwd())
 
-    def op_call(self, request: dict[str, Any]) -> dict[str, Any]:
-        module_name, _, attr = request["target"].partition(":")
+    def on_Call(self, request: Call) -> Reply:
+        module_name, _, attr = request.target.partition(":")
         fn = getattr(importlib.import_module(module_name), attr)
-        call = timeouts.limit_each_call(
-            lambda: fn(*request.get("args", [])), request.get("call_timeout", 0)
-        )
-        return self.attempt(lambda: {"status": "ok", "result": repr(call())[:2000]})
+        call = timeouts.limit_each_call(lambda: fn(*request.args), request.call_timeout)
+        return self.attempt(lambda: CallDone(repr(call())[:2000]))
 
-    def op_discover(self, request: dict[str, Any]) -> dict[str, Any]:
+    def on_Discover(self, request: Discover) -> Reply:
         """Import the package and list entry points; parse scenario files (their specs)."""
-        discovery = discover.discover(request["package"])
-        specs = [
-            spec for path in request.get("scenario_files", []) for spec in load_scenario_file(path)
-        ]
-        return {
-            "status": "ok",
-            "discovery": discovery.to_json(),
-            "specs": [spec.to_json() for spec in specs],
-        }
+        found = discover(request.package)
+        specs = [spec for path in request.scenario_files for spec in load_scenario_file(path)]
+        return Discovered(found, specs)
 
-    def op_calibrate(self, request: dict[str, Any]) -> dict[str, Any]:
-        calibration = calibrate.calibrate()
-        return {"status": "ok", "calibration": calibration.to_json()}
+    def on_Calibrate(self, request: Calibrate) -> Reply:
+        return Calibrated(calibrate.calibrate())
 
-    def op_entry(self, request: dict[str, Any]) -> dict[str, Any]:
+    def on_ProfileEntry(self, request: ProfileEntry) -> Reply:
         """Collect the docstring/synthesised scenarios of one entry point (each tried once, as
         collection does) and profile them and its file scenarios, one after another.
 
-        Each size of each scenario is sent at once as a ``partial`` message, so a later crash or
-        timeout of this worker loses nothing already measured — an O(n!) function keeps its
-        small sizes when a large one runs out of time. A scenario stops at its first failing
+        Each size of each scenario is sent at once as a :class:`ScenarioOutcome`, so a later
+        crash or timeout of this worker loses nothing already measured — an O(n!) function keeps
+        its small sizes when a large one runs out of time. A scenario stops at its first failing
         size (larger inputs fail the same way or worse), and after a size whose calls already
         take a fifth of the per-call timeout: the next, larger size would most likely run out of
         time, after minutes of allocation and timing passes.
         """
-        specs = [ScenarioSpec.from_json(s) for s in request.get("specs", [])]
-        # trials carry their own alarm
         collected = self.attempt(lambda: self.collect_for_entry(request))
-        if collected["status"] != "ok":
-            return collected  # collection itself was blocked, timed out or ran out of memory
-        specs += [ScenarioSpec.from_json(s) for s in collected["specs"]]
-        if not request.get("profile", True):  # collection only (`apiprof scenarios init`)
-            return {
-                "status": "done",
-                "specs": [spec.to_json() for spec in specs],
-                "reason": collected.get("reason", ""),
-            }
+        if isinstance(
+            collected, Failed
+        ):  # collection itself was blocked, timed out or ran out of memory
+            return collected
+        assert isinstance(collected, EntryFinished)
+        specs = [*request.specs, *collected.specs]
+        if not request.profile:  # collection only (`apiprof scenarios init`)
+            return EntryFinished(specs, collected.unscenarioed)
         if not specs:
-            reason = (
-                collected.get("reason")
-                or "no scenario source could call it; add one to a scenario file"
-            )
-            status = classify_trial_failure(reason)
-            if status == Coverage.MEMORY:
-                reason = f"ran out of memory (worker cap {self.memory_mb} MiB) when its scenarios were tried: {reason}"
-            elif status == Coverage.TIMED_OUT:
-                reason = f"its scenarios hit the trial timeout: {reason}"
-            return {"status": status, "reason": reason}
+            return Failed(self.no_scenario_failure(collected.unscenarioed))
         for spec in specs:
             for size in scenario_sizes(spec):
-                outcome = self.attempt(
-                    lambda spec=spec, size=size: self.profile_size(spec, size, request),
-                    source=spec.source,
-                )
-                self.emit(
-                    {
-                        "id": request.get("id"),
-                        "partial": True,
-                        "scenario": spec.to_json(),
-                        **outcome,
-                    }
-                )
-                if outcome["status"] != Coverage.PROFILED or too_slow_to_grow(outcome, request):
+                work = functools.partial(self.profile_size, spec, size, request.settings)
+                outcome = self.attempt(work, source=spec.source)
+                if isinstance(outcome, Failed):
+                    outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
+                assert isinstance(outcome, ScenarioOutcome)
+                self.emit(outcome)
+                if outcome.failure or too_slow_to_grow(outcome, request.settings):
                     break
-        return {"status": "done", "reason": collected.get("reason", "")}
+        return EntryFinished(unscenarioed=collected.unscenarioed)
 
-    def collect_for_entry(self, request: dict[str, Any]) -> dict[str, Any]:
-        entry = request["entry"]
-        discovery = discover.Discovery.from_json(
-            {
-                "package": request["package"],
-                "version": "",
-                "entry_points": [entry],
-                "import_failures": {},
-            }
-        )
-        if not (request.get("docstrings", True) or request.get("synthesize", True)):
-            return {
-                "status": "ok",
-                "specs": [],
-                "reason": "docstring examples and argument synthesis are off",
-            }
+    def no_scenario_failure(self, why: Failure | None) -> Failure:
+        """Why an entry point has nothing to profile, said for the coverage report."""
+        if why is None:
+            return Failure(
+                Coverage.NO_ARGUMENTS,
+                "no scenario source could call it; add one to a scenario file",
+            )
+        if why.kind == Coverage.MEMORY:
+            reason = f"ran out of memory (worker cap {self.memory_mb} MiB) when its scenarios were tried: {why.reason}"
+            return Failure(why.kind, reason)
+        if why.kind == Coverage.TIMED_OUT:
+            return Failure(why.kind, f"its scenarios hit the trial timeout: {why.reason}")
+        return why
+
+    def collect_for_entry(self, request: ProfileEntry) -> EntryFinished:
+        if not (request.docstrings or request.synthesize):
+            why = Failure(
+                Coverage.NO_ARGUMENTS, "docstring examples and argument synthesis are off"
+            )
+            return EntryFinished([], why)
         specs, unscenarioed = collect_scenarios(
-            discovery,
+            Discovery(request.package, "", [request.entry]),
             (),
-            docstrings=request.get("docstrings", True),
-            synthesize=request.get("synthesize", True),
-            sizes=tuple(request.get("sizes", DEFAULT_SIZES)),
+            docstrings=request.docstrings,
+            synthesize=request.synthesize,
+            sizes=tuple(request.sizes or DEFAULT_SIZES),
         )
-        return {
-            "status": "ok",
-            "specs": [spec.to_json() for spec in specs],
-            "reason": unscenarioed.get(entry["qualname"], ""),
-        }
+        return EntryFinished(specs, unscenarioed.get(request.entry.qualname))
 
-    def profile_size(self, spec: Any, size: int, request: dict[str, Any]) -> dict[str, Any]:
+    def profile_size(self, spec: ScenarioSpec, size: int, settings: MeasureSettings) -> Reply:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
-        from apiprof.model.records import Calibration
-
-        calibration = (
-            Calibration.from_json(request["calibration"]) if request.get("calibration") else None
-        )
-        targets = [profiler.Target(name, discover.resolve_object(name)) for name in spec.measured]
-        call_timeout = float(request.get("call_timeout", 0))
+        targets = [profiler.Target(name, resolve_object(name)) for name in spec.measured]
+        limit = settings.call_timeout
         setup = timeouts.limit_each_call(
-            lambda: compile_scenario(spec, size if spec.size_axis else None), call_timeout
+            lambda: compile_scenario(spec, size if spec.size_axis else None), limit
         )
-        run_once = timeouts.limit_each_call(setup(), call_timeout)
+        run_once = timeouts.limit_each_call(setup(), limit)  # type: ignore[arg-type]
         slowest = [0.0]
 
         # the slowest run (under the allocation pass) decides whether to grow
@@ -200,23 +185,22 @@ class Worker:
             targets,
             scenario_id=spec.id,
             size=size,
-            repeat=int(spec.repeat or request.get("repeat", 20)),
-            max_seconds=float(request.get("max_seconds", 2.0)),
-            calibration=calibration,
+            repeat=int(spec.repeat or settings.repeat),
+            max_seconds=settings.max_seconds,
+            calibration=settings.calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
-            return {
-                "status": Coverage.NO_ARGUMENTS,
-                "reason": "its scenario ran but never called it",
-            }
-        return {
-            "status": Coverage.PROFILED,
-            "measurements": [wire.measurement_to_json(m) for m in report.measurements],
-            "edges": [wire.edge_to_json(e) for e in report.edges],
-            "slowest_run_seconds": slowest[0],
-        }
+            why = Failure(Coverage.NO_ARGUMENTS, "its scenario ran but never called it")
+            return ScenarioOutcome(spec, size, failure=why)
+        return ScenarioOutcome(
+            spec,
+            size,
+            measurements=report.measurements,
+            edges=report.edges,
+            slowest_run_seconds=slowest[0],
+        )
 
-    def op_tests(self, request: dict[str, Any]) -> dict[str, Any]:
+    def on_RunSuite(self, request: RunSuite) -> Reply:
         """Run the package's own pytest suite under the profiler: one scenario whose targets are
         every entry point. pytest runs in this process once unprofiled (warm-up, test outcomes),
         then once per profiler pass (repeat 1); failing tests and tests the guard refuses count
@@ -224,17 +208,17 @@ class Worker:
         try:
             import pytest
         except ImportError as exc:
-            return {
-                "status": "unavailable",
-                "reason": f"pytest is not installed where {request['package']} is scanned "
-                f"({exc}); install pytest into that environment or scan without --tests",
-            }
-        from apiprof.model.records import Calibration
-
+            return Failed(
+                Failure(
+                    Coverage.SKIPPED,
+                    f"pytest is not installed where {request.package} is scanned "
+                    f"({exc}); install pytest into that environment or scan without --tests",
+                )
+            )
         targets, unresolved = [], []
-        for name in request["targets"]:
+        for name in request.targets:
             try:
-                obj = discover.resolve_object(name)
+                obj = resolve_object(name)
                 profiler.resolve_site(obj)
             # a name the suite cannot be measured on; its own scenarios report why
             except Exception:
@@ -243,7 +227,7 @@ class Worker:
             targets.append(profiler.Target(name, obj))
         runs: list[TestTally] = []
         output = io.StringIO()
-        args = [request["path"], "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler"]
+        args = [request.path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler"]
 
         def run_suite() -> None:
             tally = TestTally()
@@ -251,90 +235,78 @@ class Worker:
                 tally.exit_code = int(pytest.main(args, plugins=[tally]))
             runs.append(tally)
 
-        run_suite()  # unprofiled warm-up: imports, collection and assertion rewriting stay out of the passes
-        calibration = (
-            Calibration.from_json(request["calibration"]) if request.get("calibration") else None
-        )
+        # unprofiled warm-up: imports, collection and assertion rewriting stay out of the passes
+        run_suite()
         report = profiler.profile(
             run_suite,
             targets,
-            scenario_id=request["scenario_id"],
+            scenario_id=request.scenario_id,
             repeat=1,
-            max_seconds=float(request.get("max_seconds", 2.0)),
-            calibration=calibration,
+            max_seconds=request.settings.max_seconds,
+            calibration=request.settings.calibration,
         )
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes
-        reply = {
-            "status": "ok",
-            "runs": len(runs) - 1,
-            "exit_code": first.exit_code,
-            "outcomes": dict(first.outcomes),
-            "blocked": sorted(set(blocked)),
-            "unresolved": unresolved,
-            "measurements": [wire.measurement_to_json(m) for m in report.measurements],
-            "edges": [wire.edge_to_json(e) for e in report.edges],
-        }
+        problem = ""
         if not any(first.outcomes[k] for k in ("passed", "failed")):  # collection or usage failed
             tail = [line for line in output.getvalue().splitlines() if line.strip()][-3:]
-            reply.update(
-                status="failed",
-                reason=f"pytest exited with code {first.exit_code} without running a test"
-                + (f": {' | '.join(tail)[:400]}" if tail else ""),
+            problem = f"pytest exited with code {first.exit_code} without running a test" + (
+                f": {' | '.join(tail)[:400]}" if tail else ""
             )
-        return reply
+        return SuiteFinished(
+            runs=len(runs) - 1,
+            exit_code=first.exit_code,
+            outcomes=dict(first.outcomes),
+            measurements=report.measurements,
+            edges=report.edges,
+            blocked=sorted(set(blocked)),
+            unresolved=unresolved,
+            problem=problem,
+        )
 
-    def attempt(
-        self,
-        work: Callable[[], dict[str, Any]],
-        source: str = "",
-        timeout_reason: str = "a single call ran past the per-call timeout",
-    ) -> dict[str, Any]:
-        """Run ``work`` and turn what went wrong into a coverage status with a reason."""
+    def attempt(self, work: Callable[[], Reply], source: str = "") -> Reply:
+        """Run ``work``; what went wrong becomes a :class:`Failed` reply whose kind is decided
+        here, where the exception is caught. Refusals of the guard outrank anything measured:
+        numbers from a call that was refused something describe a failed call."""
         try:
             reply = work()
         except timeouts.CallTimeout:
-            reply = {"status": Coverage.TIMED_OUT, "reason": timeout_reason}
+            reply = Failed(
+                Failure(Coverage.TIMED_OUT, "a single call ran past the per-call timeout")
+            )
         except MemoryError:
-            reply = {
-                "status": Coverage.MEMORY,
-                "reason": f"ran out of memory (worker cap {self.memory_mb} MiB)",
-            }
+            reply = Failed(self.out_of_memory())
         except sandbox.SandboxViolation as exc:
-            reply = {
-                "status": Coverage.BLOCKED,
-                "reason": str(exc).removeprefix("apiprof sandbox: "),
-            }
+            reason = str(exc).removeprefix("apiprof sandbox: ")
+            reply = Failed(Failure(Coverage.BLOCKED, reason))
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}".strip()[:500]
             if source == ScenarioSource.SYNTHESIZED:
-                reply = {
-                    "status": Coverage.NO_ARGUMENTS,
-                    "reason": f"synthesised arguments were rejected ({problem})",
-                }
+                reason = f"synthesised arguments were rejected ({problem})"
+                reply = Failed(Failure(Coverage.NO_ARGUMENTS, reason))
             else:
-                reply = {
-                    "status": Coverage.CRASHED,
-                    "reason": f"raised {problem}",
-                    "traceback": _tail(traceback.format_exc()),
-                }
-        blocked = self.guard.take_events() if self.guard else []
-        # refused operations outrank anything measured: the numbers describe a failed call
+                tail = _tail(traceback.format_exc())
+                reply = Failed(Failure(Coverage.CRASHED, f"raised {problem}", tail))
+        blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         if blocked:
-            reply = {"status": Coverage.BLOCKED, "reason": blocked[0].reason}
-        reply["blocked"] = [event.reason for event in blocked]
+            reply = Failed(Failure(Coverage.BLOCKED, blocked[0]))
+        if isinstance(reply, ScenarioOutcome):
+            return ScenarioOutcome(**{**vars(reply), "blocked": blocked})
         return reply
 
+    def out_of_memory(self) -> Failure:
+        return Failure(Coverage.MEMORY, f"ran out of memory (worker cap {self.memory_mb} MiB)")
 
-def too_slow_to_grow(outcome: dict[str, Any], request: dict[str, Any]) -> bool:
+
+def too_slow_to_grow(outcome: ScenarioOutcome, settings: MeasureSettings) -> bool:
     """Whether this size's slowest scenario run took over a fifth of the per-call timeout, so a
     larger size is not worth starting. The slowest run is one under the allocation pass, which
     hooks every call and is where a larger input would run out of time first."""
-    limit = float(request.get("call_timeout", 0))
-    return limit > 0 and float(outcome.get("slowest_run_seconds", 0.0)) > limit / 5
+    limit = settings.call_timeout
+    return limit > 0 and outcome.slowest_run_seconds > limit / 5
 
 
-def scenario_sizes(spec: Any) -> list[int]:
+def scenario_sizes(spec: ScenarioSpec) -> list[int]:
     """The sizes a scenario runs at: its size axis values, or just ``NO_SIZE``."""
     return list(spec.sizes) if spec.size_axis and spec.sizes else [NO_SIZE]
 
@@ -359,59 +331,39 @@ class TestTally:
             self.outcomes["errors"] += 1
 
 
-def classify_trial_failure(reason: str) -> Coverage:
-    """Coverage for an entry point whose scenarios all failed their trial run (reason text from
-    ``collect_scenarios``): running out of memory or time is not a lack of arguments."""
-    if reason.startswith("import failed"):
-        return Coverage.IMPORT_FAILED
-    if "MemoryError" in reason:
-        return Coverage.MEMORY
-    if "took longer than" in reason:
-        return Coverage.TIMED_OUT
-    return Coverage.NO_ARGUMENTS
-
-
 def _tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
 def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
     """Answer requests until the parent closes the request pipe."""
-    reader = wire.LineReader()
-    wire.write_message(result_fd, {"op": "ready", "pid": os.getpid()})
+    reader = LineReader(REQUESTS)
+    write_message(result_fd, "", Ready(os.getpid()))
     while True:
         data = os.read(request_fd, 1 << 16)
         if not data:
             return
-        for request in reader.feed(data):
+        for envelope in reader.feed(data):
+            worker.task_id = envelope.id
+            reply = answer(worker, envelope.message)
             try:
-                reply = worker.handle(request)
-            # e.g. PackageNotFound: the parent re-raises it by class name
-            except ApiprofError as exc:
-                reply = {"status": "apiprof_error", "error": type(exc).__name__, "reason": str(exc)}
-            except MemoryError:
-                reply = {
-                    "status": Coverage.MEMORY,
-                    "reason": f"ran out of memory (worker cap {worker.memory_mb} MiB)",
-                }
-            except Exception as exc:
-                reply = {
-                    "status": "error",
-                    "reason": f"{type(exc).__name__}: {exc}",
-                    "traceback": _tail(traceback.format_exc()),
-                }
-            reply["id"] = request.get("id")
-            try:
-                wire.write_message(result_fd, reply)
+                write_message(result_fd, envelope.id, reply)
             except (TypeError, ValueError) as exc:  # unencodable result (e.g. NaN in a histogram)
-                wire.write_message(
-                    result_fd,
-                    {
-                        "id": request.get("id"),
-                        "status": "error",
-                        "reason": f"unencodable reply: {exc}",
-                    },
-                )
+                failure = Failure(Coverage.CRASHED, f"apiprof could not encode its reply: {exc}")
+                write_message(result_fd, envelope.id, Failed(failure))
+
+
+def answer(worker: Worker, request: Request) -> Reply:
+    """The reply to one request; nothing raised while handling it escapes."""
+    try:
+        return worker.handle(request)
+    except ApiprofError as exc:  # e.g. PackageNotFound: the scanner raises the same class
+        return Refused(exc.code, str(exc))
+    except MemoryError:
+        return Failed(worker.out_of_memory())
+    except Exception as exc:
+        tail = _tail(traceback.format_exc())
+        return Failed(Failure(Coverage.CRASHED, f"{type(exc).__name__}: {exc}", tail))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -438,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
     worker = Worker(
         guard,
         args.memory_mb,
-        emit=lambda message: wire.write_message(args.result_fd, message),
+        send=lambda task_id, message: write_message(args.result_fd, task_id, message),
     )
     serve(args.request_fd, args.result_fd, worker)
 

@@ -41,9 +41,11 @@ import threading
 import time
 import tracemalloc
 import types
+import typing
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from apiprof.engine.measure.iocount import IoCounter, open_io_counter
 from apiprof.engine.measure.probes import (
@@ -57,7 +59,7 @@ from apiprof.model.histogram import Histogram, IntTally
 try:
     from apiprof.engine.measure import _alloccount
 except ImportError:  # the optional extension was not built
-    _alloccount = None
+    _alloccount = None  # type: ignore[assignment]
 
 Key = Hashable  # a code object (Python function) or a normalized C-level callable
 
@@ -65,10 +67,10 @@ IO_FULL_CALLS = 32  # calls per target and run whose I/O is always read
 IO_SAMPLE_EVERY = 16  # beyond those, the share of calls read is 1 / IO_SAMPLE_EVERY
 
 
-class AllocCounter:
+class AllocCounter(Protocol):
     """A cumulative byte counter with pause/resume around the hook's own work."""
 
-    name = ""
+    name: str
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -76,7 +78,7 @@ class AllocCounter:
     def resume(self) -> None: ...
 
 
-class ExtensionCounter(AllocCounter):
+class ExtensionCounter:
     name = "allocator hook (_alloccount)"
 
     def start(self) -> None:
@@ -86,8 +88,10 @@ class ExtensionCounter(AllocCounter):
         if self._owner:
             _alloccount.uninstall()
 
-    pause = staticmethod(_alloccount.pause) if _alloccount else None
-    resume = staticmethod(_alloccount.resume) if _alloccount else None
+    # the C functions themselves, not wrappers: the hook calls them around every event
+    if _alloccount is not None:
+        pause = staticmethod(_alloccount.pause)
+        resume = staticmethod(_alloccount.resume)
 
 
 class TracemallocCounter(AllocCounter):
@@ -278,7 +282,7 @@ class _Recorder:
         self.calls[i] += 1
         self.incl[i].add(inclusive)
         self.excl[i].add(exclusive)
-        if frame.io_start is not None and (end := self.io.read()) is not None:
+        if frame.io_start is not None and self.io and (end := self.io.read()) is not None:
             self.io_read.setdefault(i, IntTally()).add(end[0] - frame.io_start[0])
             self.io_write.setdefault(i, IntTally()).add(end[1] - frame.io_start[1])
         if stack:  # a C callee's own bytes stay with its caller; its Python callees do not
@@ -307,7 +311,10 @@ class _Recorder:
             {(keys[a], keys[b]): n for (a, b), n in self.target_edges.items()}
         )
         res.costack = {(keys[a], keys[b]) for a, b in self.costack}
-        res.callers = {keys[i]: {keys[c] for c in callers} for i, callers in self.callers.items()}
+        res.callers = {
+            keys[i]: {typing.cast(types.CodeType, keys[c]) for c in callers}
+            for i, callers in self.callers.items()
+        }
         res.io_read = {keys[i]: tally.histogram() for i, tally in self.io_read.items()}
         res.io_write = {keys[i]: tally.histogram() for i, tally in self.io_write.items()}
         return res

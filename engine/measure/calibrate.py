@@ -7,7 +7,7 @@ For each probe kind the calibration measures, with the very probes the timing pa
 * ``full`` — what one probed call adds in total: the median spacing of consecutive probed
   calls in a loop minus the plain loop's time per call.
 
-In the seeds/001 model a call's own entry probe counts and its own exit probe does not, while
+In the active-time model (docs/mechanisms.rst) a call's own entry probe counts and its own exit probe does not, while
 probes of nested calls count in full; with ``enter = inside`` and ``exit = full − inside`` the
 model charges exactly ``inside`` to a leaf call and ``full`` per nested call.
 
@@ -23,9 +23,13 @@ clock for ``cpu_overhead_ns``.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
+import types
+import typing
 from collections.abc import Callable
+from typing import Any
 
 from apiprof.engine.measure.alloc import counter_name
 from apiprof.engine.measure.iocount import io_mechanism
@@ -78,9 +82,13 @@ def _loop_builtin(n: int) -> None:
 
 
 def _loop_bare(n: int) -> None:
-    f, arg = _C_PROBE, _C_ARG  # same shape as _loop_builtin without the call
+    _f, arg = _C_PROBE, _C_ARG  # same shape as _loop_builtin without the call
     for _ in range(n):
-        arg
+        arg  # noqa: B018 - the loop's cost without the call is what is measured
+
+
+def _function(fn: Callable[..., object]) -> types.FunctionType:
+    return typing.cast(types.FunctionType, fn)
 
 
 def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration:
@@ -92,11 +100,22 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
         lambda: _plain(_loop_builtin, calls), lambda: _plain(_loop_bare, calls), rounds, calls
     )
     py_mechanism = "monitoring" if HAS_MONITORING else "trampoline"
-    probes = [("enter", "exit", PySite(_empty), _loop_empty, None, py_mechanism, (0.0, 0.0))]
+    probes: list[tuple[str, str, Site, Callable[[int], None], Any, str | None, tuple[float, float]]]
+    probes = [
+        ("enter", "exit", PySite(_function(_empty)), _loop_empty, None, py_mechanism, (0.0, 0.0))
+    ]
     probes.append(("c_enter", "c_exit", c_site, _loop_builtin, c_callers, None, builtin_cost))
     if not HAS_MONITORING:
         probes.append(
-            ("hook_enter", "hook_exit", PySite(_empty), _loop_empty, None, "setprofile", (0.0, 0.0))
+            (
+                "hook_enter",
+                "hook_exit",
+                PySite(_function(_empty)),
+                _loop_empty,
+                None,
+                "setprofile",
+                (0.0, 0.0),
+            )
         )
     for enter, exit_, site, loop, callers, mechanism, body in probes:
         for suffix, mask in (("", MASK_NEVER), (CPU_SUFFIX, MASK_ALWAYS)):
@@ -110,7 +129,7 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
     if not HAS_MONITORING:
         filtered = _median_rounds(
             lambda: _timed_pass(
-                PySite(_never_called), _loop_empty, None, calls, "setprofile", MASK_NEVER
+                PySite(_function(_never_called)), _loop_empty, None, calls, "setprofile", MASK_NEVER
             )[0],
             lambda: _plain(_loop_empty, calls),
             rounds,
@@ -194,8 +213,8 @@ def _measure_probe(
         inside_wall.append(med(walls))
         inside_cpu.append(med(cpus))
         wall_in, cpu_in = log.enters[0][1::2], log.enters[0][0::2]
-        spacing_wall.append(med(b - a for a, b in zip(wall_in, wall_in[1:])))
-        spacing_cpu.append(med(b - a for a, b in zip(cpu_in, cpu_in[1:])))
+        spacing_wall.append(med(b - a for a, b in itertools.pairwise(wall_in)))
+        spacing_cpu.append(med(b - a for a, b in itertools.pairwise(cpu_in)))
         plain_wall.append(base_w / calls)
         plain_cpu.append(base_c / calls)
     return _ProbeFigures(

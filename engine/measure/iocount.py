@@ -16,6 +16,7 @@ Elsewhere (no ``/proc``), :func:`open_io_counter` returns None and no I/O metric
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 PROC_FILE = "/proc/thread-self/io"
@@ -55,10 +56,8 @@ class IoCounter:
 
     def close(self) -> None:
         if self._fd is not None:
-            try:
+            with contextlib.suppress(OSError):  # already closed by the code that was measured
                 os.close(self._fd)
-            except OSError:
-                pass  # already closed by the code that was measured
             self._fd = None
 
 

@@ -1,4 +1,4 @@
-"""What a probe is attached to, and how it finds its record in O(1) (seeds/002).
+"""What a probe is attached to, and how it finds its record in O(1) (docs/mechanisms.rst, "Finding a probe's record").
 
 A target is resolved to a *site*: a Python function whose code object the probes watch, or a
 C-level callable (builtin, method descriptor, class) that is watched at its call sites.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import sys
 import types
+import typing
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -79,11 +80,13 @@ def normalize_callable(obj: object) -> Hashable:
             unbound = getattr(type(owner), obj.__name__, None)
             if unbound is not None:
                 return unbound
-    try:
-        hash(obj)
-    except TypeError:
-        return type(obj)
-    return obj  # type: ignore[return-value]
+    if isinstance(obj, Hashable):
+        try:
+            hash(obj)
+            return obj
+        except TypeError:
+            pass
+    return typing.cast(Hashable, type(obj))  # unhashable instances are keyed by their type
 
 
 def resolve_site(obj: object) -> Site:
@@ -115,11 +118,11 @@ def resolve_site(obj: object) -> Site:
         ),
     ):
         return CSite(obj)
-    call = getattr(type(obj), "__call__", None)
+    call = getattr(type(obj), "__call__", None)  # noqa: B004 - the function behind a call, not callable()
     if isinstance(call, types.FunctionType):
         return PySite(call)
     if callable(obj):
-        return CSite(obj)  # type: ignore[arg-type]
+        return CSite(obj)
     raise MeasurementError(
         f"{obj!r} is not callable; pass a function, method, property, class or builtin"
     )
@@ -188,7 +191,7 @@ def _ALL_EVENTS() -> list[int]:
     return [getattr(events, name) for name in names]
 
 
-class Record(list):
+class Record(list[int]):
     """One site's probe records (a list of ints), hashable by identity so a code object that
     holds it as a constant stays hashable; ``mask`` selects which calls also read the
     thread-CPU clock (a call is sampled when ``len(record) & mask == 0`` at its entry)."""

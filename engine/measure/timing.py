@@ -17,7 +17,7 @@ Mechanisms (every other code object runs unobserved, at full speed):
 
 A generator's "call" is one activation: start/resume to yield/return.
 
-Records (seeds/002): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
+Records (constant-time lookup, docs/mechanisms.rst): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
 Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read
 first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
 system call (~0.6 µs on VMs), so it is read on *every* call only for sites whose calls are long
@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 import types
+import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -78,12 +79,12 @@ class PassLog:
     ``reference`` the (entries, exits) of the empty reference function."""
 
     sites: list[Site]
-    enters: list[list[int]]
-    exits: list[list[int]]
+    enters: list[Record]
+    exits: list[Record]
     runs: int
     ticks: list[tuple[list[int], list[int]]] = field(default_factory=list)
     hooked: list[bool] = field(default_factory=list)
-    reference: tuple[list[int], list[int]] = ((), ())  # type: ignore[assignment]
+    reference: tuple[Record, Record] = field(default_factory=lambda: (Record(), Record()))
 
 
 def _reference() -> None:
@@ -174,7 +175,7 @@ def _adapt_masks(log: PassLog, indices: Iterable[int]) -> None:
         if n:
             k = min(n, 8)
             recent = [exits[-2 * j] - enters[-2 * j + 1] for j in range(1, k + 1)]
-            enters.mask = MASK_ALWAYS if statistics.median(recent) >= LONG_NS else MASK_SAMPLED  # type: ignore[attr-defined]
+            enters.mask = MASK_ALWAYS if statistics.median(recent) >= LONG_NS else MASK_SAMPLED
 
 
 class _Instrumented:
@@ -240,7 +241,7 @@ class _Instrumented:
         if self.probe_reference:
             enters.append(log.reference[0])
             exits.append(log.reference[1])
-            py.append((_reference, len(enters) - 1))
+            py.append((typing.cast(types.FunctionType, _reference), len(enters) - 1))
         if kind == "trampoline":
             for function, i in py:
                 self.restore.append(
@@ -258,7 +259,7 @@ class _Instrumented:
             self._start_monitoring(enters, exits, c_ids)
 
     def _start_monitoring(
-        self, enters: list[list[int]], exits: list[list[int]], c_ids: dict[Hashable, int]
+        self, enters: list[Record], exits: list[Record], c_ids: dict[Hashable, int]
     ) -> None:
         monitoring, events = sys.monitoring, sys.monitoring.events
         self.tool = tool = acquire_tool_id()
@@ -276,7 +277,7 @@ class _Instrumented:
 
 
 def make_monitoring_callbacks(
-    enters: list[list[int]], exits: list[list[int]], c_ids: Mapping[Hashable, int]
+    enters: list[Record], exits: list[Record], c_ids: Mapping[Hashable, int]
 ) -> dict[str, Callable[..., object]]:
     """The probes, by sys.monitoring event name. Kept minimal: they run inside measurements."""
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
@@ -343,8 +344,8 @@ def make_monitoring_callbacks(
 
 
 def make_profile_hook(
-    enters: list[list[int]],
-    exits: list[list[int]],
+    enters: list[Record],
+    exits: list[Record],
     c_ids: Mapping[Hashable, int],
     ticks: list[tuple[list[int], list[int]]],
 ) -> Callable[[types.FrameType, str, object], None]:
@@ -376,25 +377,25 @@ def make_profile_hook(
                 ticks[i][1].append(count)
         elif event == "c_call":
             try:
-                i = lookup(arg)
+                c = lookup(arg)
             except TypeError:
                 return
-            if i is not None:
-                r = enters[i]
-                ticks[i][0].append(count)
+            if c is not None:
+                r = enters[c]
+                ticks[c][0].append(count)
                 r.append(cpu() if not len(r) & r.mask else -1)
                 r.append(wall())
         else:  # c_return, c_exception
             now = wall()
             try:
-                i = lookup(arg)
+                c = lookup(arg)
             except TypeError:
                 return
-            if i is not None:
-                x = exits[i]
+            if c is not None:
+                x = exits[c]
                 x.append(now)
-                x.append(cpu() if enters[i][-2] >= 0 else -1)
-                ticks[i][1].append(count)
+                x.append(cpu() if enters[c][-2] >= 0 else -1)
+                ticks[c][1].append(count)
 
     return hook
 
@@ -457,7 +458,7 @@ def pass_overheads(
 def measure_calls(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> list[CallCosts]:
-    """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
+    """Turn a pass's raw records into per-call WALL and CPU active times (docs/mechanisms.rst), one
     :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's live
     inside overheads (:func:`pass_overheads`)."""
     wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)

@@ -11,6 +11,7 @@ from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import Coverage, Failure
 
 # -- combining sources -----------------------------------------------------------------------
 
@@ -23,7 +24,7 @@ def collect_scenarios(
     synthesize: bool = True,
     sizes: Sequence[int] = DEFAULT_SIZES,
     check: bool = True,
-) -> tuple[list[ScenarioSpec], dict[str, str]]:
+) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
     """All scenarios for a discovered package, and why each uncovered entry point has none.
 
     File scenarios are taken as written. Docstring and synthesised scenarios are tried once at
@@ -31,43 +32,52 @@ def collect_scenarios(
     worker) and kept only if they run twice without raising.
     """
     specs = [spec for path in scenario_files for spec in load_scenario_file(path)]
-    reasons: dict[str, list[str]] = {ep.qualname: [] for ep in discovery.entry_points}
+    failures: dict[str, list[Failure]] = {ep.qualname: [] for ep in discovery.entry_points}
     objects: dict[str, object] = {}
     for entry in discovery.entry_points:
         try:
             objects[entry.qualname] = resolve_object(entry.qualname)
         except Exception as error:
-            reasons[entry.qualname].append(f"import failed: {describe_exception(error)}")
+            reason = f"import failed: {describe_exception(error)}"
+            failures[entry.qualname].append(Failure(Coverage.IMPORT_FAILED, reason))
     public = {id(identity_of(obj)): qualname for qualname, obj in objects.items()}
     for entry in discovery.entry_points:
         if entry.qualname not in objects:
             continue
         if synthesize:
-            spec, reason = find_synthesized_scenario(entry.qualname, tuple(sizes), check=check)
-            if spec is None:
-                reasons[entry.qualname].append(reason)
-            else:
+            spec, failure = find_synthesized_scenario(entry.qualname, tuple(sizes), check=check)
+            if spec is not None:
                 specs.append(spec)
+            elif failure is not None:
+                failures[entry.qualname].append(failure)
         if docstrings:
             found, reason = docstring_scenarios(entry, objects[entry.qualname], public)
-            failures: list[str] = []
-            kept = [spec for spec in found if not check or _keep(spec, failures)]
-            if not kept and (reason or failures):
-                reasons[entry.qualname].append(
-                    "docstring examples: " + "; ".join(filter(None, [reason, *failures]))
+            trials = [(spec, try_scenario(spec)[0] if check else None) for spec in found]
+            kept = [spec for spec, failure in trials if failure is None]
+            rejected = [(spec, failure) for spec, failure in trials if failure is not None]
+            if not kept and (reason or rejected):
+                why = [reason] if reason else []
+                why += [f"{spec.id} {failure.reason}" for spec, failure in rejected]
+                kind = worst([failure.kind for _, failure in rejected])
+                failures[entry.qualname].append(
+                    Failure(kind, "docstring examples: " + "; ".join(why))
                 )
             specs.extend(kept)
     covered = {qualname for spec in specs for qualname in (spec.qualname, *spec.targets)}
     unscenarioed = {
-        qualname: "; ".join(why) or "no scenario source was enabled"
-        for qualname, why in reasons.items()
+        qualname: Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
+        if why
+        else Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
+        for qualname, why in failures.items()
         if qualname not in covered
     }
     return specs, unscenarioed
 
 
-def _keep(spec: ScenarioSpec, reasons: list[str]) -> bool:
-    failure, _ = try_scenario(spec)
-    if failure:
-        reasons.append(f"{spec.id} {failure}")
-    return not failure
+_SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT)
+
+
+def worst(kinds: Sequence[Coverage]) -> Coverage:
+    """The kind that best explains several failures of one entry point's candidate scenarios:
+    an import failure, then running out of memory or time; otherwise it lacks arguments."""
+    return next((kind for kind in _SEVERITY if kind in kinds), Coverage.NO_ARGUMENTS)

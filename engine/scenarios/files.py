@@ -103,7 +103,8 @@ class _FileReader:
         self.check_keys(("defaults",), defaults, _DEFAULT_KEYS, "[defaults]")
         self.check_sizes(("defaults",), defaults)
         self.check_code(("defaults", "setup"), defaults.get("setup", ""))
-        specs, names = [], {}
+        specs: list[ScenarioSpec] = []
+        names: dict[str, int | None] = {}
         for index, table in enumerate(self.data.get("scenario", [])):
             where = ("scenario", index)
             if not isinstance(table, dict):
@@ -154,7 +155,9 @@ class _FileReader:
             )
         axis = table.get("size_axis")
         # "" turns a default axis off
-        if (axis and not axis.isidentifier()) or keyword.iskeyword(axis):
+        if (axis and not axis.isidentifier()) or (
+            isinstance(axis, str) and keyword.iskeyword(axis)
+        ):
             raise self.fail(
                 (*where, "size_axis"), f"`size_axis` must be a Python variable name, got {axis!r}"
             )

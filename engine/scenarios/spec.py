@@ -42,31 +42,6 @@ class ScenarioSpec:
         """The qualnames to measure: ``targets`` or, by default, the entry point itself."""
         return self.targets or (self.qualname,)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "qualname": self.qualname,
-            "source": self.source.value,
-            "description": self.description,
-            "setup": self.setup,
-            "call": self.call,
-            "size_axis": self.size_axis,
-            "sizes": list(self.sizes),
-            "targets": list(self.targets),
-            "repeat": self.repeat,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ScenarioSpec:
-        return cls(
-            **{
-                **data,
-                "source": ScenarioSource(data["source"]),
-                "sizes": tuple(data["sizes"]),
-                "targets": tuple(data["targets"]),
-            }
-        )
-
     def to_scenario(self) -> Scenario:
         return Scenario(self.id, self.qualname, self.source, self.description, self.size_axis)
 
@@ -95,7 +70,7 @@ def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], objec
 
 
 _CALL_NAME = "__apiprof_call__"
-_NO_TYPE_PARAMS = {"type_params": []} if sys.version_info >= (3, 12) else {}
+_NO_TYPE_PARAMS: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
 def _compile_call(call: str, filename: str, namespace: dict[str, Any]) -> Callable[[], object]:

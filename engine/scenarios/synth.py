@@ -146,7 +146,7 @@ def _resolve_target(
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
     instance = _construct(owner, context)
-    if isinstance(raw, property):
+    if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
     if type(raw).__name__ == "cached_property":
         return raw.func, (instance,)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import typing
+from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.spec import ScenarioSpec
@@ -22,7 +24,7 @@ from apiprof.engine.scenarios.synth import (
     synthesize,
 )
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import ScenarioSource
+from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
 MAX_VARIANTS = 6
@@ -37,7 +39,7 @@ def raised_by_design(qualname: str) -> str:
     than reported as rejected arguments. Only an unconditional top-level ``raise`` counts.
     """
     try:
-        target = inspect.unwrap(resolve_object(qualname))
+        target = inspect.unwrap(typing.cast(Any, resolve_object(qualname)))
         target = getattr(target, "__func__", target)
         tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
     except Exception:  # C functions, no source, odd objects: no claim
@@ -97,13 +99,14 @@ def synthesized_spec(
 
 def find_synthesized_scenario(
     qualname: str, sizes: tuple[int, ...], *, seed: int = 0, check: bool = True
-) -> tuple[ScenarioSpec | None, str]:
-    """The first argument variant that builds (and, with ``check``, runs): (spec, "") or (None, reason).
+) -> tuple[ScenarioSpec | None, Failure | None]:
+    """The first argument variant that builds (and, with ``check``, runs): (spec, None) or
+    (None, why not).
 
     The reason is a sentence for the coverage report: "needs arguments we could not synthesise:
     ..." when none could be built, "synthesised arguments were rejected: ..." when calls failed.
     """
-    first_failure = ""
+    first_failure: Failure | None = None
     variant, choices = 0, 1
     while variant < min(choices, MAX_VARIANTS):
         try:
@@ -114,28 +117,32 @@ def find_synthesized_scenario(
                 if isinstance(error, CannotSynthesize)
                 else f"building them raised {describe_exception(error)}"
             )
-            first_failure = first_failure or f"{NO_ARGUMENTS}{reason}"
+            first_failure = first_failure or Failure(
+                Coverage.NO_ARGUMENTS, f"{NO_ARGUMENTS}{reason}"
+            )
             variant += 1
             continue
         # flavours differ per variant (a union member may have none)
         choices = max(choices, synthesis.choices)
         spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
         if not check:
-            return spec, ""
+            return spec, None
         failure, result = try_scenario(spec)
-        if not failure and is_lazy(result):
+        if failure is None and is_lazy(result):
             spec = synthesized_spec(
                 qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True
             )
             failure, result = try_scenario(spec)
-        if not failure:
-            return spec, ""
+        if failure is None:
+            return spec, None
         if raises := raised_by_design(qualname):
             spec = synthesized_spec(
                 qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises
             )
-            if not try_scenario(spec)[0]:
-                return spec, ""
-        first_failure = first_failure or f"synthesised arguments were rejected: the call {failure}"
+            if try_scenario(spec)[0] is None:
+                return spec, None
+        first_failure = first_failure or Failure(
+            failure.kind, f"synthesised arguments were rejected: the call {failure.reason}"
+        )
         variant += 1
     return None, first_failure

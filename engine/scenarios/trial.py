@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
+from apiprof.model.records import Coverage, Failure
 
 TRIAL_SECONDS = 5.0
 """A trial call that takes longer than this is abandoned (its scenario is dropped)."""
@@ -17,8 +18,11 @@ TRIAL_SECONDS = 5.0
 
 def try_scenario(
     spec: ScenarioSpec, size: int | None = None, *, calls: int = 2
-) -> tuple[str, object]:
-    """Run the scenario's setup and ``calls`` calls: ("", last result) or (reason, None).
+) -> tuple[Failure | None, object]:
+    """Run the scenario's setup and ``calls`` calls: (None, last result) or (failure, None).
+
+    The failure's kind is a timeout or running out of memory when that is what happened, else
+    "no arguments" (this scenario's arguments do not work; another source's may).
 
     Calls twice by default: an argument that the first call uses up (an iterator, a file read
     to its end) makes repeated measurement meaningless, and this catches it.
@@ -34,12 +38,15 @@ def try_scenario(
                 stage = "call" if attempt == 0 else "repeated call"
                 result = run()
     except timeouts.CallTimeout:
-        return f"took longer than {TRIAL_SECONDS:g} s on a trial call", None
+        return Failure(
+            Coverage.TIMED_OUT, f"took longer than {TRIAL_SECONDS:g} s on a trial call"
+        ), None
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit from argparse-style mains, too
-        return f"raised {describe_exception(error)} in {stage}", None
-    return "", result
+        kind = Coverage.MEMORY if isinstance(error, MemoryError) else Coverage.NO_ARGUMENTS
+        return Failure(kind, f"raised {describe_exception(error)} in {stage}"), None
+    return None, result
 
 
 @contextlib.contextmanager
