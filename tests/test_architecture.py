@@ -43,17 +43,23 @@ ALLOWED: dict[str, set[str]] = {
     "apiprof.engine.testsuite": ENGINE - {"apiprof.db", "apiprof.engine.testsuite"},
     "apiprof.engine.scan": ENGINE,
     "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan"},
+    # in-the-wild collection: live probes from measure, the local spool and synced mirror in db
+    "apiprof.engine.collect": {*STORE, "apiprof.engine.measure"},
     "apiprof.engine": set(),  # the engine package's __init__
     "apiprof.sphinx_ext": READERS,
     "apiprof.lsp_server": READERS,
     # draws with sphinx_ext/svg.py's pure SVG functions until they move to a shared module
     "apiprof.analysis": {*READERS, "apiprof.sphinx_ext"},
+    # the aggregation service: the store and the collection wire format it accepts
+    "apiprof.service": {*STORE, "apiprof.engine.collect"},
     "apiprof.cli": {
         *ENGINE,
         *READERS,
         "apiprof.engine.scan",
         "apiprof.engine.cluster",
         "apiprof.analysis",
+        "apiprof.engine.collect",
+        "apiprof.service",
     },
 }
 

@@ -160,8 +160,7 @@ class LiveProbes:
                 break
         else:
             raise MeasurementError("no free sys.monitoring tool id for live probes")
-        records = cast("list[list[int]]", self.enters), cast("list[list[int]]", self.exits)
-        callbacks = make_monitoring_callbacks(*records, {})
+        callbacks = make_monitoring_callbacks(self.enters, self.exits, {})
         events = monitoring.events
         for name in ("PY_START", "PY_RESUME", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "PY_THROW"):
             monitoring.register_callback(self.tool, getattr(events, name), callbacks[name])
