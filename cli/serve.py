@@ -28,6 +28,7 @@ def run_serve(args: argparse.Namespace) -> int:
             reader_tokens=tuple(args.reader_token),
             max_batch_bytes=args.max_batch_bytes,
             max_trace_bytes=args.max_trace_bytes,
+            max_scan_bytes=args.max_scan_bytes,
             data_dir=Path(args.data_dir) if args.data_dir else None,
             imports=tuple(Path(p) for p in args.import_db),
             pool_size=args.pool_size,
@@ -80,6 +81,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=64 << 20,
         metavar="N",
         help="largest trace file accepted (default 64 MiB)",
+    )
+    serve.add_argument(
+        "--max-scan-bytes",
+        type=positive_int,
+        default=64 << 20,
+        metavar="N",
+        help="largest scan database accepted from apiprof-scan --server (default 64 MiB)",
     )
     serve.add_argument(
         "--data-dir",

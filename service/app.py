@@ -4,6 +4,7 @@
 ``GET /v1/health``                          anyone       ``{"status": "ok", "backend": ...}``
 ``POST /v1/batches``                        uploader     one batch (:mod:`~apiprof.engine.collect.wire`)
 ``GET /v1/aggregate[?slice=K&slices=N]``    anyone       the aggregate as NDJSON, whole or one slice
+``PUT /v1/scans/{task_id}``                 uploader     a cluster scan task's database, added once
 ``PUT /v1/traces/{trace_id}/{filename}``    uploader     a delay trace's ``trace.sqlite``/``summary.json``
 ``GET /v1/traces``                          reader       the stored trace files
 ``GET /v1/traces/{trace_id}/{filename}``    reader       one of them
@@ -30,10 +31,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from apiprof.engine.collect.wire import AGGREGATE_FORMAT, BatchError, parse_batch
-from apiprof.service.contribution import from_batch
+from apiprof.errors import DatabaseError
+from apiprof.service.contribution import from_batch, from_scan_upload
 from apiprof.service.store import TRACE_FILES, StorageUnavailable, Store, TraceConflict
 
-TRACE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Trace and task ids."""
 MAX_SLICES = 4096
 
 
@@ -43,6 +46,7 @@ class Settings:
     reader_tokens: tuple[str, ...] = ()
     max_batch_bytes: int = 1 << 20
     max_trace_bytes: int = 64 << 20
+    max_scan_bytes: int = 64 << 20
 
 
 class Refused(HTTPException):
@@ -118,6 +122,25 @@ def create_app(store: Store, settings: Settings) -> Starlette:
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
+    async def put_scan(request: Request) -> Response:
+        _token_in(request, settings.upload_tokens, "upload")
+        task_id = _key(request, "task_id")
+        data = await _body(request, settings.max_scan_bytes)
+        if not data:
+            raise Refused(400, "the scan database is empty")
+        try:
+            contribution = await run_in_threadpool(from_scan_upload, task_id, data)
+        except DatabaseError as exc:
+            raise Refused(422, f"the scan database cannot be added: {exc}") from None
+        added = await run_in_threadpool(store.add, contribution)
+        return JSONResponse(
+            {
+                "task_id": task_id,
+                "status": "added" if added else "duplicate",
+                "bucket_rows": contribution.bucket_rows if added else 0,
+            }
+        )
+
     async def put_trace(request: Request) -> Response:
         _token_in(request, settings.upload_tokens, "upload")
         trace_id, filename = _trace_key(request)
@@ -160,6 +183,7 @@ def create_app(store: Store, settings: Settings) -> Starlette:
             Route("/v1/health", health, methods=["GET"]),
             Route("/v1/batches", post_batch, methods=["POST"]),
             Route("/v1/aggregate", get_aggregate, methods=["GET"]),
+            Route("/v1/scans/{task_id}", put_scan, methods=["PUT"]),
             Route("/v1/traces", list_traces, methods=["GET"]),
             Route("/v1/traces/{trace_id}/{filename}", put_trace, methods=["PUT"]),
             Route("/v1/traces/{trace_id}/{filename}", get_trace, methods=["GET"]),
@@ -185,11 +209,16 @@ def _slice_params(request: Request) -> tuple[int | None, int]:
     return part, slices
 
 
+def _key(request: Request, name: str) -> str:
+    value = request.path_params[name]
+    if not KEY.fullmatch(value):
+        raise Refused(400, f"{name} must be 1–64 letters, digits, '-' or '_'")
+    return value
+
+
 def _trace_key(request: Request) -> tuple[str, str]:
-    trace_id = request.path_params["trace_id"]
+    trace_id = _key(request, "trace_id")
     filename = request.path_params["filename"]
-    if not TRACE_ID.fullmatch(trace_id):
-        raise Refused(400, "trace_id must be 1–64 letters, digits, '-' or '_'")
     if filename not in TRACE_FILES:
         raise Refused(400, f"filename must be one of {', '.join(TRACE_FILES)}")
     return trace_id, filename

@@ -9,6 +9,7 @@ Statements are written once, in SQLite's parameter style; the PostgreSQL store s
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +24,8 @@ from apiprof.db.store import (
     bucket_rows,
 )
 from apiprof.engine.collect.wire import Batch
-from apiprof.model.histogram import Histogram
+from apiprof.errors import DatabaseError
+from apiprof.model.histogram import Histogram, check_bucket
 from apiprof.model.records import NO_SIZE, Measurement, ScenarioSource
 
 COLLECTED_SCENARIO = (
@@ -138,8 +140,12 @@ def import_id(path: str | Path) -> str:
     return "import:" + digest.hexdigest()
 
 
-def from_database(path: str | Path) -> Contribution:
-    """A lab scan database: everything ``apiprof merge`` would add, as one batch."""
+def from_database(path: str | Path, batch_id: str = "") -> Contribution:
+    """A lab scan database: everything ``apiprof merge`` would add, as one batch — under
+    ``batch_id``, or by default under its content's hash (:func:`import_id`).
+
+    Raises :class:`DatabaseError` for a file that is not a readable apiprof database or holds a
+    bucket row no real values could give (it may come from another machine)."""
     db = open_db(path, readonly=True)
     try:
         read = db.execute
@@ -148,6 +154,11 @@ def from_database(path: str | Path) -> Contribution:
             "SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
             "GROUP BY qualname, metric, scenario_id, size, environment_id, bucket"
         ).fetchall()
+        for qualname, metric, *_, bucket, count, total, total_sq in buckets:
+            try:
+                check_bucket(bucket, count, total, total_sq)
+            except (TypeError, ValueError) as exc:
+                raise DatabaseError(f"{qualname} {metric}: {exc}") from None
         steps = [
             _step(
                 ADD_ENVIRONMENT_SQL,
@@ -171,7 +182,25 @@ def from_database(path: str | Path) -> Contribution:
         ]
     finally:
         db.conn.close()
-    return Contribution(import_id(path), "import", tuple(steps))
+    return Contribution(batch_id or import_id(path), "import", tuple(steps))
+
+
+SCAN_TASK_PREFIX = "scan-task:"
+"""Batch ids of scan databases sent by ``apiprof-scan --cluster --server``: one per task id, so a
+task sent again (a lost answer, a resumed scan) is added once."""
+
+
+def from_scan_upload(task_id: str, data: bytes) -> Contribution:
+    """A scan task's database as sent over HTTP, checked like any lab database; errors name
+    no local path."""
+    with tempfile.TemporaryDirectory(prefix="apiprof-scan-upload-") as scratch:
+        path = Path(scratch, "scan.db")
+        path.write_bytes(data)
+        try:
+            return from_database(path, SCAN_TASK_PREFIX + task_id)
+        except DatabaseError as exc:
+            reason = str(exc).replace(f"{path}: ", "").replace(str(path), "the file")
+            raise DatabaseError(reason) from None
 
 
 def sized_qualnames(contribution: Contribution) -> set[str]:

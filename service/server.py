@@ -28,6 +28,7 @@ class ServeOptions:
     reader_tokens: tuple[str, ...] = ()
     max_batch_bytes: int = 1 << 20
     max_trace_bytes: int = 64 << 20
+    max_scan_bytes: int = 64 << 20
     data_dir: Path | None = None
     imports: tuple[Path, ...] = field(default_factory=tuple)
     pool_size: int = 10
@@ -82,6 +83,7 @@ def serve(options: ServeOptions, announce: Callable[[str], None] = print) -> Non
                 options.reader_tokens,
                 options.max_batch_bytes,
                 options.max_trace_bytes,
+                options.max_scan_bytes,
             ),
         )
         sock = bind(options.host, options.port)

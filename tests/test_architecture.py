@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "apiprof.engine.testsuite": ENGINE - {"apiprof.db", "apiprof.engine.testsuite"},
     "apiprof.engine.scan": ENGINE,
-    "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan"},
+    "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan", "apiprof.engine.collect"},
     # in-the-wild collection: live probes from measure, the local spool and synced mirror in db
     "apiprof.engine.collect": {*STORE, "apiprof.engine.measure"},
     "apiprof.engine": set(),  # the engine package's __init__

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 import threading
 
 import pytest
@@ -37,7 +38,13 @@ def backend(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def service(backend):
     with running_service(
-        backend, "--max-batch-bytes", "200000", "--max-trace-bytes", "5000"
+        backend,
+        "--max-batch-bytes",
+        "200000",
+        "--max-trace-bytes",
+        "5000",
+        "--max-scan-bytes",
+        "2000000",
     ) as svc:
         yield svc
 
@@ -254,25 +261,24 @@ def test_sync_mirrors_the_aggregate_whole_then_in_rotating_slices(service, tmp_p
     assert mirrored() == served()
 
 
-def test_a_lab_database_is_imported_once(backend, tmp_path):
-    lab = tmp_path / "lab.db"
-    db = open_db(lab)
-    store_entry_points(
-        db,
-        [
-            EntryPoint(
-                "colorsys.rgb_to_hsv", "colorsys", "colorsys", EntryKind.FUNCTION, "(r, g, b)"
-            )
-        ],
-    )
+def _lab_database(path, qualname="colorsys.rgb_to_hsv", values=(400, 410, 900)):
+    """A small scan result: one entry point with three timed calls."""
+    db = open_db(path)
+    module = qualname.rsplit(".", 1)[0]
+    store_entry_points(db, [EntryPoint(qualname, module, module, EntryKind.FUNCTION, "(r, g, b)")])
     add_histograms(
         db,
-        "colorsys.rgb_to_hsv",
-        {Metric.WALL: Histogram.of([400, 410, 900])},
+        qualname,
+        {Metric.WALL: Histogram.of(list(values))},
         scenario_id="synth:rgb",
         environment=Environment("3.12.1", "cpython", "Linux", "x86_64", "lab-cpu"),
     )
     db.conn.close()
+    return path
+
+
+def test_a_lab_database_is_imported_once(backend, tmp_path):
+    lab = _lab_database(tmp_path / "lab.db")
     target = backend if not backend.endswith(".db") else str(tmp_path / "imported.db")
     for _ in range(2):  # a restart with the same --import adds nothing
         with running_service(target, "--import", str(lab)) as svc:
@@ -287,3 +293,39 @@ def test_serve_refuses_to_start_without_an_upload_token(tmp_path, capsys):
 
     assert main(["serve", "--db", str(tmp_path / "s.db")]) == 2
     assert "--token" in capsys.readouterr().err
+
+
+def test_a_cluster_scan_task_is_added_once_and_a_bad_one_changes_nothing(service, tmp_path):
+    def put(task_id, body, token=UPLOAD_TOKEN):
+        status, answer = service.request(
+            "PUT", f"/v1/scans/{task_id}", body, token=token, content_type="application/vnd.sqlite3"
+        )
+        return status, json.loads(answer)
+
+    def rows():
+        return [r for r in service.aggregate().get("buckets", []) if r[0] == "shlex.quote"]
+
+    good = _lab_database(tmp_path / "task.db", "shlex.quote", (700, 720, 5000, 90))
+    broken = _lab_database(tmp_path / "broken.db", "shlex.quote", (700,))
+    with sqlite3.connect(broken) as conn:
+        conn.execute("UPDATE buckets SET sum = sum * 1000")  # no real values give this
+    conn.close()
+    refusals = [
+        (put("t1", good.read_bytes(), token="wrong"), 401, "token"),
+        (put("t1", b"not a database" * 100), 422, "SQLite"),
+        (put("t1", broken.read_bytes()), 422, "shlex.quote wall_ns: bucket"),
+        (put("t1", b"x" * 2_000_001), 413, "limit"),
+        (put("t.1", good.read_bytes()), 400, "task_id"),
+    ]
+    for (status, answer), expected, words in refusals:
+        assert status == expected and words in answer["error"], answer
+        assert str(tmp_path) not in answer["error"]
+    assert rows() == []
+    assert put("t1", good.read_bytes()) == (
+        200,
+        {"task_id": "t1", "status": "added", "bucket_rows": 3},
+    )
+    assert put("t1", good.read_bytes())[1]["status"] == "duplicate"  # a retried task
+    assert sum(r[6] for r in rows()) == 4
+    entries = [r for r in service.aggregate()["entry_points"] if r[0] == "shlex.quote"]
+    assert entries and entries[0][4] == "(r, g, b)"

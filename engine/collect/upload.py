@@ -111,9 +111,11 @@ def send_with_retries(
     attempts: int = 5,
     backoff: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
+    kept: str = "the spool is kept — run `apiprof upload` again later",
 ) -> tuple[int, bytes]:
     """Call ``send`` until it gets an answer that is not worth retrying; raises
-    :class:`UploadError` after ``attempts`` network errors or retryable answers."""
+    :class:`UploadError` (ending with ``kept``: what is safe and what to do) after ``attempts``
+    network errors or retryable answers."""
     problem = ""
     for attempt in range(attempts):
         try:
@@ -127,8 +129,7 @@ def send_with_retries(
         if attempt + 1 < attempts:
             sleep(backoff * 2**attempt * (0.5 + random.random()))
     raise UploadError(
-        f"the service did not accept the upload after {attempts} tries ({problem}); "
-        "the spool is kept — run `apiprof upload` again later"
+        f"the service did not accept the upload after {attempts} tries ({problem}); {kept}"
     )
 
 
@@ -199,6 +200,37 @@ def _send_one(
         reason = f"HTTP {status}: {_reason(answer)}"
         reject(layout, path, reason)
         report.rejected.append(f"{path.name}: {reason}")
+
+
+def send_scan(
+    connection: ServiceConnection,
+    task_id: str,
+    database: bytes,
+    *,
+    attempts: int = 5,
+    backoff: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """Send one cluster scan task's database (``apiprof-scan --cluster --server``); returns
+    ``"added"``, or ``"duplicate"`` when the service had added this task before. Raises
+    :class:`UploadError` when it refuses the database or stays unreachable."""
+    status, answer = send_with_retries(
+        lambda: connection.request(
+            "PUT", f"/v1/scans/{task_id}", database, "application/vnd.sqlite3"
+        ),
+        attempts=attempts,
+        backoff=backoff,
+        sleep=sleep,
+        kept="the task is not added locally either, so `--resume` runs it again",
+    )
+    if status != 200:
+        raise UploadError(
+            f"the service refused the task's results (HTTP {status}: {_reason(answer)})"
+        )
+    try:
+        return str(json.loads(answer)["status"])
+    except (ValueError, KeyError, TypeError):
+        return "added"
 
 
 def main() -> int:
