@@ -28,6 +28,7 @@ Run: python bench/collect_overhead.py [--rounds 5] [--rate 1] [--python EXE ...]
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -185,7 +186,8 @@ def compare(
     off = {**base, "APIPROF_COLLECT": "0"}
     wall_ratios, cpu_ratios, measured, control = [], [], [], []
     for i in range(rounds):
-        home = work / f"home-{rate}"  # one home, as a user has: start-up costs learnt carry over
+        # one home per interpreter, as a user has: start-up costs learnt carry over between rounds
+        home = work / f"home-{hashlib.sha256(python.encode()).hexdigest()[:8]}-{rate}"
         on = {
             **base,
             "APIPROF_COLLECT": "1",
@@ -202,8 +204,8 @@ def compare(
         wall_ratios.append(times["on"][0] / times["off"][0])
         cpu_ratios.append(times["on"][1] / times["off"][1])
         measured.append(collected(home))
-        for path in (home / "spool").glob("*.json"):
-            path.unlink()
+        for path in [*(home / "spool").glob("*.json"), home / "state" / "last-program.json"]:
+            path.unlink(missing_ok=True)  # each round reports its own run only
         print(
             f"  round {i + 1}: off {times['off'][0]:.2f} s, on {times['on'][0]:.2f} s — wall ×{wall_ratios[-1]:.3f}, "
             f"CPU ×{cpu_ratios[-1]:.3f}; collected {measured[-1][0]} APIs, {measured[-1][1]} calls, "
