@@ -25,11 +25,12 @@ from apiprof.cli import (
     serve,
     show,
     sync,
+    trace,
     upload,
 )
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios, compare, report, collect, upload, sync, serve)
+COMMANDS = (scan, show, merge, scenarios, compare, report, trace, collect, upload, sync, serve)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 
