@@ -15,10 +15,22 @@ import sys
 from collections.abc import Sequence
 
 from apiprof import __version__
-from apiprof.cli import compare, merge, report, scan, scenarios, show, trace
+from apiprof.cli import (
+    collect,
+    compare,
+    merge,
+    report,
+    scan,
+    scenarios,
+    serve,
+    show,
+    sync,
+    trace,
+    upload,
+)
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios, compare, report, trace)
+COMMANDS = (scan, show, merge, scenarios, compare, report, trace, collect, upload, sync, serve)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 

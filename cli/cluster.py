@@ -32,6 +32,18 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="also scan every package installed in this environment (the workers must share it)",
     )
     group.add_argument(
+        "--server",
+        metavar="URL",
+        help="also send each task's results to the aggregation service at URL (apiprof serve), "
+        "added there once per task; needs an upload token (default: local:JOBS if no --cluster)",
+    )
+    group.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="upload token for --server (default: APIPROF_TOKEN or `apiprof collect enable "
+        "--token`)",
+    )
+    group.add_argument(
         "--batch-size",
         type=positive_int,
         default=DEFAULT_BATCH_SIZE,
@@ -49,7 +61,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def wants_cluster(args: argparse.Namespace) -> bool:
-    return bool(args.cluster or args.requirements or args.installed)
+    return bool(args.cluster or args.requirements or args.installed or args.server)
 
 
 def run_cluster_scan(args: argparse.Namespace, options: Any) -> int:
@@ -70,23 +82,44 @@ def run_cluster_scan(args: argparse.Namespace, options: Any) -> int:
     if not targets:
         raise UsageError("nothing to scan: name packages, --requirements FILE or --installed")
     cluster = args.cluster or f"local:{args.jobs}"
-    with ClusterProgressBar(args.quiet) as bar:
-        report = scan_on_cluster(
-            targets,
-            cluster=cluster,
-            db_path=args.db,
-            options=options,
-            batch_size=args.batch_size,
-            resume=args.resume,
-            task_timeout=args.task_timeout,
-            progress=bar.update,
-        )
+    server = service_connection(args.server, args.token) if args.server else None
+    try:
+        with ClusterProgressBar(args.quiet) as bar:
+            report = scan_on_cluster(
+                targets,
+                cluster=cluster,
+                db_path=args.db,
+                options=options,
+                batch_size=args.batch_size,
+                resume=args.resume,
+                task_timeout=args.task_timeout,
+                progress=bar.update,
+                server=server,
+            )
+    finally:
+        if server is not None:
+            server.close()
     if args.summary_json:
         write_summary_json(report, args.summary_json)
     if not args.quiet:
         print_cluster_report(report)
     failed = [t for t in report.tasks if t["status"] in ("failed", "refused")]
     return 1 if (failed or report.failures) and not report.packages else 0
+
+
+def service_connection(server: str, token: str | None) -> Any:
+    """The connection ``--server`` sends task results over, with the token given or saved."""
+    from apiprof.engine.collect.config import load_config
+    from apiprof.engine.collect.paths import Layout
+    from apiprof.engine.collect.upload import ServiceConnection
+    from apiprof.errors import UsageError
+
+    token = token or load_config(Layout.current()).token
+    if not token:
+        raise UsageError(
+            "--server needs an upload token: pass --token TOKEN (or set APIPROF_TOKEN)"
+        )
+    return ServiceConnection(server, token)
 
 
 class ClusterProgressBar:
@@ -150,6 +183,12 @@ def print_cluster_report(report: Any) -> None:
             else ""
         )
     )
+    sent = [task["service"] for task in report.tasks if "service" in task]
+    if sent:
+        console.print(
+            f"sent to the service: {sent.count('added')} task(s) added, "
+            f"{sent.count('duplicate')} added there before"
+        )
     table = Table(title="Packages")
     for column in ("package", "version", "profiled", "tasks", "status"):
         table.add_column(column, justify="right" if column in ("profiled", "tasks") else "left")

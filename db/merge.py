@@ -23,7 +23,13 @@ from typing import Any
 import sqlite_utils
 
 from apiprof.db.schema import immediate, open_db, usable_readonly_uri
-from apiprof.db.store import ADD_BUCKETS_SQL, ADD_EDGES_SQL, recompute_growth
+from apiprof.db.store import (
+    ADD_BUCKETS_SQL,
+    ADD_EDGES_SQL,
+    ADD_SPEEDS_SQL,
+    ADD_VERSIONS_SQL,
+    recompute_growth,
+)
 from apiprof.errors import DatabaseError, UsageError
 from apiprof.model.checks import (
     MAX_COUNT,
@@ -135,6 +141,17 @@ def merge_into(
             edges = conn.execute("SELECT caller, callee, count FROM src.call_edges").fetchall()
             conn.executemany(ADD_EDGES_SQL, edges)
             counts["call_edges"] = len(edges)
+            for table, sql in (
+                ("collected_versions", ADD_VERSIONS_SQL),
+                ("machine_speeds", ADD_SPEEDS_SQL),
+            ):
+                if not conn.execute(
+                    "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = ?", [table]
+                ).fetchone():
+                    continue  # written before collection existed
+                rows = conn.execute(f"SELECT * FROM src.{table}").fetchall()
+                conn.executemany(sql, rows)
+                counts[table] = len(rows)
             coverage = conn.execute(
                 "SELECT qualname, package, status, reason, scan_id FROM src.coverage"
             ).fetchall()

@@ -160,6 +160,28 @@ def legacy_scan_uid(fields: tuple) -> str:
     return hashlib.sha256(repr(tuple(map(str, fields))).encode()).hexdigest()[:32]
 
 
+def _v7_collection(db: sqlite_utils.Database) -> None:
+    # In-the-wild collection, as the aggregation service stores it: the ids of the batches
+    # already added (exactly-once adds), which package versions collected figures come from,
+    # and the machine-speed index of the contributing machines — all additive.
+    db.execute(
+        "CREATE TABLE batches (id TEXT PRIMARY KEY, received_at TEXT NOT NULL, source TEXT NOT NULL)"
+    )
+    db.execute(
+        """CREATE TABLE collected_versions (
+            package TEXT NOT NULL, version TEXT NOT NULL, batches INTEGER NOT NULL,
+            PRIMARY KEY (package, version)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE machine_speeds (
+            environment_id TEXT NOT NULL, bucket INTEGER NOT NULL,
+            count INTEGER NOT NULL, sum REAL NOT NULL, sum_sq REAL NOT NULL,
+            PRIMARY KEY (environment_id, bucket)
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
@@ -167,6 +189,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v4_machine_speed,
     _v5_merged_tasks,
     _v6_isolation_and_scan_uid,
+    _v7_collection,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2

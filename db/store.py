@@ -1,8 +1,9 @@
 """Writing to the profile database: additive, one transaction per batch.
 
 Bucket counts, sums and call-graph edges are *added* (``INSERT … ON CONFLICT DO UPDATE SET
-count = count + excluded.count``), never overwritten, so scanning twice doubles the counts and
-merging databases is addition. Facts about entry points and coverage are replaced by the
+count = buckets.count + excluded.count``), never overwritten, so scanning twice doubles the
+counts and merging databases is addition. The existing row is named by its table so the same
+statements run on PostgreSQL, where the aggregation service keeps its store. Facts about entry points and coverage are replaced by the
 newest scan. Growth fits are derived data and are recomputed for every entry point a batch
 touches.
 """
@@ -40,12 +41,26 @@ ADD_BUCKETS_SQL = """
 INSERT INTO buckets (qualname, metric, scenario_id, size, environment_id, bucket, count, sum, sum_sq)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (qualname, metric, scenario_id, size, environment_id, bucket) DO UPDATE SET
-    count = count + excluded.count, sum = sum + excluded.sum, sum_sq = sum_sq + excluded.sum_sq
+    count = buckets.count + excluded.count, sum = buckets.sum + excluded.sum,
+    sum_sq = buckets.sum_sq + excluded.sum_sq
 """
 
 ADD_EDGES_SQL = """
 INSERT INTO call_edges (caller, callee, count) VALUES (?, ?, ?)
-ON CONFLICT (caller, callee) DO UPDATE SET count = count + excluded.count
+ON CONFLICT (caller, callee) DO UPDATE SET count = call_edges.count + excluded.count
+"""
+
+ADD_VERSIONS_SQL = """
+INSERT INTO collected_versions (package, version, batches) VALUES (?, ?, ?)
+ON CONFLICT (package, version) DO UPDATE SET
+    batches = collected_versions.batches + excluded.batches
+"""
+
+ADD_SPEEDS_SQL = """
+INSERT INTO machine_speeds (environment_id, bucket, count, sum, sum_sq) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (environment_id, bucket) DO UPDATE SET
+    count = machine_speeds.count + excluded.count, sum = machine_speeds.sum + excluded.sum,
+    sum_sq = machine_speeds.sum_sq + excluded.sum_sq
 """
 
 

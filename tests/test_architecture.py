@@ -43,13 +43,17 @@ ALLOWED: dict[str, set[str]] = {
     },
     "apiprof.engine.testsuite": ENGINE - {"apiprof.db", "apiprof.engine.testsuite"},
     "apiprof.engine.scan": ENGINE,
-    "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan"},
+    "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan", "apiprof.engine.collect"},
+    # in-the-wild collection: live probes from measure, the local spool and synced mirror in db
+    "apiprof.engine.collect": {*STORE, "apiprof.engine.measure"},
     "apiprof.engine": set(),  # the engine package's __init__
     "apiprof.sphinx_ext": READERS,
     # sampled traces and the delay tracker: a product of its own, beside the engine
     "apiprof.tracing": {*MODEL, "apiprof.format"},
     "apiprof.lsp_server": {*READERS, "apiprof.tracing"},
     "apiprof.analysis": READERS,
+    # the aggregation service: the store and the collection wire format it accepts
+    "apiprof.service": {*STORE, "apiprof.engine.collect"},
     "apiprof.cli": {
         *ENGINE,
         *READERS,
@@ -57,6 +61,8 @@ ALLOWED: dict[str, set[str]] = {
         "apiprof.engine.cluster",
         "apiprof.analysis",
         "apiprof.tracing",
+        "apiprof.engine.collect",
+        "apiprof.service",
     },
 }
 

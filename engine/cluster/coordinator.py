@@ -30,6 +30,7 @@ from apiprof.db.merge import MergedTask, merge_into, merged_tasks
 from apiprof.db.schema import open_db
 from apiprof.engine.cluster.inputs import Target
 from apiprof.engine.cluster.tasks import ScanTask, TaskOutput, packages_of, run_task
+from apiprof.engine.collect.upload import ServiceConnection, UploadError, send_scan
 from apiprof.engine.scan import ScanOptions
 from apiprof.errors import ApiprofError, UsageError
 
@@ -93,9 +94,12 @@ def scan_on_cluster(
     resume: bool = False,
     task_timeout: float = 3600.0,
     progress: Callable[[ClusterProgress], None] | None = None,
+    server: ServiceConnection | None = None,
 ) -> ClusterReport:
     """Scan every target on the Dask cluster at ``cluster`` (``tcp://host:8786``, or
-    ``local:N`` for N local worker processes) into the database at ``db_path``."""
+    ``local:N`` for N local worker processes) into the database at ``db_path`` — and, with
+    ``server``, send each task's results to the aggregation service first (added there once
+    per task id; a task the service did not take is not added locally either)."""
     options = options or ScanOptions()
     options.validate()
     distributed = _import_dask()
@@ -115,6 +119,7 @@ def scan_on_cluster(
                 timeout=task_timeout,
                 done_before=merged_tasks(db) if resume else {},
                 report=progress or (lambda event: None),
+                server=server,
             )
             run.scan(targets)
         run.result.elapsed_seconds = time.monotonic() - started
@@ -175,6 +180,7 @@ class ClusterRun:
     timeout: float
     done_before: dict[str, dict[str, Any]]  # task id -> details of tasks already added
     report: Callable[[ClusterProgress], None]
+    server: ServiceConnection | None = None
     submitted: int = 0
     finished: int = 0
 
@@ -240,7 +246,7 @@ class ClusterRun:
             output = TaskOutput(task.id, task.package, "failed", reason)
         if output.entry_points:
             self.submit_batches(task, output.entry_points, pending)
-        add_output(self.db, task, output, self.result)
+        add_output(self.db, task, output, self.result, self.server)
         isolation = str(output.summary.get("isolation", ""))
         if output.database and not isolation.startswith("strict"):
             level = isolation.split(":", 1)[0] or "unknown"
@@ -271,8 +277,15 @@ def later_batches(first: ScanTask, names: Sequence[str]) -> list[ScanTask]:
     ]
 
 
-def add_output(db: Any, task: ScanTask, output: TaskOutput, result: ClusterReport) -> None:
-    """Add a finished task's database to the local one (once, by task id) and note its fate."""
+def add_output(
+    db: Any,
+    task: ScanTask,
+    output: TaskOutput,
+    result: ClusterReport,
+    server: ServiceConnection | None = None,
+) -> None:
+    """Add a finished task's database to the local one (once, by task id) — after sending it
+    to ``server`` when given — and note its fate."""
     record = {
         "task_id": task.id,
         "package": task.package,
@@ -288,6 +301,12 @@ def add_output(db: Any, task: ScanTask, output: TaskOutput, result: ClusterRepor
     result.tasks.append(record)
     if output.status == "failed" or not output.database:
         return
+    if server is not None:
+        try:
+            record["service"] = send_scan(server, task.id, output.database)
+        except UploadError as error:
+            record.update(status="failed", reason=f"not sent to the service: {error}")
+            return
     details = {
         "requirement": task.requirement,
         "batch": task.batch,
