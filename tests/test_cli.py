@@ -228,7 +228,7 @@ def test_a_killed_scan_resumes_where_it_stopped(tmp_path):
             except sqlite3.OperationalError:
                 done = 0  # not created yet
         assert proc.poll() is None, (
-            "the scan finished before it could be killed; the test needs a slower scan"
+            "the scan finished before it could be killed: its 60 s pause ended (slow_scenarios.toml)"
         )
         # while the scan still runs
         alive = run("apiprof-scan", "tiny_pkg", "--db", db, "--resume", *FAST)
