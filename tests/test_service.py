@@ -140,6 +140,13 @@ def _hostile_batches() -> list[tuple[str, bytes, int]]:
             variant(lambda d: api(d)["metrics"].update(wall_ns=[[99, 1, 3000.0, 9e6]])),
             422,
         ),
+        (
+            "a call longer than a week",  # well-formed, but no real measurement (model/checks)
+            variant(
+                lambda d: api(d)["metrics"].update(wall_ns=[[50, 1, 1.5 * 2**50, 2.25 * 2**100]])
+            ),
+            422,
+        ),
         ("no APIs", variant(lambda d: d.update(apis=[])), 422),
         ("too many APIs", variant(lambda d: d.update(apis=[api(d)] * (MAX_APIS + 1))), 413),
     ]

@@ -19,7 +19,8 @@ Never sent: file paths, arguments or return values, user, host or CPU model name
 day, process ids — the collector does not record them.
 
 :func:`parse_batch` is the service's strict reading of a batch: schema, sizes and bucket sanity
-(counts ≥ 0, sums consistent with the bucket's bounds); any violation raises
+(counts ≥ 0, sums consistent with the bucket's bounds and with each other, values within
+physical sense — the checks merge applies, :mod:`apiprof.model.checks`); any violation raises
 :class:`BatchError` with the reason and the HTTP status to answer.
 """
 
@@ -34,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.errors import UsageError
-from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
+from apiprof.model.checks import bucket_row_problem, is_qualname
+from apiprof.model.histogram import ZERO_BUCKET, Histogram
 from apiprof.model.records import EntryKind, Environment, Metric
 
 FORMAT = "apiprof-batch/1"
@@ -53,10 +55,8 @@ BATCH_FIELDS = frozenset(
 API_FIELDS = frozenset({"qualname", "module", "kind", "version", "metrics"})
 
 MAX_APIS = 5000
-MAX_NAME = 512
 MAX_BUCKET = 64
 MAX_COUNT = 2**53
-_RELATIVE_SLACK = 1e-9  # float rounding allowed in sums
 
 _BATCH_ID = re.compile(r"[0-9a-f]{32}")
 _PYTHON = re.compile(r"\d{1,2}\.\d{1,3}\.\d{1,3}[a-z0-9+.]{0,16}")
@@ -202,23 +202,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def valid_qualname(name: Any) -> bool:
-    return (
-        isinstance(name, str)
-        and 0 < len(name) <= MAX_NAME
-        and all(part.isidentifier() for part in name.split("."))
-    )
-
-
 def _api(item: Any, index: int) -> ApiSample:
     where = f"apis[{index}]"
     doc = _object(item, where, API_FIELDS)
     qualname, module = doc["qualname"], doc["module"]
-    if not valid_qualname(qualname) or "." not in qualname:
+    if not is_qualname(qualname) or "." not in qualname:
         raise BatchError(
             f"{where}.qualname must be a dotted Python name, got {str(qualname)[:80]!r}"
         )
-    if not valid_qualname(module) or not qualname.startswith(module + "."):
+    if not is_qualname(module) or not qualname.startswith(module + "."):
         raise BatchError(f"{where}.module must be the module part of {qualname!r}")
     kinds = {k.value for k in EntryKind}
     if doc["kind"] not in kinds:
@@ -235,11 +227,11 @@ def _api(item: Any, index: int) -> ApiSample:
             metric = Metric(name)
         except ValueError:
             raise BatchError(f"{where}.metrics: unknown metric {str(name)[:40]!r}") from None
-        histograms[metric] = _histogram(rows, f"{where}.metrics.{name}")
+        histograms[metric] = _histogram(metric, rows, f"{where}.metrics.{name}")
     return ApiSample(qualname, module, doc["kind"], version, histograms)
 
 
-def _histogram(rows: Any, where: str) -> Histogram:
+def _histogram(metric: Metric, rows: Any, where: str) -> Histogram:
     if not isinstance(rows, list) or not rows or len(rows) > MAX_BUCKET + 2:
         raise BatchError(f"{where} must be a list of 1 to {MAX_BUCKET + 2} buckets")
     seen: set[int] = set()
@@ -256,22 +248,19 @@ def _histogram(rows: Any, where: str) -> Histogram:
             raise BatchError(f"{where}: bucket {index} count must be an integer ≥ 0")
         if not _is_number(total) or not _is_number(total_sq):
             raise BatchError(f"{where}: bucket {index} sums must be finite numbers")
-        _check_sums(index, count, float(total), float(total_sq), where)
+        _check_row(metric, index, count, float(total), float(total_sq), where)
     return Histogram.from_buckets(rows)
 
 
-def _check_sums(index: int, count: int, total: float, total_sq: float, where: str) -> None:
-    """Every value of bucket ``index`` lies in [low, high), so the sums have hard bounds."""
-    low, high = bucket_bounds(index)
-    slack = _RELATIVE_SLACK * max(1.0, abs(total), abs(total_sq))
-    if not count * low - slack <= total <= count * high + slack:
-        raise BatchError(
-            f"{where}: bucket {index} sum {total!r} is impossible for {count} values in [{low:g}, {high:g})"
-        )
-    if not count * low * low - slack <= total_sq <= count * high * high + slack:
-        raise BatchError(
-            f"{where}: bucket {index} sum of squares {total_sq!r} is impossible for {count} values in [{low:g}, {high:g})"
-        )
+def _check_row(
+    metric: Metric, index: int, count: int, total: float, total_sq: float, where: str
+) -> None:
+    """The checks merge applies to other databases' rows (bucket bounds, physical sense), and
+    one more: the sum and the sum of squares of the same values must agree."""
+    problem = bucket_row_problem(metric, index, count, total, total_sq)
+    if problem:
+        raise BatchError(f"{where}: {problem}")
+    slack = 1e-9 * max(1.0, abs(total), abs(total_sq))
     if total * total > count * total_sq * (1 + 1e-9) + slack:
         raise BatchError(
             f"{where}: bucket {index} sum and sum of squares contradict each other (sum² > count × sum_sq)"
