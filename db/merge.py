@@ -7,7 +7,12 @@ from pathlib import Path
 import sqlite_utils
 
 from apiprof.db.schema import open_db
-from apiprof.db.store import ADD_BUCKETS_SQL, ADD_EDGES_SQL, recompute_growth
+from apiprof.db.store import (
+    ADD_BUCKETS_SQL,
+    ADD_EDGES_SQL,
+    ADD_SUB_BUCKETS_SQL,
+    recompute_growth,
+)
 
 
 def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[str, int]:
@@ -44,6 +49,19 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
             ).fetchall()
             conn.executemany(ADD_BUCKETS_SQL, rows)
             counts["buckets"] = len(rows)
+            has_subs = conn.execute(
+                "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = 'sub_buckets'"
+            ).fetchone()
+            sub_rows = (
+                conn.execute(
+                    "SELECT qualname, metric, scenario_id, size, environment_id, bucket, sub, count, sum, sum_sq "
+                    "FROM src.sub_buckets"
+                ).fetchall()
+                if has_subs
+                else []
+            )
+            conn.executemany(ADD_SUB_BUCKETS_SQL, sub_rows)
+            counts["sub_buckets"] = len(sub_rows)
             edges = conn.execute("SELECT caller, callee, count FROM src.call_edges").fetchall()
             conn.executemany(ADD_EDGES_SQL, edges)
             counts["call_edges"] = len(edges)

@@ -249,3 +249,84 @@ def test_a_writer_killed_mid_transaction_leaves_a_sound_database(tmp_path):
     )
     db.conn.close()
     assert counts(path) == committed
+
+
+# -- sub-buckets in the database, and what "typical" stands for ------------------------------
+
+
+def test_sub_buckets_are_stored_additively_and_percentiles_come_from_them(tmp_path):
+    import random
+
+    from apiprof.db import query
+    from apiprof.db.schema import open_db
+    from apiprof.db.store import add_histograms
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Metric
+
+    rng = random.Random(3)
+    values = [rng.lognormvariate(7, 0.6) for _ in range(4_000)]
+    db = open_db(tmp_path / "p.db")
+    add_histograms(db, "pkg.f", {Metric.WALL: Histogram.of(values[:2_000])})
+    add_histograms(db, "pkg.f", {Metric.WALL: Histogram.of(values[2_000:])})
+    stored = query.histograms(db, "pkg.f")[Metric.WALL]
+    expected = Histogram.of(values)  # merge by addition: counts exact, float sums to rounding
+    assert {k: b.count for k, b in stored.subs.items()} == {
+        k: b.count for k, b in expected.subs.items()
+    }
+    assert stored.counts() == expected.counts()
+    assert stored.total == pytest.approx(expected.total)
+    exact = sorted(values)[len(values) // 2 - 1 : len(values) // 2 + 1]
+    assert abs(query.summary(db, "pkg.f").time_median_ns / (sum(exact) / 2) - 1) < 0.02
+
+
+def test_a_database_from_before_sub_buckets_migrates_and_reads(tmp_path):
+    import sqlite_utils
+
+    from apiprof.db import query
+    from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
+    from apiprof.db.store import add_histograms
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Metric
+
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(path)
+    migrate(old, SCHEMA_VERSION - 1)
+    old.execute(
+        "INSERT INTO buckets VALUES ('pkg.g', 'wall_ns', 's', -1, 'env', 6, 2, 200.0, 20000.0)"
+    )
+    old.conn.commit()
+    old.conn.close()
+    db = open_db(path)
+    assert schema_version(db) == SCHEMA_VERSION
+    add_histograms(db, "pkg.g", {Metric.WALL: Histogram.of([100.0])})
+    hist = query.histograms(db, "pkg.g")[Metric.WALL]
+    assert hist.count == 3 and not hist.has_subs  # old rows: the bucket answers, not partial subs
+    assert hist.median == 100.0
+
+
+def test_typical_figures_stand_for_a_stated_reference_size(tmp_path):
+    from apiprof.db import query
+    from apiprof.db.schema import open_db
+    from apiprof.db.store import store_batch
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Measurement, Metric, ScanBatch, Scenario, ScenarioSource
+
+    db = open_db(tmp_path / "s.db")
+    batch = ScanBatch(
+        scenarios=[Scenario("synth:pkg.h", "pkg.h", ScenarioSource.SYNTHESIZED, "", "items")]
+    )
+    for size, ns, n in ((10, 100.0, 5_000), (100, 1_000.0, 500), (1000, 10_000.0, 50)):
+        batch.measurements.append(
+            Measurement("pkg.h", "synth:pkg.h", Metric.WALL, Histogram.of([ns] * n), size)
+        )
+    store_batch(db, batch, environment_id="env", package="pkg")
+    found = query.summary(db, "pkg.h")
+    assert found.reference_size == 100 and found.reference_label == "at items=100"
+    assert found.time_median_ns == 1_000.0  # not the 100 ns that 5,000 small-size calls pool to
+    assert found.pooled[Metric.WALL].count == 5_550
+    figures = query.size_figures(db, "pkg.h", [Metric.WALL])
+    assert [(f.size, f.median, f.count) for f in figures] == [
+        (10, 100.0, 5_000),
+        (100, 1_000.0, 500),
+        (1000, 10_000.0, 50),
+    ]
