@@ -7,7 +7,8 @@ cost, with the scenarios of ``bench/groundtruth.toml``) into a fresh database, t
 
 Truth, timed right before and right after the scan with :mod:`timeit` in this process: the
 per-call time of ``f()`` in a plain loop minus the same loop without the call (the call itself
-is part of what a caller pays), best of several repeats. Allocation truth is exact by
+is part of what a caller pays), the median over many short chunks the thread ran without being
+preempted. Allocation truth is exact by
 construction: the sizes of the objects the functions create (``sys.getsizeof``).
 
 Targets: ``mid`` (a ≥1000-call parent) within ±5%, ``leaf`` (a 100–200 ns function) within ±15%,
@@ -22,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,17 +43,30 @@ CALLS = {"mid": "gt.mid(1000)", "leaf": "gt.leaf(3)"}
 HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
 
 
-def truth_ns(statement: str, chunks: int = 300, chunk_seconds: float = 0.001) -> float:
-    """Per-call ns of ``statement`` in a timeit loop minus the empty loop: the best of many
-    ~1 ms chunks, so a busy machine (other processes taking the CPU for whole time slices)
-    leaves enough undisturbed chunks to find the machine's real speed."""
+def truth_ns(statement: str, chunks: int = 300, chunk_seconds: float = 0.0005) -> float:
+    """Per-call ns of ``statement`` in a timeit loop minus the empty loop: the median over many
+    ~0.5 ms chunks during which the thread was not preempted (``ru_nivcsw`` unchanged), so other
+    processes on a busy machine neither inflate the truth (preempted chunks are left out) nor
+    deflate it (a best-of would pick the luckiest chunk)."""
     namespace = {"gt": gt}
     timer = timeit.Timer(statement, globals=namespace)
     once = min(timer.repeat(5, 1))
     number = max(1, int(chunk_seconds / max(once, 1e-9)))
-    call = min(timer.repeat(chunks, number)) / number
-    bare = min(timeit.Timer("pass", globals=namespace).repeat(chunks, number)) / number
-    return (call - bare) * 1e9
+    return (
+        _clean_median(timer, chunks, number)
+        - _clean_median(timeit.Timer("pass", globals=namespace), chunks, number)
+    ) * 1e9
+
+
+def _clean_median(timer: timeit.Timer, chunks: int, number: int) -> float:
+    clean, everything = [], []
+    for _ in range(chunks):
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+        seconds = timer.timeit(number) / number
+        everything.append(seconds)
+        if resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw == before:
+            clean.append(seconds)
+    return statistics.median(clean if len(clean) >= chunks // 10 else everything)
 
 
 def alloc_truth() -> dict[str, int]:

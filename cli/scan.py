@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from apiprof.cli.options import positive_float, positive_int, size_list
+from apiprof.cli.options import non_negative_float, positive_float, positive_int, size_list
 from apiprof.db.schema import DEFAULT_DB
 
 SCAN_DESCRIPTION = """\
@@ -83,11 +83,22 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: {','.join(map(str, default.sizes))})",
     )
     parser.add_argument(
+        "--min-runs",
         "--repeat",
+        dest="repeat",
         type=positive_int,
         default=default.repeat,
         metavar="N",
-        help=f"runs per scenario and size (default: {default.repeat})",
+        help=f"at least N measured runs per scenario size and pass, however long they take "
+        f"(up to {default.max_seconds:g} s per pass; default: {default.repeat})",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=non_negative_float,
+        default=default.time_budget,
+        metavar="S",
+        help="seconds each timing pass keeps running the scenario after the minimum, so cheap calls get "
+        f"thousands of samples (default: {default.time_budget:g})",
     )
     parser.add_argument(
         "--jobs",
@@ -165,6 +176,7 @@ def scan_options(args: argparse.Namespace):
         synthesize=not args.no_synth,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
+        time_budget=args.time_budget,
         jobs=args.jobs,
         call_timeout=args.timeout,
         scenario_timeout=args.scenario_timeout,

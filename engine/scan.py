@@ -90,8 +90,10 @@ class ScanOptions:
     docstrings: bool = True  # run ``>>>`` examples as scenarios
     synthesize: bool = True  # synthesise arguments from annotations and defaults
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
-    repeat: int = 20  # runs per scenario and size (a scenario file may say otherwise)
-    max_seconds: float = 2.0  # measuring budget per scenario and size
+    # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
+    repeat: int = 20
+    max_seconds: float = 2.0  # cap per pass, scenario and size (an expensive call keeps 1 run)
+    time_budget: float = 0.025  # seconds of runs per timing pass, scenario and size
     jobs: int = 1
     call_timeout: float = 10.0  # seconds for one call of a scenario
     # seconds for all scenarios of one entry point; the worker is then killed
@@ -118,6 +120,7 @@ class ScanOptions:
         "sizes",
         "repeat",
         "max_seconds",
+        "time_budget",
         "tests",
     )
 
@@ -157,7 +160,11 @@ class ScanOptions:
         if not self.sizes or any(s < 1 for s in self.sizes):
             problems.append("--sizes must be positive integers, e.g. 10,100,1000")
         if self.repeat < 1:
-            problems.append("--repeat must be at least 1")
+            problems.append("--min-runs must be at least 1")
+        if not 0 <= self.time_budget <= self.max_seconds:
+            problems.append(
+                f"--time-budget must be between 0 and the per-pass cap ({self.max_seconds:g} s)"
+            )
         if (
             min(
                 self.call_timeout, self.scenario_timeout, self.discovery_timeout, self.tests_timeout
@@ -475,7 +482,7 @@ def run_plan(
 ) -> Iterator[TaskResult]:
     """Run every task on the pool; results arrive in completion order."""
     settings = MeasureSettings(
-        calibration, options.repeat, options.max_seconds, options.call_timeout
+        calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
     )
     return pool.run(
         Task(request.entry.qualname, replace(request, settings=settings))

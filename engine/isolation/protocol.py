@@ -26,6 +26,7 @@ from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,
+    Disturbance,
     EntryPoint,
     Failure,
     Measurement,
@@ -44,12 +45,15 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How hard to measure: probe costs, and per-pass and per-call bounds."""
+    """How hard to measure: probe costs, and per-pass and per-call bounds. Each timing pass
+    runs at least ``repeat`` times and for ``time_budget`` seconds, never past
+    ``max_seconds``."""
 
     calibration: Calibration | None = None
     repeat: int = 20
     max_seconds: float = 2.0
     call_timeout: float = 10.0
+    time_budget: float = 0.025
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ class ScenarioOutcome:
     failure: Failure | None = None
     blocked: list[str] = field(default_factory=list)  # what the guard refused meanwhile
     slowest_run_seconds: float = 0.0
+    disturbance: Disturbance = field(default_factory=Disturbance)  # load seen while measuring
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,7 @@ class Worker:
             size=size,
             repeat=int(spec.repeat or settings.repeat),
             max_seconds=settings.max_seconds,
+            time_budget=settings.time_budget,
             calibration=settings.calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
@@ -198,6 +199,7 @@ class Worker:
             measurements=report.measurements,
             edges=report.edges,
             slowest_run_seconds=slowest[0],
+            disturbance=report.disturbance,
         )
 
     def on_RunSuite(self, request: RunSuite) -> Reply:

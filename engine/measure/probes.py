@@ -22,6 +22,7 @@ code runs untouched, at full speed.
 from __future__ import annotations
 
 import inspect
+import random
 import sys
 import types
 import typing
@@ -191,17 +192,32 @@ def _ALL_EVENTS() -> list[int]:
     return [getattr(events, name) for name in names]
 
 
+PATTERN_SIZE = 8192
+PATTERN_MASK = PATTERN_SIZE - 1
+
+
+def cpu_pattern(every: int, seed: int = 0) -> bytes:
+    """Which calls read the thread-CPU clock, indexed by ``len(record) & PATTERN_MASK`` at entry
+    (records hold pairs, so even positions are used): none (``every`` 0), all (1), or a random
+    1 in ``every`` — random, so a scenario whose calls repeat with a period (a cold first call
+    per run) is not sampled in step with it."""
+    if every <= 1:
+        return bytes([every]) * PATTERN_SIZE
+    draw = random.Random(seed).random
+    return bytes(1 if draw() * every < 1 else 0 for _ in range(PATTERN_SIZE))
+
+
 class Record(list[int]):
     """One site's probe records (a list of ints), hashable by identity so a code object that
-    holds it as a constant stays hashable; ``mask`` selects which calls also read the
-    thread-CPU clock (a call is sampled when ``len(record) & mask == 0`` at its entry)."""
+    holds it as a constant stays hashable; ``pattern`` (:func:`cpu_pattern`) selects which calls
+    also read the thread-CPU clock."""
 
-    __slots__ = ("mask",)
+    __slots__ = ("pattern",)
     __hash__ = object.__hash__  # type: ignore[assignment]
 
-    def __init__(self, mask: int = 0) -> None:
+    def __init__(self, pattern: bytes = b"") -> None:
         super().__init__()
-        self.mask = mask
+        self.pattern = pattern or cpu_pattern(1)
 
 
 _PLACEHOLDERS = (
@@ -223,7 +239,7 @@ def _outer():
         r = {enter!r}
         cpu = {cpu!r}
         size = {size!r}  # the target's globals may shadow len()
-        r.append(cpu() if not size(r) & r.mask else -1)
+        r.append(cpu() if r.pattern[size(r) & 8191] else -1)
         wall = {wall!r}
         call = {clone!r}
         r.append(wall())

@@ -9,7 +9,13 @@ tests and the benchmarks call:
    are timed together;
 3. one timing pass (:mod:`~apiprof.engine.measure.timing`) per group, probes on that group only;
 4. per-call active times (:mod:`~apiprof.engine.measure.activetime`) with the calibrated overhead
-   (:mod:`~apiprof.engine.measure.calibrate`) removed, bucketed into log2 histograms.
+   (:mod:`~apiprof.engine.measure.calibrate`) and the preempted intervals
+   (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
+
+Each timing pass measures for a time budget with a minimum number of runs
+(:class:`~apiprof.engine.measure.timing.Budget`), and is preceded by a short reference workload
+(:mod:`~apiprof.engine.measure.machine`) whose slowdown, with the preempted runs, is reported
+as the report's :class:`~apiprof.model.records.Disturbance`.
 """
 
 from __future__ import annotations
@@ -19,11 +25,24 @@ from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.machine import time_reference
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import Site, resolve_site
-from apiprof.engine.measure.timing import measure_calls, run_timing_pass
+from apiprof.engine.measure.switches import open_switches
+from apiprof.engine.measure.timing import Budget, measure_calls, run_timing_pass
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
+from apiprof.model.records import (
+    BUSY_FACTOR,
+    NO_SIZE,
+    Calibration,
+    CallEdge,
+    Disturbance,
+    Measurement,
+    Metric,
+)
+
+TIME_BUDGET = 0.025
+"""Default seconds of runs per timing pass (each scenario size, each group of targets)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +60,7 @@ class ProfileReport:
     calibration: Calibration = field(default_factory=Calibration)
     timing_groups: list[list[str]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    disturbance: Disturbance = field(default_factory=Disturbance)
 
 
 def profile(
@@ -51,11 +71,16 @@ def profile(
     size: int = NO_SIZE,
     repeat: int = 20,
     max_seconds: float = 2.0,
+    time_budget: float = TIME_BUDGET,
     calibration: Calibration | None = None,
 ) -> ProfileReport:
-    """Measure every target the scenario calls. ``repeat``/``max_seconds`` bound each pass
-    (at least one execution each). Exceptions from ``run_once`` propagate."""
+    """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
+    times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
+    runs past ``max_seconds`` (each runs the scenario at least once). Exceptions from
+    ``run_once`` propagate."""
     calibration = calibration or calibrate()
+    budget = Budget(max(1, repeat), time_budget, max_seconds)
+    switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
     ran = [key for key in sites if alloc.calls[key]]
@@ -76,12 +101,16 @@ def profile(
             measure(key, Metric.IO_WRITE, alloc.io_write[key])
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
+        report.disturbance += _reference_check(calibration)
         log = run_timing_pass(
             run_once,
             [sites[key] for key in group],
             alloc.callers,
-            repeat=repeat,
-            max_seconds=max_seconds,
+            budget=budget,
+            switches=switches,
+        )
+        report.disturbance += Disturbance(
+            runs=log.runs, disturbed_runs=log.disturbed_runs, preempted_ns=log.preempted_ns
         )
         for key, costs in zip(
             group, measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
@@ -91,6 +120,13 @@ def profile(
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
     report.edges = target_edges(alloc, names)
     return report
+
+
+def _reference_check(calibration: Calibration) -> Disturbance:
+    """Time the reference workload once; slow against the calibrated index = a busy machine."""
+    took = time_reference()
+    slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
+    return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
 
 
 def resolve_targets(
