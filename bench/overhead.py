@@ -60,7 +60,7 @@ def run_here(rounds: int) -> None:
     cals: dict[str | None, list] = {v: [] for v in variants}
     for _ in range(rounds):  # interleaved, so load on the machine hits every variant alike
         for variant in variants:
-            cals[variant].append(measure_calibration(probes=variant))
+            cals[variant].append(measure_calibration(probe_impl=variant))
     cprofile = cprofile_ns(rounds * 3)
     med = statistics.median
     version = sys.version.split()[0]

@@ -90,11 +90,12 @@ def _function(fn: Callable[..., object]) -> types.FunctionType:
 
 
 def measure_calibration(
-    rounds: int = ROUNDS, calls: int = CALLS, probes: str | None = None
+    rounds: int = ROUNDS, calls: int = CALLS, probe_impl: str | None = None
 ) -> Calibration:
-    """Measure every probe kind (``probes`` forces the C or Python monitoring callbacks)."""
+    """Measure every probe kind (``probe_impl`` forces the "c" or "python" monitoring
+    callbacks)."""
     global _probes
-    _probes = probes
+    _probes = probe_impl
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}
     c_site = CSite(_C_PROBE)
@@ -144,7 +145,7 @@ def measure_calibration(
         overhead_ns=wall,
         cpu_overhead_ns=cpu,
         timer_resolution_ns=max(1.0, resolution),
-        mechanism=MECHANISM if probes != "python" else MECHANISM.replace(", C probes", ""),
+        mechanism=MECHANISM if probe_impl != "python" else MECHANISM.replace(", C probes", ""),
         alloc_mechanism=counter_name(),
         io_mechanism=io_mechanism(),
         switch_mechanism=switch_mechanism(),
