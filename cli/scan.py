@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from apiprof.cli.options import non_negative_float, positive_float, positive_int, size_list
@@ -203,6 +204,8 @@ def run_scan(args: argparse.Namespace) -> int:
             resume = status is not None
         if args.quiet:
             summary = scan(package, db_path=args.db, options=options, resume=resume)
+            for warning in summary.warnings:
+                print(f"{package}: warning: {warning}", file=sys.stderr)
         else:
             with ScanProgressBar(package) as bar:
                 summary = scan(
@@ -317,6 +320,8 @@ def print_scan_summary(summary) -> None:
         console.print(missing)
     for module, error in summary.import_failures.items():
         console.print(f"[yellow]import failed[/yellow] {module}: {error}")
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning[/yellow] {warning}", markup=True)
     if summary.tests is not None:
         print_suite_line(console, summary.tests)
 

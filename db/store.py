@@ -26,6 +26,7 @@ from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,
+    Disturbance,
     EntryPoint,
     Environment,
     Measurement,
@@ -105,6 +106,21 @@ def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
     with db.conn:
         db.table("scans").update(scan_id, {"finished_at": _now(), "status": status})
+
+
+def record_scan_conditions(
+    db: sqlite_utils.Database, scan_id: int, machine_speed_ns: float, disturbance: Disturbance
+) -> None:
+    """Store the machine-speed index (lower is faster) and what the scan saw of other load, so
+    readers can compare databases from different machines and tell busy-machine scans."""
+    with db.conn:
+        db.table("scans").update(
+            scan_id,
+            {
+                "machine_speed_ns": machine_speed_ns or None,
+                "disturbance": json.dumps(disturbance.to_json(), sort_keys=True),
+            },
+        )
 
 
 def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:

@@ -36,6 +36,7 @@ from apiprof.db.schema import DEFAULT_DB, open_db
 from apiprof.db.store import (
     begin_scan,
     finish_scan,
+    record_scan_conditions,
     store_batch,
     store_entry_points,
     take_over_scan,
@@ -57,6 +58,7 @@ from apiprof.model.records import (
     Calibration,
     Coverage,
     CoverageRecord,
+    Disturbance,
     EntryKind,
     EntryPoint,
     Environment,
@@ -220,6 +222,21 @@ class ScanSummary:
     workers_started: int = 0
     most_expensive: list[CostLine] = field(default_factory=list)
     tests: SuiteRun | None = None  # the --tests scenario, when asked for
+    machine_speed_ns: float = 0.0  # the machine-speed index stored with the scan (lower = faster)
+    disturbance: Disturbance = field(default_factory=Disturbance)  # other load seen while measuring
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a person should know about the numbers (a machine that stayed busy)."""
+        d = self.disturbance
+        if not d.busy:
+            return []
+        return [
+            f"the machine stayed busy while measuring: {d.disturbed_runs} of {d.runs} runs were "
+            f"preempted and {d.slow_references} of {d.references} reference timings ran more than "
+            "1.5x slower than calibrated; figures may read high — scan again on an idle machine "
+            "for reference numbers"
+        ]
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -253,6 +270,9 @@ class ScanSummary:
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "most_expensive": [asdict(line) for line in self.most_expensive],
             "tests": self.tests.to_json() if self.tests else None,
+            "machine_speed_ns": self.machine_speed_ns or None,
+            "disturbance": self.disturbance.to_json(),
+            "warnings": self.warnings,
         }
 
 
@@ -343,12 +363,27 @@ def scan(
                     calibration=calibration,
                 )
             batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
-            status = store_results(db, batches, plan, scan_id, environment.id, package, report)
+            seen = Disturbance()
+
+            def noted() -> Generator[tuple[str, ScanBatch], None, None]:
+                nonlocal seen
+                try:
+                    for qualname, batch in batches:
+                        seen += batch.disturbance
+                        yield qualname, batch
+                finally:
+                    batches.close()  # stops the run at once, as store_results expects
+
+            try:
+                status = store_results(db, noted(), plan, scan_id, environment.id, package, report)
+            finally:
+                record_scan_conditions(db, scan_id, calibration.machine_speed_ns, seen)
             workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
         result = summarize_scan(
             db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite
         )
+        result = replace(result, machine_speed_ns=calibration.machine_speed_ns, disturbance=seen)
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
     finally:
@@ -501,6 +536,7 @@ def bucket_results(
         for partial in result.partials:
             spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
+            batch.disturbance += partial.disturbance
             if partial.failure is None:
                 batch.measurements += partial.measurements
                 batch.edges += partial.edges

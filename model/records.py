@@ -279,3 +279,4 @@ class ScanBatch:
     edges: list[CallEdge] = field(default_factory=list)
     coverage: list[CoverageRecord] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)
+    disturbance: Disturbance = field(default_factory=Disturbance)  # load seen while measuring

@@ -45,7 +45,7 @@ import tracemalloc
 import types
 import typing
 from collections import Counter
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -151,6 +151,7 @@ class AllocResult:
     io_read: dict[Key, Histogram] = field(default_factory=dict)
     io_write: dict[Key, Histogram] = field(default_factory=dict)
     mechanism: str = ""
+    returns_iterator: set[Key] = field(default_factory=set)  # targets that returned an iterator
 
     def shares_stack(self, a: Key, b: Key) -> bool:
         return (a, b) in self.costack or (b, a) in self.costack
@@ -201,6 +202,7 @@ class _Recorder:
         self.stack: list[_Frame] = []
         self.active: dict[int, int] = {}  # index -> frames of it on the stack
         self.runs = 0
+        self.returns_iterator: set[int] = set()  # targets seen returning an iterator
         self.calls_per_run: dict[int, list[int]] = {self.index(key): [] for key in self.targets}
 
     # -- keys ----------------------------------------------------------------------------
@@ -266,10 +268,12 @@ class _Recorder:
     def _sample_io(self, i: int) -> bool:
         return self.run_calls[i] < IO_FULL_CALLS or self._coin() * IO_SAMPLE_EVERY < 1
 
-    def exit(self, key: Key, now: int) -> None:
+    def exit(self, key: Key, now: int, value: object = None) -> None:
         i = self._find(key)
         if i is None:
             return  # never entered while recording
+        if value is not None and self.is_target[i] and isinstance(value, Iterator):
+            self.returns_iterator.add(i)
         stack = self.stack
         if not stack or stack[-1].index != i:
             if not self.active.get(i):
@@ -325,6 +329,7 @@ class _Recorder:
             keys[i]: {typing.cast(types.CodeType, keys[c]) for c in callers}
             for i, callers in self.callers.items()
         }
+        res.returns_iterator = {keys[i] for i in self.returns_iterator}
         res.io_read = {keys[i]: tally.histogram() for i, tally in self.io_read.items()}
         res.io_write = {keys[i]: tally.histogram() for i, tally in self.io_write.items()}
         return res
@@ -412,6 +417,16 @@ class _MonitoringHook:
             finally:
                 resume()
 
+        def on_return(code, offset, value):
+            try:
+                now = pause()
+                if get_ident() == thread:
+                    rec.exit(code, now, value)
+            except Exception as error:
+                failed("the allocation pass's return callback", error)
+            finally:
+                resume()
+
         def on_exit(code, offset, value):
             try:
                 now = pause()
@@ -444,9 +459,9 @@ class _MonitoringHook:
 
         tool = acquire_tool_id()
         try:
-            for event, callback in monitoring_callbacks(
-                on_start, on_throw, on_exit, on_call, on_c_exit
-            ).items():
+            callbacks = monitoring_callbacks(on_start, on_throw, on_exit, on_call, on_c_exit)
+            callbacks[sys.monitoring.events.PY_RETURN] = on_return
+            for event, callback in callbacks.items():
                 monitoring.register_callback(tool, event, callback)
             monitoring.set_events(tool, functools.reduce(operator.or_, ALLOC_EVENTS()))
             run_once()
@@ -513,7 +528,7 @@ class _ProfileHook:
                     if event == "call":
                         rec.enter(code, now, None)
                     elif event == "return":
-                        rec.exit(code, now)
+                        rec.exit(code, now, arg)
                     elif event == "c_call":
                         rec.enter(normalize_callable(arg), now, code)
                     else:

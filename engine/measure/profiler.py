@@ -8,6 +8,8 @@ tests and the benchmarks call:
 2. the plan (:mod:`~apiprof.engine.measure.plan`) groups the targets that ran so no two sharing a stack
    are timed together;
 3. one timing pass (:mod:`~apiprof.engine.measure.timing`) per group, probes on that group only;
+   and for targets that return an iterator, a consumption pass
+   (:mod:`~apiprof.engine.measure.consume`): the call plus exhausting what it returned;
 4. per-call active times (:mod:`~apiprof.engine.measure.activetime`) with the calibrated overhead
    (:mod:`~apiprof.engine.measure.calibrate`) and the preempted intervals
    (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
@@ -20,14 +22,16 @@ as the report's :class:`~apiprof.model.records.Disturbance`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.consume import Consumed, run_consume_pass
 from apiprof.engine.measure.machine import time_reference
 from apiprof.engine.measure.plan import plan_groups
-from apiprof.engine.measure.probes import Site, resolve_site
+from apiprof.engine.measure.probes import PySite, Site, resolve_site
 from apiprof.engine.measure.switches import open_switches
 from apiprof.engine.measure.timing import Budget, measure_calls, run_timing_pass
 from apiprof.model.histogram import Histogram
@@ -118,8 +122,35 @@ def profile(
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
+    for key in ran:
+        site = sites[key]
+        if isinstance(site, PySite) and (key in alloc.returns_iterator or is_generator(site)):
+            consumed = _consume(run_once, site, budget)
+            if consumed is not None and consumed.wall_ns:
+                measure(key, Metric.CONSUME_WALL, Histogram.of(consumed.wall_ns))
+                if consumed.alloc_bytes:
+                    measure(key, Metric.CONSUME_ALLOC, Histogram.of(consumed.alloc_bytes))
     report.edges = target_edges(alloc, names)
     return report
+
+
+def is_generator(site: PySite) -> bool:
+    return bool(site.function.__code__.co_flags & inspect.CO_GENERATOR)
+
+
+def _consume(run_once: Callable[[], object], site: PySite, budget: Budget) -> Consumed | None:
+    """The consumption pass of one target; None when the scenario cannot run with its iterator
+    exhausted (it needed the items): the call's own figures stand without consumption ones."""
+    try:
+        return run_consume_pass(
+            run_once,
+            site.function,
+            min_runs=budget.min_runs,
+            seconds=budget.seconds,
+            max_seconds=budget.max_seconds,
+        )
+    except Exception:
+        return None
 
 
 def _reference_check(calibration: Calibration) -> Disturbance:
