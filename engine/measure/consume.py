@@ -46,9 +46,7 @@ class Consumed:
 
 def _exhaust(result: object, limit: int) -> bool:
     """Iterate ``result`` to its end; False when it went past ``limit`` items."""
-    count = 0
-    for _ in result:  # type: ignore[attr-defined]
-        count += 1
+    for count, _ in enumerate(result, start=1):  # type: ignore[call-overload]
         if count > limit:
             return False
     return True
