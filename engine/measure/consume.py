@@ -46,7 +46,9 @@ class Consumed:
 
 def _exhaust(result: object, limit: int) -> bool:
     """Iterate ``result`` to its end; False when it went past ``limit`` items."""
-    for count, _ in enumerate(result, start=1):  # type: ignore[call-overload]
+    count = 0
+    for _ in result:  # type: ignore[attr-defined]  # noqa: SIM113 - a plain loop allocates nothing of its own
+        count += 1
         if count > limit:
             return False
     return True
