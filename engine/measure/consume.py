@@ -46,9 +46,9 @@ class Consumed:
 
 def _exhaust(result: object, limit: int) -> bool:
     """Iterate ``result`` to its end; False when it went past ``limit`` items."""
-    count = 0
-    for _ in result:  # type: ignore[attr-defined]  # noqa: SIM113 - a plain loop allocates nothing of its own
-        count += 1
+    count = 0  # a plain loop: it allocates nothing of its own, unlike all()/enumerate()
+    for _ in result:  # type: ignore[attr-defined]
+        count += 1  # noqa: SIM113
         if count > limit:
             return False
     return True
