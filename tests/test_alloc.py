@@ -1,8 +1,8 @@
 """Allocation pass: inclusive/exclusive bytes, call graph and co-stack relation.
 
 Tolerance: bytearray(n) requests n bytes plus its ~57-byte header; the pass may add small
-interpreter allocations (ints above 256, dict growth). We accept +0..+256 bytes (3.11: +640)
-above the exact request per call and nothing below it.
+interpreter allocations (ints above 256, dict growth). We accept +0..+256 bytes above the exact
+request per call and nothing below it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from apiprof.engine.measure.probes import HAS_MONITORING, normalize_callable
 
 HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
 # 3.11's sys.setprofile materialises a frame object per Python call before the hook can pause
-# the counter; those bytes land on the caller (documented in engine/alloc.py).
-SLACK = 256 if sys.version_info >= (3, 12) else 640
+# the counter; the hook subtracts its size, so the slack is the same on every version.
+SLACK = 256
 
 needs_extension = pytest.mark.skipif(
     alloc._alloccount is None, reason="apiprof.engine.measure._alloccount not built"

@@ -16,9 +16,10 @@ Counters (``Calibration.alloc_mechanism``):
 
 * ``allocator hook (_alloccount)`` — the C extension wraps the RAW/MEM/OBJ allocators and adds
   every requested size to a per-thread total (realloc counts its new size; free lists count 0).
-  The hook pauses the counter while it does its own bookkeeping, so on 3.12+ probes add 0 bytes.
-  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs: that
-  allocation is charged to the caller's exclusive bytes.
+  The hook pauses the counter while it does its own bookkeeping, so probes add 0 bytes.
+  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs (an
+  allocation the unprofiled program never makes); the hook subtracts its size
+  (``sys.getsizeof(frame)``, once per generator frame) from every later reading.
 * ``tracemalloc (net)`` — fallback when the extension is not built: the change in traced
   *current* memory, i.e. bytes still alive at exit (freed temporaries are not counted and may
   make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
@@ -36,6 +37,7 @@ Only the thread that runs the scenario is followed; calls made by C code (``map(
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 import random
 import sys
@@ -519,20 +521,31 @@ class _ProfileHook:
         rec, pause, resume = self.recorder, self.counter.pause, self.counter.resume
         failed = self.check.callback_failed
         own_code = _ProfileHook.drive.__code__
+        sizeof = sys.getsizeof
+        resumable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+        materialized: set[int] = set()  # generator frames whose frame object exists already
+        offset = 0  # bytes of frame objects the hook made the interpreter allocate
 
         def hook(frame, event, arg):
+            nonlocal offset
             try:
                 now = pause()
                 code = frame.f_code
                 if code is not own_code:
                     if event == "call":
-                        rec.enter(code, now, None)
+                        # sys.setprofile materialises the callee's frame object before we run:
+                        # an allocation the unprofiled program never makes
+                        if not code.co_flags & resumable or id(frame) not in materialized:
+                            offset += sizeof(frame)
+                            if code.co_flags & resumable:
+                                materialized.add(id(frame))
+                        rec.enter(code, now - offset, None)
                     elif event == "return":
-                        rec.exit(code, now, arg)
+                        rec.exit(code, now - offset, arg)
                     elif event == "c_call":
-                        rec.enter(normalize_callable(arg), now, code)
+                        rec.enter(normalize_callable(arg), now - offset, code)
                     else:
-                        rec.exit(normalize_callable(arg), now)
+                        rec.exit(normalize_callable(arg), now - offset)
             except Exception as error:
                 failed("the allocation pass's profile hook", error)
             finally:
