@@ -245,7 +245,10 @@ class Worker:
             scenario_id=request.scenario_id,
             repeat=1,
             max_seconds=request.settings.max_seconds,
+            time_budget=0.0,  # one run per pass: a suite is long and its calls many
             calibration=request.settings.calibration,
+            warmup=False,  # the unprofiled run above was the warm-up
+            consume=False,
         )
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes

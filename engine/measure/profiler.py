@@ -77,13 +77,17 @@ def profile(
     max_seconds: float = 2.0,
     time_budget: float = TIME_BUDGET,
     calibration: Calibration | None = None,
+    warmup: bool = True,
+    consume: bool = True,
 ) -> ProfileReport:
     """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
     times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
     runs past ``max_seconds`` (each runs the scenario at least once). Exceptions from
-    ``run_once`` propagate."""
+    ``run_once`` propagate. ``warmup``: one unrecorded run before each timing pass;
+    ``consume``: consumption passes for targets returning iterators (a long scenario such as a
+    test suite turns both off: every extra run costs a whole suite)."""
     calibration = calibration or calibrate()
-    budget = Budget(max(1, repeat), time_budget, max_seconds)
+    budget = Budget(max(1, repeat), time_budget, max_seconds, warmup)
     switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
@@ -122,7 +126,7 @@ def profile(
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
-    for key in ran:
+    for key in ran if consume else ():
         site = sites[key]
         if isinstance(site, PySite) and (key in alloc.returns_iterator or is_generator(site)):
             consumed = _consume(run_once, site, budget)
