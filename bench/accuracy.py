@@ -1,7 +1,7 @@
 """Are the numbers users see true? apiprof-scan + apiprof show --json against timeit truth.
 
 The user's path, end to end: ``apiprof-scan groundtruth_pkg`` (the fixture package of known
-cost, with the scenarios of ``bench/groundtruth.toml``) into a fresh database, then
+cost, with the scenarios of ``tests/fixtures/groundtruth.toml``) into a fresh database, then
 ``apiprof show NAME --json``; the figure checked is what that prints (``metrics.wall_ns.median``,
 ``metrics.alloc_incl_bytes.median``).
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-SCENARIOS = Path(__file__).resolve().parent / "groundtruth.toml"
+SCENARIOS = FIXTURES / "groundtruth.toml"
 sys.path.insert(0, str(FIXTURES))
 import groundtruth_pkg as gt  # noqa: E402
 

@@ -92,6 +92,7 @@ REFERENCE_CALLS = 128
 STRETCH_SECONDS = 0.002
 MAX_STRETCH_RUNS = 4096
 CPU_SUFFIX = "+cpu"  # calibration key suffix of probes that also read the thread-CPU clock
+SAMPLED = "cpu"  # name of the wall-clock opening event of a call whose CPU clock was read
 
 
 @dataclass(frozen=True)
@@ -678,16 +679,26 @@ def measure_calls(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> list[CallCosts]:
     """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
-    :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's live
-    inside overheads (:func:`pass_overheads`)."""
+    :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's
+    live inside overheads (:func:`pass_overheads`) and its preempted intervals.
+
+    A thread's CPU time inside a call cannot exceed the call's wall time, but the CPU clock is a
+    system call whose cost varies with what ran before it far more than the wall clock's (a
+    short call after it runs colder than the reference function the overhead is measured on).
+    So each sampled call's CPU figure is capped at its own WALL figure: single-threaded code
+    reads CPU ≈ WALL, and only time off the CPU (blocking, sleeping) makes CPU lower.
+    """
     wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)
     out = []
     for index, site in enumerate(log.sites):
         hooked = bool(log.hooked and log.hooked[index])
         wall_events, cpu_events = _events_of(log, index, probe_kinds(site, hooked))
-        wall = [call.active for call in active_times(wall_events, wall_overhead, log.preempted)]
+        calls = active_times(wall_events, wall_overhead, log.preempted)
         cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
-        out.append(CallCosts(wall, cpu))
+        sampled_wall = [call.active for call in calls if call.name == SAMPLED]
+        if len(sampled_wall) == len(cpu):
+            cpu = [min(c, w) for c, w in zip(cpu, sampled_wall)]
+        out.append(CallCosts([call.active for call in calls], cpu))
     return out
 
 
@@ -711,7 +722,10 @@ def _events_of(
     open_stack: list[list] = []  # [wall, cpu, tick, hook calls used by nested target calls]
     for wall, cpu, kind, tick in probes:
         name = enter_kind if kind == OPENS else exit_kind
-        wall_events.append(ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind))
+        sampled = SAMPLED if kind == OPENS and cpu >= 0 else ""
+        wall_events.append(
+            ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind, sampled)
+        )
         if kind == OPENS:
             open_stack.append([wall, cpu, tick, 0])
             continue
