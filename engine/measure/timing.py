@@ -723,9 +723,7 @@ def _events_of(
     for wall, cpu, kind, tick in probes:
         name = enter_kind if kind == OPENS else exit_kind
         sampled = SAMPLED if kind == OPENS and cpu >= 0 else ""
-        wall_events.append(
-            ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind, sampled)
-        )
+        wall_events.append(ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind, sampled))
         if kind == OPENS:
             open_stack.append([wall, cpu, tick, 0])
             continue
