@@ -17,16 +17,20 @@ import sys
 
 from apiprof.model.histogram import Histogram
 
+try:
+    from apiprof.model.histogram import exact_percentile as exact
+except ImportError:  # an apiprof from before sub-buckets: the same definition
+
+    def exact(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        position = q / 100 * (len(ordered) - 1)
+        lower = math.floor(position)
+        upper = min(lower + 1, len(ordered) - 1)
+        return ordered[lower] + (position - lower) * (ordered[upper] - ordered[lower])
+
+
 SIZES = (20, 100, 2_000, 50_000)
 SEEDS = range(5)
-
-
-def exact(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    position = q / 100 * (len(ordered) - 1)
-    lower = math.floor(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return ordered[lower] + (position - lower) * (ordered[upper] - ordered[lower])
 
 
 SHAPES = {

@@ -408,6 +408,18 @@ class IntTally:
         return hist
 
 
+def exact_percentile(values: Iterable[float], q: float) -> float:
+    """The exact sample percentile :meth:`Histogram.percentile` estimates: linear interpolation
+    between the order statistics at ``q/100 · (n − 1)`` (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    position = q / 100 * (len(ordered) - 1)
+    lower = math.floor(position)
+    upper = min(lower + 1, len(ordered) - 1)
+    return ordered[lower] + (position - lower) * (ordered[upper] - ordered[lower])
+
+
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:
     """Sum of any number of histograms (the empty sum is an empty histogram)."""
     out = Histogram()

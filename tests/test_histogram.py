@@ -136,18 +136,10 @@ def test_int_tally_builds_the_same_histogram_as_adding_values():
 from apiprof.model.histogram import (  # noqa: E402
     SUB_BUCKETS,
     check_sub_bucket,
+    exact_percentile,
     sub_bucket_bounds,
     sub_bucket_index,
 )
-
-
-def exact_percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default, R type 7)."""
-    ordered = sorted(values)
-    position = q / 100 * (len(ordered) - 1)
-    lower = math.floor(position)
-    upper = min(lower + 1, len(ordered) - 1)
-    return ordered[lower] + (position - lower) * (ordered[upper] - ordered[lower])
 
 
 def lognormal(rng: random.Random, n: int) -> list[float]:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import choose_counter
-from apiprof.engine.measure.probes import restore_code
+from apiprof.engine.measure.probes import clone_function, restore_code
 
 try:
     from apiprof.engine.measure import _alloccount
@@ -99,15 +99,7 @@ def run_consume_pass(
     out = Consumed()
     counter = choose_counter() if _alloccount is not None else None
     original = function.__code__
-    clone = types.FunctionType(
-        original,
-        function.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    clone.__kwdefaults__ = function.__kwdefaults__
-    wrapper = _wrapper(function, clone, out, counter is not None)
+    wrapper = _wrapper(function, clone_function(function), out, counter is not None)
     if counter is not None:
         counter.start()
     try:

@@ -283,6 +283,20 @@ def can_trampoline(function: types.FunctionType) -> bool:
     return not flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR)
 
 
+def clone_function(function: types.FunctionType) -> types.FunctionType:
+    """A function running ``function``'s current code with its globals, defaults and closure —
+    what a wrapper swapped into ``function.__code__`` calls."""
+    clone = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    clone.__kwdefaults__ = function.__kwdefaults__
+    return clone
+
+
 def install_trampoline(
     function: types.FunctionType,
     enter: Record,
@@ -292,14 +306,7 @@ def install_trampoline(
 ) -> types.CodeType:
     """Swap ``function.__code__`` for a probing trampoline; returns the original code."""
     original = function.__code__
-    clone = types.FunctionType(
-        original,
-        function.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    clone.__kwdefaults__ = function.__kwdefaults__
+    clone = clone_function(function)
     template = _template(len(original.co_freevars))
     objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
     consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
