@@ -41,6 +41,8 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
     """Everything stored about one API (any alias of it) as plain JSON-ready data; a usage error
     with close names when the database does not know it."""
     found = query.summary(db, qualname)
+    if found is not None:
+        found = found.at_reference()
     if found is None:
         near = query.similar_names(db, qualname)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""

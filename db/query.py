@@ -12,7 +12,8 @@ budget). So when an API was measured at sizes, the typical figures are those of 
 *reference size*: the measured size closest to :data:`REFERENCE_SIZE` (on a log scale), all
 scenarios measured at that size merged. ``ApiSummary.reference_size`` says which; it is None
 when the API has only unsized scenarios, which are then merged. Per-size figures are one call
-away (:func:`size_figures`), and ``ApiSummary.pooled`` keeps the merge of everything.
+away (:func:`size_figures`). ``ApiSummary.histograms`` keeps the merge of everything;
+``ApiSummary.typical`` (or :meth:`ApiSummary.at_reference`) holds the figures at the reference size.
 
 **Consumption.** For APIs that return an iterator or generator, calling costs almost nothing
 and consuming costs everything: ``consume_wall_ns``/``consume_alloc_bytes`` measure the call
@@ -25,7 +26,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlite_utils
 
@@ -61,13 +62,20 @@ class ApiSummary:
     summary: str = ""
     coverage: str = ""  # Coverage value; "" when never scanned
     reason: str = ""
-    # the typical figures' histograms: at ``reference_size`` when the API was measured at sizes
+    # every scenario, size and environment merged
     histograms: dict[Metric, Histogram] = field(default_factory=dict)
     scenarios: int = 0
     growth: GrowthRow | None = None
     reference_size: int | None = None  # the input size "typical" stands for; None: unsized
     size_axis: str = ""  # the size parameter's name ("n") when reference_size is set
-    pooled: dict[Metric, Histogram] = field(default_factory=dict)  # all scenarios and sizes
+    # the typical figures' histograms: at ``reference_size`` when the API was measured at sizes
+    typical: dict[Metric, Histogram] = field(default_factory=dict)
+
+    def at_reference(self) -> ApiSummary:
+        """This summary with the typical histograms in place of the merge over all sizes: every
+        property (``time_median_ns``, ``alloc_median_bytes``...) then gives the figure at
+        :attr:`reference_size`, which :attr:`reference_label` names."""
+        return replace(self, histograms=self.typical)
 
     @property
     def reference_label(self) -> str:
@@ -289,7 +297,7 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
         axes = _size_axes(db, chunk)
         for qualname, by_size in per_api.items():
             found = out.setdefault(qualname, ApiSummary(qualname))
-            found.reference_size, found.histograms, found.pooled = _typical(by_size)
+            found.reference_size, found.typical, found.histograms = _typical(by_size)
             found.size_axis = axes.get(qualname, "") if found.reference_size is not None else ""
         for qualname, n in db.execute(
             f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",

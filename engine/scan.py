@@ -646,7 +646,7 @@ def summarize_scan(
             s.samples,
             s.growth.growth_class if s.growth else "",
         )
-        for s in summaries(db, profiled).values()
+        for s in (found.at_reference() for found in summaries(db, profiled).values())
         if s.time_median_ns is not None
     ]
     costs.sort(key=lambda line: -(line.time_median_ns or 0))

@@ -322,8 +322,10 @@ def test_typical_figures_stand_for_a_stated_reference_size(tmp_path):
     store_batch(db, batch, environment_id="env", package="pkg")
     found = query.summary(db, "pkg.h")
     assert found.reference_size == 100 and found.reference_label == "at items=100"
-    assert found.time_median_ns == 1_000.0  # not the 100 ns that 5,000 small-size calls pool to
-    assert found.pooled[Metric.WALL].count == 5_550
+    # not the 100 ns that 5,000 small-size calls pool to
+    assert found.at_reference().time_median_ns == 1_000.0
+    assert found.typical[Metric.WALL].count == 500
+    assert found.histograms[Metric.WALL].count == 5_550  # the merge over all sizes
     figures = query.size_figures(db, "pkg.h", [Metric.WALL])
     assert [(f.size, f.median, f.count) for f in figures] == [
         (10, 100.0, 5_000),

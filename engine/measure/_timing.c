@@ -92,6 +92,9 @@ sample_cpu(Probe *self, Py_ssize_t i)
     if (every <= 1) {
         return (int)every;
     }
+    if (self->enters[i].len == 0) {
+        return 1; /* the first recorded call, as the Python probes: few calls still get a figure */
+    }
     uint64_t x = self->rng; /* xorshift64 */
     x ^= x << 13;
     x ^= x >> 7;
