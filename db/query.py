@@ -199,24 +199,26 @@ def _sized_histograms(
     marks = ",".join("?" * len(qualnames))
     keys = "qualname, scenario_id, size" if by_scenario else "qualname, size"
     width = 3 if by_scenario else 2
-    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(lambda: defaultdict(Histogram))
+    rows: dict[tuple, list[tuple]] = defaultdict(list)
     for row in db.execute(
         f"SELECT {keys}, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
         f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket",
         qualnames,
     ):
-        out[tuple(row[:width])][Metric(row[width])].merge(
-            Histogram.from_buckets([row[width + 1 :]])
-        )
+        rows[tuple(row[: width + 1])].append(row[width + 1 :])
+    sub_rows: dict[tuple, list[tuple]] = defaultdict(list)
     if has_sub_buckets(db):
         for row in db.execute(
             f"SELECT {keys}, metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) FROM sub_buckets "
             f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket, sub",
             qualnames,
         ):
-            key, metric = tuple(row[:width]), Metric(row[width])
-            if metric in out.get(key, {}):
-                out[key][metric].merge(Histogram.from_buckets((), [row[width + 1 :]]))
+            sub_rows[tuple(row[: width + 1])].append(row[width + 1 :])
+    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
+    for key, buckets in rows.items():
+        out[key[:width]][Metric(key[width])] = Histogram.from_buckets(
+            buckets, sub_rows.get(key, ())
+        )
     return out
 
 
