@@ -13,7 +13,8 @@ construction: the bytes a plain, unprofiled call requests from the allocators (t
 the scan uses, read around the call in this process).
 
 Targets: ``mid`` (a ≥1000-call parent) within ±5%, ``leaf`` (a 100–200 ns function) within ±15%,
-allocation bytes exact. ``--busy`` repeats the check with two CPU-bound processes running beside
+allocation bytes exact. "cpu w" is the CPU histogram's weighted count (each sampled call counts
+as the calls it stands for; about the WALL count). ``--busy`` repeats the check with two CPU-bound processes running beside
 the scan (ended when it ends) and prints both ratios.
 
 Run: python bench/accuracy.py [--busy] [--runs 1]
@@ -169,7 +170,7 @@ def report(label: str, rows: dict[str, dict]) -> bool:
     print(f"\n{label}: python {sys.version.split()[0]}, scan {rows['_scan']['seconds']:.1f} s")
     print(
         f"{'function':13} {'truth before':>12} {'truth after':>12} {'shown':>10} {'ratio':>13} "
-        f"{'samples':>8} {'cpu med':>9} {'cpu n':>6} {'target':>7} result"
+        f"{'samples':>8} {'cpu med':>9} {'cpu w':>6} {'target':>7} result"
     )
     ok = True
     for name, target in TIME_TARGETS.items():

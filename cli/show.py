@@ -25,6 +25,7 @@ SHOW_EPILOG = """\
      consuming what it returned);
      bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1;
      sub-bucket j of bucket i holds [2**(i + j/8), 2**(i + (j+1)/8))
+  cpu_ns counts are weighted: a sampled call counts as the calls it stands for (1 in 16 -> 16)
   sizes: [{scenario_id, size, metric, count, median, p90, mean}]  per scenario and size
      (size null for unsized scenarios), for wall_ns, cpu_ns, alloc_incl_bytes and consume_*
   growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,

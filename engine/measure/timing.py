@@ -25,8 +25,10 @@ Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`
 first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
 system call (~0.3–0.6 µs), so it is read on *every* call only for sites whose calls are long
 (median ≥ ``LONG_NS`` in the warm-up run, where two reads are a small, subtracted fraction) and
-on a random 1 in ``SAMPLE_EVERY`` calls otherwise — at one rate for the whole pass, so the CPU
-metric is an unbiased sample of the same calls the WALL metric covers.
+on a random 1 in ``SAMPLE_EVERY`` calls otherwise — at one rate for the whole pass
+(``PassLog.cpu_every``). Each CPU sample is stored with that rate as its weight, so CPU
+histograms of passes sampled at different rates (a cheap and an expensive scenario of one API)
+merge into an unbiased picture of the same calls the WALL metric covers.
 
 How long a pass runs (:class:`Budget`): one unrecorded warm-up run, then runs in stretches
 that double in length while they are shorter than ``STRETCH_SECONDS``, until at least
@@ -123,6 +125,8 @@ class PassLog:
     preempted: list[tuple[int, int]] = field(default_factory=list)
     disturbed_runs: int = 0
     probes: str = ""  # "c" or "python" for monitoring passes
+    # per site: 1 in how many calls read the CPU clock (the weight of each CPU sample)
+    cpu_every: list[int] = field(default_factory=list)
 
     @property
     def preempted_ns(self) -> int:
@@ -192,6 +196,7 @@ def run_timing_pass(
         0,
         [([], []) for _ in sites],
     )
+    log.cpu_every = [SAMPLE_EVERY if cpu_every is None else max(cpu_every, 1)] * len(sites)
     kinds = choose_mechanisms(sites, mechanism)
     log.hooked = [kind == "setprofile" for kind in kinds]
     log.reference = (Record(cpu_pattern(REFERENCE_EVERY, 99)), Record())
@@ -229,7 +234,8 @@ def _measure_leg(
         if cpu_every is None:
             for i in inst.leg:
                 enters, exits = records.take(i)
-                records.set_cpu_every(i, _sampling_rate(enters, exits))
+                log.cpu_every[i] = _sampling_rate(enters, exits)
+                records.set_cpu_every(i, log.cpu_every[i])
         records.truncate(records.empty())
     started = time.perf_counter()
     runs = stretch = 0
