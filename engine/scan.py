@@ -232,10 +232,11 @@ class ScanSummary:
         if not d.busy:
             return []
         return [
-            f"the machine stayed busy while measuring: {d.disturbed_runs} of {d.runs} runs were "
-            f"preempted and {d.slow_references} of {d.references} reference timings ran more than "
-            "1.5x slower than calibrated; figures may read high — scan again on an idle machine "
-            "for reference numbers"
+            f"the machine stayed busy while measuring: {d.slow_references} of {d.references} "
+            "reference timings ran more than 1.5x slower than calibrated and "
+            f"{d.disturbed_runs} of {d.runs} runs were preempted (preempted time is subtracted, "
+            "a shared CPU is not); figures may read high — scan again on a quieter machine for "
+            "reference numbers"
         ]
 
     @property

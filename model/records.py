@@ -222,10 +222,10 @@ class Disturbance:
 
     @property
     def busy(self) -> bool:
-        """Whether the machine stayed too busy for reference numbers (a quarter of the reference
-        timings ran slow, or a quarter of the runs had to be re-measured)."""
+        """Whether the machine stayed too busy for reference numbers: a quarter of the reference
+        timings ran slow (the CPU was shared), or half the runs were preempted."""
         slow = self.references and self.slow_references / self.references > 0.25
-        disturbed = self.runs and self.disturbed_runs / self.runs > 0.25
+        disturbed = self.runs and self.disturbed_runs / self.runs > 0.5
         return bool(slow or disturbed)
 
     def to_json(self) -> dict[str, Any]:
