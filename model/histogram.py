@@ -152,10 +152,25 @@ class Histogram:
     subs: dict[SubKey, Bucket] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, values: Iterable[float]) -> Histogram:
-        hist = cls()
+    def of(cls, values: Iterable[float], weight: int = 1) -> Histogram:
+        """The histogram of ``values``, each counted ``weight`` times (a 1-in-``weight`` sample
+        stands for ``weight`` observations)."""
+        cells: dict[SubKey, list[float]] = {}
         for value in values:
-            hist.add(value)
+            key = sub_bucket_index(value)
+            value = float(value)
+            cell = cells.get(key)
+            if cell is None:
+                cells[key] = [weight, value * weight, value * value * weight]
+            else:
+                cell[0] += weight
+                cell[1] += value * weight
+                cell[2] += value * value * weight
+        hist = cls()
+        for (index, sub), (count, total, total_sq) in cells.items():
+            bucket = Bucket(int(count), total, total_sq)
+            hist._add_bucket(index, bucket)
+            hist._add_sub((index, sub), bucket)
         return hist
 
     @classmethod

@@ -103,3 +103,25 @@ def test_live_reference_replaces_calibrated_inside_overhead():
     )
     assert wall == {"enter": 40, "exit": 460, "enter+cpu": 70, "exit+cpu": 1930}
     assert cpu == {"enter+cpu": 300, "exit+cpu": 1600}
+
+
+def test_sequential_calls_take_the_short_path_to_the_same_figures():
+    """Calls that never overlap are computed in one sweep; it gives what the general seeds/001
+    arithmetic gives, preempted intervals and CPU capping included."""
+    from apiprof.engine.measure import timing
+
+    enters, exits = [], []
+    for k in range(200):
+        start = 1_000 * k
+        sampled = k % 3 == 0
+        enters += [start * 2 if sampled else -1, start]
+        exits += [start + 100 + k, start * 2 + 140 + 2 * k if sampled else -1]
+    log = PassLog([PySite(_some_function)], [enters], [exits], runs=1)
+    log.preempted = [(1_020, 1_050), (5_090, 6_010), (90_000, 90_050)]
+    wall = {"enter": 7, "enter+cpu": 11}
+    cpu = {"enter+cpu": 3}
+    assert timing._one_at_a_time(enters, exits)
+    short = timing._sequential_costs(log, 0, "enter", wall, cpu)
+    general = timing._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
+    assert short == general
+    assert short.wall_ns[1] == 101 - 7 - 30  # the second call lost 30 ns to preemption

@@ -124,7 +124,7 @@ def profile(
         for key, costs, weight in zip(group, all_costs, log.cpu_every):
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
-                measure(key, Metric.CPU, weighted(costs.cpu_ns, weight))
+                measure(key, Metric.CPU, Histogram.of(costs.cpu_ns, weight))
     for key in ran if consume else ():
         site = sites[key]
         if isinstance(site, PySite) and (key in alloc.returns_iterator or is_generator(site)):
@@ -135,14 +135,6 @@ def profile(
                     measure(key, Metric.CONSUME_ALLOC, Histogram.of(consumed.alloc_bytes))
     report.edges = target_edges(alloc, names)
     return report
-
-
-def weighted(values: Sequence[float], weight: int) -> Histogram:
-    """A histogram in which each value stands for ``weight`` calls (a 1-in-``weight`` sample)."""
-    hist = Histogram()
-    for value in values:
-        hist.add(value, weight)
-    return hist
 
 
 def is_generator(site: PySite) -> bool:

@@ -698,14 +698,74 @@ def measure_calls(
     out = []
     for index, site in enumerate(log.sites):
         hooked = bool(log.hooked and log.hooked[index])
-        wall_events, cpu_events = _events_of(log, index, probe_kinds(site, hooked))
-        calls = active_times(wall_events, wall_overhead, log.preempted)
-        cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
-        sampled_wall = [call.active for call in calls if call.name == SAMPLED]
-        if len(sampled_wall) == len(cpu):
-            cpu = [min(c, w) for c, w in zip(cpu, sampled_wall)]
-        out.append(CallCosts([call.active for call in calls], cpu))
+        kinds = probe_kinds(site, hooked)
+        if not hooked and _one_at_a_time(log.enters[index], log.exits[index]):
+            out.append(_sequential_costs(log, index, kinds[0], wall_overhead, cpu_overhead))
+        else:
+            out.append(_nested_costs(log, index, kinds, wall_overhead, cpu_overhead))
     return out
+
+
+def _nested_costs(
+    log: PassLog,
+    index: int,
+    kinds: tuple[str, str],
+    wall_overhead: Mapping[str, float],
+    cpu_overhead: Mapping[str, float],
+) -> CallCosts:
+    """The general case (recursion, hook-timed sites): the seeds/001 arithmetic over events."""
+    wall_events, cpu_events = _events_of(log, index, kinds)
+    calls = active_times(wall_events, wall_overhead, log.preempted)
+    cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
+    sampled_wall = [call.active for call in calls if call.name == SAMPLED]
+    if len(sampled_wall) == len(cpu):
+        cpu = [min(c, w) for c, w in zip(cpu, sampled_wall)]
+    return CallCosts([call.active for call in calls], cpu)
+
+
+def _one_at_a_time(enters: Sequence[int], exits: Sequence[int]) -> bool:
+    """Whether a site's calls never overlap (no recursion): each exit comes before the next
+    entry. Then no other probe falls inside a call (the co-stack rule keeps the group's other
+    sites off its stack) and the arithmetic reduces to :func:`_sequential_costs`."""
+    if len(enters) != len(exits):
+        return False
+    walls_in, walls_out = enters[1::2], exits[0::2]
+    return all(a <= b for a, b in zip(walls_in, walls_out)) and all(
+        b <= a for b, a in zip(walls_out, walls_in[1:])
+    )
+
+
+def _sequential_costs(
+    log: PassLog,
+    index: int,
+    enter_kind: str,
+    wall_overhead: Mapping[str, float],
+    cpu_overhead: Mapping[str, float],
+) -> CallCosts:
+    """Active times of calls that do not overlap: elapsed − the call's own entry probe −
+    preempted time inside it (the same figures as :func:`_nested_costs`, computed in one sweep:
+    a pass holds thousands of calls)."""
+    enters, exits = log.enters[index], log.exits[index]
+    plain = wall_overhead.get(enter_kind, 0.0)
+    sampled = wall_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
+    cpu_inside = cpu_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
+    windows = sorted(log.preempted)
+    window = 0
+    wall, cpu = [], []
+    for start, end, cpu_in, cpu_out in zip(enters[1::2], exits[0::2], enters[0::2], exits[1::2]):
+        away = 0.0
+        while window < len(windows) and windows[window][1] <= start:
+            window += 1
+        later = window
+        while later < len(windows) and windows[later][0] < end:
+            lo, hi = windows[later]
+            away += max(0.0, min(end, hi) - max(start, lo))
+            later += 1
+        active = max(0.0, end - start - (sampled if cpu_in >= 0 else plain) - away)
+        wall.append(active)
+        if cpu_in >= 0 and cpu_out >= 0:
+            cpu.append(min(max(0.0, cpu_out - cpu_in - cpu_inside), active))
+    return CallCosts(wall, cpu)
 
 
 def _events_of(
