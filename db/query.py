@@ -1,7 +1,7 @@
 """Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
 
 "Typical time" is the median of active wall time (elapsed minus the probe overhead and the
-time the thread was preempted, seeds/001); the thread-CPU metric is a sample of the calls (its
+time the thread was preempted, docs/mechanisms.rst); the thread-CPU metric is a sample of the calls (its
 clock is a system call) and is the fallback when no wall time was recorded. "Typical
 allocation" is the median inclusive allocation. Medians and p90s come from the sub-buckets
 (within a few percent of the exact sample percentiles).
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 import sqlite_utils
 
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Metric
+from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 REFERENCE_SIZE = 100
@@ -182,7 +182,7 @@ def histograms(
 
 
 def has_sub_buckets(db: sqlite_utils.Database) -> bool:
-    """Whether the file has sub-buckets (schema 5 on); older files answer from buckets alone."""
+    """Whether the file has sub-buckets (a later migration); older files answer from buckets alone."""
     return (
         db.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sub_buckets'"
@@ -306,9 +306,20 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
             chunk,
         ):
             out[qualname].scenarios = n
-        for qualname, fits in _growth_rows(db, chunk).items():
+        for qualname, fit in headline_growth(db, chunk).items():
             if qualname in out:
-                out[qualname].growth = _headline_growth(fits)
+                out[qualname].growth = fit
+    return out
+
+
+def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, GrowthRow]:
+    """The growth fit each API's summary shows (APIs without a fit are left out)."""
+    qualnames = list(qualnames)
+    out: dict[str, GrowthRow] = {}
+    for start in range(0, len(qualnames), 500):
+        for qualname, fits in _growth_rows(db, qualnames[start : start + 500]).items():
+            if fit := _headline_growth(fits):
+                out[qualname] = fit
     return out
 
 
@@ -494,3 +505,46 @@ def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[
         )
     ]
     return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)
+
+
+_CONTENT_TABLES = (
+    "entry_points",
+    "aliases",
+    "coverage",
+    "scenarios",
+    "buckets",
+    "growth",
+    "call_edges",
+    "environments",
+    "scans",
+)
+
+
+def content_fingerprint(db: sqlite_utils.Database) -> str:
+    """A hash of everything readers show (not of the file: a ``touch`` or a checkpoint of the
+    write-ahead log leaves it alone, any changed row changes it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    present = set(db.table_names())
+    for table in _CONTENT_TABLES:
+        if table not in present:
+            continue
+        columns = len(db.execute(f"SELECT * FROM [{table}] LIMIT 0").description)
+        order = ", ".join(str(i) for i in range(1, columns + 1))
+        rows = db.execute(f"SELECT * FROM [{table}] ORDER BY {order}").fetchall()
+        digest.update(f"\x00{table}\x00{rows!r}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
+    """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
+    ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
+            "WHERE s.source = ? OR b.scenario_id = ?",
+            [str(ScenarioSource.COLLECTED)] * 2,
+        )
+    }

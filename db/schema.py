@@ -117,7 +117,24 @@ def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     db.table("scans").add_column("machine_speed_ns", float)
 
 
-def _v5_sub_buckets(db: sqlite_utils.Database) -> None:
+def _v5_merged_tasks(db: sqlite_utils.Database) -> None:
+    # Inputs added under a task id (a cluster scan's tasks), so a retried or resumed task is
+    # added once, and the database says where and how each part was measured.
+    db.table("merged_tasks").create(
+        {
+            "task_id": str,
+            "package": str,
+            "status": str,
+            "worker": str,  # host, Python and machine that ran it
+            "elapsed_seconds": float,
+            "details": str,  # JSON: requirement, batch, entry points, scan ids
+            "merged_at": str,
+        },
+        pk="task_id",
+    )
+
+
+def _v6_sub_buckets(db: sqlite_utils.Database) -> None:
     # Finer additive buckets beside the log2 ones (8 per power of two) for accurate percentiles,
     # and what each scan saw of the machine's load. Older rows simply have no sub-buckets.
     db.execute(
@@ -136,7 +153,8 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
-    _v5_sub_buckets,
+    _v5_merged_tasks,
+    _v6_sub_buckets,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -207,6 +225,11 @@ def open_db(
             raise DatabaseError(
                 f"{path}: this SQLite file was not written by apiprof; pass another --db path"
             )
+    if readonly and not tables:
+        raise DatabaseError(
+            f"{path}: the database is empty (no scan has written to it); run "
+            f"`apiprof-scan PACKAGE --db {path}` to fill it"
+        )
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         raise DatabaseError(

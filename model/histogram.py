@@ -435,6 +435,14 @@ def exact_percentile(values: Iterable[float], q: float) -> float:
     return ordered[lower] + (position - lower) * (ordered[upper] - ordered[lower])
 
 
+def _value_range(index: int, b: Bucket) -> tuple[float, float]:
+    """The range a log2 bucket's values are taken to spread over (mean ± √3·stdev, clipped to
+    the bucket): the uniform spread with the bucket's exact mean and variance."""
+    low, high = bucket_bounds(index)
+    spread = math.sqrt(3 * b.variance)
+    return max(low, b.mean - spread), min(high, b.mean + spread)
+
+
 def merge_all(histograms: Iterable[Histogram]) -> Histogram:
     """Sum of any number of histograms (the empty sum is an empty histogram)."""
     out = Histogram()

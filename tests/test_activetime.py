@@ -1,4 +1,4 @@
-"""Active time (seeds/001): SPEC.md §2's worked example, offline and through the live path."""
+"""Active time: the worked example of docs/mechanisms.rst, offline and through the live path."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_live_reference_replaces_calibrated_inside_overhead():
 
 
 def test_sequential_calls_take_the_short_path_to_the_same_figures():
-    """Calls that never overlap are computed in one sweep; it gives what the general seeds/001
+    """Calls that never overlap are computed in one sweep; it gives what the general active-time
     arithmetic gives, preempted intervals and CPU capping included."""
     from apiprof.engine.measure import timing
 

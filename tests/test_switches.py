@@ -37,7 +37,7 @@ def test_perf_records_a_sleep_as_a_voluntary_switch():
 
 def test_preempted_intervals_are_subtracted_from_the_calls_they_fall_in():
     """Fake clock: a call from 1000 to 2000 ns preempted 1200..1500 is 700 ns active; the call
-    after it is untouched (seeds/001 with the switched-out intervals of a live pass)."""
+    after it is untouched (the active-time arithmetic with the switched-out intervals of a live pass)."""
     log = PassLog([PySite(gt.leaf)], [timing.Record()], [timing.Record()], 1)
     log.enters[0] += [-1, 1000, -1, 3000]
     log.exits[0] += [2000, -1, 3400, -1]

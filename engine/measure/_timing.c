@@ -2,7 +2,7 @@
  *
  * 1. Probe: sys.monitoring callbacks (3.12+) that time calls of instrumented code objects.
  *    A probe in Python costs a frame, attribute look-ups and a PyLong per timestamp; here a
- *    callback reads the site's dense id from the code object's last constant (seeds/002), reads
+ *    callback reads the site's dense id from the code object's last constant (docs/mechanisms.rst), reads
  *    the clock and stores an int64 into that site's preallocated array. Entry stores
  *    (cpu, wall) with the wall clock read last, exit (wall, cpu) with it read first, exactly
  *    like the Python probes (timing.py), so both feed the same post-processing; cpu is -1 for

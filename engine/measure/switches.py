@@ -1,4 +1,4 @@
-"""When was the measuring thread switched out? (seeds/001's swapped-out intervals, live.)
+"""When was the measuring thread switched out? (Live switched-out intervals, docs/mechanisms.rst.)
 
 Wall time between two probes includes the time the operating system ran something else: on a
 busy machine (a CI runner, a laptop compiling) that is most of the error. Two sources, best

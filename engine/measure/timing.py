@@ -20,7 +20,7 @@ Mechanisms (every other code object runs unobserved, at full speed):
 
 A generator's "call" is one activation: start/resume to yield/return.
 
-Records (seeds/002): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
+Records (constant-time lookup, docs/mechanisms.rst): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
 Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read
 first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
 system call (~0.3–0.6 µs), so it is read on *every* call only for sites whose calls are long
@@ -684,7 +684,7 @@ def pass_overheads(
 def measure_calls(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> list[CallCosts]:
-    """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
+    """Turn a pass's raw records into per-call WALL and CPU active times (docs/mechanisms.rst), one
     :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's
     live inside overheads (:func:`pass_overheads`) and its preempted intervals.
 
@@ -713,7 +713,7 @@ def _nested_costs(
     wall_overhead: Mapping[str, float],
     cpu_overhead: Mapping[str, float],
 ) -> CallCosts:
-    """The general case (recursion, hook-timed sites): the seeds/001 arithmetic over events."""
+    """The general case (recursion, hook-timed sites): the active-time arithmetic (docs/mechanisms.rst) over events."""
     wall_events, cpu_events = _events_of(log, index, kinds)
     calls = active_times(wall_events, wall_overhead, log.preempted)
     cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
