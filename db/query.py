@@ -74,8 +74,9 @@ class ApiSummary:
     def at_reference(self) -> ApiSummary:
         """This summary with the typical histograms in place of the merge over all sizes: every
         property (``time_median_ns``, ``alloc_median_bytes``...) then gives the figure at
-        :attr:`reference_size`, which :attr:`reference_label` names."""
-        return replace(self, histograms=self.typical)
+        :attr:`reference_size`, which :attr:`reference_label` names. A summary built without
+        typical histograms (by hand, or merged from several databases) is its own typical."""
+        return replace(self, histograms=self.typical) if self.typical else self
 
     @property
     def reference_label(self) -> str:
@@ -234,13 +235,16 @@ def reference_size(sizes: Iterable[int]) -> int | None:
 def _typical(
     by_size: dict[int, dict[Metric, Histogram]],
 ) -> tuple[int | None, dict[Metric, Histogram], dict[Metric, Histogram]]:
-    """(reference size, typical histograms, pooled histograms) of one API."""
+    """(reference size, typical histograms, pooled histograms) of one API.
+
+    A metric measured only by unsized scenarios (none at the reference size) keeps their figure
+    in the typical ones rather than disappearing from them."""
     pooled: dict[Metric, Histogram] = defaultdict(Histogram)
     for per_metric in by_size.values():
         for metric, hist in per_metric.items():
             pooled[metric].merge(hist)
     size = reference_size(by_size)
-    typical = dict(by_size[size if size is not None else NO_SIZE])
+    typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
     return size, typical, dict(pooled)
 
 

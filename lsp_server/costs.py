@@ -21,6 +21,8 @@ import sqlite_utils
 from apiprof.db.query import ApiSummary, summaries
 from apiprof.db.schema import open_db
 from apiprof.errors import DatabaseError
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +128,7 @@ class CostIndex:
             per_source = [self._fetch(source, missing) for source in self._sources]
             for name in missing:
                 self._merged[name] = _merge(
-                    [found[name] for found in per_source if found.get(name)]
+                    [summary for found in per_source if (summary := found.get(name))]
                 )
         return {name: self._merged[name] for name in names}
 
@@ -183,12 +185,14 @@ def _merge(found: list[ApiSummary]) -> ApiSummary | None:
         histograms=dict(first.histograms),
         scenarios=first.scenarios,
         growth=first.growth,
+        reference_size=first.reference_size,
+        size_axis=first.size_axis,
+        typical=dict(first.typical),
     )
     for other in found[1:]:
-        for metric, hist in other.histograms.items():
-            merged.histograms[metric] = (
-                merged.histograms[metric] + hist if metric in merged.histograms else hist
-            )
+        _add_histograms(merged.histograms, other.histograms)
+        if other.reference_size == merged.reference_size:  # typical figures at the same size
+            _add_histograms(merged.typical, other.typical)
         merged.scenarios += other.scenarios
         merged.growth = merged.growth or other.growth
         if other.coverage == "profiled" or not merged.coverage:
@@ -197,3 +201,8 @@ def _merge(found: list[ApiSummary]) -> ApiSummary | None:
             if not getattr(merged, attr):
                 setattr(merged, attr, getattr(other, attr))
     return merged
+
+
+def _add_histograms(into: dict[Metric, Histogram], other: dict[Metric, Histogram]) -> None:
+    for metric, hist in other.items():
+        into[metric] = into[metric] + hist if metric in into else hist

@@ -12,6 +12,7 @@ from apiprof.format import (
     cost_hint,
     format_bytes,
     format_ns,
+    format_value,
     sparkline,
     text_histogram,
     worth_showing,
@@ -26,7 +27,9 @@ def short_hint(summary: ApiSummary | None) -> str:
     """``"≈3.2 µs · 1.1 KiB"`` for a profiled API, ``"not profiled"`` otherwise."""
     if summary is None or not summary.profiled:
         return NOT_PROFILED
-    return cost_hint(summary.time_median_ns, summary.alloc_median_bytes)
+    typical = summary.at_reference()
+    hint = cost_hint(typical.time_median_ns, typical.alloc_median_bytes)
+    return f"{hint} {summary.reference_label}" if summary.reference_label else hint
 
 
 def describe(summary: ApiSummary | None, config: ServerConfig, *, title: str = "") -> str:
@@ -43,13 +46,13 @@ def describe(summary: ApiSummary | None, config: ServerConfig, *, title: str = "
     if not summary.profiled:
         parts.append(_not_profiled_reason(summary))
     else:
-        parts.append(_cost_table(summary))
+        parts.append(_cost_table(summary.at_reference()))
         if summary.growth is not None:
             g = summary.growth
             parts.append(
                 f"Growth: **{g.growth_class}** in `{g.size_axis}` ({g.metric.label}, {g.points} sizes, R² {g.r2:.2f})"
             )
-        parts.append(_histogram_block(summary, config))
+        parts.append(_histogram_block(summary.at_reference(), config))
         parts.append(_counts_line(summary))
     link = config.docs_link(summary.qualname)
     if link:
@@ -70,7 +73,10 @@ def _not_profiled_reason(summary: ApiSummary) -> str:
 
 
 def _cost_table(summary: ApiSummary) -> str:
-    rows = ["| | typical (median) | p90 |", "|---|---|---|"]
+    """Typical figures (at the reference size when the API was measured at sizes, so the
+    heading says which), with the cost of consuming a returned iterator labelled as such."""
+    where = f" {summary.reference_label}" if summary.reference_label else ""
+    rows = [f"| | typical (median){where} | p90 |", "|---|---|---|"]
     if summary.time_histogram:
         label = summary.time_metric.label if summary.time_metric else "time"
         rows.append(
@@ -81,11 +87,12 @@ def _cost_table(summary: ApiSummary) -> str:
         rows.append(
             f"| allocated | {format_bytes(alloc.median)} | {format_bytes(alloc.percentile(90))} |"
         )
-    for metric in (Metric.IO_READ, Metric.IO_WRITE):
+    for metric in (Metric.CONSUME_WALL, Metric.CONSUME_ALLOC, Metric.IO_READ, Metric.IO_WRITE):
         hist = summary.histograms.get(metric)
-        if worth_showing(metric, hist):
+        if hist is not None and worth_showing(metric, hist):
             rows.append(
-                f"| {metric.label} | {format_bytes(hist.median)} | {format_bytes(hist.percentile(90))} |"
+                f"| {metric.label} | {format_value(metric, hist.median)} "
+                f"| {format_value(metric, hist.percentile(90))} |"
             )
     return "\n".join(rows)
 

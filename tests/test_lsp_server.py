@@ -235,6 +235,9 @@ async def test_hover_on_method_of_inferred_instance_shows_growth(client: Languag
     text = await hover(client, uri, 5, 3)  # w.wrap
     assert text is not None and "**textwrap.TextWrapper.wrap**" in text
     assert "Growth: **O(n)**" in text
+    # measured at n = 10 … 10000: the typical figure is the one at n=100, and says so
+    assert "| | typical (median) at n=100 | p90 |" in text
+    assert "| CPU time (sampled calls) | 10.0 µs | 10.0 µs |" in text
 
 
 async def test_hover_follows_reexport_alias_and_skips_unknown_names(client: LanguageClient):

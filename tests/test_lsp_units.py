@@ -154,6 +154,29 @@ def test_short_hint_uses_the_shared_formatter():
     assert short_hint(ApiSummary("x.y", coverage="no_arguments")) == "not profiled"
 
 
+def test_sized_api_shows_its_reference_size_figures_and_consumption():
+    """Pooling sizes would let the most-sampled size decide; the editor shows the figures at
+    the reference size, named, and the cost of consuming a returned iterator, labelled."""
+    at_100 = {
+        Metric.WALL: Histogram.of([2000] * 10),
+        Metric.CONSUME_WALL: Histogram.of([50_000] * 10),
+    }
+    pooled = {m: h + Histogram.of([20.0] * 90) for m, h in at_100.items()}
+    summary = ApiSummary(
+        "it.chunks",
+        coverage="profiled",
+        histograms=pooled,
+        reference_size=100,
+        size_axis="n",
+        typical=at_100,
+    )
+    assert short_hint(summary) == cost_hint(2000, None) + " at n=100"
+    text = describe(summary, ServerConfig())
+    assert "| | typical (median) at n=100 | p90 |" in text
+    assert "| wall time | 2.0 µs | 2.0 µs |" in text
+    assert f"| {Metric.CONSUME_WALL.label} | 50.0 µs | 50.0 µs |" in text
+
+
 def test_describe_has_table_histogram_counts_and_link():
     summary = profiled_summary()
     text = describe(summary, ServerConfig(docs_url="https://d.example"))

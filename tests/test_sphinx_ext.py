@@ -262,6 +262,8 @@ def test_directive_shows_median_spread_samples_and_growth(html_build):
         Metric.ALLOC_INCL
     ]
     assert '<span class="apiprof-badge-growth"' in compact.group(1) and "O(n)" in compact.group(1)
+    # measured at n = 10 … 5000: its typical time is the one at n = 100 (4 calls of 400 ns), named
+    assert f"≈{format_ns(400)}" in compact.group(1) and "at n = 100" in compact.group(1)
 
 
 def test_alias_resolves_to_canonical_api(html_build):
