@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
-from apiprof.engine.measure.machine import time_reference
+from apiprof.engine.measure.machine import reference_check_ns
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import PySite, Site, resolve_site
 from apiprof.engine.measure.switches import open_switches
@@ -157,8 +157,8 @@ def _consume(run_once: Callable[[], object], site: PySite, budget: Budget) -> Co
 
 
 def _reference_check(calibration: Calibration) -> Disturbance:
-    """Time the reference workload once; slow against the calibrated index = a busy machine."""
-    took = time_reference()
+    """Time the reference workload (warm); slow against the calibrated index = a busy machine."""
+    took = reference_check_ns()
     slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
     return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
 
