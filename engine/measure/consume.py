@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import choose_counter
-from apiprof.engine.measure.probes import clone_function, restore_code
+from apiprof.engine.measure.probes import clone_function, restore_code, set_code
 
 try:
     from apiprof.engine.measure import _alloccount
@@ -126,11 +126,14 @@ def run_consume_pass(
 def _swap_in(function: types.FunctionType, wrapper: Callable[..., object]) -> None:
     """Make calls of ``function`` run ``wrapper`` (same free variables: the swap is allowed)."""
     code = _delegating_code(len(function.__code__.co_freevars))
-    function.__code__ = code.replace(
-        co_consts=tuple(wrapper if c == _PLACEHOLDER else c for c in code.co_consts),
-        co_freevars=function.__code__.co_freevars,
-        co_name=function.__code__.co_name,
-        co_qualname=function.__code__.co_qualname,
+    set_code(
+        function,
+        code.replace(
+            co_consts=tuple(wrapper if c == _PLACEHOLDER else c for c in code.co_consts),
+            co_freevars=function.__code__.co_freevars,
+            co_name=function.__code__.co_name,
+            co_qualname=function.__code__.co_qualname,
+        ),
     )
 
 

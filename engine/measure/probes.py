@@ -26,6 +26,7 @@ import random
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -152,8 +153,17 @@ def install_probe_id(function: types.FunctionType, index: int) -> types.CodeType
     return original
 
 
+def set_code(function: types.FunctionType, code: types.CodeType) -> None:
+    """Give ``function`` another code object. A generator function swapped for a plain wrapper
+    (and back) makes 3.13+ warn that such swaps are deprecated; they are still allowed, last
+    one pass and are always undone, so the warning would only alarm the people scanning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Assigning a code object of non-matching type")
+        function.__code__ = code
+
+
 def restore_code(function: types.FunctionType, original: types.CodeType) -> None:
-    function.__code__ = original
+    set_code(function, original)
 
 
 def acquire_tool_id() -> int:
@@ -312,10 +322,13 @@ def install_trampoline(
     template = _template(len(original.co_freevars))
     objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
     consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
-    function.__code__ = template.replace(
-        co_consts=consts,
-        co_freevars=original.co_freevars,
-        co_name=original.co_name,
-        co_qualname=original.co_qualname,
+    set_code(
+        function,
+        template.replace(
+            co_consts=consts,
+            co_freevars=original.co_freevars,
+            co_name=original.co_name,
+            co_qualname=original.co_qualname,
+        ),
     )
     return original
