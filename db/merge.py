@@ -29,6 +29,7 @@ SCAN_COLUMNS = (
     "options",
     "host",
     "machine_speed_ns",
+    "disturbance",
 )
 """The scan columns a merge copies (not the process id: the copy is not running anywhere)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -13,7 +14,13 @@ import pytest
 from apiprof.db import query
 from apiprof.db.merge import merge_files
 from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
-from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.db.store import (
+    begin_scan,
+    finish_scan,
+    record_scan_conditions,
+    store_batch,
+    store_entry_points,
+)
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
@@ -21,6 +28,7 @@ from apiprof.model.records import (
     CallEdge,
     Coverage,
     CoverageRecord,
+    Disturbance,
     EntryKind,
     EntryPoint,
     Environment,
@@ -59,6 +67,7 @@ def write_scan(path, batch: ScanBatch) -> int:
     scan_id = begin_scan(db, "pkg", "1.0", ENV, Calibration(), {})
     store_entry_points(db, [EP])
     store_batch(db, batch, environment_id=ENV.id, package="pkg", scan_id=scan_id)
+    record_scan_conditions(db, scan_id, 30_000.0, Disturbance(runs=7, disturbed_runs=1))
     finish_scan(db, scan_id)
     db.conn.close()
     return scan_id
@@ -108,6 +117,10 @@ def test_merge_adds_databases_and_keeps_inputs_untouched(tmp_path):
     cpu = query.histograms(db, "pkg.f", metric=Metric.CPU)[Metric.CPU]
     assert cpu.total == pytest.approx(3 * 100.0 * (10 + 100 + 1000) * 5)
     assert db.execute("SELECT COUNT(*) FROM scans").fetchone()[0] == 2
+    # what each scan saw of the machine travels with it (a cluster's databases are merged)
+    assert [json.loads(d) for (d,) in db.execute("SELECT disturbance FROM scans")] == [
+        Disturbance(runs=7, disturbed_runs=1).to_json()
+    ] * 2
     assert db.execute("SELECT count FROM call_edges").fetchone()[0] == 8
     db.conn.close()
 
