@@ -95,7 +95,7 @@ class ScanOptions:
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20
     max_seconds: float = 2.0  # cap per pass, scenario and size (an expensive call keeps 1 run)
-    time_budget: float = 0.02  # seconds of runs per timing pass, scenario and size
+    time_budget: float = 0.01  # seconds of runs per timing pass, scenario and size
     jobs: int = 1
     call_timeout: float = 10.0  # seconds for one call of a scenario
     # seconds for all scenarios of one entry point; the worker is then killed

@@ -53,7 +53,7 @@ class MeasureSettings:
     repeat: int = 20
     max_seconds: float = 2.0
     call_timeout: float = 10.0
-    time_budget: float = 0.02
+    time_budget: float = 0.01
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from apiprof.model.records import (
     Metric,
 )
 
-TIME_BUDGET = 0.02
+TIME_BUDGET = 0.01
 """Default seconds of runs per timing pass (each scenario size, each group of targets)."""
 
 

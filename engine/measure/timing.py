@@ -32,8 +32,9 @@ merge into an unbiased picture of the same calls the WALL metric covers.
 
 How long a pass runs (:class:`Budget`): one unrecorded warm-up run, then runs in stretches
 that double in length while they are shorter than ``STRETCH_SECONDS``, until at least
-``min_runs`` runs are recorded and ``seconds`` have gone into them (never past
-``max_seconds``). Many back-to-back runs of a cheap scenario also keep the code warm, as it is
+``min_runs`` runs are recorded and ``seconds`` have gone into them — time the thread ran:
+with perf records the preempted time does not count, so a pass on a busy machine gets about
+the samples an idle one gets — (never past ``max_seconds`` of wall time). Many back-to-back runs of a cheap scenario also keep the code warm, as it is
 in a caller's loop. Around every stretch the pass calls an empty reference function, probed
 identically, ``REFERENCE_CALLS`` times (every 4th call also reads the CPU clock): the medians of
 its raw intervals are the *inside* overhead the pass subtracts, so drift of the machine's speed
@@ -239,7 +240,7 @@ def _measure_leg(
         records.truncate(records.empty())
     started = time.perf_counter()
     runs = stretch = 0
-    discarded = 0.0
+    discarded = away = 0.0  # seconds re-measured / spent preempted (not the pass's own time)
     size = 1
     while True:
         lengths = records.lengths()
@@ -261,13 +262,15 @@ def _measure_leg(
                     records.truncate(lengths)  # measure this stretch again
                     continue
             log.preempted += seen.preempted
+            away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
         total = time.perf_counter() - started
-        if total > budget.max_seconds or (runs >= budget.min_runs and total >= budget.seconds):
-            break
+        own = total - away  # the budget is time the thread ran, so a busy machine's
+        if total > budget.max_seconds or (runs >= budget.min_runs and own >= budget.seconds):
+            break  # passes get about as many samples as an idle one's (wall time stays capped)
         if spent < STRETCH_SECONDS:
             size = min(size * 2, MAX_STRETCH_RUNS)
-        if total >= budget.seconds:  # only the minimum count is left to reach
+        if own >= budget.seconds:  # only the minimum count is left to reach
             size = min(size, budget.min_runs - runs)
     if probe_reference:
         _call_reference(REFERENCE_CALLS)
