@@ -3,11 +3,19 @@
     summary = scan("textwrap", db_path="apiprof.db")
 
 Every step that runs the package's code (importing it, collecting and running scenarios, even
-calibrating the probes) happens in sandboxed worker processes (:mod:`apiprof.engine.isolation.pool`); this
-process only plans, collates and writes. Results are stored per entry point in their own
-transaction as they arrive, so an interrupted scan keeps everything measured so far, and
-``resume=True`` continues the package's last unfinished scan, skipping entry points that already
-have a coverage row from it.
+calibrating the probes) happens in confined worker processes (:mod:`apiprof.engine.isolation.pool`),
+a fresh one per entry point; this process only plans, checks, collates and writes. It trusts
+nothing a worker sends (the pool checks every reply against its task), and reports honestly:
+an entry point whose code, or a thread it started, tried something the sandbox forbids is
+``blocked`` with the reason and keeps no measurements; what a module's top-level code tried is
+blamed on that module's import. The isolation the workers got is stored with the scan.
+
+Results are stored per entry point in their own transaction as they arrive, so an interrupted
+scan keeps everything measured so far, and ``resume=True`` continues the package's last
+unfinished scan (one resuming process at a time), skipping entry points that already have a
+coverage row from it. A database that fails mid-scan ends it with a
+:class:`~apiprof.errors.DatabaseError` (exit code 3), the scan marked interrupted where the file
+still allows it.
 
 With ``tests=PATH`` the package's own pytest suite is one more scenario (:mod:`~apiprof.engine.testsuite`).
 
@@ -17,6 +25,7 @@ time only while there are idle cores for every worker (workers compete for cores
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -30,9 +39,8 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
-from apiprof.db.owner import ScanOwner, still_running
 from apiprof.db.query import summaries
-from apiprof.db.schema import DEFAULT_DB, open_db
+from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (
     begin_scan,
     finish_scan,
@@ -41,8 +49,17 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
+from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.isolation.confine import (
+    Isolation,
+    Level,
+    clean_up_after_killed_scans,
+    package_location,
+)
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import (
+    Attempt,
+    Blame,
     Calibrate,
     Calibrated,
     Discover,
@@ -54,6 +71,8 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
+from apiprof.model.checks import qualname_problem, within
+from apiprof.model.owner import owner_of_row
 from apiprof.model.records import (
     Calibration,
     Coverage,
@@ -112,6 +131,10 @@ class ScanOptions:
     tests: str = ""
     # seconds for every run of the test suite together; the worker is then killed
     tests_timeout: float = 900.0
+    # "auto" (strict where possible, else process, said loudly), "strict" (or refuse), "process"
+    isolation: str = Isolation.AUTO.value
+    # entry points per worker: 1 = a fresh worker for each (more only to measure what that costs)
+    tasks_per_worker: int = 1
     # profile only these entry points (qualified names); empty = every one discovered
     only: tuple[str, ...] = ()
 
@@ -145,17 +168,23 @@ class ScanOptions:
             return (*self.scenario_files, str(bundled))
         return self.scenario_files
 
-    def worker_options(self) -> WorkerOptions:
+    def worker_options(self, package: str = "") -> WorkerOptions:
+        """How workers run; ``package`` (and the files the scan reads) must be readable in them."""
         env = {}
         if self.python_path:
             inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
             env["PYTHONPATH"] = os.pathsep.join([*map(str, self.python_path), *inherited])
+        location = package_location(package) if package else ""
+        readable = [*map(str, self.python_path), *self.scenario_files, self.tests, location]
         return WorkerOptions(
             memory_mb=self.memory_mb,
             call_timeout=self.call_timeout,
             scenario_timeout=self.scenario_timeout,
             guard=self.guard,
             env=env,
+            isolation=Isolation(self.isolation),
+            max_tasks=self.tasks_per_worker,
+            readable=tuple(os.path.abspath(p) for p in readable if p),
         )
 
     def validate(self) -> None:
@@ -179,6 +208,10 @@ class ScanOptions:
             problems.append("timeouts must be positive numbers of seconds")
         if self.memory_mb < 64:
             problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
+        if self.isolation not in set(Isolation):
+            problems.append(f"--isolation must be one of {', '.join(Isolation)}")
+        if self.tasks_per_worker < 1:
+            problems.append("tasks_per_worker must be at least 1")
         if problems:
             raise errors.UsageError("; ".join(problems))
 
@@ -187,11 +220,13 @@ class ScanOptions:
 class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
-    stage: str  # "calibrate", "discover", "tests" (only with --tests), "profile", "done"
+    # "isolation", "calibrate", "discover", "tests" (only with --tests), "profile", "done"
+    stage: str
     done: int = 0
     total: int = 0
     qualname: str = ""  # the entry point just finished (profile stage)
-    status: str = ""  # its coverage status
+    status: str = ""  # its coverage status; the level reached (isolation stage)
+    detail: str = ""  # what that level consists of, and why it is not strict (isolation stage)
 
 
 @dataclass(frozen=True)
@@ -227,20 +262,10 @@ class ScanSummary:
     tests: SuiteRun | None = None  # the --tests scenario, when asked for
     machine_speed_ns: float = 0.0  # the machine-speed index stored with the scan (lower = faster)
     disturbance: Disturbance = field(default_factory=Disturbance)  # other load seen while measuring
-
-    @property
-    def warnings(self) -> list[str]:
-        """What a person should know about the numbers (a machine that stayed busy)."""
-        d = self.disturbance
-        if not d.busy:
-            return []
-        return [
-            f"the machine stayed busy while measuring: {d.slow_references} of {d.references} "
-            "reference timings ran more than 1.5x slower than calibrated and "
-            f"{d.disturbed_runs} of {d.runs} runs were preempted (preempted time is subtracted, "
-            "a shared CPU is not); figures may read high — scan again on a quieter machine for "
-            "reference numbers"
-        ]
+    isolation: str = ""  # the isolation the workers got (also stored with the scan)
+    # module -> what its top-level code (or a thread it started) tried that the sandbox forbids
+    blocked_at_import: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # isolation below strict, names ignored...
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -276,7 +301,9 @@ class ScanSummary:
             "tests": self.tests.to_json() if self.tests else None,
             "machine_speed_ns": self.machine_speed_ns or None,
             "disturbance": self.disturbance.to_json(),
-            "warnings": self.warnings,
+            "isolation": self.isolation,
+            "blocked_at_import": {m: list(r) for m, r in self.blocked_at_import.items()},
+            "warnings": list(self.warnings),
         }
 
 
@@ -307,29 +334,53 @@ def scan(
     check_scenario_files(options.scenario_files)
     options = with_absolute_suite_path(options)
     started = time.monotonic()
+    warnings = [note] if (note := clean_up_after_killed_scans().describe()) else []
     db = open_db(db_path, timeout=options.db_timeout)
     try:
-        claim_write_access(db, db_path)
-        resumed = find_resumable_scan(db, package) if resume else None
-        if resume and resumed is None:
-            raise errors.UsageError(
-                f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
-            )
-        if resumed is not None and resumed["owner"] is not None and still_running(resumed["owner"]):
-            owner = resumed["owner"]
-            raise errors.UsageError(
-                f"{db_path}: scan #{resumed['id']} of {package!r} is still running (process {owner.pid} on this "
-                f"host); let it finish, or stop it (kill {owner.pid}) and then --resume"
-            )
-        if resumed is not None:  # same scenarios and calibration as the scan being continued
-            stored = ScanOptions.from_json(resumed["options"])
-            options = with_absolute_suite_path(
-                replace(
-                    options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS}
-                )
-            )
-        environment = Environment.current()
-        with WorkerPool(options.jobs, options.worker_options()) as pool:
+        return _scan(db, package, db_path, options, resume, report, started, warnings)
+    except sqlite3.Error as exc:
+        raise errors.DatabaseError(
+            f"{db_path}: the database failed during the scan ({exc}); the scan is marked "
+            "interrupted where the file still allows it. Check the file (sqlite3 "
+            f"{db_path} 'PRAGMA integrity_check'), restore a copy or use another --db"
+        ) from exc
+    finally:
+        db.conn.close()
+
+
+def _scan(
+    db: sqlite_utils.Database,
+    package: str,
+    db_path: str | Path,
+    options: ScanOptions,
+    resume: bool,
+    report: Callable[[ScanProgress], None],
+    started: float,
+    warnings: list[str],
+) -> ScanSummary:
+    claim_write_access(db, db_path)
+    resumed = find_resumable_scan(db, package) if resume else None
+    if resume and resumed is None:
+        raise errors.UsageError(
+            f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
+        )
+    if resumed is not None:  # same scenarios and calibration as the scan being continued
+        claim_resumed_scan(db, db_path, package, int(resumed["id"]))
+        stored = ScanOptions.from_json(resumed["options"])
+        options = with_absolute_suite_path(
+            replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+        )
+    environment = Environment.current()
+    scan_id = int(resumed["id"]) if resumed is not None else 0
+    status = "interrupted"
+    seen = Disturbance()  # other load seen while measuring
+    try:
+        with WorkerPool(options.jobs, options.worker_options(package)) as pool:
+            confinement = pool.settle()
+            isolation = confinement.describe()
+            report(ScanProgress("isolation", status=confinement.level, detail=isolation))
+            if confinement.level is not Level.STRICT:
+                warnings.append(f"isolation below strict — {isolation}")
             report(ScanProgress("calibrate"))
             calibration = (
                 Calibration.from_json(resumed["calibration"])
@@ -337,10 +388,11 @@ def scan(
                 else calibrate_in_worker(pool)
             )
             report(ScanProgress("discover"))
-            found = discover_package(pool, package, options)
+            found, discovery_result = discover_package(pool, package, options, warnings)
+            blocked_at_import = ImportAttempts()
+            blocked_at_import.add(discovery_result.attempts)
             if resumed is not None:
-                scan_id = int(resumed["id"])
-                take_over_scan(db, scan_id)
+                record_isolation(db, scan_id, isolation)
             else:
                 scan_id = begin_scan(
                     db,
@@ -349,11 +401,13 @@ def scan(
                     environment,
                     calibration,
                     options.to_json(),
+                    isolation,
                 )
             store_entry_points(db, found.discovery.entry_points)
             plan = plan_scan(
                 found, options, done=completed_entry_points(db, scan_id) if resumed else set()
             )
+            plan.known += blocked_at_import.records()
             suite = None
             if options.tests and plan.requests:
                 report(ScanProgress("tests"))
@@ -361,13 +415,14 @@ def scan(
                     found.discovery.package,
                     [ep.qualname for ep in found.discovery.entry_points],
                     options.tests,
-                    options.worker_options(),
+                    options.worker_options(package),
                     timeout=options.tests_timeout,
                     max_seconds=options.max_seconds,
                     calibration=calibration,
                 )
-            batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
-            seen = Disturbance()
+            batches = bucket_results(
+                run_plan(pool, plan, options, calibration), suite, blocked_at_import
+            )
 
             def noted() -> Generator[tuple[str, ScanBatch], None, None]:
                 nonlocal seen
@@ -382,25 +437,111 @@ def scan(
                 status = store_results(db, noted(), plan, scan_id, environment.id, package, report)
             finally:
                 record_scan_conditions(db, scan_id, calibration.machine_speed_ns, seen)
+            warnings += busy_warnings(seen)
             workers = pool.started + (suite is not None)
-        elapsed = time.monotonic() - started
-        result = summarize_scan(
-            db,
-            found,
-            scan_id,
-            str(db_path),
-            status,
-            plan.skipped,
-            elapsed,
-            workers,
-            tests=suite,
-            only=set(options.only),
-        )
-        result = replace(result, machine_speed_ns=calibration.machine_speed_ns, disturbance=seen)
-        report(ScanProgress("done", result.discovered, result.discovered))
-        return result
     finally:
-        db.conn.close()
+        if scan_id and status != "finished":  # stopped before store_results could say so
+            with contextlib.suppress(sqlite3.Error):
+                finish_scan(db, scan_id, "interrupted")
+    elapsed = time.monotonic() - started
+    result = summarize_scan(
+        db,
+        found,
+        scan_id,
+        str(db_path),
+        status,
+        plan.skipped,
+        elapsed,
+        workers,
+        tests=suite,
+        only=set(options.only),
+    )
+    result = replace(
+        result,
+        machine_speed_ns=calibration.machine_speed_ns,
+        disturbance=seen,
+        isolation=isolation,
+        blocked_at_import=blocked_at_import.reasons(found.discovery.package, db),
+        warnings=warnings,
+    )
+    report(ScanProgress("done", result.discovered, result.discovered))
+    return result
+
+
+def claim_resumed_scan(
+    db: sqlite_utils.Database, db_path: str | Path, package: str, scan_id: int
+) -> None:
+    """Become the one process resuming scan ``scan_id``, or refuse: its owner is alive."""
+    owner = take_over_scan(db, scan_id)
+    if owner is not None:
+        raise errors.UsageError(
+            f"{db_path}: scan #{scan_id} of {package!r} is still running (process {owner.pid} on "
+            f"this host); let it finish, or stop it (kill {owner.pid}) and then --resume"
+        )
+
+
+def record_isolation(db: sqlite_utils.Database, scan_id: int, isolation: str) -> None:
+    """A resumed scan records the isolation of each run that added to it."""
+    row = db.execute("SELECT isolation FROM scans WHERE id = ?", [scan_id]).fetchone()
+    earlier = row[0] if row and row[0] else ""
+    if earlier != isolation:
+        text = f"{earlier}; resumed with {isolation}" if earlier else isolation
+        with immediate(db):
+            db.execute("UPDATE scans SET isolation = ? WHERE id = ?", [text, scan_id])
+
+
+class ImportAttempts:
+    """What modules' top-level code (or threads it started) tried, gathered over the scan:
+    from discovery, which imports everything, and from each entry point's worker, which imports
+    its module again (the same attempts, reported once) or imports more on first use."""
+
+    def __init__(self) -> None:
+        self.by_module: dict[str, dict[str, None]] = {}  # module -> ordered reasons
+        self.changed: set[str] = set()
+
+    def add(self, attempts: Iterable[Attempt]) -> None:
+        for attempt in attempts:
+            if attempt.by_entry:
+                continue
+            reason = describe_attempt(attempt)
+            reasons = self.by_module.setdefault(attempt.module, {})
+            if reason not in reasons:
+                reasons[reason] = None
+                self.changed.add(attempt.module)
+
+    def records(self) -> list[CoverageRecord]:
+        """Coverage rows for the modules with new attempts since the last call."""
+        rows = [
+            CoverageRecord(
+                module,
+                Coverage.BLOCKED,
+                f"while importing {module}: {join_reasons(self.by_module[module])}",
+            )
+            for module in sorted(self.changed)
+            if is_module_name(module)
+        ]
+        self.changed.clear()
+        return rows
+
+    def reasons(self, package: str, db: sqlite_utils.Database) -> dict[str, list[str]]:
+        """Every module of ``package`` whose import tried something (this run's and, for a
+        resumed scan, earlier runs' as stored)."""
+        found = {m: list(r) for m, r in self.by_module.items() if within(m, package)}
+        names = {
+            r[0]
+            for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
+        }
+        for qualname, reason in db.execute(
+            "SELECT qualname, reason FROM coverage WHERE package = ? AND status = ?",
+            [package, str(Coverage.BLOCKED)],
+        ):
+            if qualname not in names and qualname not in found:
+                found[qualname] = [reason]
+        return dict(sorted(found.items()))
+
+
+def is_module_name(name: str) -> bool:
+    return not qualname_problem(name)
 
 
 def store_results(
@@ -434,7 +575,11 @@ def store_results(
         status = "finished"
     finally:
         batches.close()  # stops the run: busy workers are killed at once
-        finish_scan(db, scan_id, status)
+        try:
+            finish_scan(db, scan_id, status)
+        except sqlite3.Error:
+            if status == "finished":
+                raise  # otherwise an error is on its way already; it is the one to report
     return status
 
 
@@ -454,16 +599,17 @@ def with_absolute_suite_path(options: ScanOptions) -> ScanOptions:
     return replace(options, tests=resolve_suite_path(options.tests)) if options.tests else options
 
 
-def check_scenario_files(paths: Sequence[str]) -> None:
-    """Parse every scenario file here (parsing runs no code) so a typo fails fast with file:line."""
-    if not paths:
-        return
+def check_scenario_files(paths: Sequence[str]) -> list[ScenarioSpec]:
+    """Parse every scenario file here (parsing runs no code) so a typo fails fast with
+    file:line; the specs read here are the ones the scan trusts."""
     from apiprof.engine.scenarios.files import load_scenario_file
 
+    specs = []
     for path in paths:
         if not Path(path).is_file():
             raise errors.ScenarioFileError(str(path), None, "no such scenario file; check the path")
-        load_scenario_file(path)
+        specs += load_scenario_file(path)
+    return specs
 
 
 def calibrate_in_worker(pool: WorkerPool) -> Calibration:
@@ -472,11 +618,49 @@ def calibrate_in_worker(pool: WorkerPool) -> Calibration:
     return reply.calibration
 
 
-def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Discovered:
-    """Import the package in a worker, list its entry points and read the scenario files."""
-    files = [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
-    result = pool.request(Discover(package, files), timeout=options.discovery_timeout)
-    return expect(result, Discovered, f"discovering {package!r}")
+def discover_package(
+    pool: WorkerPool, package: str, options: ScanOptions, warnings: list[str] | None = None
+) -> tuple[Discovered, TaskResult]:
+    """Import the package in a worker and list its entry points; read the scenario files here.
+    What the worker listed is checked: names that are not Python names inside the package are
+    dropped (and said in ``warnings``)."""
+    specs = check_scenario_files(
+        [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
+    )
+    result = pool.request(Discover(package, []), timeout=options.discovery_timeout)
+    found = expect(result, Discovered, f"discovering {package!r}")
+    discovery, dropped = checked_discovery(found.discovery, package)
+    if dropped and warnings is not None:
+        shown = ", ".join(repr(name[:80]) for name in dropped[:5])
+        warnings.append(
+            f"discovery listed {len(dropped)} name(s) that are not Python names inside "
+            f"{package}; they were ignored: {shown}"
+        )
+    return Discovered(discovery, specs), result
+
+
+def checked_discovery(discovery: Discovery, package: str) -> tuple[Discovery, list[str]]:
+    """``discovery`` without names that are not dotted Python names inside ``package`` (an
+    ``__all__`` entry like ``"../x"`` would otherwise become a key, a file name, a page)."""
+    dropped: list[str] = []
+
+    def fine(name: str) -> bool:
+        ok = not qualname_problem(name) and within(name, package)
+        if not ok:
+            dropped.append(name)
+        return ok
+
+    entries = [
+        replace(entry, aliases=tuple(a for a in entry.aliases if fine(a)))
+        for entry in discovery.entry_points
+        if fine(entry.qualname) and fine(entry.module)
+    ]
+    failures = {m: e for m, e in discovery.import_failures.items() if fine(m)}
+    version = discovery.version if discovery.version.isprintable() else ""
+    checked = replace(
+        discovery, version=version[:100], entry_points=entries, import_failures=failures
+    )
+    return checked, dropped
 
 
 def expect(result: TaskResult, kind: type[T], doing: str) -> T:
@@ -541,13 +725,37 @@ def run_plan(
     )
 
 
+def busy_warnings(seen: Disturbance) -> list[str]:
+    """What a person should know when the machine stayed busy while measuring."""
+    if not seen.busy:
+        return []
+    return [
+        f"the machine stayed busy while measuring: {seen.slow_references} of {seen.references} "
+        "reference timings ran more than 1.5x slower than calibrated and "
+        f"{seen.disturbed_runs} of {seen.runs} runs were preempted (preempted time is subtracted, "
+        "a shared CPU is not); figures may read high — scan again on a quieter machine for "
+        "reference numbers"
+    ]
+
+
 def bucket_results(
-    results: Iterable[TaskResult], suite: SuiteRun | None = None
+    results: Iterable[TaskResult],
+    suite: SuiteRun | None = None,
+    blocked_at_import: ImportAttempts | None = None,
 ) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
-    them, when ``suite`` reached it) and its coverage verdict."""
+    them, when ``suite`` reached it) and its coverage verdict. An entry point whose code, or a
+    thread it started, tried something forbidden is blocked and keeps no measurements: they
+    describe runs whose forbidden operations were refused (and a worker that may have lied).
+    What an import tried goes to the module's row (``blocked_at_import``)."""
+    blocked_at_import = blocked_at_import or ImportAttempts()
     for result in results:
+        qualname = result.task.id
+        blocked_at_import.add(result.attempts)
         batch = ScanBatch()
+        own = [
+            describe_attempt(a) for a in result.attempts if a.blame is Blame.ENTRY or not a.module
+        ]
         outcomes: list[tuple[Coverage, str]] = []
         for partial in result.partials:
             spec = partial.scenario
@@ -563,10 +771,38 @@ def bucket_results(
         # the task as a whole failed: collection, or the worker died
         if (failure := result.failure) is not None:
             outcomes.append((failure.kind, failure.reason))
-        if suite is not None:
-            outcomes += suite.add_to_batch(batch, result.task.id, outcomes)
-        batch.coverage.append(combine_outcomes(result.task.id, outcomes))
-        yield result.task.id, batch
+        if own:
+            batch.measurements, batch.edges = [], []
+            broke = (
+                [failure.reason] if failure is not None and failure.kind is Coverage.BLOCKED else []
+            )
+            record = CoverageRecord(qualname, Coverage.BLOCKED, join_reasons([*broke, *own]))
+        else:
+            if suite is not None:
+                outcomes += suite.add_to_batch(batch, qualname, outcomes)
+            record = combine_outcomes(qualname, outcomes)
+        batch.coverage = [record, *blocked_at_import.records()]
+        yield qualname, batch
+
+
+MAX_REASONS = 3
+"""Attempts named in one coverage row (the first ones; all of them were refused)."""
+
+
+def describe_attempt(attempt: Attempt) -> str:
+    """An entry point's attempt, said for its coverage row."""
+    reason = attempt.reason if len(attempt.reason) <= 300 else attempt.reason[:299] + "…"
+    if attempt.blame is Blame.THREAD:
+        return f"a background thread it started {reason}"
+    return reason
+
+
+def join_reasons(reasons: Iterable[str]) -> str:
+    """Distinct reasons, the first :data:`MAX_REASONS` of them, and how many more there were."""
+    distinct = list(dict.fromkeys(reasons))
+    shown = "; ".join(distinct[:MAX_REASONS])
+    more = len(distinct) - MAX_REASONS
+    return shown + (f" (and {more} more)" if more > 0 else "")
 
 
 def combine_outcomes(qualname: str, outcomes: Sequence[tuple[Coverage, str]]) -> CoverageRecord:
@@ -593,7 +829,7 @@ def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, An
     ).fetchone()
     if row is None or row[1] == "finished":
         return None
-    owner = ScanOwner(row[4], int(row[5]), row[6] or "") if row[4] and row[5] else None
+    owner = owner_of_row(row[4:7])
     return {
         "id": row[0],
         "status": row[1],
@@ -698,8 +934,8 @@ def write_scenario_scaffold(
 
     options = options or ScanOptions()
     check_scenario_files(options.scenario_files)
-    with WorkerPool(options.jobs, options.worker_options()) as pool:
-        found = discover_package(pool, package, options)
+    with WorkerPool(options.jobs, options.worker_options(package)) as pool:
+        found, _ = discover_package(pool, package, options)
         plan = plan_scan(found, options, profile=False)
         covered = {
             r.task.id

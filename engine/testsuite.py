@@ -127,7 +127,8 @@ def run_test_suite(
         suite.status = "failed" if reply.problem else "ran"
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
-        suite.blocked = list(reply.blocked)
+        # named by the in-process reporter, and by the scanner's filter supervisor
+        suite.blocked = sorted({*reply.blocked, *(a.reason for a in result.attempts)})
         if not reply.problem:
             for measurement in reply.measurements:
                 suite.measurements.setdefault(measurement.qualname, []).append(measurement)

@@ -179,7 +179,7 @@ def test_a_version_2_file_is_readable_as_is_and_gains_scan_owners_on_migration(t
 
 
 def test_still_running_tells_a_live_scanner_from_a_dead_or_recycled_pid():
-    from apiprof.db.owner import ScanOwner, process_start_time, still_running, this_process
+    from apiprof.model.owner import ScanOwner, process_start_time, still_running, this_process
 
     me = this_process()
     assert me.pid == os.getpid() and me.process_started.isdigit()
