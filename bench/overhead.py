@@ -1,14 +1,17 @@
 """Probe overhead per measured call: apiprof's probes next to cProfile's, on this interpreter.
 
-Columns (ns per call of an empty function, medians of interleaved rounds):
-* apiprof inside — what a probe pair leaves inside the measured interval (subtracted later);
-* apiprof full   — everything one probed call adds to the program (entry + exit probes), for a
-                   call that does not read the thread-CPU clock (most calls of short functions);
-* full +cpu      — the same for a call that also reads the thread-CPU clock (every call of
-                   functions ≥ 20 µs, every 16th call of shorter ones);
-* apiprof C full — a C function probed at its call site (no CPU clock);
-* cProfile       — (loop under cProfile − plain loop) / calls; cProfile also slows every
-                   other function by about this much, apiprof's local events do not.
+Columns (ns per call of an empty function, medians of interleaved rounds, all in one run):
+* inside  — what a probe pair leaves inside the measured interval (subtracted later);
+            target ≤ 60 ns on 3.12/3.13;
+* full    — everything one probed call adds to the program (entry + exit probes), for a call
+            that does not read the thread-CPU clock (most calls of short functions);
+            target ≤ 150 ns on 3.12/3.13;
+* full+cpu — the same for a call that also reads the thread-CPU clock (every call of
+            functions ≥ 20 µs, a random 1 in 16 of shorter ones);
+* C full  — a C function probed at its call site (no CPU clock);
+* cProfile — (loop under cProfile − plain loop) / calls; cProfile also slows every other
+            function by about this much, apiprof's local events do not.
+On 3.12+ the C probes (``_timing``) and the Python fallback probes are both measured.
 Run: python bench/overhead.py [--all-pythons]
 """
 
@@ -23,8 +26,10 @@ import sys
 import time
 
 from apiprof.engine.measure.calibrate import measure_calibration
+from apiprof.engine.measure.timing import HAS_C_PROBES
 
 CALLS = 2000
+INSIDE_TARGET, FULL_TARGET = 60, 150
 
 
 def _empty():
@@ -51,18 +56,29 @@ def cprofile_ns(rounds: int) -> float:
 
 
 def run_here(rounds: int) -> None:
-    cals = [measure_calibration() for _ in range(rounds)]
+    variants = ["c", "python"] if HAS_C_PROBES else [None]
+    cals: dict[str | None, list] = {v: [] for v in variants}
+    for _ in range(rounds):  # interleaved, so load on the machine hits every variant alike
+        for variant in variants:
+            cals[variant].append(measure_calibration(probe_impl=variant))
+    cprofile = cprofile_ns(rounds * 3)
     med = statistics.median
-    inside = med(c.overhead_ns["enter"] for c in cals)
-    full = med(c.overhead_ns["enter"] + c.overhead_ns["exit"] for c in cals)
-    full_cpu = med(c.overhead_ns["enter+cpu"] + c.overhead_ns["exit+cpu"] for c in cals)
-    c_full = med(c.overhead_ns["c_enter"] + c.overhead_ns["c_exit"] for c in cals)
-    short_mix = (15 * full + full_cpu) / 16
-    print(
-        f"python {sys.version.split()[0]:8} {cals[0].mechanism:46} inside={inside:5.0f}  full={full:5.0f}  "
-        f"full+cpu={full_cpu:5.0f}  short-call mix={short_mix:5.0f}  C full={c_full:5.0f}  "
-        f"cProfile={cprofile_ns(rounds * 3):5.0f}  (ns per call)"
-    )
+    version = sys.version.split()[0]
+    for variant, runs in cals.items():
+        inside = med(c.overhead_ns["enter"] for c in runs)
+        full = med(c.overhead_ns["enter"] + c.overhead_ns["exit"] for c in runs)
+        full_cpu = med(c.overhead_ns["enter+cpu"] + c.overhead_ns["exit+cpu"] for c in runs)
+        c_full = med(c.overhead_ns["c_enter"] + c.overhead_ns["c_exit"] for c in runs)
+        label = {"c": "C probes", "python": "Python probes", None: runs[0].mechanism}[variant]
+        verdict = ""
+        if variant == "c":
+            ok = inside <= INSIDE_TARGET and full <= FULL_TARGET
+            verdict = f"  targets ≤{INSIDE_TARGET}/≤{FULL_TARGET}: {'PASS' if ok else 'MISS'}"
+        print(
+            f"python {version:8} {label:46} inside={inside:5.0f}  full={full:5.0f}  "
+            f"full+cpu={full_cpu:5.0f}  C full={c_full:5.0f}  cProfile={cprofile:5.0f}  "
+            f"(ns per call){verdict}"
+        )
 
 
 def run_all(rounds: int) -> None:

@@ -21,6 +21,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or a positive number of seconds, got {text}")
+    return value
+
+
 def size_list(text: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(part) for part in text.split(",") if part.strip())

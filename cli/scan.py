@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from apiprof.cli.cluster import add_cluster_arguments, run_cluster_scan, wants_cluster
-from apiprof.cli.options import positive_float, positive_int, size_list
+from apiprof.cli.options import non_negative_float, positive_float, positive_int, size_list
 from apiprof.db.schema import DEFAULT_DB
 from apiprof.errors import UsageError
 
@@ -88,11 +89,22 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default: {','.join(map(str, default.sizes))})",
     )
     parser.add_argument(
+        "--min-runs",
         "--repeat",
+        dest="repeat",
         type=positive_int,
         default=default.repeat,
         metavar="N",
-        help=f"runs per scenario and size (default: {default.repeat})",
+        help=f"at least N measured runs per scenario size and pass, however long they take "
+        f"(up to {default.max_seconds:g} s per pass; default: {default.repeat})",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=non_negative_float,
+        default=default.time_budget,
+        metavar="S",
+        help="seconds each timing pass keeps running the scenario after the minimum, so cheap calls get "
+        f"thousands of samples (default: {default.time_budget:g})",
     )
     parser.add_argument(
         "--jobs",
@@ -186,6 +198,7 @@ def scan_options(args: argparse.Namespace):
         synthesize=not args.no_synth,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
+        time_budget=args.time_budget,
         jobs=args.jobs,
         call_timeout=args.timeout,
         scenario_timeout=args.scenario_timeout,
@@ -199,7 +212,7 @@ def scan_options(args: argparse.Namespace):
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    from apiprof.engine.scan import last_scan_status, scan
+    from apiprof.engine.scan import busy_warnings, last_scan_status, scan
 
     options = scan_options(args)
     if wants_cluster(args):
@@ -220,6 +233,8 @@ def run_scan(args: argparse.Namespace) -> int:
             summary = scan(
                 package, db_path=args.db, options=options, resume=resume, progress=warn_isolation
             )
+            for warning in busy_warnings(summary.disturbance):  # isolation's came as progress
+                print(f"{package}: warning: {warning}", file=sys.stderr)
         else:
             with ScanProgressBar(package) as bar:
                 summary = scan(

@@ -13,11 +13,21 @@ SHOW_EPILOG = """\
 --json prints one object with these stable fields:
   qualname, module, kind, signature, summary
   coverage: {status, reason}
+  reference: {size, size_axis, label}  what the typical figures stand for: the measured
+     input size closest to 100 (e.g. label "at n=100"); size null when the API has no sizes
   metrics: {METRIC: {label, unit, count, mean, median, p90, stdev,
-            buckets: [{bucket, low, high, count, sum, sum_sq}]}}
+            buckets: [{bucket, low, high, count, sum, sum_sq}],
+            sub_buckets: [{bucket, sub, low, high, count, sum, sum_sq}]}}
+     typical figures (at the reference size); median and p90 come from the sub-buckets.
      METRIC is one of wall_ns, cpu_ns, alloc_incl_bytes, alloc_excl_bytes, calls_per_run,
-     io_read_bytes, io_write_bytes (I/O: Linux only, present even when zero);
-     bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1
+     io_read_bytes, io_write_bytes (I/O: Linux only, present even when zero),
+     consume_wall_ns, consume_alloc_bytes (APIs returning an iterator: the call plus
+     consuming what it returned);
+     bucket i holds values in [low, high) = [2**i, 2**(i+1)); bucket -1 holds values below 1;
+     sub-bucket j of bucket i holds [2**(i + j/8), 2**(i + (j+1)/8))
+  cpu_ns counts are weighted: a sampled call counts as the calls it stands for (1 in 16 -> 16)
+  sizes: [{scenario_id, size, metric, count, median, p90, mean}]  per scenario and size
+     (size null for unsized scenarios), for wall_ns, cpu_ns, alloc_incl_bytes and consume_*
   growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,
             points, size_axis}]
   scenario_count, scenarios: [{id, source, description, sizes}]
@@ -32,13 +42,16 @@ def print_profile(data: dict[str, Any]) -> None:
     print(f"{data['qualname']}{data['signature']}")
     if data["summary"]:
         print(f"  {data['summary']}")
+    if data["reference"]["label"]:
+        print(f"  typical figures {data['reference']['label']} (per-size figures below)")
     status = data["coverage"]["status"]
     if status and status != "profiled":
         print(f"  not profiled ({status}): {data['coverage']['reason']}")
     for name, m in data["metrics"].items():
         metric = Metric(name)
         hist = Histogram.from_buckets(
-            (b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"]
+            ((b["bucket"], b["count"], b["sum"], b["sum_sq"]) for b in m["buckets"]),
+            ((b["bucket"], b["sub"], b["count"], b["sum"], b["sum_sq"]) for b in m["sub_buckets"]),
         )
         if not worth_showing(metric, hist):
             continue
@@ -48,6 +61,15 @@ def print_profile(data: dict[str, Any]) -> None:
         )
         for line in text_histogram(hist, metric):
             print(f"  {line}")
+    if any(f["size"] is not None for f in data["sizes"]):
+        print("\nper size (median, p90, samples):")
+        for f in data["sizes"]:
+            metric = Metric(f["metric"])
+            size = "-" if f["size"] is None else str(f["size"])
+            print(
+                f"  {f['scenario_id']} {size:>7} {metric.label}: {format_value(metric, f['median'])}, "
+                f"{format_value(metric, f['p90'])}, {f['count']}"
+            )
     if data["scenarios"]:
         print(f"\nscenarios ({data['scenario_count']}):")
         for s in data["scenarios"]:

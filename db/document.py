@@ -2,10 +2,13 @@
 and CI, and what ``apiprof show`` draws in the terminal.
 
 Fields (documented for users in ``apiprof show --help`` and docs/cli.md): qualname, module, kind,
-signature, summary; coverage {status, reason}; metrics {METRIC: {label, unit, count, mean, median,
-p90, stdev, buckets: [{bucket, low, high, count, sum, sum_sq}]}}; growth_class; growth [{metric,
-scenario_id, growth_class, rel_error, r2, points, size_axis}] (time first); scenario_count;
-scenarios [{id, source, description, sizes}]. Statistics are null when a metric has no samples.
+signature, summary; coverage {status, reason}; reference {size, size_axis, label} (what the
+typical figures stand for); metrics {METRIC: {label, unit, count, mean, median, p90, stdev,
+buckets: [{bucket, low, high, count, sum, sum_sq}], sub_buckets: [{bucket, sub, low, high, count,
+sum, sum_sq}]}} (typical: at the reference size); sizes [{scenario_id, size, metric, count,
+median, p90, mean}] (per scenario and size); growth_class; growth [{metric, scenario_id,
+growth_class, rel_error, r2, points, size_axis}] (time first); scenario_count; scenarios [{id,
+source, description, sizes}]. Statistics are null when a metric has no samples.
 """
 
 from __future__ import annotations
@@ -17,8 +20,17 @@ import sqlite_utils
 
 from apiprof.db import query
 from apiprof.errors import UsageError
-from apiprof.model.histogram import bucket_bounds
-from apiprof.model.records import Metric
+from apiprof.model.histogram import bucket_bounds, sub_bucket_bounds
+from apiprof.model.records import NO_SIZE, Metric
+
+SIZE_METRICS = (
+    Metric.WALL,
+    Metric.CPU,
+    Metric.ALLOC_INCL,
+    Metric.CONSUME_WALL,
+    Metric.CONSUME_ALLOC,
+)
+"""Metrics listed per scenario and size in the document."""
 
 
 def _stat(value: float | None) -> float | None:
@@ -29,6 +41,8 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
     """Everything stored about one API (any alias of it) as plain JSON-ready data; a usage error
     with close names when the database does not know it."""
     found = query.summary(db, qualname)
+    if found is not None:
+        found = found.at_reference()
     if found is None:
         near = query.similar_names(db, qualname)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
@@ -59,6 +73,18 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
                 }
                 for i, c, s, sq in hist.rows()
             ],
+            "sub_buckets": [
+                {
+                    "bucket": i,
+                    "sub": j,
+                    "low": sub_bucket_bounds(i, j)[0],
+                    "high": sub_bucket_bounds(i, j)[1],
+                    "count": c,
+                    "sum": s,
+                    "sum_sq": sq,
+                }
+                for i, j, c, s, sq in hist.sub_rows()
+            ],
         }
     scenarios: dict[str, dict[str, Any]] = {}
     for piece in query.scenario_breakdown(db, found.qualname):
@@ -80,7 +106,24 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
         "signature": found.signature,
         "summary": found.summary,
         "coverage": {"status": found.coverage or None, "reason": found.reason},
+        "reference": {
+            "size": found.reference_size,
+            "size_axis": found.size_axis or None,
+            "label": found.reference_label or None,
+        },
         "metrics": metrics,
+        "sizes": [
+            {
+                "scenario_id": f.scenario_id,
+                "size": f.size if f.size != NO_SIZE else None,
+                "metric": str(f.metric),
+                "count": f.count,
+                "median": _stat(f.median),
+                "p90": _stat(f.p90),
+                "mean": _stat(f.mean),
+            }
+            for f in query.size_figures(db, found.qualname, SIZE_METRICS)
+        ],
         "growth_class": found.growth.growth_class if found.growth else None,
         "growth": [
             {

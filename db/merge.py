@@ -28,6 +28,7 @@ from apiprof.db.store import (
     ADD_EDGES_SQL,
     ADD_SPEEDS_SQL,
     ADD_VERSIONS_SQL,
+    ADD_SUB_BUCKETS_SQL,
     recompute_growth,
 )
 from apiprof.errors import DatabaseError, UsageError
@@ -49,6 +50,7 @@ SCAN_COLUMNS = (
     "options",
     "host",
     "machine_speed_ns",
+    "disturbance",
     "isolation",
     "uid",
 )
@@ -138,6 +140,19 @@ def merge_into(
             ).fetchall()
             conn.executemany(ADD_BUCKETS_SQL, rows)
             counts["buckets"] = len(rows)
+            has_subs = conn.execute(
+                "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = 'sub_buckets'"
+            ).fetchone()
+            sub_rows = (
+                conn.execute(
+                    "SELECT qualname, metric, scenario_id, size, environment_id, bucket, sub, count, sum, sum_sq "
+                    "FROM src.sub_buckets"
+                ).fetchall()
+                if has_subs
+                else []
+            )
+            conn.executemany(ADD_SUB_BUCKETS_SQL, sub_rows)
+            counts["sub_buckets"] = len(sub_rows)
             edges = conn.execute("SELECT caller, callee, count FROM src.call_edges").fetchall()
             conn.executemany(ADD_EDGES_SQL, edges)
             counts["call_edges"] = len(edges)

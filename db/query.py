@@ -1,25 +1,41 @@
 """Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
 
-"Typical time" is the median of active wall time (elapsed minus the probe overhead measured
-live in the same pass; docs/mechanisms.rst) over every measured call; the thread-CPU metric is a sample
-of the calls (its clock is a syscall) and is the fallback when no wall time was recorded.
-"Typical allocation" is the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
-unless asked to split.
+"Typical time" is the median of active wall time (elapsed minus the probe overhead and the
+time the thread was preempted, docs/mechanisms.rst); the thread-CPU metric is a sample of the calls (its
+clock is a system call) and is the fallback when no wall time was recorded. "Typical
+allocation" is the median inclusive allocation. Medians and p90s come from the sub-buckets
+(within a few percent of the exact sample percentiles).
+
+**Which calls "typical" stands for.** Pooling every input size would let whichever size got the
+most samples decide the figure (cheap small inputs are measured far more often in a fixed time
+budget). So when an API was measured at sizes, the typical figures are those of one stated
+*reference size*: the measured size closest to :data:`REFERENCE_SIZE` (on a log scale), all
+scenarios measured at that size merged. ``ApiSummary.reference_size`` says which; it is None
+when the API has only unsized scenarios, which are then merged. Per-size figures are one call
+away (:func:`size_figures`). ``ApiSummary.histograms`` keeps the merge of everything;
+``ApiSummary.typical`` (or :meth:`ApiSummary.at_reference`) holds the figures at the reference size.
+
+**Consumption.** For APIs that return an iterator or generator, calling costs almost nothing
+and consuming costs everything: ``consume_wall_ns``/``consume_alloc_bytes`` measure the call
+plus exhausting what it returned, and are labelled so (``Metric.label``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sqlite_utils
 
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import Metric, ScenarioSource
+from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
+REFERENCE_SIZE = 100
+"""The input size typical figures are given at, when an API was measured at sizes."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +62,39 @@ class ApiSummary:
     summary: str = ""
     coverage: str = ""  # Coverage value; "" when never scanned
     reason: str = ""
+    # every scenario, size and environment merged
     histograms: dict[Metric, Histogram] = field(default_factory=dict)
     scenarios: int = 0
     growth: GrowthRow | None = None
+    reference_size: int | None = None  # the input size "typical" stands for; None: unsized
+    size_axis: str = ""  # the size parameter's name ("n") when reference_size is set
+    # the typical figures' histograms: at ``reference_size`` when the API was measured at sizes
+    typical: dict[Metric, Histogram] = field(default_factory=dict)
+
+    def at_reference(self) -> ApiSummary:
+        """This summary with the typical histograms in place of the merge over all sizes: every
+        property (``time_median_ns``, ``alloc_median_bytes``...) then gives the figure at
+        :attr:`reference_size`, which :attr:`reference_label` names. A summary built without
+        typical histograms (by hand, or merged from several databases) is its own typical."""
+        return replace(self, histograms=self.typical) if self.typical else self
+
+    @property
+    def reference_label(self) -> str:
+        """What the typical figures stand for, for people: "at n=100", or "" when unsized."""
+        if self.reference_size is None:
+            return ""
+        return f"at {self.size_axis or 'n'}={self.reference_size}"
+
+    @property
+    def consume_median_ns(self) -> float | None:
+        """Median time to call and exhaust the returned iterator (None: not an iterator API)."""
+        hist = self.histograms.get(Metric.CONSUME_WALL)
+        return hist.median if hist else None
+
+    @property
+    def consume_alloc_median_bytes(self) -> float | None:
+        hist = self.histograms.get(Metric.CONSUME_ALLOC)
+        return hist.median if hist else None
 
     @property
     def profiled(self) -> bool:
@@ -117,19 +163,89 @@ def histograms(
         if value is not None:
             where.append(f"{column} = ?")
             params.append(str(value) if column == "metric" else value)
-    rows = db.execute(
-        f"SELECT metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets WHERE {' AND '.join(where)} "
+    condition = " AND ".join(where)
+    out: dict[Metric, Histogram] = defaultdict(Histogram)
+    for metric, *row in db.execute(
+        f"SELECT metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets WHERE {condition} "
         "GROUP BY metric, bucket",
         params,
-    ).fetchall()
-    return _group_histograms((Metric(m), b, c, s, sq) for m, b, c, s, sq in rows)
+    ):
+        out[Metric(metric)].merge(Histogram.from_buckets([row]))
+    if has_sub_buckets(db):
+        for metric, *row in db.execute(
+            f"SELECT metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) FROM sub_buckets "
+            f"WHERE {condition} GROUP BY metric, bucket, sub",
+            params,
+        ):
+            if Metric(metric) in out:
+                out[Metric(metric)].merge(Histogram.from_buckets((), [row]))
+    return dict(out)
 
 
-def _group_histograms(rows: Iterable[tuple]) -> dict[Metric, Histogram]:
-    grouped: dict[Metric, list[tuple]] = defaultdict(list)
-    for metric, bucket, count, total, total_sq in rows:
-        grouped[metric].append((bucket, count, total, total_sq))
-    return {metric: Histogram.from_buckets(r) for metric, r in grouped.items()}
+def has_sub_buckets(db: sqlite_utils.Database) -> bool:
+    """Whether the file has sub-buckets (a later migration); older files answer from buckets alone."""
+    return (
+        db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sub_buckets'"
+        ).fetchone()
+        is not None
+    )
+
+
+def _sized_histograms(
+    db: sqlite_utils.Database, qualnames: list[str], by_scenario: bool = False
+) -> dict[tuple, dict[Metric, Histogram]]:
+    """Histograms per (qualname, size) — or (qualname, scenario, size) — per metric, bucket and
+    sub-bucket rows merged over environments (and scenarios unless ``by_scenario``)."""
+    marks = ",".join("?" * len(qualnames))
+    keys = "qualname, scenario_id, size" if by_scenario else "qualname, size"
+    width = 3 if by_scenario else 2
+    rows: dict[tuple, list[tuple]] = defaultdict(list)
+    for row in db.execute(
+        f"SELECT {keys}, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
+        f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket",
+        qualnames,
+    ):
+        rows[tuple(row[: width + 1])].append(row[width + 1 :])
+    sub_rows: dict[tuple, list[tuple]] = defaultdict(list)
+    if has_sub_buckets(db):
+        for row in db.execute(
+            f"SELECT {keys}, metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) FROM sub_buckets "
+            f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket, sub",
+            qualnames,
+        ):
+            sub_rows[tuple(row[: width + 1])].append(row[width + 1 :])
+    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
+    for key, buckets in rows.items():
+        out[key[:width]][Metric(key[width])] = Histogram.from_buckets(
+            buckets, sub_rows.get(key, ())
+        )
+    return out
+
+
+def reference_size(sizes: Iterable[int]) -> int | None:
+    """The measured size typical figures are given at: the one closest to
+    :data:`REFERENCE_SIZE` on a log scale (the smaller on a tie); None without sized data."""
+    sized = [s for s in sizes if s != NO_SIZE]
+    if not sized:
+        return None
+    return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
+
+
+def _typical(
+    by_size: dict[int, dict[Metric, Histogram]],
+) -> tuple[int | None, dict[Metric, Histogram], dict[Metric, Histogram]]:
+    """(reference size, typical histograms, pooled histograms) of one API.
+
+    A metric measured only by unsized scenarios (none at the reference size) keeps their figure
+    in the typical ones rather than disappearing from them."""
+    pooled: dict[Metric, Histogram] = defaultdict(Histogram)
+    for per_metric in by_size.values():
+        for metric, hist in per_metric.items():
+            pooled[metric].merge(hist)
+    size = reference_size(by_size)
+    typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
+    return size, typical, dict(pooled)
 
 
 def summary(db: sqlite_utils.Database, name: str) -> ApiSummary | None:
@@ -181,15 +297,14 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
         ):
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
-        per_api: dict[str, list[tuple]] = defaultdict(list)
-        for qualname, metric, bucket, count, total, total_sq in db.execute(
-            f"SELECT qualname, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
-            f"WHERE qualname IN ({marks}) GROUP BY qualname, metric, bucket",
-            chunk,
-        ):
-            per_api[qualname].append((Metric(metric), bucket, count, total, total_sq))
-        for qualname, rows in per_api.items():
-            out.setdefault(qualname, ApiSummary(qualname)).histograms = _group_histograms(rows)
+        per_api: dict[str, dict[int, dict[Metric, Histogram]]] = defaultdict(dict)
+        for (qualname, size), per_metric in _sized_histograms(db, chunk).items():
+            per_api[qualname][size] = per_metric
+        axes = _size_axes(db, chunk)
+        for qualname, by_size in per_api.items():
+            found = out.setdefault(qualname, ApiSummary(qualname))
+            found.reference_size, found.typical, found.histograms = _typical(by_size)
+            found.size_axis = axes.get(qualname, "") if found.reference_size is not None else ""
         for qualname, n in db.execute(
             f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",
             chunk,
@@ -210,6 +325,19 @@ def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict
             if fit := _headline_growth(fits):
                 out[qualname] = fit
     return out
+
+
+def _size_axes(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, str]:
+    """The size parameter's name per API (from its sized scenarios; "n" when unnamed)."""
+    marks = ",".join("?" * len(qualnames))
+    return {
+        qualname: axis or "n"
+        for qualname, axis in db.execute(
+            f"SELECT qualname, MAX(size_axis) FROM scenarios WHERE qualname IN ({marks}) "
+            "AND size_axis != '' GROUP BY qualname",
+            qualnames,
+        )
+    }
 
 
 def _growth_rows(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, list[GrowthRow]]:
@@ -260,30 +388,67 @@ def scenario_breakdowns(
 ) -> dict[str, list[ScenarioSlice]]:
     """:func:`scenario_breakdown` of many APIs (every API when ``qualnames`` is None) in one
     query per 500 names: a docs build asks for all of them, one page each."""
-    query = (
-        "SELECT b.qualname, b.scenario_id, COALESCE(s.source, ''), COALESCE(s.description, ''), "
-        "b.size, b.metric, b.bucket, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) FROM buckets b "
-        "LEFT JOIN scenarios s ON s.id = b.scenario_id {where}"
-        "GROUP BY b.qualname, b.scenario_id, b.size, b.metric, b.bucket "
-        "ORDER BY b.qualname, b.scenario_id, b.size, b.metric"
-    )
     if qualnames is None:
-        rows = db.execute(query.format(where="")).fetchall()
+        names = [row[0] for row in db.execute("SELECT DISTINCT qualname FROM buckets")]
     else:
-        names, rows = list(qualnames), []
-        for start in range(0, len(names), 500):
-            batch = names[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            rows += db.execute(query.format(where=f"WHERE b.qualname IN ({marks}) "), batch)
-    grouped: dict[tuple, list[tuple]] = defaultdict(list)
-    for qualname, scenario_id, source, description, size, metric, *bucket in rows:
-        grouped[(qualname, scenario_id, source, description, size, metric)].append(bucket)
+        names = list(qualnames)
     out: dict[str, list[ScenarioSlice]] = defaultdict(list)
-    for (qualname, sid, source, desc, size, metric), buckets in grouped.items():
-        out[qualname].append(
-            ScenarioSlice(sid, source, desc, size, Metric(metric), Histogram.from_buckets(buckets))
-        )
+    for start in range(0, len(names), 500):
+        batch = names[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        scenarios = {
+            sid: (source, description)
+            for sid, source, description in db.execute(
+                "SELECT id, source, description FROM scenarios WHERE id IN "
+                f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))",
+                batch,
+            )
+        }
+        for (qualname, scenario_id, size), per_metric in sorted(
+            _sized_histograms(db, batch, by_scenario=True).items()
+        ):
+            source, description = scenarios.get(scenario_id, ("", ""))
+            for metric in sorted(per_metric, key=str):
+                out[qualname].append(
+                    ScenarioSlice(
+                        scenario_id, source, description, size, metric, per_metric[metric]
+                    )
+                )
     return dict(out)
+
+
+@dataclass(frozen=True)
+class SizeFigures:
+    """One scenario at one size, one metric: the per-size figures behind "typical"."""
+
+    scenario_id: str
+    size: int  # NO_SIZE (-1) for unsized scenarios
+    metric: Metric
+    count: int
+    median: float
+    p90: float
+    mean: float
+
+
+def size_figures(
+    db: sqlite_utils.Database, qualname: str, metrics: Iterable[Metric] | None = None
+) -> list[SizeFigures]:
+    """Median, p90 and mean per scenario and size (sizes ascending), for the metrics asked for
+    (default: all) — the figures one step away from the typical one."""
+    wanted = set(metrics) if metrics is not None else set(Metric)
+    return [
+        SizeFigures(
+            piece.scenario_id,
+            piece.size,
+            piece.metric,
+            piece.histogram.count,
+            piece.histogram.median,
+            piece.histogram.percentile(90),
+            piece.histogram.mean,
+        )
+        for piece in scenario_breakdown(db, qualname)
+        if piece.metric in wanted and piece.histogram
+    ]
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,20 @@ def _v7_collection(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v8_sub_buckets(db: sqlite_utils.Database) -> None:
+    # Finer additive buckets beside the log2 ones (8 per power of two) for accurate percentiles,
+    # and what each scan saw of the machine's load. Older rows simply have no sub-buckets.
+    db.execute(
+        """CREATE TABLE sub_buckets (
+            qualname TEXT NOT NULL, metric TEXT NOT NULL, scenario_id TEXT NOT NULL,
+            size INTEGER NOT NULL, environment_id TEXT NOT NULL, bucket INTEGER NOT NULL,
+            sub INTEGER NOT NULL, count INTEGER NOT NULL, sum REAL NOT NULL, sum_sq REAL NOT NULL,
+            PRIMARY KEY (qualname, metric, scenario_id, size, environment_id, bucket, sub)
+        ) WITHOUT ROWID"""
+    )
+    db.table("scans").add_column("disturbance", str)  # JSON of model.records.Disturbance
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
@@ -190,6 +204,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v5_merged_tasks,
     _v6_isolation_and_scan_uid,
     _v7_collection,
+    _v8_sub_buckets,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2

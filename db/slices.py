@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
+from apiprof.db.query import has_sub_buckets
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import ScenarioSource
 
@@ -58,9 +59,20 @@ def sliced_histograms(
     grouped: dict[tuple[str, str, Slice], list[tuple]] = defaultdict(list)
     for qualname, metric, scenario_id, size, bucket, count, total, total_sq in rows:
         grouped[(qualname, metric, (scenario_id, size))].append((bucket, count, total, total_sq))
+    sub_grouped: dict[tuple[str, str, Slice], list[tuple]] = defaultdict(list)
+    if has_sub_buckets(db):  # the fine cells that make medians and p90s accurate
+        for qualname, metric, scenario_id, size, *sub_row in db.execute(
+            "SELECT b.qualname, b.metric, b.scenario_id, b.size, b.bucket, b.sub, SUM(b.count), "
+            "SUM(b.sum), SUM(b.sum_sq) FROM sub_buckets b LEFT JOIN scenarios s "
+            f"ON s.id = b.scenario_id WHERE {' AND '.join(where)} "
+            "GROUP BY b.qualname, b.metric, b.scenario_id, b.size, b.bucket, b.sub",
+            metrics,
+        ):
+            sub_grouped[(qualname, metric, (scenario_id, size))].append(tuple(sub_row))
     out: SlicedHistograms = defaultdict(lambda: defaultdict(dict))
-    for (qualname, metric, piece), bucket_rows in grouped.items():
-        hist = Histogram.from_buckets(bucket_rows)
+    for key, bucket_rows in grouped.items():
+        qualname, metric, piece = key
+        hist = Histogram.from_buckets(bucket_rows, sub_grouped.get(key, ()))
         if hist:
             out[qualname][metric][piece] = hist
     return {qualname: dict(by_metric) for qualname, by_metric in out.items()}

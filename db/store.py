@@ -28,6 +28,7 @@ from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,
+    Disturbance,
     EntryPoint,
     Environment,
     Measurement,
@@ -43,6 +44,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (qualname, metric, scenario_id, size, environment_id, bucket) DO UPDATE SET
     count = buckets.count + excluded.count, sum = buckets.sum + excluded.sum,
     sum_sq = buckets.sum_sq + excluded.sum_sq
+"""
+
+ADD_SUB_BUCKETS_SQL = """
+INSERT INTO sub_buckets (qualname, metric, scenario_id, size, environment_id, bucket, sub, count, sum, sum_sq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (qualname, metric, scenario_id, size, environment_id, bucket, sub) DO UPDATE SET
+    count = count + excluded.count, sum = sum + excluded.sum, sum_sq = sum_sq + excluded.sum_sq
 """
 
 ADD_EDGES_SQL = """
@@ -132,6 +140,21 @@ def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
+def record_scan_conditions(
+    db: sqlite_utils.Database, scan_id: int, machine_speed_ns: float, disturbance: Disturbance
+) -> None:
+    """Store the machine-speed index (lower is faster) and what the scan saw of other load, so
+    readers can compare databases from different machines and tell busy-machine scans."""
+    with db.conn:
+        db.table("scans").update(
+            scan_id,
+            {
+                "machine_speed_ns": machine_speed_ns or None,
+                "disturbance": json.dumps(disturbance.to_json(), sort_keys=True),
+            },
+        )
+
+
 def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:
     """Insert or refresh the descriptive rows for entry points and their aliases."""
     entry_points = list(entry_points)
@@ -174,6 +197,19 @@ def bucket_rows(measurements: Iterable[Measurement], environment_id: str) -> lis
     return [(*key, int(c), s, sq) for key, (c, s, sq) in totals.items()]
 
 
+def sub_bucket_rows(measurements: Iterable[Measurement], environment_id: str) -> list[tuple]:
+    """Pre-aggregated sub-bucket rows (bucket key plus the sub-bucket), like :func:`bucket_rows`."""
+    totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for m in measurements:
+        for bucket, sub, count, total, total_sq in m.histogram.sub_rows():
+            key = (m.qualname, str(m.metric), m.scenario_id, m.size, environment_id, bucket, sub)
+            acc = totals[key]
+            acc[0] += count
+            acc[1] += total
+            acc[2] += total_sq
+    return [(*key, int(c), s, sq) for key, (c, s, sq) in totals.items()]
+
+
 def store_batch(
     db: sqlite_utils.Database,
     batch: ScanBatch,
@@ -199,6 +235,9 @@ def store_batch(
                 pk="id",
             )
         db.conn.executemany(ADD_BUCKETS_SQL, bucket_rows(batch.measurements, environment_id))
+        db.conn.executemany(
+            ADD_SUB_BUCKETS_SQL, sub_bucket_rows(batch.measurements, environment_id)
+        )
         db.conn.executemany(ADD_EDGES_SQL, _edge_rows(batch.edges))
         if batch.coverage:
             db.table("coverage").upsert_all(
@@ -249,6 +288,13 @@ def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None 
         series[(qualname, metric, scenario_id)][size].merge(
             Histogram.from_buckets([(bucket, count, total, total_sq)])
         )
+    for qualname, metric, scenario_id, size, *row in db.execute(
+        "SELECT qualname, metric, scenario_id, size, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) "
+        f"FROM sub_buckets WHERE {where} AND metric != ? "
+        "GROUP BY qualname, metric, scenario_id, size, bucket, sub",
+        [*params, str(Metric.CALLS)],
+    ):
+        series[(qualname, metric, scenario_id)][size].merge(Histogram.from_buckets((), [row]))
     axes = dict(db.execute("SELECT id, size_axis FROM scenarios").fetchall())
     rows = []
     for (qualname, metric, scenario_id), by_size in series.items():

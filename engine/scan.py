@@ -44,6 +44,7 @@ from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (
     begin_scan,
     finish_scan,
+    record_scan_conditions,
     store_batch,
     store_entry_points,
     take_over_scan,
@@ -76,6 +77,7 @@ from apiprof.model.records import (
     Calibration,
     Coverage,
     CoverageRecord,
+    Disturbance,
     EntryKind,
     EntryPoint,
     Environment,
@@ -109,8 +111,10 @@ class ScanOptions:
     docstrings: bool = True  # run ``>>>`` examples as scenarios
     synthesize: bool = True  # synthesise arguments from annotations and defaults
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
-    repeat: int = 20  # runs per scenario and size (a scenario file may say otherwise)
-    max_seconds: float = 2.0  # measuring budget per scenario and size
+    # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
+    repeat: int = 20
+    max_seconds: float = 2.0  # cap per pass, scenario and size (an expensive call keeps 1 run)
+    time_budget: float = 0.01  # seconds of runs per timing pass, scenario and size
     jobs: int = 1
     call_timeout: float = 10.0  # seconds for one call of a scenario
     # seconds for all scenarios of one entry point; the worker is then killed
@@ -143,6 +147,7 @@ class ScanOptions:
         "sizes",
         "repeat",
         "max_seconds",
+        "time_budget",
         "tests",
         "only",
     )
@@ -189,7 +194,11 @@ class ScanOptions:
         if not self.sizes or any(s < 1 for s in self.sizes):
             problems.append("--sizes must be positive integers, e.g. 10,100,1000")
         if self.repeat < 1:
-            problems.append("--repeat must be at least 1")
+            problems.append("--min-runs must be at least 1")
+        if not 0 <= self.time_budget <= self.max_seconds:
+            problems.append(
+                f"--time-budget must be between 0 and the per-pass cap ({self.max_seconds:g} s)"
+            )
         if (
             min(
                 self.call_timeout, self.scenario_timeout, self.discovery_timeout, self.tests_timeout
@@ -251,6 +260,8 @@ class ScanSummary:
     workers_started: int = 0
     most_expensive: list[CostLine] = field(default_factory=list)
     tests: SuiteRun | None = None  # the --tests scenario, when asked for
+    machine_speed_ns: float = 0.0  # the machine-speed index stored with the scan (lower = faster)
+    disturbance: Disturbance = field(default_factory=Disturbance)  # other load seen while measuring
     isolation: str = ""  # the isolation the workers got (also stored with the scan)
     # module -> what its top-level code (or a thread it started) tried that the sandbox forbids
     blocked_at_import: dict[str, list[str]] = field(default_factory=dict)
@@ -288,6 +299,8 @@ class ScanSummary:
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "most_expensive": [asdict(line) for line in self.most_expensive],
             "tests": self.tests.to_json() if self.tests else None,
+            "machine_speed_ns": self.machine_speed_ns or None,
+            "disturbance": self.disturbance.to_json(),
             "isolation": self.isolation,
             "blocked_at_import": {m: list(r) for m, r in self.blocked_at_import.items()},
             "warnings": list(self.warnings),
@@ -360,6 +373,7 @@ def _scan(
     environment = Environment.current()
     scan_id = int(resumed["id"]) if resumed is not None else 0
     status = "interrupted"
+    seen = Disturbance()  # other load seen while measuring
     try:
         with WorkerPool(options.jobs, options.worker_options(package)) as pool:
             confinement = pool.settle()
@@ -406,9 +420,24 @@ def _scan(
                     max_seconds=options.max_seconds,
                     calibration=calibration,
                 )
-            results = run_plan(pool, plan, options, calibration)
-            batches = bucket_results(results, suite, blocked_at_import)
-            status = store_results(db, batches, plan, scan_id, environment.id, package, report)
+            batches = bucket_results(
+                run_plan(pool, plan, options, calibration), suite, blocked_at_import
+            )
+
+            def noted() -> Generator[tuple[str, ScanBatch], None, None]:
+                nonlocal seen
+                try:
+                    for qualname, batch in batches:
+                        seen += batch.disturbance
+                        yield qualname, batch
+                finally:
+                    batches.close()  # stops the run at once, as store_results expects
+
+            try:
+                status = store_results(db, noted(), plan, scan_id, environment.id, package, report)
+            finally:
+                record_scan_conditions(db, scan_id, calibration.machine_speed_ns, seen)
+            warnings += busy_warnings(seen)
             workers = pool.started + (suite is not None)
     finally:
         if scan_id and status != "finished":  # stopped before store_results could say so
@@ -429,6 +458,8 @@ def _scan(
     )
     result = replace(
         result,
+        machine_speed_ns=calibration.machine_speed_ns,
+        disturbance=seen,
         isolation=isolation,
         blocked_at_import=blocked_at_import.reasons(found.discovery.package, db),
         warnings=warnings,
@@ -686,12 +717,25 @@ def run_plan(
 ) -> Iterator[TaskResult]:
     """Run every task on the pool; results arrive in completion order."""
     settings = MeasureSettings(
-        calibration, options.repeat, options.max_seconds, options.call_timeout
+        calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
     )
     return pool.run(
         Task(request.entry.qualname, replace(request, settings=settings))
         for request in plan.requests
     )
+
+
+def busy_warnings(seen: Disturbance) -> list[str]:
+    """What a person should know when the machine stayed busy while measuring."""
+    if not seen.busy:
+        return []
+    return [
+        f"the machine stayed busy while measuring: {seen.slow_references} of {seen.references} "
+        "reference timings ran more than 1.5x slower than calibrated and "
+        f"{seen.disturbed_runs} of {seen.runs} runs were preempted (preempted time is subtracted, "
+        "a shared CPU is not); figures may read high — scan again on a quieter machine for "
+        "reference numbers"
+    ]
 
 
 def bucket_results(
@@ -716,6 +760,7 @@ def bucket_results(
         for partial in result.partials:
             spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
+            batch.disturbance += partial.disturbance
             if partial.failure is None:
                 batch.measurements += partial.measurements
                 batch.edges += partial.edges
@@ -855,7 +900,7 @@ def summarize_scan(
             s.samples,
             s.growth.growth_class if s.growth else "",
         )
-        for s in summaries(db, profiled).values()
+        for s in (found.at_reference() for found in summaries(db, profiled).values())
         if s.time_median_ns is not None
     ]
     costs.sort(key=lambda line: -(line.time_median_ns or 0))

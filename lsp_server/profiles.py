@@ -3,9 +3,9 @@
 A summary that pools every input size is not "typical" of anything: ``str.join`` over 10 items
 and over 100,000 items land in one histogram, and its p90 is a hundred times its median. So the
 histograms are kept per size, and the figures the editor shows are those of one representative
-size (the middle one measured), named beside the numbers. Measurements collected in real
-programs (scenario source ``collected``) are kept apart from lab scans and shown on a line of
-their own.
+size (the measured size closest to 100, as ``apiprof show`` and the docs use), named beside
+the numbers. Measurements collected in real programs (scenario source ``collected``) are kept
+apart from lab scans and shown on a line of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from functools import cached_property
 
 import sqlite_utils
 
-from apiprof.db.query import TIME_METRICS, ApiSummary, summaries
+from apiprof.db.query import TIME_METRICS, ApiSummary, has_sub_buckets, reference_size, summaries
 from apiprof.model.histogram import Histogram, merge_all
 from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
 
@@ -102,7 +102,7 @@ class CostProfile:
             return None
         time_metric = next((m for m in TIME_METRICS if any(k[1] is m for k in mine)), None)
         sizes = sorted({k[2] for k in mine if k[2] != NO_SIZE and k[1] is time_metric})
-        size = sizes[len(sizes) // 2] if sizes and not collected else None
+        size = reference_size(sizes) if not collected else None  # as `show` and the docs
 
         def pooled(metric: Metric | None) -> Histogram | None:
             found = [h for (_, m, s), h in mine.items() if m is metric and size in (None, s)]
@@ -146,8 +146,24 @@ def load_profiles(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, 
         ).fetchall():
             key = (bool(collected), Metric(metric), NO_SIZE if collected else int(size))
             rows[(qualname, key)].append((bucket, count, total, total_sq))
+        sub_rows: dict[tuple[str, CellKey], list[tuple]] = defaultdict(list)
+        if has_sub_buckets(db):  # the fine cells behind accurate medians and p90s
+            for qualname, metric, size, collected, *row in db.execute(
+                "SELECT b.qualname, b.metric, b.size, "
+                "(b.scenario_id = ? OR COALESCE(s.source, '') = ?) AS collected, "
+                "b.bucket, b.sub, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) "
+                "FROM sub_buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
+                f"WHERE b.qualname IN ({','.join('?' * len(chunk))}) "
+                f"AND b.metric IN ({','.join('?' * len(metrics))}) "
+                "GROUP BY b.qualname, b.metric, b.size, collected, b.bucket, b.sub",
+                [COLLECTED, COLLECTED, *chunk, *metrics],
+            ).fetchall():
+                key = (bool(collected), Metric(metric), NO_SIZE if collected else int(size))
+                sub_rows[(qualname, key)].append(tuple(row))
         for (qualname, key), buckets in rows.items():
-            out[qualname].cells[key] = Histogram.from_buckets(buckets)
+            out[qualname].cells[key] = Histogram.from_buckets(
+                buckets, sub_rows.get((qualname, key), ())
+            )
     return out
 
 

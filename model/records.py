@@ -12,7 +12,7 @@ import json
 import platform
 import sys
 import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from apiprof.model.codec import from_data, to_data
@@ -26,16 +26,23 @@ class Metric(enum.StrEnum):
     """What a histogram measures. The value is the stored name; ``unit`` is its native unit."""
 
     WALL = "wall_ns"  # elapsed wall time per call, probe overhead subtracted
-    CPU = "cpu_ns"  # thread CPU ("active") time per call, probe overhead subtracted
+    # thread CPU ("active") time per call, probe overhead subtracted; read on a sample of calls,
+    # each sample counted as the calls it stands for (1 in 16 → 16), so CPU and WALL histograms
+    # describe the same calls and pool alike
+    CPU = "cpu_ns"
     ALLOC_INCL = "alloc_incl_bytes"  # bytes allocated by the call and everything it calls
     ALLOC_EXCL = "alloc_excl_bytes"  # bytes allocated by the function's own code only
     CALLS = "calls_per_run"  # how many times one scenario run called the function
     IO_READ = "io_read_bytes"  # bytes the call's read-family system calls returned (Linux)
     IO_WRITE = "io_write_bytes"  # bytes the call's write-family system calls accepted (Linux)
+    # for APIs returning an iterator or generator: the call plus exhausting what it returned
+    CONSUME_WALL = "consume_wall_ns"
+    CONSUME_ALLOC = "consume_alloc_bytes"
 
     @property
     def unit(self) -> str:
-        return {"wall_ns": "ns", "cpu_ns": "ns", "calls_per_run": "calls"}.get(self.value, "B")
+        units = {"wall_ns": "ns", "cpu_ns": "ns", "consume_wall_ns": "ns", "calls_per_run": "calls"}
+        return units.get(self.value, "B")
 
     @property
     def label(self) -> str:
@@ -58,6 +65,8 @@ _METRIC_LABELS = {
     Metric.CALLS: "calls per run",
     Metric.IO_READ: "I/O read",
     Metric.IO_WRITE: "I/O written",
+    Metric.CONSUME_WALL: "wall time to call and consume the returned iterator",
+    Metric.CONSUME_ALLOC: "allocated to call and consume the returned iterator",
 }
 
 
@@ -174,6 +183,11 @@ class Calibration:
     mechanism: str = ""  # e.g. "sys.monitoring" or "sys.setprofile"
     alloc_mechanism: str = ""  # e.g. "allocator hook (_alloccount)" or "tracemalloc"
     io_mechanism: str = ""  # what counts I/O bytes; "" where nothing does (no I/O metrics then)
+    # how preempted (switched-out) time is found: perf context-switch records, the involuntary
+    # switch counter (flag and re-measure), or "" (nothing: wall time includes preemption)
+    switch_mechanism: str = ""
+    # ns the fixed reference workload took here (lower is faster): the machine-speed index
+    machine_speed_ns: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return typing.cast(dict[str, Any], to_data(self))
@@ -181,6 +195,45 @@ class Calibration:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration:
         return from_data(cls, data)
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """What measuring saw of other load on the machine; additive over passes and scenarios.
+
+    ``runs`` scenario runs were timed; ``disturbed_runs`` of them were preempted and measured
+    again (or, when no clean run came within the budget, kept); ``preempted_ns`` is the
+    switched-out time subtracted from timed calls; ``reference_ns`` sums ``references`` timings of
+    the short reference workload run between passes, ``slow_references`` of which took more
+    than :data:`BUSY_FACTOR` times the calibrated figure.
+    """
+
+    runs: int = 0
+    disturbed_runs: int = 0
+    preempted_ns: float = 0.0
+    references: int = 0
+    reference_ns: float = 0.0
+    slow_references: int = 0
+
+    def __add__(self, other: Disturbance) -> Disturbance:
+        return Disturbance(
+            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(Disturbance))
+        )
+
+    @property
+    def busy(self) -> bool:
+        """Whether the machine stayed too busy for reference numbers: a quarter of the reference
+        timings ran slow (the CPU was shared), or half the runs were preempted."""
+        slow = self.references and self.slow_references / self.references > 0.25
+        disturbed = self.runs and self.disturbed_runs / self.runs > 0.5
+        return bool(slow or disturbed)
+
+    def to_json(self) -> dict[str, Any]:
+        return typing.cast(dict[str, Any], to_data(self))
+
+
+BUSY_FACTOR = 1.5
+"""A reference workload this much slower than calibrated means the machine was busy."""
 
 
 @dataclass(frozen=True)
@@ -229,3 +282,4 @@ class ScanBatch:
     edges: list[CallEdge] = field(default_factory=list)
     coverage: list[CoverageRecord] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)
+    disturbance: Disturbance = field(default_factory=Disturbance)  # load seen while measuring

@@ -112,13 +112,22 @@ class Figure:
 
 
 def summary_figures(summary: ApiSummary) -> tuple[Figure, ...]:
+    """The typical time and allocation: at the reference size when the API was measured at
+    sizes (the last figure says which), so no size's share of the samples decides the number."""
+    typical = summary.at_reference()
     figures = []
-    if summary.time_median_ns is not None:
-        figures.append(Figure(_("time"), "≈" + format_value(Metric.WALL, summary.time_median_ns)))
-    if summary.alloc_median_bytes is not None:
+    if typical.time_median_ns is not None:
+        figures.append(Figure(_("time"), "≈" + format_value(Metric.WALL, typical.time_median_ns)))
+    if typical.alloc_median_bytes is not None:
         figures.append(
-            Figure(_("allocated"), format_value(Metric.ALLOC_INCL, summary.alloc_median_bytes))
+            Figure(_("allocated"), format_value(Metric.ALLOC_INCL, typical.alloc_median_bytes))
         )
+    if figures and summary.reference_size is not None and typical is not summary:
+        where = _("at %(axis)s = %(size)s") % {
+            "axis": summary.size_axis or "n",
+            "size": summary.reference_size,
+        }
+        figures[-1] = Figure(figures[-1].label, f"{figures[-1].value} {where}")
     return tuple(figures)
 
 

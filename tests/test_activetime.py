@@ -72,7 +72,9 @@ def test_live_path_uses_the_same_arithmetic(hooked):
     filtered_cpu = 6 * 1 if hooked else 0
     # inner: 300 - own enter; outer: 1000 - own enter - nested enter - nested exit - filtered
     assert costs.wall_ns == [300 - 10, 1000 - 10 - 10 - 20 - filtered_wall]
-    assert costs.cpu_ns == [500 - 1, 1500 - 1 - 1 - 2 - filtered_cpu]
+    cpu_active = [500 - 1, 1500 - 1 - 1 - 2 - filtered_cpu]
+    # a thread's CPU time cannot exceed the call's wall time: each call's CPU figure is capped
+    assert costs.cpu_ns == [min(c, w) for c, w in zip(cpu_active, costs.wall_ns)]
 
 
 def test_unsampled_calls_have_wall_but_no_cpu_time():
@@ -101,3 +103,25 @@ def test_live_reference_replaces_calibrated_inside_overhead():
     )
     assert wall == {"enter": 40, "exit": 460, "enter+cpu": 70, "exit+cpu": 1930}
     assert cpu == {"enter+cpu": 300, "exit+cpu": 1600}
+
+
+def test_sequential_calls_take_the_short_path_to_the_same_figures():
+    """Calls that never overlap are computed in one sweep; it gives what the general active-time
+    arithmetic gives, preempted intervals and CPU capping included."""
+    from apiprof.engine.measure import timing
+
+    enters, exits = [], []
+    for k in range(200):
+        start = 1_000 * k
+        sampled = k % 3 == 0
+        enters += [start * 2 if sampled else -1, start]
+        exits += [start + 100 + k, start * 2 + 140 + 2 * k if sampled else -1]
+    log = PassLog([PySite(_some_function)], [enters], [exits], runs=1)
+    log.preempted = [(1_020, 1_050), (5_090, 6_010), (90_000, 90_050)]
+    wall = {"enter": 7, "enter+cpu": 11}
+    cpu = {"enter+cpu": 3}
+    assert timing._one_at_a_time(enters, exits)
+    short = timing._sequential_costs(log, 0, "enter", wall, cpu)
+    general = timing._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
+    assert short == general
+    assert short.wall_ns[1] == 101 - 7 - 30  # the second call lost 30 ns to preemption

@@ -162,10 +162,10 @@ async def test_hover_is_the_cost_section_only(client: LanguageClient):
 async def test_hover_states_the_input_size_its_figures_stand_for(client: LanguageClient):
     uri = open_doc(client, "method.py", SOURCE)
     text = await hover(client, uri, 5, 3)  # w.wrap, measured at n = 10 … 10,000
-    at_1000 = Histogram.of(wrap_ns(1000))
+    at_100 = Histogram.of(wrap_ns(100))  # the reference size, as `apiprof show` and the docs
     assert text.startswith(
-        f"`textwrap.TextWrapper.wrap` costs {typical(wrap_ns(1000))} typical, "
-        f"p90 {format_ns(at_1000.percentile(90))} at n = 1,000"
+        f"`textwrap.TextWrapper.wrap` costs {typical(wrap_ns(100))} typical, "
+        f"p90 {format_ns(at_100.percentile(90))} at n = 100"
     )
     small, large = Histogram.of(wrap_ns(10)).median, Histogram.of(wrap_ns(10000)).median
     assert (
@@ -224,7 +224,7 @@ async def test_inlay_hints_after_profiled_calls(client: LanguageClient):
     # ... a method of an inferred instance once jedi has had its turn in the background and
     # asked for fresh hints (a refresh may also come from other documents' background work)
     hints = await hints_after_refreshes(client, uri, before, until=(6, 19))
-    assert hints[(6, 19)] == typical(wrap_ns(1000))
+    assert hints[(6, 19)] == typical(wrap_ns(100))
     assert set(await inlay_hints(client, uri, 7, 7)) == {(7, 15)}  # only the range asked for
 
 
@@ -247,7 +247,7 @@ async def test_inlay_hints_catch_up_with_edits_made_while_jedi_works(client: Lan
             await asyncio.sleep(0.1)
         return None
 
-    assert await wrap_hint() == typical(wrap_ns(1000))
+    assert await wrap_hint() == typical(wrap_ns(100))
 
 
 async def test_inlay_hint_tooltips_come_on_resolve(client: LanguageClient):
@@ -429,8 +429,8 @@ async def test_standalone_hover_is_the_full_profile_in_plain_text(alone: Languag
     assert text.startswith("textwrap.TextWrapper.wrap(self, text)\n\n")
     # the stored summary stops mid-sentence; only the whole sentence is shown
     assert "\n\nObject for wrapping/filling text.\n\n" in text
-    assert "textwrap.TextWrapper.wrap costs" in text and "at n = 1,000" in text
-    assert "CPU time (sampled calls) per call at n = 1,000" in text
+    assert "textwrap.TextWrapper.wrap costs" in text and "at n = 100" in text
+    assert "CPU time (sampled calls) per call at n = 100" in text
     assert "Full profile (5 samples): apiprof show textwrap.TextWrapper.wrap" in text
     dedent = await hover(
         alone, open_doc(alone, "known.py", "import textwrap\ntextwrap.dedent"), 1, 10

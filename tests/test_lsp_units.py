@@ -243,7 +243,7 @@ def test_first_sentence_never_stops_mid_sentence(stored: str, shown: str):
     assert first_sentence(stored) == shown
 
 
-def test_figures_state_the_middle_size_and_keep_collected_apart(tmp_path: Path):
+def test_figures_state_the_reference_size_and_keep_collected_apart(tmp_path: Path):
     db = open_db(tmp_path / "sized.db")
     sized = [
         Measurement("pkg.f", "synth", Metric.WALL, Histogram.of([10.0 * n] * 3), size=n)

@@ -24,7 +24,12 @@ def by_metric(report, metric):
 @pytest.fixture(scope="module")
 def report():
     return profile(
-        lambda: (gt.top(), gt.parent_alloc()), TARGETS, scenario_id="gt:basic", size=7, repeat=3
+        lambda: (gt.top(), gt.parent_alloc()),
+        TARGETS,
+        scenario_id="gt:basic",
+        size=7,
+        repeat=3,
+        time_budget=0.0,
     )
 
 
@@ -32,7 +37,8 @@ def test_every_target_that_ran_gets_all_metrics(report):
     names = {t.qualname for t in TARGETS}
     assert report.seen == names
     for metric in Metric:
-        assert set(by_metric(report, metric)) == names, metric
+        if metric not in (Metric.CONSUME_WALL, Metric.CONSUME_ALLOC):  # none returns an iterator
+            assert set(by_metric(report, metric)) == names, metric
     assert all(m.scenario_id == "gt:basic" and m.size == 7 for m in report.measurements)
     assert by_metric(report, Metric.CALLS)["gt.leaf"].mean == gt.LEAF_CALLS
     assert by_metric(report, Metric.WALL)["gt.leaf"].count == 3 * gt.LEAF_CALLS
@@ -92,3 +98,31 @@ def test_scenario_exceptions_propagate_without_leaks():
     with pytest.raises(ZeroDivisionError):
         profile(broken, [Target("gt.leaf", gt.leaf)], scenario_id="s")
     assert not any(type(c).__name__ == "ProbeId" for c in gt.leaf.__code__.co_consts)
+
+
+def test_iterator_results_are_consumed_and_measured_as_such():
+    """A generator function and a function returning an iterator cost almost nothing to call;
+    the consumption metrics measure the call plus exhausting the result (allocation exact)."""
+
+    def lazy_copies(n):
+        return map(bytearray, [100] * n)
+
+    report = profile(
+        lambda: (list(gt.countdown(4)), list(lazy_copies(3))),
+        [Target("gt.countdown", gt.countdown), Target("lazy_copies", lazy_copies)],
+        scenario_id="gt:lazy",
+        repeat=3,
+        time_budget=0.0,
+    )
+    consumed = by_metric(report, Metric.CONSUME_ALLOC)
+    header = bytearray(0).__sizeof__()
+    # countdown(4) yields bytearrays of 400, 300, 200, 100 bytes (+ header + 1 each)
+    assert consumed["gt.countdown"].percentile(0) >= 1000 + 4 * (header + 1)
+    assert consumed["lazy_copies"].percentile(0) >= 3 * (100 + header + 1)
+    assert by_metric(report, Metric.CONSUME_WALL)["lazy_copies"].count == 3
+    assert lazy_copies.__code__.co_name == "lazy_copies"  # restored after the pass
+    assert list(lazy_copies(2)) == [bytearray(100)] * 2
+
+
+def test_plain_results_get_no_consumption_figures(report):
+    assert not by_metric(report, Metric.CONSUME_WALL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -13,7 +14,13 @@ import pytest
 from apiprof.db import query
 from apiprof.db.merge import merge_files
 from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
-from apiprof.db.store import begin_scan, finish_scan, store_batch, store_entry_points
+from apiprof.db.store import (
+    begin_scan,
+    finish_scan,
+    record_scan_conditions,
+    store_batch,
+    store_entry_points,
+)
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
@@ -21,6 +28,7 @@ from apiprof.model.records import (
     CallEdge,
     Coverage,
     CoverageRecord,
+    Disturbance,
     EntryKind,
     EntryPoint,
     Environment,
@@ -59,6 +67,7 @@ def write_scan(path, batch: ScanBatch) -> int:
     scan_id = begin_scan(db, "pkg", "1.0", ENV, Calibration(), {})
     store_entry_points(db, [EP])
     store_batch(db, batch, environment_id=ENV.id, package="pkg", scan_id=scan_id)
+    record_scan_conditions(db, scan_id, 30_000.0, Disturbance(runs=7, disturbed_runs=1))
     finish_scan(db, scan_id)
     db.conn.close()
     return scan_id
@@ -108,6 +117,10 @@ def test_merge_adds_databases_and_keeps_inputs_untouched(tmp_path):
     cpu = query.histograms(db, "pkg.f", metric=Metric.CPU)[Metric.CPU]
     assert cpu.total == pytest.approx(3 * 100.0 * (10 + 100 + 1000) * 5)
     assert db.execute("SELECT COUNT(*) FROM scans").fetchone()[0] == 2
+    # what each scan saw of the machine travels with it (a cluster's databases are merged)
+    assert [json.loads(d) for (d,) in db.execute("SELECT disturbance FROM scans")] == [
+        Disturbance(runs=7, disturbed_runs=1).to_json()
+    ] * 2
     assert db.execute("SELECT count FROM call_edges").fetchone()[0] == 8
     db.conn.close()
 
@@ -249,3 +262,86 @@ def test_a_writer_killed_mid_transaction_leaves_a_sound_database(tmp_path):
     )
     db.conn.close()
     assert counts(path) == committed
+
+
+# -- sub-buckets in the database, and what "typical" stands for ------------------------------
+
+
+def test_sub_buckets_are_stored_additively_and_percentiles_come_from_them(tmp_path):
+    import random
+
+    from apiprof.db import query
+    from apiprof.db.schema import open_db
+    from apiprof.db.store import add_histograms
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Metric
+
+    rng = random.Random(3)
+    values = [rng.lognormvariate(7, 0.6) for _ in range(4_000)]
+    db = open_db(tmp_path / "p.db")
+    add_histograms(db, "pkg.f", {Metric.WALL: Histogram.of(values[:2_000])})
+    add_histograms(db, "pkg.f", {Metric.WALL: Histogram.of(values[2_000:])})
+    stored = query.histograms(db, "pkg.f")[Metric.WALL]
+    expected = Histogram.of(values)  # merge by addition: counts exact, float sums to rounding
+    assert {k: b.count for k, b in stored.subs.items()} == {
+        k: b.count for k, b in expected.subs.items()
+    }
+    assert stored.counts() == expected.counts()
+    assert stored.total == pytest.approx(expected.total)
+    exact = sorted(values)[len(values) // 2 - 1 : len(values) // 2 + 1]
+    assert abs(query.summary(db, "pkg.f").time_median_ns / (sum(exact) / 2) - 1) < 0.02
+
+
+def test_a_database_from_before_sub_buckets_migrates_and_reads(tmp_path):
+    import sqlite_utils
+
+    from apiprof.db import query
+    from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
+    from apiprof.db.store import add_histograms
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Metric
+
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(path)
+    migrate(old, SCHEMA_VERSION - 1)
+    old.execute(
+        "INSERT INTO buckets VALUES ('pkg.g', 'wall_ns', 's', -1, 'env', 6, 2, 200.0, 20000.0)"
+    )
+    old.conn.commit()
+    old.conn.close()
+    db = open_db(path)
+    assert schema_version(db) == SCHEMA_VERSION
+    add_histograms(db, "pkg.g", {Metric.WALL: Histogram.of([100.0])})
+    hist = query.histograms(db, "pkg.g")[Metric.WALL]
+    assert hist.count == 3 and not hist.has_subs  # old rows: the bucket answers, not partial subs
+    assert hist.median == 100.0
+
+
+def test_typical_figures_stand_for_a_stated_reference_size(tmp_path):
+    from apiprof.db import query
+    from apiprof.db.schema import open_db
+    from apiprof.db.store import store_batch
+    from apiprof.model.histogram import Histogram
+    from apiprof.model.records import Measurement, Metric, ScanBatch, Scenario, ScenarioSource
+
+    db = open_db(tmp_path / "s.db")
+    batch = ScanBatch(
+        scenarios=[Scenario("synth:pkg.h", "pkg.h", ScenarioSource.SYNTHESIZED, "", "items")]
+    )
+    for size, ns, n in ((10, 100.0, 5_000), (100, 1_000.0, 500), (1000, 10_000.0, 50)):
+        batch.measurements.append(
+            Measurement("pkg.h", "synth:pkg.h", Metric.WALL, Histogram.of([ns] * n), size)
+        )
+    store_batch(db, batch, environment_id="env", package="pkg")
+    found = query.summary(db, "pkg.h")
+    assert found.reference_size == 100 and found.reference_label == "at items=100"
+    # not the 100 ns that 5,000 small-size calls pool to
+    assert found.at_reference().time_median_ns == 1_000.0
+    assert found.typical[Metric.WALL].count == 500
+    assert found.histograms[Metric.WALL].count == 5_550  # the merge over all sizes
+    figures = query.size_figures(db, "pkg.h", [Metric.WALL])
+    assert [(f.size, f.median, f.count) for f in figures] == [
+        (10, 100.0, 5_000),
+        (100, 1_000.0, 500),
+        (1000, 10_000.0, 50),
+    ]

@@ -30,6 +30,7 @@ from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,
+    Disturbance,
     EntryPoint,
     Failure,
     Measurement,
@@ -50,12 +51,15 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How hard to measure: probe costs, and per-pass and per-call bounds."""
+    """How hard to measure: probe costs, and per-pass and per-call bounds. Each timing pass
+    runs at least ``repeat`` times and for ``time_budget`` seconds, never past
+    ``max_seconds``."""
 
     calibration: Calibration | None = None
     repeat: int = 20
     max_seconds: float = 2.0
     call_timeout: float = 10.0
+    time_budget: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,7 @@ class ScenarioOutcome:
     edges: list[CallEdge] = field(default_factory=list)
     failure: Failure | None = None
     slowest_run_seconds: float = 0.0
+    disturbance: Disturbance = field(default_factory=Disturbance)  # load seen while measuring
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,7 @@ class Worker:
             size=size,
             repeat=int(spec.repeat or settings.repeat),
             max_seconds=settings.max_seconds,
+            time_budget=settings.time_budget,
             calibration=settings.calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
@@ -227,6 +228,7 @@ class Worker:
             measurements=report.measurements,
             edges=report.edges,
             slowest_run_seconds=slowest[0],
+            disturbance=report.disturbance,
         )
 
     def on_RunSuite(self, request: RunSuite) -> Reply:
@@ -272,7 +274,10 @@ class Worker:
             scenario_id=request.scenario_id,
             repeat=1,
             max_seconds=request.settings.max_seconds,
+            time_budget=0.0,  # one run per pass: a suite is long and its calls many
             calibration=request.settings.calibration,
+            warmup=False,  # the unprofiled run above was the warm-up
+            consume=False,
         )
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes

@@ -88,6 +88,9 @@ count_free(void *ctx, void *ptr)
 static PyObject *
 counter_install(PyObject *module, PyObject *unused)
 {
+    /* A pause left open by a hook that was interrupted (a timeout raised between pause and
+     * resume) must not silence the next pass: a new pass starts unpaused in this thread. */
+    tl_depth = 0;
     if (installed) {
         Py_RETURN_FALSE;
     }
@@ -150,6 +153,12 @@ counter_resume(PyObject *module, PyObject *unused)
 }
 
 static PyObject *
+pause_depth(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromLong(tl_depth);
+}
+
+static PyObject *
 is_installed(PyObject *module, PyObject *unused)
 {
     return PyBool_FromLong(installed);
@@ -161,6 +170,7 @@ static PyMethodDef methods[] = {
     {"allocated", allocated, METH_NOARGS, "Bytes requested so far by the calling thread while installed."},
     {"pause", counter_pause, METH_NOARGS, "Stop counting in this thread; returns the counter read before pausing."},
     {"resume", counter_resume, METH_NOARGS, "Undo one pause() in this thread."},
+    {"depth", pause_depth, METH_NOARGS, "Open pause() calls in this thread (0 while counting)."},
     {"is_installed", is_installed, METH_NOARGS, "Whether the wrappers are in place."},
     {NULL, NULL, 0, NULL},
 };

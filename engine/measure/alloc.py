@@ -16,9 +16,10 @@ Counters (``Calibration.alloc_mechanism``):
 
 * ``allocator hook (_alloccount)`` — the C extension wraps the RAW/MEM/OBJ allocators and adds
   every requested size to a per-thread total (realloc counts its new size; free lists count 0).
-  The hook pauses the counter while it does its own bookkeeping, so on 3.12+ probes add 0 bytes.
-  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs: that
-  allocation is charged to the caller's exclusive bytes.
+  The hook pauses the counter while it does its own bookkeeping, so probes add 0 bytes.
+  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs (an
+  allocation the unprofiled program never makes); the hook subtracts its size
+  (``sys.getsizeof(frame)``, once per generator frame) from every later reading.
 * ``tracemalloc (net)`` — fallback when the extension is not built: the change in traced
   *current* memory, i.e. bytes still alive at exit (freed temporaries are not counted and may
   make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
@@ -35,6 +36,9 @@ Only the thread that runs the scenario is followed; calls made by C code (``map(
 
 from __future__ import annotations
 
+import functools
+import inspect
+import operator
 import random
 import sys
 import threading
@@ -43,10 +47,11 @@ import tracemalloc
 import types
 import typing
 from collections import Counter
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.iocount import IoCounter, open_io_counter
 from apiprof.engine.measure.probes import (
     HAS_MONITORING,
@@ -76,6 +81,7 @@ class AllocCounter(Protocol):
     def stop(self) -> None: ...
     def pause(self) -> int: ...
     def resume(self) -> None: ...
+    def paused(self) -> bool: ...
 
 
 class ExtensionCounter:
@@ -92,6 +98,9 @@ class ExtensionCounter:
     if _alloccount is not None:
         pause = staticmethod(_alloccount.pause)
         resume = staticmethod(_alloccount.resume)
+
+    def paused(self) -> bool:
+        return bool(_alloccount.depth())
 
 
 class TracemallocCounter(AllocCounter):
@@ -111,6 +120,9 @@ class TracemallocCounter(AllocCounter):
 
     def resume(self) -> None:
         return None
+
+    def paused(self) -> bool:
+        return False
 
 
 def choose_counter() -> AllocCounter:
@@ -141,6 +153,7 @@ class AllocResult:
     io_read: dict[Key, Histogram] = field(default_factory=dict)
     io_write: dict[Key, Histogram] = field(default_factory=dict)
     mechanism: str = ""
+    returns_iterator: set[Key] = field(default_factory=set)  # targets that returned an iterator
 
     def shares_stack(self, a: Key, b: Key) -> bool:
         return (a, b) in self.costack or (b, a) in self.costack
@@ -191,6 +204,7 @@ class _Recorder:
         self.stack: list[_Frame] = []
         self.active: dict[int, int] = {}  # index -> frames of it on the stack
         self.runs = 0
+        self.returns_iterator: set[int] = set()  # targets seen returning an iterator
         self.calls_per_run: dict[int, list[int]] = {self.index(key): [] for key in self.targets}
 
     # -- keys ----------------------------------------------------------------------------
@@ -256,10 +270,12 @@ class _Recorder:
     def _sample_io(self, i: int) -> bool:
         return self.run_calls[i] < IO_FULL_CALLS or self._coin() * IO_SAMPLE_EVERY < 1
 
-    def exit(self, key: Key, now: int) -> None:
+    def exit(self, key: Key, now: int, value: object = None) -> None:
         i = self._find(key)
         if i is None:
             return  # never entered while recording
+        if value is not None and self.is_target[i] and isinstance(value, Iterator):
+            self.returns_iterator.add(i)
         stack = self.stack
         if not stack or stack[-1].index != i:
             if not self.active.get(i):
@@ -315,6 +331,7 @@ class _Recorder:
             keys[i]: {typing.cast(types.CodeType, keys[c]) for c in callers}
             for i, callers in self.callers.items()
         }
+        res.returns_iterator = {keys[i] for i in self.returns_iterator}
         res.io_read = {keys[i]: tally.histogram() for i, tally in self.io_read.items()}
         res.io_write = {keys[i]: tally.histogram() for i, tally in self.io_write.items()}
         return res
@@ -333,19 +350,26 @@ def run_allocation_pass(
     counter = counter or choose_counter()
     io = open_io_counter() if targets else None
     recorder = _Recorder(targets, io)
-    hook = _MonitoringHook(recorder, counter) if HAS_MONITORING else _ProfileHook(recorder, counter)
+    check = PassCheck("allocation pass")
+    hook_class = _MonitoringHook if HAS_MONITORING else _ProfileHook
+    hook = hook_class(recorder, counter, check)
     counter.start()
     try:
-        deadline = time.perf_counter() + max_seconds
-        for _ in range(max(1, repeat)):
-            hook.drive(run_once)
-            recorder.end_run()
-            if time.perf_counter() > deadline:
-                break
+        with check:
+            deadline = time.perf_counter() + max_seconds
+            for _ in range(max(1, repeat)):
+                hook.drive(run_once)
+                recorder.end_run()
+                if counter.paused():
+                    check.problem("the allocation counter was left paused after a run")
+                    break
+                if time.perf_counter() > deadline:
+                    break
     finally:
         counter.stop()
         if io is not None:
             io.close()
+    check.verify()
     return recorder.result(counter.name)
 
 
@@ -356,97 +380,176 @@ def _is_python_callable(obj: object) -> bool:
 
 
 class _MonitoringHook:
-    """sys.monitoring adapter (3.12+): global events, a callable's key per CALL/C_RETURN."""
+    """sys.monitoring adapter (3.12+): global events, a callable's key per CALL/C_RETURN.
 
-    def __init__(self, recorder: _Recorder, counter: AllocCounter) -> None:
-        self.recorder, self.counter = recorder, counter
+    Every callback pauses the counter first and resumes it in ``finally``: a timeout raised
+    while a callback runs must not leave counting off. Errors of the recorder are reported to
+    the pass's :class:`~apiprof.engine.measure.invariants.PassCheck`, never raised into the
+    measured code; only a ``BaseException`` that is not an error (a call timeout) propagates.
+    """
+
+    def __init__(self, recorder: _Recorder, counter: AllocCounter, check: PassCheck) -> None:
+        self.recorder, self.counter, self.check = recorder, counter, check
 
     def drive(self, run_once: Callable[[], object]) -> None:
         monitoring = sys.monitoring
-        events = monitoring.events
         rec, pause, resume = self.recorder, self.counter.pause, self.counter.resume
+        failed = self.check.callback_failed
         thread = threading.get_ident()
         get_ident = threading.get_ident
         own_code = _MonitoringHook.drive.__code__
 
         def on_start(code, offset):
-            now = pause()
-            if get_ident() == thread:
-                rec.enter(code, now, None)
-            resume()
+            try:
+                now = pause()
+                if get_ident() == thread:
+                    rec.enter(code, now, None)
+            except Exception as error:
+                failed("the allocation pass's start callback", error)
+            finally:
+                resume()
+
+        def on_throw(code, offset, exc):
+            try:
+                now = pause()
+                if get_ident() == thread:
+                    rec.enter(code, now, None)
+            except Exception as error:
+                failed("the allocation pass's throw callback", error)
+            finally:
+                resume()
+
+        def on_return(code, offset, value):
+            try:
+                now = pause()
+                if get_ident() == thread:
+                    rec.exit(code, now, value)
+            except Exception as error:
+                failed("the allocation pass's return callback", error)
+            finally:
+                resume()
 
         def on_exit(code, offset, value):
-            now = pause()
-            if get_ident() == thread:
-                rec.exit(code, now)
-            resume()
+            try:
+                now = pause()
+                if get_ident() == thread:
+                    rec.exit(code, now)
+            except Exception as error:
+                failed("the allocation pass's exit callback", error)
+            finally:
+                resume()
 
         def on_call(code, offset, func, arg0):
-            now = pause()
-            if code is not own_code and get_ident() == thread and not _is_python_callable(func):
-                rec.enter(normalize_callable(func), now, code)
-            resume()
+            try:
+                now = pause()
+                if code is not own_code and get_ident() == thread and not _is_python_callable(func):
+                    rec.enter(normalize_callable(func), now, code)
+            except Exception as error:
+                failed("the allocation pass's call callback", error)
+            finally:
+                resume()
 
         def on_c_exit(code, offset, func, arg0):
-            now = pause()
-            if code is not own_code and get_ident() == thread and not _is_python_callable(func):
-                rec.exit(normalize_callable(func), now)
-            resume()
+            try:
+                now = pause()
+                if code is not own_code and get_ident() == thread and not _is_python_callable(func):
+                    rec.exit(normalize_callable(func), now)
+            except Exception as error:
+                failed("the allocation pass's C-return callback", error)
+            finally:
+                resume()
 
         tool = acquire_tool_id()
         try:
-            for event, callback in (
-                (events.PY_START, on_start),
-                (events.PY_RESUME, on_start),
-                (events.PY_THROW, on_start),
-                (events.PY_RETURN, on_exit),
-                (events.PY_YIELD, on_exit),
-                (events.PY_UNWIND, on_exit),
-                (events.CALL, on_call),
-                (events.C_RETURN, on_c_exit),
-                (events.C_RAISE, on_c_exit),
-            ):
+            callbacks = monitoring_callbacks(on_start, on_throw, on_exit, on_call, on_c_exit)
+            callbacks[sys.monitoring.events.PY_RETURN] = on_return
+            for event, callback in callbacks.items():
                 monitoring.register_callback(tool, event, callback)
-            monitoring.set_events(
-                tool,
-                events.PY_START
-                | events.PY_RESUME
-                | events.PY_THROW
-                | events.PY_RETURN
-                | events.PY_YIELD
-                | events.PY_UNWIND
-                | events.CALL
-                | events.C_RETURN
-                | events.C_RAISE,
-            )
+            monitoring.set_events(tool, functools.reduce(operator.or_, ALLOC_EVENTS()))
             run_once()
         finally:
             release_tool_id(tool)
 
 
+def ALLOC_EVENTS() -> list[int]:
+    """The global sys.monitoring events the allocation pass listens to."""
+    events = sys.monitoring.events
+    return [
+        events.PY_START,
+        events.PY_RESUME,
+        events.PY_THROW,
+        events.PY_RETURN,
+        events.PY_YIELD,
+        events.PY_UNWIND,
+        events.CALL,
+        events.C_RETURN,
+        events.C_RAISE,
+    ]
+
+
+def monitoring_callbacks(
+    on_start: Callable[..., None],
+    on_throw: Callable[..., None],
+    on_exit: Callable[..., None],
+    on_call: Callable[..., None],
+    on_c_exit: Callable[..., None],
+) -> dict[int, Callable[..., None]]:
+    """Event → callback. The events pass different arguments: PY_START/PY_RESUME (code,
+    offset); PY_THROW, PY_RETURN, PY_YIELD, PY_UNWIND (code, offset, value/exception); CALL,
+    C_RETURN, C_RAISE (code, offset, callable, arg0)."""
+    events = sys.monitoring.events
+    return {
+        events.PY_START: on_start,
+        events.PY_RESUME: on_start,
+        events.PY_THROW: on_throw,
+        events.PY_RETURN: on_exit,
+        events.PY_YIELD: on_exit,
+        events.PY_UNWIND: on_exit,
+        events.CALL: on_call,
+        events.C_RETURN: on_c_exit,
+        events.C_RAISE: on_c_exit,
+    }
+
+
 class _ProfileHook:
     """sys.setprofile adapter (3.11): call/return and c_call/c_return/c_exception events."""
 
-    def __init__(self, recorder: _Recorder, counter: AllocCounter) -> None:
-        self.recorder, self.counter = recorder, counter
+    def __init__(self, recorder: _Recorder, counter: AllocCounter, check: PassCheck) -> None:
+        self.recorder, self.counter, self.check = recorder, counter, check
 
     def drive(self, run_once: Callable[[], object]) -> None:
         rec, pause, resume = self.recorder, self.counter.pause, self.counter.resume
+        failed = self.check.callback_failed
         own_code = _ProfileHook.drive.__code__
+        sizeof = sys.getsizeof
+        resumable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+        materialized: set[int] = set()  # generator frames whose frame object exists already
+        offset = 0  # bytes of frame objects the hook made the interpreter allocate
 
         def hook(frame, event, arg):
-            now = pause()
-            code = frame.f_code
-            if code is not own_code:
-                if event == "call":
-                    rec.enter(code, now, None)
-                elif event == "return":
-                    rec.exit(code, now)
-                elif event == "c_call":
-                    rec.enter(normalize_callable(arg), now, code)
-                else:
-                    rec.exit(normalize_callable(arg), now)
-            resume()
+            nonlocal offset
+            try:
+                now = pause()
+                code = frame.f_code
+                if code is not own_code:
+                    if event == "call":
+                        # sys.setprofile materialises the callee's frame object before we run:
+                        # an allocation the unprofiled program never makes
+                        if not code.co_flags & resumable or id(frame) not in materialized:
+                            offset += sizeof(frame)
+                            if code.co_flags & resumable:
+                                materialized.add(id(frame))
+                        rec.enter(code, now - offset, None)
+                    elif event == "return":
+                        rec.exit(code, now - offset, arg)
+                    elif event == "c_call":
+                        rec.enter(normalize_callable(arg), now - offset, code)
+                    else:
+                        rec.exit(normalize_callable(arg), now - offset)
+            except Exception as error:
+                failed("the allocation pass's profile hook", error)
+            finally:
+                resume()
 
         sys.setprofile(hook)
         try:

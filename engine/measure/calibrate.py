@@ -33,20 +33,18 @@ from typing import Any
 
 from apiprof.engine.measure.alloc import counter_name
 from apiprof.engine.measure.iocount import io_mechanism
+from apiprof.engine.measure.machine import machine_speed_ns
 from apiprof.engine.measure.probes import HAS_MONITORING, CSite, PySite, Site
-from apiprof.engine.measure.timing import (
-    CPU_SUFFIX,
-    MASK_ALWAYS,
-    MASK_NEVER,
-    MECHANISM,
-    run_timing_pass,
-)
+from apiprof.engine.measure.switches import switch_mechanism
+from apiprof.engine.measure.timing import CPU_SUFFIX, MECHANISM, run_timing_pass
 from apiprof.model.records import Calibration
 
 ROUNDS = 9
 CALLS = 1000
+NEVER, ALWAYS = 0, 1  # which calls of a calibration pass read the thread-CPU clock
 
 _cached: Calibration | None = None
+_probes: str | None = None  # the probe implementation measure_calibration is measuring
 
 
 def calibrate(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration:
@@ -91,7 +89,13 @@ def _function(fn: Callable[..., object]) -> types.FunctionType:
     return typing.cast(types.FunctionType, fn)
 
 
-def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration:
+def measure_calibration(
+    rounds: int = ROUNDS, calls: int = CALLS, probe_impl: str | None = None
+) -> Calibration:
+    """Measure every probe kind (``probe_impl`` forces the "c" or "python" monitoring
+    callbacks)."""
+    global _probes
+    _probes = probe_impl
     wall: dict[str, float] = {}
     cpu: dict[str, float] = {}
     c_site = CSite(_C_PROBE)
@@ -118,7 +122,7 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
             )
         )
     for enter, exit_, site, loop, callers, mechanism, body in probes:
-        for suffix, mask in (("", MASK_NEVER), (CPU_SUFFIX, MASK_ALWAYS)):
+        for suffix, mask in (("", NEVER), (CPU_SUFFIX, ALWAYS)):
             figures = _measure_probe(site, loop, callers, rounds, calls, mechanism, mask)
             for clock, out in ((0, wall), (1, cpu)):
                 if clock and not suffix:
@@ -129,7 +133,7 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
     if not HAS_MONITORING:
         filtered = _median_rounds(
             lambda: _timed_pass(
-                PySite(_function(_never_called)), _loop_empty, None, calls, "setprofile", MASK_NEVER
+                PySite(_function(_never_called)), _loop_empty, None, calls, "setprofile", NEVER
             )[0],
             lambda: _plain(_loop_empty, calls),
             rounds,
@@ -141,9 +145,11 @@ def measure_calibration(rounds: int = ROUNDS, calls: int = CALLS) -> Calibration
         overhead_ns=wall,
         cpu_overhead_ns=cpu,
         timer_resolution_ns=max(1.0, resolution),
-        mechanism=MECHANISM,
+        mechanism=MECHANISM if probe_impl != "python" else MECHANISM.replace(", C probes", ""),
         alloc_mechanism=counter_name(),
         io_mechanism=io_mechanism(),
+        switch_mechanism=switch_mechanism(),
+        machine_speed_ns=machine_speed_ns(),
     )
 
 
@@ -168,8 +174,9 @@ def _timed_pass(
         [site],
         callers,
         repeat=1,
-        cpu_mask=mask,
+        cpu_every=mask,
         mechanism=mechanism,
+        probes=_probes,
         reference=False,
     )
     return totals[0], log

@@ -22,9 +22,11 @@ code runs untouched, at full speed.
 from __future__ import annotations
 
 import inspect
+import random
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -151,8 +153,17 @@ def install_probe_id(function: types.FunctionType, index: int) -> types.CodeType
     return original
 
 
+def set_code(function: types.FunctionType, code: types.CodeType) -> None:
+    """Give ``function`` another code object. A generator function swapped for a plain wrapper
+    (and back) makes 3.13+ warn that such swaps are deprecated; they are still allowed, last
+    one pass and are always undone, so the warning would only alarm the people scanning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Assigning a code object of non-matching type")
+        function.__code__ = code
+
+
 def restore_code(function: types.FunctionType, original: types.CodeType) -> None:
-    function.__code__ = original
+    set_code(function, original)
 
 
 def acquire_tool_id() -> int:
@@ -191,17 +202,34 @@ def _ALL_EVENTS() -> list[int]:
     return [getattr(events, name) for name in names]
 
 
+PATTERN_SIZE = 8192
+PATTERN_MASK = PATTERN_SIZE - 1
+
+
+def cpu_pattern(every: int, seed: int = 0) -> bytes:
+    """Which calls read the thread-CPU clock, indexed by ``len(record) & PATTERN_MASK`` at entry
+    (records hold pairs, so even positions are used): none (``every`` 0), all (1), or a random
+    1 in ``every`` — random, so a scenario whose calls repeat with a period (a cold first call
+    per run) is not sampled in step with it."""
+    if every <= 1:
+        return bytes([every]) * PATTERN_SIZE
+    draw = random.Random(seed).random
+    pattern = bytearray(1 if draw() * every < 1 else 0 for _ in range(PATTERN_SIZE))
+    pattern[0] = 1  # a site's first recorded call: a pass of few calls still gets a CPU figure
+    return bytes(pattern)
+
+
 class Record(list[int]):
     """One site's probe records (a list of ints), hashable by identity so a code object that
-    holds it as a constant stays hashable; ``mask`` selects which calls also read the
-    thread-CPU clock (a call is sampled when ``len(record) & mask == 0`` at its entry)."""
+    holds it as a constant stays hashable; ``pattern`` (:func:`cpu_pattern`) selects which calls
+    also read the thread-CPU clock."""
 
-    __slots__ = ("mask",)
+    __slots__ = ("pattern",)
     __hash__ = object.__hash__  # type: ignore[assignment]
 
-    def __init__(self, mask: int = 0) -> None:
+    def __init__(self, pattern: bytes = b"") -> None:
         super().__init__()
-        self.mask = mask
+        self.pattern = pattern or cpu_pattern(1)
 
 
 _PLACEHOLDERS = (
@@ -223,7 +251,7 @@ def _outer():
         r = {enter!r}
         cpu = {cpu!r}
         size = {size!r}  # the target's globals may shadow len()
-        r.append(cpu() if not size(r) & r.mask else -1)
+        r.append(cpu() if r.pattern[size(r) & 8191] else -1)
         wall = {wall!r}
         call = {clone!r}
         r.append(wall())
@@ -267,6 +295,20 @@ def can_trampoline(function: types.FunctionType) -> bool:
     return not flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR)
 
 
+def clone_function(function: types.FunctionType) -> types.FunctionType:
+    """A function running ``function``'s current code with its globals, defaults and closure —
+    what a wrapper swapped into ``function.__code__`` calls."""
+    clone = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    clone.__kwdefaults__ = function.__kwdefaults__
+    return clone
+
+
 def install_trampoline(
     function: types.FunctionType,
     enter: Record,
@@ -276,21 +318,17 @@ def install_trampoline(
 ) -> types.CodeType:
     """Swap ``function.__code__`` for a probing trampoline; returns the original code."""
     original = function.__code__
-    clone = types.FunctionType(
-        original,
-        function.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    clone.__kwdefaults__ = function.__kwdefaults__
+    clone = clone_function(function)
     template = _template(len(original.co_freevars))
     objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
     consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
-    function.__code__ = template.replace(
-        co_consts=consts,
-        co_freevars=original.co_freevars,
-        co_name=original.co_name,
-        co_qualname=original.co_qualname,
+    set_code(
+        function,
+        template.replace(
+            co_consts=consts,
+            co_freevars=original.co_freevars,
+            co_name=original.co_name,
+            co_qualname=original.co_qualname,
+        ),
     )
     return original

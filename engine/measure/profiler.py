@@ -8,22 +8,45 @@ tests and the benchmarks call:
 2. the plan (:mod:`~apiprof.engine.measure.plan`) groups the targets that ran so no two sharing a stack
    are timed together;
 3. one timing pass (:mod:`~apiprof.engine.measure.timing`) per group, probes on that group only;
+   and for targets that return an iterator, a consumption pass
+   (:mod:`~apiprof.engine.measure.consume`): the call plus exhausting what it returned;
 4. per-call active times (:mod:`~apiprof.engine.measure.activetime`) with the calibrated overhead
-   (:mod:`~apiprof.engine.measure.calibrate`) removed, bucketed into log2 histograms.
+   (:mod:`~apiprof.engine.measure.calibrate`) and the preempted intervals
+   (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
+
+Each timing pass measures for a time budget with a minimum number of runs
+(:class:`~apiprof.engine.measure.timing.Budget`), and is preceded by a short reference workload
+(:mod:`~apiprof.engine.measure.machine`) whose slowdown, with the preempted runs, is reported
+as the report's :class:`~apiprof.model.records.Disturbance`.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.consume import Consumed, run_consume_pass
+from apiprof.engine.measure.machine import reference_check_ns
 from apiprof.engine.measure.plan import plan_groups
-from apiprof.engine.measure.probes import Site, resolve_site
-from apiprof.engine.measure.timing import measure_calls, run_timing_pass
+from apiprof.engine.measure.probes import PySite, Site, resolve_site
+from apiprof.engine.measure.switches import open_switches
+from apiprof.engine.measure.timing import Budget, measure_calls, run_timing_pass
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Calibration, CallEdge, Measurement, Metric
+from apiprof.model.records import (
+    BUSY_FACTOR,
+    NO_SIZE,
+    Calibration,
+    CallEdge,
+    Disturbance,
+    Measurement,
+    Metric,
+)
+
+TIME_BUDGET = 0.01
+"""Default seconds of runs per timing pass (each scenario size, each group of targets)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +64,7 @@ class ProfileReport:
     calibration: Calibration = field(default_factory=Calibration)
     timing_groups: list[list[str]] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    disturbance: Disturbance = field(default_factory=Disturbance)
 
 
 def profile(
@@ -51,11 +75,20 @@ def profile(
     size: int = NO_SIZE,
     repeat: int = 20,
     max_seconds: float = 2.0,
+    time_budget: float = TIME_BUDGET,
     calibration: Calibration | None = None,
+    warmup: bool = True,
+    consume: bool = True,
 ) -> ProfileReport:
-    """Measure every target the scenario calls. ``repeat``/``max_seconds`` bound each pass
-    (at least one execution each). Exceptions from ``run_once`` propagate."""
+    """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
+    times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
+    runs past ``max_seconds`` (each runs the scenario at least once). Exceptions from
+    ``run_once`` propagate. ``warmup``: one unrecorded run before each timing pass;
+    ``consume``: consumption passes for targets returning iterators (a long scenario such as a
+    test suite turns both off: every extra run costs a whole suite)."""
     calibration = calibration or calibrate()
+    budget = Budget(max(1, repeat), time_budget, max_seconds, warmup)
+    switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
     ran = [key for key in sites if alloc.calls[key]]
@@ -76,21 +109,58 @@ def profile(
             measure(key, Metric.IO_WRITE, alloc.io_write[key])
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
+        report.disturbance += _reference_check(calibration)
         log = run_timing_pass(
             run_once,
             [sites[key] for key in group],
             alloc.callers,
-            repeat=repeat,
-            max_seconds=max_seconds,
+            budget=budget,
+            switches=switches,
         )
-        for key, costs in zip(
-            group, measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
-        ):
+        report.disturbance += Disturbance(
+            runs=log.runs, disturbed_runs=log.disturbed_runs, preempted_ns=log.preempted_ns
+        )
+        all_costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
+        for key, costs, weight in zip(group, all_costs, log.cpu_every):
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
-                measure(key, Metric.CPU, Histogram.of(costs.cpu_ns))
+                measure(key, Metric.CPU, Histogram.of(costs.cpu_ns, weight))
+    for key in ran if consume else ():
+        site = sites[key]
+        if isinstance(site, PySite) and (key in alloc.returns_iterator or is_generator(site)):
+            consumed = _consume(run_once, site, budget)
+            if consumed is not None and consumed.wall_ns:
+                measure(key, Metric.CONSUME_WALL, Histogram.of(consumed.wall_ns))
+                if consumed.alloc_bytes:
+                    measure(key, Metric.CONSUME_ALLOC, Histogram.of(consumed.alloc_bytes))
     report.edges = target_edges(alloc, names)
     return report
+
+
+def is_generator(site: PySite) -> bool:
+    return bool(site.function.__code__.co_flags & inspect.CO_GENERATOR)
+
+
+def _consume(run_once: Callable[[], object], site: PySite, budget: Budget) -> Consumed | None:
+    """The consumption pass of one target; None when the scenario cannot run with its iterator
+    exhausted (it needed the items): the call's own figures stand without consumption ones."""
+    try:
+        return run_consume_pass(
+            run_once,
+            site.function,
+            min_runs=budget.min_runs,
+            seconds=0.0,  # consuming is slow by nature: the minimum runs are plenty
+            max_seconds=budget.max_seconds,
+        )
+    except Exception:
+        return None
+
+
+def _reference_check(calibration: Calibration) -> Disturbance:
+    """Time the reference workload (warm); slow against the calibrated index = a busy machine."""
+    took = reference_check_ns()
+    slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
+    return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
 
 
 def resolve_targets(
