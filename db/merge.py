@@ -27,8 +27,8 @@ from apiprof.db.store import (
     ADD_BUCKETS_SQL,
     ADD_EDGES_SQL,
     ADD_SPEEDS_SQL,
-    ADD_VERSIONS_SQL,
     ADD_SUB_BUCKETS_SQL,
+    ADD_VERSIONS_SQL,
     recompute_growth,
 )
 from apiprof.errors import DatabaseError, UsageError

@@ -35,13 +35,18 @@ from apiprof.engine.measure.probes import (
     PySite,
     Record,
     can_trampoline,
+    cpu_pattern,
     install_probe_id,
     install_trampoline,
     release_tool_id,
     resolve_site,
     restore_code,
 )
-from apiprof.engine.measure.timing import MASK_REFERENCE, MASK_SAMPLED, make_monitoring_callbacks
+from apiprof.engine.measure.timing import (
+    REFERENCE_EVERY,
+    SAMPLE_EVERY,
+    make_monitoring_callbacks,
+)
 from apiprof.errors import MeasurementError
 
 TOOL_IDS = (4, 3)
@@ -97,8 +102,12 @@ class _Watch:
     consumed: int = 0  # calls read so far
 
 
-def _fresh_enter(mask: int) -> Record:
-    record = Record(mask)
+SAMPLED = cpu_pattern(SAMPLE_EVERY)
+"""Which calls of a watched function also read the thread-CPU clock (a random 1 in 16)."""
+
+
+def _fresh_enter(pattern: bytes) -> Record:
+    record = Record(pattern)
     record.extend(_PLACEHOLDER)
     return record
 
@@ -132,7 +141,7 @@ class LiveProbes:
     """
 
     def __init__(self) -> None:
-        self.enters: list[Record] = [_fresh_enter(MASK_SAMPLED) for _ in range(RECORD_SLOTS)]
+        self.enters: list[Record] = [_fresh_enter(SAMPLED) for _ in range(RECORD_SLOTS)]
         self.exits: list[Record] = [Record() for _ in range(RECORD_SLOTS)]
         self.watches: dict[int, _Watch] = {}
         self.paused = False
@@ -207,7 +216,7 @@ class LiveProbes:
         index = next((i for i in range(1, RECORD_SLOTS) if i not in self.watches), None)
         if index is None:
             return None
-        self.enters[index] = _fresh_enter(MASK_SAMPLED)
+        self.enters[index] = _fresh_enter(SAMPLED)
         self.exits[index] = Record()
         self.watches[index] = _Watch(function, self._tag(function, index))
         if not self.paused:
@@ -266,7 +275,7 @@ class LiveProbes:
     # -- reading records --------------------------------------------------------------------
     def _swap(self, index: int) -> tuple[Record, Record]:
         enters, exits = self.enters[index], self.exits[index]
-        self.enters[index] = _fresh_enter(enters.mask)
+        self.enters[index] = _fresh_enter(enters.pattern)
         self.exits[index] = Record()
         if not HAS_MONITORING and index in self.watches and not self.paused:
             self._install(index)  # trampolines hold their records as constants
@@ -337,7 +346,7 @@ class LiveProbes:
     def _measure_overhead(self) -> None:
         """Inside overheads from an empty reference function probed like any watched one, and
         the full cost of a probed call from a loop of them against an unprobed twin loop."""
-        self.enters[REFERENCE] = _fresh_enter(MASK_REFERENCE)
+        self.enters[REFERENCE] = _fresh_enter(cpu_pattern(REFERENCE_EVERY))
         self.watches[REFERENCE] = _Watch(_live_reference, self._tag(_live_reference, REFERENCE))
         self._install(REFERENCE)
         try:
