@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -324,7 +325,7 @@ def open_db(
         return db
     try:
         db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        db.execute("PRAGMA journal_mode = WAL")
+        _switch_to_wal(db, timeout)
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     except sqlite3.OperationalError as exc:
@@ -338,6 +339,20 @@ def open_db(
             f"{path}: the database cannot be used ({exc}); pass another --db path or restore a copy"
         ) from exc
     return db
+
+
+def _switch_to_wal(db: sqlite_utils.Database, timeout: float) -> None:
+    """``PRAGMA journal_mode = WAL``, retried: SQLite answers "locked" at once, without its
+    busy handler, while another connection creating the same new file holds its lock."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
