@@ -72,6 +72,10 @@ class Coverage(enum.StrEnum):
     TIMED_OUT = "timed_out"
     MEMORY = "memory"  # exceeded the worker's memory cap
     SKIPPED = "skipped"  # excluded by the user or by policy (e.g. interactive/blocking APIs)
+    # its module needs an optional dependency that is not installed (not a fault of the package)
+    MISSING_DEPENDENCY = "missing_dependency"
+    # this interpreter cannot measure it (e.g. a C-only class's constructor on Python 3.11)
+    UNSUPPORTED = "unsupported"
 
 
 class EntryKind(enum.StrEnum):
@@ -88,6 +92,11 @@ class ScenarioSource(enum.StrEnum):
     FILE = "file"  # a user-written scenario file
     DOCSTRING = "docstring"  # ``>>>`` examples in the API's docstring
     SYNTHESIZED = "synthesized"  # arguments generated from annotations and defaults
+    STUBS = "stubs"  # arguments typed by stub files (.pyi beside the code, types-*, typeshed)
+    DOCSTRING_TYPES = "docstring_types"  # typed by the docstring (Sphinx, numpydoc, Google)
+    FACTORIES = "factories"  # an instance from a concrete subclass or a factory of the package
+    HEURISTICS = "heuristics"  # typed from parameter names and how the body uses them
+    CAPTURED = "captured"  # arguments recorded while the test suite or docstring examples ran
     TESTS = "tests"  # the package's own test suite
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
 

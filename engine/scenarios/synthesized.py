@@ -8,6 +8,7 @@ the same ``(qualname, n, seed, variant)``, and the measured call is ``target(*ar
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 import typing
@@ -18,6 +19,7 @@ from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,
     UNSIZED_CONSUME_LIMIT,
+    SOURCES,
     CannotSynthesize,
     Synthesis,
     is_lazy,
@@ -27,7 +29,7 @@ from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
-MAX_VARIANTS = 6
+MAX_VARIANTS = 8
 """At most this many argument flavours are tried before giving up on an entry point."""
 
 
@@ -65,13 +67,15 @@ def synthesized_spec(
     variant: int = 0,
     lazy: bool = False,
     raises: str = "",
+    sources: tuple[str, ...] = SOURCES,
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
-        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n"
+        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, "
+        f"variant={variant}, sources={tuple(sources)!r})\n"
     )
     call = "target(*args, **kwargs)"
     if lazy:
@@ -83,12 +87,14 @@ def synthesized_spec(
     description = f"synthesised arguments (variant {variant})" + (
         ", result iterated" if lazy else ""
     )
+    if synthesis.used and synthesis.source is not ScenarioSource.SYNTHESIZED:
+        description += f"; types from {synthesis.describe_sources()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     return ScenarioSpec(
         id=f"synth:{qualname}",
         qualname=qualname,
-        source=ScenarioSource.SYNTHESIZED,
+        source=synthesis.source,
         description=description,
         setup=setup,
         call=call,
@@ -98,7 +104,12 @@ def synthesized_spec(
 
 
 def find_synthesized_scenario(
-    qualname: str, sizes: tuple[int, ...], *, seed: int = 0, check: bool = True
+    qualname: str,
+    sizes: tuple[int, ...],
+    *,
+    seed: int = 0,
+    check: bool = True,
+    sources: tuple[str, ...] = SOURCES,
 ) -> tuple[ScenarioSpec | None, Failure | None]:
     """The first argument variant that builds (and, with ``check``, runs): (spec, None) or
     (None, why not).
@@ -110,7 +121,7 @@ def find_synthesized_scenario(
     variant, choices = 0, 1
     while variant < min(choices, MAX_VARIANTS):
         try:
-            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
+            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
         except Exception as error:  # this flavour cannot be built; a later one may
             reason = (
                 str(error)
@@ -124,21 +135,20 @@ def find_synthesized_scenario(
             continue
         # flavours differ per variant (a union member may have none)
         choices = max(choices, synthesis.choices)
-        spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
+        build = functools.partial(
+            synthesized_spec, qualname, sizes, synthesis, seed=seed, variant=variant, sources=sources
+        )
+        spec = build()
         if not check:
             return spec, None
         failure, result = try_scenario(spec)
         if failure is None and is_lazy(result):
-            spec = synthesized_spec(
-                qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True
-            )
+            spec = build(lazy=True)
             failure, result = try_scenario(spec)
         if failure is None:
             return spec, None
         if raises := raised_by_design(qualname):
-            spec = synthesized_spec(
-                qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises
-            )
+            spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
         first_failure = first_failure or Failure(
