@@ -35,6 +35,19 @@ exit codes: 0 done, 1 scan failed, 2 usage error (unknown package, bad scenario 
 """
 
 
+SOURCE_FLAGS = [
+    (
+        "stubs",
+        "do not type arguments from .pyi stubs (the package's own, types-* packages, typeshed)",
+    ),
+    ("docstring-types", "do not type arguments from docstrings (:param int x:, numpydoc, Google)"),
+    ("subclasses", "do not build instances from concrete subclasses and the package's factories"),
+    ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
+    ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
+]
+"""``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
+
+
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     from apiprof.engine.scan import ScanOptions
 
@@ -74,6 +87,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not synthesise arguments from annotations and defaults",
     )
+    for flag, what in SOURCE_FLAGS:
+        parser.add_argument(f"--no-{flag}", action="store_true", help=what)
     parser.add_argument(
         "--sizes",
         type=size_list,
@@ -163,6 +178,11 @@ def scan_options(args: argparse.Namespace):
         bundled_scenarios=not args.no_bundled_scenarios,
         docstrings=not args.no_docstrings,
         synthesize=not args.no_synth,
+        stubs=not args.no_stubs,
+        docstring_types=not args.no_docstring_types,
+        subclasses=not args.no_subclasses,
+        heuristics=not args.no_heuristics,
+        capture=not args.no_capture,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         jobs=args.jobs,

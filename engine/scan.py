@@ -52,6 +52,7 @@ from apiprof.engine.isolation.protocol import (
     Refused,
 )
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
+from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 from apiprof.model.records import (
     Calibration,
@@ -89,6 +90,12 @@ class ScanOptions:
     bundled_scenarios: bool = True  # add the scenario file apiprof ships for the package, if any
     docstrings: bool = True  # run ``>>>`` examples as scenarios
     synthesize: bool = True  # synthesise arguments from annotations and defaults
+    # where argument types come from besides annotations (each switchable: --no-stubs ...)
+    stubs: bool = True  # .pyi stubs: the package's own, types-* packages, jedi's typeshed
+    docstring_types: bool = True  # :param int x:, numpydoc and Google sections
+    subclasses: bool = True  # concrete subclasses and factories for classes that won't build
+    heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
+    capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     repeat: int = 20  # runs per scenario and size (a scenario file may say otherwise)
     max_seconds: float = 2.0  # measuring budget per scenario and size
@@ -115,6 +122,11 @@ class ScanOptions:
         "bundled_scenarios",
         "docstrings",
         "synthesize",
+        "stubs",
+        "docstring_types",
+        "subclasses",
+        "heuristics",
+        "capture",
         "sizes",
         "repeat",
         "max_seconds",
@@ -136,6 +148,11 @@ class ScanOptions:
         if self.bundled_scenarios and bundled.is_file():
             return (*self.scenario_files, str(bundled))
         return self.scenario_files
+
+    @property
+    def argument_sources(self) -> list[str]:
+        """The enabled argument sources beyond annotations, as the worker names them."""
+        return [name for name in SOURCES if getattr(self, name)]
 
     def worker_options(self) -> WorkerOptions:
         env = {}
@@ -465,6 +482,7 @@ def plan_scan(
             synthesize=options.synthesize,
             sizes=list(options.sizes),
             profile=profile,
+            sources=options.argument_sources,
         )
         requests.append(request)
     return Plan(requests, known, skipped)

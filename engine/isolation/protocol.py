@@ -92,6 +92,8 @@ class ProfileEntry:
     synthesize: bool = True
     sizes: list[int] = field(default_factory=list)
     profile: bool = True
+    # argument sources beyond annotations (engine.scenarios.synth.SOURCES), the enabled ones
+    sources: list[str] = field(default_factory=list)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
 

@@ -159,6 +159,7 @@ class Worker:
             docstrings=request.docstrings,
             synthesize=request.synthesize,
             sizes=tuple(request.sizes or DEFAULT_SIZES),
+            sources=tuple(request.sources),
         )
         return EntryFinished(specs, unscenarioed.get(request.entry.qualname))
 

@@ -9,6 +9,7 @@ from apiprof.engine.discovery.discover import Discovery, describe_exception, res
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
+from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage, Failure
@@ -24,6 +25,7 @@ def collect_scenarios(
     synthesize: bool = True,
     sizes: Sequence[int] = DEFAULT_SIZES,
     check: bool = True,
+    sources: Sequence[str] = SOURCES,
 ) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
     """All scenarios for a discovered package, and why each uncovered entry point has none.
 
@@ -45,7 +47,9 @@ def collect_scenarios(
         if entry.qualname not in objects:
             continue
         if synthesize:
-            spec, failure = find_synthesized_scenario(entry.qualname, tuple(sizes), check=check)
+            spec, failure = find_synthesized_scenario(
+                entry.qualname, tuple(sizes), check=check, sources=tuple(sources)
+            )
             if spec is not None:
                 specs.append(spec)
             elif failure is not None:

@@ -101,8 +101,7 @@ for _names, _annotation in [
     ("fp file stream fileobj fobj f_obj infile outfile fh handle_file buf_file", TextFileMarker),
     ("bytestream binary_file", BinaryFileMarker),
     (
-        "bs buf buffer byts byte_string bytestring payload packed blob raw data_bytes chunk "
-        "octets",
+        "bs buf buffer byts byte_string bytestring payload packed blob raw data_bytes chunk octets",
         bytes,
     ),
     (

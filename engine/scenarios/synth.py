@@ -43,6 +43,7 @@ from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
+    Usage,
     SameClassMarker,
     SocketMarker,
     TracebackMarker,
@@ -57,6 +58,8 @@ from apiprof.engine.scenarios.typetext import (
     DirectoryMarker,
     PathMarker,
     TextFileMarker,
+    evaluate_type,
+    module_namespace,
 )
 from apiprof.model.records import ScenarioSource
 
@@ -229,6 +232,9 @@ def _resolve_target(
     if not inspect.isclass(owner):
         if not callable(obj):
             raise CannotSynthesize(f"{qualname} is not callable")
+        if inspect.isclass(obj) and issubclass(obj, enum.Enum) and len(obj):
+            members = list(obj)  # looking a member up by value is what calling an enum does
+            return obj, (context.pick(members).value,)
         return obj, ()
     context.owner = owner
     context.member = member
@@ -265,7 +271,7 @@ def _construct(cls: type, context: _Context) -> object:
                 instance = _call_with_arguments(alternative, context)
             except CannotSynthesize:
                 continue
-            if isinstance(instance, cls):
+            if _is_instance(instance, cls):
                 context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
                 return instance
         if alternatives:
@@ -278,6 +284,13 @@ def _construct(cls: type, context: _Context) -> object:
     elif inspect.isabstract(cls):
         problems.append("a scenario file must choose a subclass")
     raise CannotSynthesize("; ".join(problems))
+
+
+def _is_instance(value: object, cls: type) -> bool:
+    try:
+        return isinstance(value, cls)
+    except TypeError:  # a protocol that is not runtime-checkable: trust the factory
+        return True
 
 
 def _rotated(items: list[Any], variant: int) -> list[Any]:
@@ -502,6 +515,8 @@ def _signature_of(
         stub = stub_signature(target)
         if stub is not None and stub.signature is not None:
             return stub.signature
+    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
+        return inspect.Signature()
     return None
 
 
@@ -693,6 +708,13 @@ def _build(annotation: Any, context: _Context, name: str) -> Any:
 def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> Any:
     n = context.n
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, (str, typing.ForwardRef)):  # a forward reference left unresolved
+        resolved = _resolve_forward(tp, context)
+        if resolved is None:
+            raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
+        return _build_value(resolved, context, name, rng)
+    if _is_protocol(tp):
+        return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
         return _build_value(context.pick([list[int], str, int]), context, name, rng)
     if isinstance(tp, typing.TypeVar):
@@ -711,10 +733,12 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
     if tp is complex:
         return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
     if tp is str:  # prose, one word (names, labels and keys reject spaces), a JSON array, digits
-        text = context.pick([_text(rng, n), None, _json_text(rng, n), _digits(rng, n)])
+        named = _named_string(name)  # a format the parameter's name asks for comes first
+        options = [_text(rng, n), None, _json_text(rng, n), _digits(rng, n), _ISO_TIME, "x"]
+        text = context.pick([named, *options] if named else options)
         if text is None:
             return _word(rng)
-        context.sized = True
+        context.sized |= text not in (named, _ISO_TIME, "x")
         return text
     if tp in (bytes, bytearray):
         context.sized = True
@@ -836,6 +860,85 @@ _SPECIAL_VALUES: dict[Any, Callable[[_Context, str, random.Random], Any]] = {
     TracebackMarker: _traceback,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
 }
+
+
+_ISO_TIME = "2024-06-15T12:30:00"
+"""A string flavour many parsers accept (dates, times, ISO 8601)."""
+
+
+def _named_string(name: str) -> str | None:
+    """The string a parameter's name asks for (``url`` → a URL, ``dt_str`` → an ISO date)."""
+    guess = guess_from_name(name)
+    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
+        return typing.get_args(guess)[0]
+    lowered = name.lower()
+    if any(word in lowered for word in ("date", "time", "dt", "iso", "when")):
+        return _ISO_TIME
+    return None
+
+
+def _resolve_forward(tp: str | typing.ForwardRef, context: _Context) -> Any:
+    text = tp.__forward_arg__ if isinstance(tp, typing.ForwardRef) else tp
+    module = sys.modules.get(context.qualname.split(".")[0])
+    names = {**module_namespace(module), **package_classes(context.qualname)}
+    return evaluate_type(text, names)
+
+
+def _is_protocol(tp: Any) -> bool:
+    return (
+        inspect.isclass(tp)
+        and bool(getattr(tp, "_is_protocol", False))
+        and tp is not typing.Protocol
+    )
+
+
+def _build_protocol(tp: type, context: _Context, name: str, rng: random.Random) -> Any:
+    """A value for a structural type: a callable for a call protocol, else the first builtin
+    or package class that has every method the protocol declares."""
+    members = {
+        attribute
+        for klass in tp.__mro__
+        if klass not in (object, typing.Protocol, typing.Generic)
+        for attribute in vars(klass)
+        if not attribute.startswith("_abc") and attribute not in _PROTOCOL_NOISE
+    }
+    if members <= {"__call__"} or "__call__" in members:
+        return _identity
+    strong, _ = infer_from_usage(Usage(attributes=members), None, package_classes(context.qualname))
+    for candidate in strong:
+        try:
+            return _build(candidate, context, name)
+        except CannotSynthesize:
+            continue
+    raise CannotSynthesize(
+        f"parameter {name!r}: nothing apiprof can build has all of {tp.__qualname__}'s "
+        f"members ({', '.join(sorted(members))})"
+    )
+
+
+_PROTOCOL_NOISE = frozenset(
+    {
+        "__module__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__parameters__",
+        "__orig_bases__",
+        "__protocol_attrs__",
+        "__non_callable_proto_members__",
+        "__subclasshook__",
+        "__init__",
+        "__annotations__",
+        "__qualname__",
+        "__abstractmethods__",
+        "__slots__",
+        "_is_protocol",
+        "_is_runtime_protocol",
+        "__type_params__",
+        "__static_attributes__",
+        "__firstlineno__",
+    }
+)
 
 
 def _elements(element: Any, context: _Context, name: str, rng: random.Random) -> list[Any]:

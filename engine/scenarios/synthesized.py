@@ -136,7 +136,13 @@ def find_synthesized_scenario(
         # flavours differ per variant (a union member may have none)
         choices = max(choices, synthesis.choices)
         build = functools.partial(
-            synthesized_spec, qualname, sizes, synthesis, seed=seed, variant=variant, sources=sources
+            synthesized_spec,
+            qualname,
+            sizes,
+            synthesis,
+            seed=seed,
+            variant=variant,
+            sources=sources,
         )
         spec = build()
         if not check:
