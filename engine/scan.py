@@ -17,6 +17,8 @@ time only while there are idle cores for every worker (workers compete for cores
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -40,10 +42,13 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
+from apiprof.engine.discovery.discover import import_name_of
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import (
     Calibrate,
     Calibrated,
+    Captured,
+    CaptureExamples,
     Discover,
     Discovered,
     EntryFinished,
@@ -51,6 +56,7 @@ from apiprof.engine.isolation.protocol import (
     ProfileEntry,
     Refused,
 )
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
@@ -192,11 +198,13 @@ class ScanOptions:
 class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
-    stage: str  # "calibrate", "discover", "tests" (only with --tests), "profile", "done"
+    stage: str  # "calibrate", "discover", "capture", "tests" (with --tests), "profile", "done"
     done: int = 0
     total: int = 0
     qualname: str = ""  # the entry point just finished (profile stage)
     status: str = ""  # its coverage status
+    running: tuple[str, ...] = ()  # the entry points being profiled now
+    eta_seconds: float | None = None  # estimated seconds until the profile stage ends
 
 
 @dataclass(frozen=True)
@@ -278,6 +286,14 @@ class Plan:
     skipped: int = 0  # entry points a resumed scan had finished already
 
 
+class ScanInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or ``kill``) stopped a scan; ``summary`` is what it had stored by then."""
+
+    def __init__(self, summary: ScanSummary) -> None:
+        super().__init__()
+        self.summary = summary
+
+
 def scan(
     package: str,
     *,
@@ -286,14 +302,21 @@ def scan(
     resume: bool = False,
     progress: Callable[[ScanProgress], None] | None = None,
 ) -> ScanSummary:
-    """Profile every public entry point of ``package`` into the database at ``db_path``."""
+    """Profile every public entry point of ``package`` into the database at ``db_path``.
+
+    ``package`` may be a distribution name (``python-dateutil``); it is scanned under its
+    import name. Interrupted, it raises :class:`ScanInterrupted` carrying the summary so far.
+    """
     options = options or ScanOptions()
     options.validate()
+    package = import_name_of(package)
     report = progress or (lambda event: None)
     check_scenario_files(options.scenario_files)
     options = with_absolute_suite_path(options)
     started = time.monotonic()
+    created = not Path(db_path).exists()
     db = open_db(db_path, timeout=options.db_timeout)
+    scan_id = None
     try:
         claim_write_access(db, db_path)
         resumed = find_resumable_scan(db, package) if resume else None
@@ -324,6 +347,7 @@ def scan(
             )
             report(ScanProgress("discover"))
             found = discover_package(pool, package, options)
+            package = found.discovery.package
             if resumed is not None:
                 scan_id = int(resumed["id"])
                 take_over_scan(db, scan_id)
@@ -337,11 +361,13 @@ def scan(
                     options.to_json(),
                 )
             store_entry_points(db, found.discovery.entry_points)
-            plan = plan_scan(
-                found, options, done=completed_entry_points(db, scan_id) if resumed else set()
-            )
+            done = completed_entry_points(db, scan_id) if resumed else set()
+            captured: list[CapturedCall] = []
+            if options.capture and len(done) < len(found.discovery.entry_points):
+                report(ScanProgress("capture"))
+                captured = capture_in_worker(pool, found, options)
             suite = None
-            if options.tests and plan.requests:
+            if options.tests and len(done) < len(found.discovery.entry_points):
                 report(ScanProgress("tests"))
                 suite = run_test_suite(
                     found.discovery.package,
@@ -351,9 +377,15 @@ def scan(
                     timeout=options.tests_timeout,
                     max_seconds=options.max_seconds,
                     calibration=calibration,
+                    entries=found.discovery.entry_points,
+                    capture=options.capture,
                 )
+                captured += suite.captured
+            plan = plan_scan(found, options, done=done, captured=captured)
             batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
-            status = store_results(db, batches, plan, scan_id, environment.id, package, report)
+            status = store_results(
+                db, batches, plan, scan_id, environment.id, package, report, options.jobs
+            )
             workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
         result = summarize_scan(
@@ -361,8 +393,38 @@ def scan(
         )
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
+    except KeyboardInterrupt:
+        if scan_id is None:
+            raise
+        elapsed = time.monotonic() - started
+        summary = summarize_scan(db, found, scan_id, str(db_path), "interrupted", 0, elapsed, 0)
+        raise ScanInterrupted(summary) from None
     finally:
         db.conn.close()
+        if created and scan_id is None:  # nothing was scanned: leave no empty database behind
+            remove_database(db_path)
+
+
+def remove_database(db_path: str | Path) -> None:
+    """Delete a database file this scan created and its SQLite side files."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(f"{db_path}{suffix}").unlink()
+
+
+def capture_in_worker(
+    pool: WorkerPool, found: Discovered, options: ScanOptions
+) -> list[CapturedCall]:
+    """Arguments the entry points receive in the package's docstring examples (run in a
+    sandboxed worker); nothing when that worker fails or runs out of time."""
+    discovery = found.discovery
+    request = CaptureExamples(discovery.package, discovery.entry_points, CAPTURE_BUDGET)
+    result = pool.request(request, timeout=CAPTURE_BUDGET + 60)
+    return list(result.reply.calls) if isinstance(result.reply, Captured) else []
+
+
+CAPTURE_BUDGET = 90.0
+"""Seconds all docstring examples may run while their arguments are captured."""
 
 
 def store_results(
@@ -373,10 +435,12 @@ def store_results(
     environment_id: str,
     package: str,
     report: Callable[[ScanProgress], None],
+    jobs: int = 1,
 ) -> str:
     """Store each entry point's batch in its own transaction as it arrives; returns the scan's
     final status ("finished", or "interrupted" when anything — Ctrl-C included — stops it)."""
     status = "interrupted"
+    tracker = ProgressTracker([r.entry.qualname for r in plan.requests], jobs)
     try:
         store_batch(
             db,
@@ -385,19 +449,56 @@ def store_results(
             package=package,
             scan_id=scan_id,
         )
-        report(ScanProgress("profile", 0, len(plan.requests)))
-        for done, (qualname, batch) in enumerate(batches, start=1):
+        report(tracker.event())
+        for qualname, batch in batches:
             store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
-            report(
-                ScanProgress(
-                    "profile", done, len(plan.requests), qualname, str(batch.coverage[0].status)
-                )
-            )
+            tracker.finished(qualname, str(batch.coverage[0].status))
+            report(tracker.event())
         status = "finished"
     finally:
         batches.close()  # stops the run: busy workers are killed at once
         finish_scan(db, scan_id, status)
     return status
+
+
+class ProgressTracker:
+    """Which entry points are running now and when the rest should be done.
+
+    The pool starts tasks in plan order and starts the next one as soon as one finishes, so the
+    ones running are the first ``jobs`` of the plan that have not finished. The ETA is the mean
+    time per finished entry point so far times those left, divided among the workers' finishes.
+    """
+
+    def __init__(self, order: list[str], jobs: int, clock: Callable[[], float] = time.monotonic):
+        self.order, self.jobs, self.clock = order, max(jobs, 1), clock
+        self.done: set[str] = set()
+        self.started = clock()
+        self.last = ("", "")
+
+    def finished(self, qualname: str, status: str) -> None:
+        self.done.add(qualname)
+        self.last = (qualname, status)
+
+    def running(self) -> tuple[str, ...]:
+        pending = (name for name in self.order if name not in self.done)
+        return tuple(itertools.islice(pending, self.jobs))
+
+    def eta_seconds(self) -> float | None:
+        if not self.done:
+            return None
+        per_entry = (self.clock() - self.started) / len(self.done)
+        return per_entry * (len(self.order) - len(self.done))
+
+    def event(self) -> ScanProgress:
+        return ScanProgress(
+            "profile",
+            len(self.done),
+            len(self.order),
+            self.last[0],
+            self.last[1],
+            running=self.running(),
+            eta_seconds=self.eta_seconds(),
+        )
 
 
 def claim_write_access(db: sqlite_utils.Database, db_path: str | Path) -> None:
@@ -452,7 +553,12 @@ def expect(result: TaskResult, kind: type[T], doing: str) -> T:
 
 
 def plan_scan(
-    found: Discovered, options: ScanOptions, done: Set[str] = frozenset(), *, profile: bool = True
+    found: Discovered,
+    options: ScanOptions,
+    done: Set[str] = frozenset(),
+    *,
+    profile: bool = True,
+    captured: Sequence[CapturedCall] = (),
 ) -> Plan:
     """One task per entry point: collect its docstring/synthesised scenarios, add its file
     scenarios, profile them all. Scenario files may also target names discovery did not list."""
@@ -465,6 +571,9 @@ def plan_scan(
     file_specs: dict[str, list[ScenarioSpec]] = defaultdict(list)
     for spec in found.specs:
         file_specs[spec.qualname].append(spec)
+    calls: dict[str, list[CapturedCall]] = defaultdict(list)
+    for call in captured:
+        calls[call.qualname].append(call)
     entries = {entry.qualname: entry for entry in discovery.entry_points}
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
@@ -483,6 +592,7 @@ def plan_scan(
             sizes=list(options.sizes),
             profile=profile,
             sources=options.argument_sources,
+            captured=calls.get(qualname, []),
         )
         requests.append(request)
     return Plan(requests, known, skipped)

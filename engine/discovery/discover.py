@@ -130,9 +130,9 @@ def _walk(obj: object, parts: list[str], index: int) -> object:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
-            if not (error.name and module_name.startswith(error.name)):
-                if not candidates:
-                    raise
+            submodule_missing = bool(error.name and module_name.startswith(error.name))
+            if not submodule_missing and not candidates:
+                raise
         else:
             if not candidates or module is not candidates[0]:
                 candidates.append(module)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.codec import DecodeError, from_data, to_data
 from apiprof.model.records import (
@@ -94,7 +95,17 @@ class ProfileEntry:
     profile: bool = True
     # argument sources beyond annotations (engine.scenarios.synth.SOURCES), the enabled ones
     sources: list[str] = field(default_factory=list)
+    captured: list[CapturedCall] = field(default_factory=list)  # calls seen in examples/tests
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+@dataclass(frozen=True)
+class CaptureExamples:
+    """Run the package's docstring examples and record the arguments its entry points get."""
+
+    package: str
+    entries: list[EntryPoint] = field(default_factory=list)
+    budget: float = 90.0
 
 
 @dataclass(frozen=True)
@@ -106,9 +117,12 @@ class RunSuite:
     scenario_id: str
     targets: list[str] = field(default_factory=list)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    capture: bool = True  # record the arguments entry points receive in the warm-up run
+    # the entry points with their source locations, matched however the suite imports them
+    entries: list[EntryPoint] = field(default_factory=list)
 
 
-Request = Ping | Call | Calibrate | Discover | ProfileEntry | RunSuite
+Request = Ping | Call | Calibrate | Discover | CaptureExamples | ProfileEntry | RunSuite
 
 # -- replies: worker -> scanner ------------------------------------------------------------------
 
@@ -140,6 +154,11 @@ class Calibrated:
 class Discovered:
     discovery: Discovery
     specs: list[ScenarioSpec] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Captured:
+    calls: list[CapturedCall] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -177,6 +196,9 @@ class SuiteFinished:
     blocked: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     problem: str = ""  # why no test ran, when none did
+    captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
+    seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
+    notes: list[str] = field(default_factory=list)  # e.g. options dropped for absent plugins
 
 
 @dataclass(frozen=True)
@@ -201,6 +223,7 @@ Reply = (
     | CallDone
     | Calibrated
     | Discovered
+    | Captured
     | ScenarioOutcome
     | EntryFinished
     | SuiteFinished
@@ -209,7 +232,8 @@ Reply = (
 )
 
 REQUESTS: dict[str, type] = {
-    cls.__name__: cls for cls in (Ping, Call, Calibrate, Discover, ProfileEntry, RunSuite)
+    cls.__name__: cls
+    for cls in (Ping, Call, Calibrate, Discover, CaptureExamples, ProfileEntry, RunSuite)
 }
 REPLIES: dict[str, type] = {
     cls.__name__: cls
@@ -219,6 +243,7 @@ REPLIES: dict[str, type] = {
         CallDone,
         Calibrated,
         Discovered,
+        Captured,
         ScenarioOutcome,
         EntryFinished,
         SuiteFinished,

@@ -6,6 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from apiprof.engine.discovery.discover import Discovery, describe_exception, resolve_object
+from apiprof.engine.scenarios.capture import (
+    CapturedCall,
+    can_resize,
+    capture_problems,
+    captured_spec,
+)
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
@@ -26,6 +32,7 @@ def collect_scenarios(
     sizes: Sequence[int] = DEFAULT_SIZES,
     check: bool = True,
     sources: Sequence[str] = SOURCES,
+    captured: Sequence[CapturedCall] = (),
 ) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
     """All scenarios for a discovered package, and why each uncovered entry point has none.
 
@@ -43,9 +50,17 @@ def collect_scenarios(
             reason = f"import failed: {describe_exception(error)}"
             failures[entry.qualname].append(Failure(Coverage.IMPORT_FAILED, reason))
     public = {id(identity_of(obj)): qualname for qualname, obj in objects.items()}
+    by_entry: dict[str, list[CapturedCall]] = {}
+    for call in captured:
+        by_entry.setdefault(call.qualname, []).append(call)
     for entry in discovery.entry_points:
         if entry.qualname not in objects:
             continue
+        calls = by_entry.get(entry.qualname, [])
+        kept_captures = replay_captures(calls, tuple(sizes), check=check)
+        specs.extend(kept_captures)
+        if calls and not kept_captures:
+            failures[entry.qualname].append(_capture_failure(calls, check))
         if synthesize:
             spec, failure = find_synthesized_scenario(
                 entry.qualname, tuple(sizes), check=check, sources=tuple(sources)
@@ -76,6 +91,45 @@ def collect_scenarios(
         if qualname not in covered
     }
     return specs, unscenarioed
+
+
+def replay_captures(
+    calls: Sequence[CapturedCall], sizes: tuple[int, ...], *, check: bool = True
+) -> list[ScenarioSpec]:
+    """Scenarios replaying the captured calls that run (at most two): sized when a list or
+    string argument can be stretched and the call still runs at the largest size."""
+    kept: list[ScenarioSpec] = []
+    for index, call in enumerate((c for c in calls if c.payload), start=1):
+        if len(kept) >= MAX_CAPTURED_SCENARIOS:
+            break
+        unsized = captured_spec(call, index)
+        if not check:
+            kept.append(unsized)
+            continue
+        if try_scenario(unsized)[0] is not None:
+            continue
+        if sizes and can_resize(call):
+            sized = captured_spec(call, index, sizes)
+            if all(try_scenario(sized, size, calls=1)[0] is None for size in (sizes[0], sizes[-1])):
+                kept.append(sized)
+                continue
+        kept.append(unsized)
+    return kept
+
+
+MAX_CAPTURED_SCENARIOS = 2
+
+
+def _capture_failure(calls: Sequence[CapturedCall], check: bool) -> Failure:
+    problem = capture_problems(calls)
+    if problem:
+        return Failure(Coverage.NO_ARGUMENTS, f"captured arguments: {problem}")
+    first = next(c for c in calls if c.payload)
+    failure = try_scenario(captured_spec(first, 1))[0] if check else None
+    why = failure.reason if failure else "did not run"
+    return Failure(
+        Coverage.NO_ARGUMENTS, f"captured arguments from {first.origin} {first.shown}: replay {why}"
+    )
 
 
 _SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT)

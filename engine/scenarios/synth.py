@@ -43,10 +43,10 @@ from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
-    Usage,
     SameClassMarker,
     SocketMarker,
     TracebackMarker,
+    Usage,
     guess_from_name,
     infer_from_usage,
     sibling_default,
@@ -426,7 +426,8 @@ def parameter_candidates(
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
     if "heuristics" in sources and not (annotated and not vague):
         usage = usage_of(target, parameter.name)
-        strong, weak = [], []
+        strong: list[Any] = []
+        weak: list[Any] = []
         if usage is not None:
             classes = package_classes(getattr(target, "__module__", "") or "")
             strong, weak = infer_from_usage(usage, module, classes)

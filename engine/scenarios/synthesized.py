@@ -18,8 +18,8 @@ from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,
-    UNSIZED_CONSUME_LIMIT,
     SOURCES,
+    UNSIZED_CONSUME_LIMIT,
     CannotSynthesize,
     Synthesis,
     is_lazy,
