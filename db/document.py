@@ -5,12 +5,14 @@ Fields (documented for users in ``apiprof show --help`` and docs/cli.md): qualna
 signature, summary; coverage {status, reason}; metrics {METRIC: {label, unit, count, mean, median,
 p90, stdev, buckets: [{bucket, low, high, count, sum, sum_sq}]}}; growth_class; growth [{metric,
 scenario_id, growth_class, rel_error, r2, points, size_axis}] (time first); scenario_count;
-scenarios [{id, source, description, sizes}]. Statistics are null when a metric has no samples.
+scenarios [{id, source, description, sizes, setup, call, inputs}]; failures [{scenario_id, phase,
+kind, reason, location, traceback}]. Statistics are null when a metric has no samples.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 import sqlite_utils
@@ -61,6 +63,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
             ],
         }
     scenarios: dict[str, dict[str, Any]] = {}
+    ran = query.scenario_inputs(db, found.qualname)
     for piece in query.scenario_breakdown(db, found.qualname):
         entry = scenarios.setdefault(
             piece.scenario_id,
@@ -69,6 +72,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
                 "source": piece.source,
                 "description": piece.description,
                 "sizes": [],
+                **ran.get(piece.scenario_id, {"setup": "", "call": "", "inputs": ""}),
             },
         )
         if piece.size >= 0 and piece.size not in entry["sizes"]:
@@ -96,4 +100,5 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
         ],
         "scenario_count": found.scenarios,
         "scenarios": list(scenarios.values()),
+        "failures": [asdict(row) for row in query.failures(db, found.qualname)],
     }

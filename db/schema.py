@@ -117,11 +117,33 @@ def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     db.table("scans").add_column("machine_speed_ns", float)
 
 
+def _v5_failures_and_inputs(db: sqlite_utils.Database) -> None:
+    # Every failed scenario behind a "not profiled" verdict (phase, where it raised, the last
+    # frames of the traceback), and what a scenario ran, so a person can reproduce it by hand.
+    db.table("failures").create(
+        {
+            "qualname": str,
+            "position": int,  # order in which the attempts were made
+            "scan_id": int,
+            "scenario_id": str,
+            "phase": str,  # collect | setup | call | consume | ""
+            "kind": str,  # a coverage status
+            "reason": str,
+            "location": str,  # file:line in function
+            "traceback": str,
+        },
+        pk=("qualname", "position"),
+    )
+    for column in ("setup", "call", "inputs"):
+        db.table("scenarios").add_column(column, str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
+    _v5_failures_and_inputs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2

@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import sqlite3
 import time
 from collections import defaultdict
@@ -33,6 +34,7 @@ import sqlite_utils
 
 from apiprof import errors
 from apiprof.db.owner import ScanOwner, still_running
+from apiprof.db.query import failures as failure_rows
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, open_db
 from apiprof.db.store import (
@@ -42,7 +44,7 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
-from apiprof.engine.discovery.discover import import_name_of
+from apiprof.engine.discovery.discover import Discovery, import_name_of
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import (
     Calibrate,
@@ -67,6 +69,7 @@ from apiprof.model.records import (
     EntryKind,
     EntryPoint,
     Environment,
+    Failure,
     ScanBatch,
 )
 
@@ -161,17 +164,22 @@ class ScanOptions:
         return [name for name in SOURCES if getattr(self, name)]
 
     def worker_options(self) -> WorkerOptions:
-        env = {}
-        if self.python_path:
-            inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-            env["PYTHONPATH"] = os.pathsep.join([*map(str, self.python_path), *inherited])
         return WorkerOptions(
             memory_mb=self.memory_mb,
             call_timeout=self.call_timeout,
             scenario_timeout=self.scenario_timeout,
             guard=self.guard,
-            env=env,
+            env={"PYTHONPATH": os.pathsep.join(self.import_paths())},
         )
+
+    def import_paths(self) -> list[str]:
+        """Where workers import from, as ``python -m`` and pytest would from here: the current
+        directory first (a package in the project being scanned), then ``python_path`` and
+        the inherited ``PYTHONPATH`` — every entry made absolute, since workers run in a
+        sandbox directory of their own."""
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        paths = [os.getcwd(), *map(str, self.python_path), *inherited]
+        return list(dict.fromkeys(os.path.abspath(path) for path in paths))
 
     def validate(self) -> None:
         problems = []
@@ -220,6 +228,53 @@ class CostLine:
 
 
 @dataclass(frozen=True)
+class ReasonGroup:
+    """Entry points not profiled for the same reason (details such as names and values
+    replaced by ``…``), for a summary people can read."""
+
+    status: Coverage
+    reason: str
+    qualnames: tuple[str, ...]
+
+
+_DETAILS = [
+    (re.compile(r" \[scenario [^\]]*\]"), ""),
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r'"[^"]*"'), '"…"'),
+    (re.compile(r"<[^<>]* at 0x[0-9a-f]+>"), "<…>"),
+    (re.compile(r"\b\d+(\.\d+)?\b"), "N"),
+]
+
+
+def reason_pattern(reason: str) -> str:
+    """A reason with its particulars (names, values, numbers) replaced, so alike ones group."""
+    for pattern, replacement in _DETAILS:
+        reason = pattern.sub(replacement, reason)
+    return reason.split("; ")[0].strip()
+
+
+def group_by_reason(records: Sequence[CoverageRecord]) -> list[ReasonGroup]:
+    groups: dict[tuple[Coverage, str], list[str]] = defaultdict(list)
+    for record in records:
+        groups[(record.status, reason_pattern(record.reason))].append(record.qualname)
+    return sorted(
+        (ReasonGroup(status, reason, tuple(names)) for (status, reason), names in groups.items()),
+        key=lambda group: (-len(group.qualnames), group.status, group.reason),
+    )
+
+
+def failure_json(failure: Failure) -> dict[str, str]:
+    """A failure as ``--summary-json`` lists it."""
+    return {
+        "scenario": failure.scenario,
+        "phase": failure.phase,
+        "kind": str(failure.kind),
+        "reason": failure.reason,
+        "location": failure.location,
+    }
+
+
+@dataclass(frozen=True)
 class ScanSummary:
     """What a scan did, for the end-of-scan table and ``--summary-json``."""
 
@@ -246,6 +301,10 @@ class ScanSummary:
             counts[str(record.status)] = counts.get(str(record.status), 0) + 1
         return counts
 
+    def groups(self) -> list[ReasonGroup]:
+        """The entry points not profiled, grouped by status and reason (largest group first)."""
+        return group_by_reason(self.not_profiled)
+
     @property
     def profiled_fraction(self) -> float:
         return self.profiled / self.discovered if self.discovered else 0.0
@@ -263,8 +322,22 @@ class ScanSummary:
             "profiled_fraction": round(self.profiled_fraction, 4),
             "coverage": self.coverage_counts,
             "not_profiled": [
-                {"qualname": r.qualname, "status": str(r.status), "reason": r.reason}
+                {
+                    "qualname": r.qualname,
+                    "status": str(r.status),
+                    "reason": r.reason,
+                    "failures": [failure_json(f) for f in r.failures],
+                }
                 for r in self.not_profiled
+            ],
+            "not_profiled_by_reason": [
+                {
+                    "status": str(group.status),
+                    "reason": group.reason,
+                    "count": len(group.qualnames),
+                    "entry_points": list(group.qualnames),
+                }
+                for group in self.groups()
             ],
             "import_failures": dict(self.import_failures),
             "resumed_skipped": self.resumed_skipped,
@@ -615,10 +688,14 @@ def bucket_results(
     results: Iterable[TaskResult], suite: SuiteRun | None = None
 ) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
-    them, when ``suite`` reached it) and its coverage verdict."""
+    them, when ``suite`` reached it), its coverage verdict and every failure behind it."""
     for result in results:
         batch = ScanBatch()
         outcomes: list[tuple[Coverage, str]] = []
+        failures: list[Failure] = []
+        finished = result.reply if isinstance(result.reply, EntryFinished) else None
+        if finished is not None:
+            failures += finished.failures
         for partial in result.partials:
             spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
@@ -629,12 +706,19 @@ def bucket_results(
             else:
                 reason = f"{partial.failure.reason} [scenario {spec.id}]"
                 outcomes.append((partial.failure.kind, reason))
+                failures.append(replace(partial.failure, scenario=spec.id))
         # the task as a whole failed: collection, or the worker died
         if (failure := result.failure) is not None:
             outcomes.append((failure.kind, failure.reason))
+            failures.append(failure)
+        elif finished is not None and not result.partials and finished.unscenarioed:
+            outcomes.append((finished.unscenarioed.kind, finished.unscenarioed.reason))
         if suite is not None:
             outcomes += suite.add_to_batch(batch, result.task.id, outcomes)
-        batch.coverage.append(combine_outcomes(result.task.id, outcomes))
+        record = combine_outcomes(result.task.id, outcomes)
+        if record.status != Coverage.PROFILED:
+            record = replace(record, failures=tuple(failures))
+        batch.coverage.append(record)
         yield result.task.id, batch
 
 
@@ -691,6 +775,21 @@ def completed_entry_points(db: sqlite_utils.Database, scan_id: int) -> set[str]:
     return {r[0] for r in db.execute("SELECT qualname FROM coverage WHERE scan_id = ?", [scan_id])}
 
 
+def stored_failures(db: sqlite_utils.Database, qualname: str) -> tuple[Failure, ...]:
+    """The failures stored behind an entry point's verdict, as records."""
+    return tuple(
+        Failure(
+            Coverage(row.kind) if row.kind in Coverage.__members__.values() else Coverage.CRASHED,
+            row.reason,
+            row.traceback,
+            scenario=row.scenario_id,
+            phase=row.phase,
+            location=row.location,
+        )
+        for row in failure_rows(db, qualname)
+    )
+
+
 def summarize_scan(
     db: sqlite_utils.Database,
     found: Discovered,
@@ -718,6 +817,7 @@ def summarize_scan(
             q,
             Coverage(coverage[q][0]) if q in coverage else Coverage.SKIPPED,
             coverage.get(q, ("", "not reached"))[1],
+            stored_failures(db, q),
         )
         for q in names
         if coverage.get(q, ("",))[0] != Coverage.PROFILED
@@ -751,6 +851,13 @@ def summarize_scan(
         most_expensive=costs[:top],
         tests=tests,
     )
+
+
+def list_package(package: str, *, options: ScanOptions | None = None) -> Discovery:
+    """Discover a package's entry points in a sandboxed worker, without profiling anything."""
+    options = options or ScanOptions()
+    with WorkerPool(1, options.worker_options()) as pool:
+        return discover_package(pool, import_name_of(package), options).discovery
 
 
 def write_scenario_scaffold(

@@ -129,6 +129,9 @@ class Scenario:
     source: ScenarioSource
     description: str = ""
     size_axis: str = ""  # name of the size parameter ("n"), empty when there is none
+    setup: str = ""  # the code run before measuring (unmeasured)
+    call: str = ""  # the measured code
+    inputs: str = ""  # the arguments as a person reads them, to reproduce the call by hand
 
 
 def _cpu_model() -> str:
@@ -212,15 +215,28 @@ class CallEdge:
     count: int
 
 
+class Phase(enum.StrEnum):
+    """Where in a scenario something went wrong."""
+
+    COLLECT = "collect"  # building the scenario: arguments, an instance to call a method on
+    SETUP = "setup"  # the scenario's setup code
+    CALL = "call"  # the measured call
+    CONSUME = "consume"  # iterating the lazy result of the call
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why something could not be measured: the kind, decided where it went wrong (a timeout,
-    a refusal of the sandbox, a crash...), a sentence for a person, and the last frames of the
-    traceback when code raised."""
+    a refusal of the sandbox, a crash...), a sentence for a person, and — when code raised —
+    the scenario, the phase, where the exception was raised and the last frames of the
+    traceback."""
 
     kind: Coverage
     reason: str
     traceback: str = ""
+    scenario: str = ""  # the scenario id ("" when no scenario was involved)
+    phase: str = ""  # a Phase value, or ""
+    location: str = ""  # "file:line in function" of the innermost frame of the package
 
 
 @dataclass(frozen=True)
@@ -228,6 +244,7 @@ class CoverageRecord:
     qualname: str
     status: Coverage
     reason: str = ""
+    failures: tuple[Failure, ...] = ()  # every failing scenario or source, in the order tried
 
 
 @dataclass

@@ -182,6 +182,7 @@ class EntryFinished:
 
     specs: list[ScenarioSpec] = field(default_factory=list)
     unscenarioed: Failure | None = None
+    failures: list[Failure] = field(default_factory=list)  # every failed attempt to collect
 
 
 @dataclass(frozen=True)

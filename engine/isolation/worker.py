@@ -55,12 +55,13 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.scenarios.capture import capture_examples
-from apiprof.engine.scenarios.collect import collect_scenarios
-from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.testrun import SuiteRunner
+from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError
-from apiprof.model.records import NO_SIZE, Coverage, Failure, ScenarioSource
+from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
 
 Send = Callable[[str, Reply], None]
 
@@ -96,6 +97,8 @@ class Worker:
         """Import the package and list entry points; parse scenario files (their specs)."""
         found = discover(request.package)
         specs = [spec for path in request.scenario_files for spec in load_scenario_file(path)]
+        known = [name for ep in found.entry_points for name in (ep.qualname, *ep.aliases)]
+        check_targets(specs, known)
         return Discovered(found, specs)
 
     def on_CaptureExamples(self, request: CaptureExamples) -> Reply:
@@ -125,20 +128,21 @@ class Worker:
         assert isinstance(collected, EntryFinished)
         specs = [*request.specs, *collected.specs]
         if not request.profile:  # collection only (`apiprof scenarios init`)
-            return EntryFinished(specs, collected.unscenarioed)
+            return EntryFinished(specs, collected.unscenarioed, collected.failures)
         if not specs:
-            return Failed(self.no_scenario_failure(collected.unscenarioed))
+            why = self.no_scenario_failure(collected.unscenarioed)
+            return EntryFinished(unscenarioed=why, failures=collected.failures)
         for spec in specs:
             for size in scenario_sizes(spec):
                 work = functools.partial(self.profile_size, spec, size, request.settings)
-                outcome = self.attempt(work, source=spec.source)
+                outcome = self.attempt(work, source=spec.source, scenario=spec.id)
                 if isinstance(outcome, Failed):
                     outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
                 assert isinstance(outcome, ScenarioOutcome)
                 self.emit(outcome)
                 if outcome.failure or too_slow_to_grow(outcome, request.settings):
                     break
-        return EntryFinished(unscenarioed=collected.unscenarioed)
+        return EntryFinished(unscenarioed=collected.unscenarioed, failures=collected.failures)
 
     def no_scenario_failure(self, why: Failure | None) -> Failure:
         """Why an entry point has nothing to profile, said for the coverage report."""
@@ -160,7 +164,7 @@ class Worker:
                 Coverage.NO_ARGUMENTS, "docstring examples and argument synthesis are off"
             )
             return EntryFinished([], why)
-        specs, unscenarioed = collect_scenarios(
+        gathered = gather_scenarios(
             Discovery(request.package, "", [request.entry]),
             (),
             docstrings=request.docstrings,
@@ -169,7 +173,12 @@ class Worker:
             sources=tuple(request.sources),
             captured=request.captured,
         )
-        return EntryFinished(specs, unscenarioed.get(request.entry.qualname))
+        qualname = request.entry.qualname
+        return EntryFinished(
+            gathered.specs,
+            gathered.unscenarioed().get(qualname),
+            gathered.failures.get(qualname, []),
+        )
 
     def profile_size(self, spec: ScenarioSpec, size: int, settings: MeasureSettings) -> Reply:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
@@ -201,7 +210,13 @@ class Worker:
             calibration=settings.calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
-            why = Failure(Coverage.NO_ARGUMENTS, "its scenario ran but never called it")
+            why = Failure(
+                Coverage.NO_ARGUMENTS,
+                "its scenario ran but never called it (the call reached other code: an "
+                "override in a subclass, a cached result, or a different copy of the module)",
+                scenario=spec.id,
+                phase=Phase.CALL,
+            )
             return ScenarioOutcome(spec, size, failure=why)
         return ScenarioOutcome(
             spec,
@@ -260,7 +275,7 @@ class Worker:
             notes=suite.notes,
         )
 
-    def attempt(self, work: Callable[[], Reply], source: str = "") -> Reply:
+    def attempt(self, work: Callable[[], Reply], source: str = "", scenario: str = "") -> Reply:
         """Run ``work``; what went wrong becomes a :class:`Failed` reply whose kind is decided
         here, where the exception is caught. Refusals of the guard outrank anything measured:
         numbers from a call that was refused something describe a failed call."""
@@ -281,12 +296,11 @@ class Worker:
             reply = Failed(Failure(Coverage.UNSUPPORTED, str(exc)))
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}".strip()[:500]
-            if source == ScenarioSource.SYNTHESIZED:
+            if source in MADE_UP:  # arguments apiprof made up: another source may do better
                 reason = f"synthesised arguments were rejected ({problem})"
-                reply = Failed(Failure(Coverage.NO_ARGUMENTS, reason))
+                reply = Failed(failure_from(exc, Coverage.NO_ARGUMENTS, scenario, reason))
             else:
-                tail = _tail(traceback.format_exc())
-                reply = Failed(Failure(Coverage.CRASHED, f"raised {problem}", tail))
+                reply = Failed(failure_from(exc, Coverage.CRASHED, scenario, f"raised {problem}"))
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
         if blocked:
             reply = Failed(Failure(Coverage.BLOCKED, blocked[0]))
@@ -296,6 +310,18 @@ class Worker:
 
     def out_of_memory(self) -> Failure:
         return Failure(Coverage.MEMORY, f"ran out of memory (worker cap {self.memory_mb} MiB)")
+
+
+MADE_UP = frozenset(
+    {
+        ScenarioSource.SYNTHESIZED,
+        ScenarioSource.STUBS,
+        ScenarioSource.DOCSTRING_TYPES,
+        ScenarioSource.FACTORIES,
+        ScenarioSource.HEURISTICS,
+    }
+)
+"""Sources whose arguments apiprof made up: when a call rejects them, that is no crash."""
 
 
 def too_slow_to_grow(outcome: ScenarioOutcome, settings: MeasureSettings) -> bool:

@@ -86,7 +86,7 @@ class Recorder:
             self.record(qualname, args, kwargs)
 
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        shown = _shown(args, kwargs)
+        shown = shown_arguments(args, kwargs)
         try:
             data = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:
@@ -126,7 +126,8 @@ def _arguments(frame: types.FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]
     return tuple(args), kwargs
 
 
-def _shown(args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 160) -> str:
+def shown_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 160) -> str:
+    """``(1, 'a', key=2)``: the arguments as a person reads them, shortened."""
     parts = [_short_repr(value) for value in args]
     parts += [f"{name}={_short_repr(value)}" for name, value in kwargs.items()]
     text = f"({', '.join(parts)})"
@@ -285,6 +286,7 @@ def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> 
         call="target(*args, **kwargs)",
         size_axis="n" if sized else "",
         sizes=tuple(sizes) if sized else (),
+        inputs=f"{call.qualname}{call.shown}",
     )
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, describe_exception, resolve_object
 from apiprof.engine.scenarios.capture import (
@@ -23,7 +25,38 @@ from apiprof.model.records import Coverage, Failure
 # -- combining sources -----------------------------------------------------------------------
 
 
+@dataclass
+class Gathered:
+    """Every scenario the sources produced, and each failed attempt per entry point (the
+    synthesised call that was rejected, the docstring example that raised...)."""
+
+    specs: list[ScenarioSpec]
+    failures: dict[str, list[Failure]]
+
+    def unscenarioed(self) -> dict[str, Failure]:
+        """For each entry point no scenario covers: one failure summing up why."""
+        covered = {q for spec in self.specs for q in (spec.qualname, *spec.targets)}
+        return {
+            qualname: Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
+            if why
+            else Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
+            for qualname, why in self.failures.items()
+            if qualname not in covered
+        }
+
+
 def collect_scenarios(
+    discovery: Discovery,
+    scenario_files: Sequence[Path] = (),
+    **options: Any,
+) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
+    """All scenarios for a discovered package, and why each uncovered entry point has none
+    (see :func:`gather_scenarios` for the options)."""
+    gathered = gather_scenarios(discovery, scenario_files, **options)
+    return gathered.specs, gathered.unscenarioed()
+
+
+def gather_scenarios(
     discovery: Discovery,
     scenario_files: Sequence[Path] = (),
     *,
@@ -33,8 +66,8 @@ def collect_scenarios(
     check: bool = True,
     sources: Sequence[str] = SOURCES,
     captured: Sequence[CapturedCall] = (),
-) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
-    """All scenarios for a discovered package, and why each uncovered entry point has none.
+) -> Gathered:
+    """All scenarios for a discovered package, and every failed attempt.
 
     File scenarios are taken as written. Docstring and synthesised scenarios are tried once at
     the smallest size (``check``; this runs the package's code, so only inside the sandboxed
@@ -78,19 +111,12 @@ def collect_scenarios(
                 why = [reason] if reason else []
                 why += [f"{spec.id} {failure.reason}" for spec, failure in rejected]
                 kind = worst([failure.kind for _, failure in rejected])
-                failures[entry.qualname].append(
-                    Failure(kind, "docstring examples: " + "; ".join(why))
-                )
+                summary = Failure(kind, "docstring examples: " + "; ".join(why))
+                if len(rejected) == 1:  # keep its details (phase, location, traceback)
+                    summary = replace(rejected[0][1], reason=summary.reason)
+                failures[entry.qualname].append(summary)
             specs.extend(kept)
-    covered = {qualname for spec in specs for qualname in (spec.qualname, *spec.targets)}
-    unscenarioed = {
-        qualname: Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
-        if why
-        else Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
-        for qualname, why in failures.items()
-        if qualname not in covered
-    }
-    return specs, unscenarioed
+    return Gathered(specs, failures)
 
 
 def replay_captures(

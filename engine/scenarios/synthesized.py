@@ -15,6 +15,7 @@ import typing
 from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.capture import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,
@@ -100,6 +101,8 @@ def synthesized_spec(
         call=call,
         size_axis="n" if synthesis.sized else "",
         sizes=sizes if synthesis.sized else (),
+        inputs=f"{qualname}{shown_arguments(synthesis.args, synthesis.kwargs)}"
+        + (f" at n = {sizes[0]}" if synthesis.sized and sizes else ""),
     )
 
 
