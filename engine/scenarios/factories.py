@@ -21,6 +21,7 @@ import sys
 import typing
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine.scenarios.heuristics import function_tree
@@ -162,3 +163,46 @@ def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
                 continue
             seen.add(id(value))
             yield value
+
+
+@dataclass(frozen=True)
+class Produced:
+    """Annotation marker: the value an inverse function of the package returns (``packb``'s
+    output for ``unpackb``, ``dumps``' for ``loads``), built with synthesised arguments."""
+
+    producer: Callable[..., Any]
+
+
+INVERSE_WORDS = [
+    ("unpack", "pack"),
+    ("loads", "dumps"),
+    ("load", "dump"),
+    ("deserialize", "serialize"),
+    ("decode", "encode"),
+    ("decompress", "compress"),
+    ("unescape", "escape"),
+    ("unquote", "quote"),
+    ("parse", "format"),
+    ("from_", "to_"),
+    ("decrypt", "encrypt"),
+    ("inflate", "deflate"),
+]
+"""Name pairs where the second function makes what the first one reads."""
+
+
+def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
+    """The package's functions whose name is the inverse of ``function``'s (``packb`` for
+    ``unpackb``): their output is realistic input for it."""
+    name = getattr(function, "__name__", "") or ""
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    top = sys.modules.get((getattr(function, "__module__", "") or "").split(".")[0])
+    found: list[Callable[..., Any]] = []
+    for reader, maker in INVERSE_WORDS:
+        if reader not in name:
+            continue
+        wanted = name.replace(reader, maker, 1)
+        for namespace in (module, top):
+            candidate = getattr(namespace, wanted, None) if namespace is not None else None
+            if callable(candidate) and candidate is not function and candidate not in found:
+                found.append(candidate)
+    return found

@@ -340,6 +340,8 @@ _BUILTIN_DUCKS: list[tuple[Any, type]] = [
     (TextFileMarker, io.StringIO),
     (BinaryFileMarker, io.BytesIO),
     (SocketMarker, socket.socket),
+    (int, int),
+    (float, float),
 ]
 _ANY_OBJECT = set(dir(object))
 

@@ -38,9 +38,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.discovery.discover import (
+    describe_exception,
+    is_compiled_function,
+    resolve_object,
+)
 from apiprof.engine.scenarios.doctypes import docstring_types
-from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
+from apiprof.engine.scenarios.factories import (
+    Produced,
+    concrete_subclasses,
+    factories_for,
+    inverse_producers,
+)
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
     SameClassMarker,
@@ -246,6 +255,8 @@ def _resolve_target(
         return raw.fget, (instance,)
     if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":
         return raw.func, (instance,)
+    if is_compiled_function(raw):  # a Cython method: call the function itself, as measured
+        return typing.cast(Callable[..., object], raw), (instance,)
     return getattr(instance, member), ()
 
 
@@ -415,6 +426,10 @@ def parameter_candidates(
     vague = annotated and annotation in (Any, object)  # says nothing: guesses go first
     if annotated and not vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
+    plain = not annotated or vague or annotation in (str, bytes)
+    if "subclasses" in sources and plain and _is_first_required(signature, parameter):
+        for producer in inverse_producers(target):  # realistic encoded input comes first
+            found.append((Produced(producer), ScenarioSource.FACTORIES))
     if "stubs" in sources:
         stub = stub_signature(target)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:
@@ -447,6 +462,17 @@ def parameter_candidates(
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _is_first_required(signature: inspect.Signature, parameter: inspect.Parameter) -> bool:
+    required = [
+        p
+        for p in signature.parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.name not in ("self", "cls")
+    ]
+    return bool(required) and required[0].name == parameter.name
 
 
 _CLASSIC_NAMES = frozenset(
@@ -714,6 +740,14 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
         if resolved is None:
             raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
         return _build_value(resolved, context, name, rng)
+    if isinstance(tp, Produced):
+        value = _call_with_arguments(tp.producer, context)
+        if value is None:
+            raise CannotSynthesize(f"parameter {name!r}: {_name_of(tp.producer)} returned None")
+        context.sized |= isinstance(value, (str, bytes))
+        return value
+    if tp in _TYPING_PROTOCOLS:
+        return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
@@ -775,7 +809,8 @@ def _build_value(tp: Any, context: _Context, name: str, rng: random.Random) -> A
     if origin is typing.Literal:
         return context.pick(list(args))
     if origin is type or tp is type:
-        return args[0] if args and inspect.isclass(args[0]) else object
+        chosen = args[0] if args and inspect.isclass(args[0]) else object
+        return ValueError if chosen in (BaseException, Exception) else chosen
     if origin is abc.Callable or tp is abc.Callable or tp is typing.Callable:
         return _identity
     if tp in _SEQUENCE_ORIGINS or origin in _SEQUENCE_ORIGINS:
@@ -917,6 +952,17 @@ def _build_protocol(tp: type, context: _Context, name: str, rng: random.Random) 
     )
 
 
+_TYPING_PROTOCOLS: dict[Any, Any] = {
+    typing.SupportsIndex: int,
+    typing.SupportsInt: int,
+    typing.SupportsAbs: int,
+    typing.SupportsFloat: float,
+    typing.SupportsRound: float,
+    typing.SupportsComplex: complex,
+    typing.SupportsBytes: bytes,
+}
+"""The standard library's one-method protocols, and the plain type that satisfies each."""
+
 _PROTOCOL_NOISE = frozenset(
     {
         "__module__",
@@ -938,6 +984,7 @@ _PROTOCOL_NOISE = frozenset(
         "__type_params__",
         "__static_attributes__",
         "__firstlineno__",
+        "__callable_proto_members_only__",
     }
 )
 
@@ -989,8 +1036,8 @@ def _build_instance(cls: type, context: _Context, name: str, rng: random.Random)
         return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
-    if issubclass(cls, BaseException):
-        return cls("synthesised")
+    if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects
+        return (ValueError if cls in (BaseException, Exception) else cls)("synthesised")
     module = getattr(cls, "__module__", "")
     if module.split(".")[0] == context.qualname.split(".")[0]:  # the package's own classes
         return _construct(cls, context)

@@ -12,6 +12,7 @@ import functools
 import inspect
 import textwrap
 import typing
+from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
@@ -26,7 +27,7 @@ from apiprof.engine.scenarios.synth import (
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.trial import quiet_stdio, try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
@@ -57,6 +58,21 @@ def raised_by_design(qualname: str) -> str:
         return ""
     exc = last.exc.func if isinstance(last.exc, ast.Call) else last.exc
     return ast.unparse(exc)
+
+
+def raises_its_argument(synthesis: Synthesis) -> str:
+    """The exception class, when the call raises the exception (or an instance of the
+    exception class) it was given — ``reraise(tp, value)`` does its job by raising."""
+    given = [*synthesis.args, *synthesis.kwargs.values()]
+    try:
+        with quiet_stdio():
+            synthesis.target(*synthesis.args, **synthesis.kwargs)
+    except Exception as error:
+        if any(error is value or type(error) is value for value in given):
+            return type(error).__name__
+    except BaseException:  # KeyboardInterrupt, SystemExit: not the call's job
+        return ""
+    return ""
 
 
 def synthesized_spec(
@@ -156,12 +172,12 @@ def find_synthesized_scenario(
             failure, result = try_scenario(spec)
         if failure is None:
             return spec, None
-        if raises := raised_by_design(qualname):
+        if raises := raised_by_design(qualname) or raises_its_argument(synthesis):
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
-        first_failure = first_failure or Failure(
-            failure.kind, f"synthesised arguments were rejected: the call {failure.reason}"
+        first_failure = first_failure or replace(
+            failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
         )
         variant += 1
     return None, first_failure

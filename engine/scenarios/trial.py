@@ -35,7 +35,7 @@ def try_scenario(
     result: object = None
     stage = "setup"
     try:
-        with timeouts.alarm(TRIAL_SECONDS), _quiet_stdio():
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             run = compile_scenario(spec, size)
             for attempt in range(calls):
                 stage = "call" if attempt == 0 else "repeated call"
@@ -100,7 +100,7 @@ def _is_apiprof(filename: str) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet_stdio() -> Iterator[None]:
+def quiet_stdio() -> Iterator[None]:
     """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
     stdin = sys.stdin
     sys.stdin = io.StringIO()
