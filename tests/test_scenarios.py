@@ -95,7 +95,7 @@ def test_spec_round_trips_through_json_and_converts_to_a_record(tmp_path):
     spec = load_scenario_file(write(tmp_path, VALID))[0]
     assert from_data(ScenarioSpec, json.loads(json.dumps(to_data(spec)))) == spec
     assert spec.to_scenario() == Scenario(
-        spec.id, "textwrap.wrap", ScenarioSource.FILE, "n words", "n"
+        spec.id, "textwrap.wrap", ScenarioSource.FILE, "n words", "n", spec.setup, spec.call
     )
 
 
