@@ -361,7 +361,12 @@ def test_trials_time_out_and_leave_an_enclosing_timer_running(monkeypatch):
     signal.setitimer(signal.ITIMER_REAL, 30.0)
     try:
         spec = ScenarioSpec("t", "x", ScenarioSource.FILE, "", setup="", call="while True: pass")
-        timed_out = Failure(Coverage.TIMED_OUT, "took longer than 0.05 s on a trial call")
+        timed_out = Failure(
+            Coverage.TIMED_OUT,
+            "took longer than 0.05 s on a trial call",
+            scenario="t",
+            phase="call",
+        )
         assert try_scenario(spec) == (timed_out, None)
         remaining, _ = signal.getitimer(signal.ITIMER_REAL)
         assert 25.0 < remaining <= 30.0 and not fired
