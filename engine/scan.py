@@ -861,24 +861,63 @@ def list_package(package: str, *, options: ScanOptions | None = None) -> Discove
 
 
 def write_scenario_scaffold(
-    package: str, path: str | Path, *, options: ScanOptions | None = None, overwrite: bool = False
+    package: str,
+    path: str | Path,
+    *,
+    options: ScanOptions | None = None,
+    overwrite: bool = False,
+    db_path: str | Path | None = None,
 ) -> tuple[int, int]:
-    """Write a scaffold scenario file for the entry points no scenario source covers.
+    """Write a scaffold scenario file for the entry points still missing a profile.
 
-    Discovery and scenario collection run in sandboxed workers (one task per entry point, as
-    in a scan, without profiling); returns ``(entries written, entry points discovered)``.
+    Missing means: not profiled in ``db_path`` when that database has a scan of the package
+    (its stored reasons are used), else not covered by any scenario source. Collection runs in
+    sandboxed workers (one task per entry point, as in a scan, without profiling) and brings
+    back each missing entry point's reason and the best arguments found for it. Returns
+    ``(entries written, entry points discovered)``.
     """
-    from apiprof.engine.scenarios.scaffold import write_scaffold
+    from apiprof.engine.scenarios.scaffold import Missing, write_scaffold
 
     options = options or ScanOptions()
     check_scenario_files(options.scenario_files)
+    stored = stored_coverage(db_path, import_name_of(package)) if db_path else {}
     with WorkerPool(options.jobs, options.worker_options()) as pool:
-        found = discover_package(pool, package, options)
-        plan = plan_scan(found, options, profile=False)
-        covered = {
-            r.task.id
-            for r in run_plan(pool, plan, options, None)
-            if isinstance(r.reply, EntryFinished) and r.reply.specs
-        }
-    written = write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite)
+        found = discover_package(pool, import_name_of(package), options)
+        done = {q for q, (status, _) in stored.items() if status == Coverage.PROFILED}
+        plan = plan_scan(found, options, done=done, profile=False)
+        covered, missing = set(done), {}
+        for result in run_plan(pool, plan, options, None):
+            reply = result.reply
+            if not isinstance(reply, EntryFinished):
+                why = result.failure.reason if result.failure else ""
+                missing[result.task.id] = Missing(why)
+                continue
+            if reply.specs and result.task.id not in stored:
+                covered.add(result.task.id)
+                continue
+            status, reason = stored.get(result.task.id, ("", ""))
+            failure = reply.unscenarioed or (reply.failures[0] if reply.failures else None)
+            if not reason and failure is not None:
+                status, reason = str(failure.kind), failure.reason
+            location = next((f.location for f in reply.failures if f.location), "")
+            missing[result.task.id] = Missing(
+                f"{status}: {reason}" if status else reason, location, tuple(reply.partial)
+            )
+    written = write_scaffold(
+        found.discovery, covered, Path(path), overwrite=overwrite, missing=missing
+    )
     return written, len(found.discovery.entry_points)
+
+
+def stored_coverage(db_path: str | Path, package: str) -> dict[str, tuple[str, str]]:
+    """qualname -> (status, reason) stored for the package, {} without a database or scan."""
+    if not Path(db_path).exists():
+        return {}
+    db = open_db(db_path, readonly=True)
+    try:
+        rows = db.execute(
+            "SELECT qualname, status, reason FROM coverage WHERE package = ?", [package]
+        ).fetchall()
+    finally:
+        db.conn.close()
+    return {qualname: (status, reason) for qualname, status, reason in rows}

@@ -22,6 +22,7 @@ from typing import Any
 from apiprof.engine.discovery.discover import Discovery
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.synth import PartialArgument
 from apiprof.model.codec import DecodeError, from_data, to_data
 from apiprof.model.records import (
     NO_SIZE,
@@ -183,6 +184,8 @@ class EntryFinished:
     specs: list[ScenarioSpec] = field(default_factory=list)
     unscenarioed: Failure | None = None
     failures: list[Failure] = field(default_factory=list)  # every failed attempt to collect
+    # when only collecting and nothing worked: the best value found per parameter (scaffolds)
+    partial: list[PartialArgument] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
+from apiprof.engine.scenarios.synth import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.testrun import SuiteRunner
 from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError
@@ -128,7 +129,8 @@ class Worker:
         assert isinstance(collected, EntryFinished)
         specs = [*request.specs, *collected.specs]
         if not request.profile:  # collection only (`apiprof scenarios init`)
-            return EntryFinished(specs, collected.unscenarioed, collected.failures)
+            partial = [] if specs else self.attempt_partial(request)
+            return EntryFinished(specs, collected.unscenarioed, collected.failures, partial)
         if not specs:
             why = self.no_scenario_failure(collected.unscenarioed)
             return EntryFinished(unscenarioed=why, failures=collected.failures)
@@ -143,6 +145,13 @@ class Worker:
                 if outcome.failure or too_slow_to_grow(outcome, request.settings):
                     break
         return EntryFinished(unscenarioed=collected.unscenarioed, failures=collected.failures)
+
+    def attempt_partial(self, request: ProfileEntry) -> list[PartialArgument]:
+        """The best arguments found for an entry point nothing could call (for a scaffold)."""
+        try:
+            return partial_arguments(request.entry.qualname, tuple(request.sources))
+        except Exception:  # the package's code misbehaved while building: nothing to offer
+            return []
 
     def no_scenario_failure(self, why: Failure | None) -> Failure:
         """Why an entry point has nothing to profile, said for the coverage report."""
