@@ -354,7 +354,7 @@ def print_scan_summary(summary) -> None:
             table.add_column(
                 column,
                 justify="left" if column in ("entry point", "growth") else "right",
-                overflow="fold",
+                no_wrap=column == "entry point",  # names stay whole
             )
         for line in summary.most_expensive:
             table.add_row(

@@ -369,7 +369,7 @@ class _MonitoringHook:
         get_ident = threading.get_ident
         own_code = _MonitoringHook.drive.__code__
 
-        def on_start(code, offset):
+        def on_start(code, offset, *exception):  # PY_THROW also passes the exception
             now = pause()
             if get_ident() == thread:
                 rec.enter(code, now, None)

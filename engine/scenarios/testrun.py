@@ -77,6 +77,16 @@ TAKES_VALUE = frozenset(
 """Options whose value may come as the next word (``-n 4``)."""
 
 
+QUIET_WARNINGS = [
+    "-W",
+    "ignore::pytest.PytestDeprecationWarning",
+    "-W",
+    "ignore::pytest.PytestConfigWarning",
+]
+"""A suite's ``filterwarnings = error`` must not turn warnings of plugins installed here (not
+the suite's own choice) into errors before a single test runs."""
+
+
 @dataclass
 class SuiteArguments:
     args: list[str]
@@ -86,7 +96,7 @@ class SuiteArguments:
 def suite_arguments(path: str) -> SuiteArguments:
     """pytest arguments for the suite at ``path``: quiet, no cache written, and the ini file's
     ``addopts`` without options of plugins that are not installed."""
-    args = [path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler"]
+    args = [path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler", *QUIET_WARNINGS]
     found = read_addopts(Path(path))
     if found is None:
         return SuiteArguments(args)
