@@ -108,7 +108,9 @@ def scan_package(
         _, stderr = process.communicate(timeout=args.package_timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        process.send_signal(signal.SIGINT)  # the scan stores what it has and writes its summary
+        # SIGTERM, not SIGINT: a process started in the background ignores SIGINT; apiprof-scan
+        # treats SIGTERM as Ctrl-C: it stores what it has and writes its summary
+        process.send_signal(signal.SIGTERM)
         try:
             _, stderr = process.communicate(timeout=60)
         except subprocess.TimeoutExpired:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from apiprof.engine.scenarios.capture import (
     captured_spec,
 )
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
+from apiprof.engine.scenarios.factories import concrete_subclasses
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
@@ -37,12 +39,19 @@ class Gathered:
         """For each entry point no scenario covers: one failure summing up why."""
         covered = {q for spec in self.specs for q in (spec.qualname, *spec.targets)}
         return {
-            qualname: Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
-            if why
-            else Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
+            qualname: summarize_failures(why)
             for qualname, why in self.failures.items()
             if qualname not in covered
         }
+
+
+def summarize_failures(why: Sequence[Failure]) -> Failure:
+    """One failure standing for several (the only one keeps its details)."""
+    if not why:
+        return Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
+    if len(why) == 1:
+        return why[0]
+    return Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
 
 
 def collect_scenarios(
@@ -88,6 +97,21 @@ def gather_scenarios(
         by_entry.setdefault(call.qualname, []).append(call)
     for entry in discovery.entry_points:
         if entry.qualname not in objects:
+            continue
+        obj = objects[entry.qualname]
+        if inspect.isclass(obj) and inspect.isabstract(obj):  # nothing can call it as it is
+            subclasses = ", ".join(sub.__qualname__ for sub in concrete_subclasses(obj)[:3])
+            failures[entry.qualname].append(
+                Failure(
+                    Coverage.SKIPPED,
+                    "abstract class: it cannot be instantiated"
+                    + (
+                        f"; its concrete subclasses ({subclasses}) are profiled"
+                        if subclasses
+                        else ""
+                    ),
+                )
+            )
             continue
         calls = by_entry.get(entry.qualname, [])
         kept_captures = replay_captures(calls, tuple(sizes), check=check)
@@ -158,7 +182,7 @@ def _capture_failure(calls: Sequence[CapturedCall], check: bool) -> Failure:
     )
 
 
-_SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT)
+_SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT, Coverage.SKIPPED)
 
 
 def worst(kinds: Sequence[Coverage]) -> Coverage:

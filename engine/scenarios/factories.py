@@ -31,8 +31,9 @@ MAX_FACTORIES = 6
 
 
 def concrete_subclasses(cls: type, member: str = "") -> list[type]:
-    """The package's concrete subclasses of ``cls``, best first: public ones that inherit
-    ``member`` unchanged (when given), then fewer required constructor arguments."""
+    """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
+    unchanged (when given), public ones, then fewer required constructor arguments. (One that
+    overrides ``member`` still serves: the base class's function is then called on it.)"""
     top = (cls.__module__ or "").split(".")[0]
     _import_package(top)
     found: list[type] = []
@@ -46,10 +47,16 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
         pending.extend(type.__subclasses__(sub))
         if (sub.__module__ or "").split(".")[0] != top or inspect.isabstract(sub):
             continue
-        if member and _static(sub, member) is not _static(cls, member):
-            continue
         found.append(sub)
-    found.sort(key=lambda sub: (sub.__name__.startswith("_"), _required(sub), sub.__name__))
+    inherits = {id(sub) for sub in found if member and _static(sub, member) is _static(cls, member)}
+    found.sort(
+        key=lambda sub: (
+            id(sub) not in inherits,  # runs the base class's own code when called as usual
+            sub.__name__.startswith("_"),
+            _required(sub),
+            sub.__name__,
+        )
+    )
     return found[:MAX_SUBCLASSES]
 
 

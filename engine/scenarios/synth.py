@@ -114,6 +114,7 @@ class _Context:
     depth: int = 0
     sources: frozenset[str] = frozenset(SOURCES)  # the enabled sources beyond annotations
     member: str = ""  # the method or property called on an instance of ``owner``
+    heavy: bool = False  # a sized argument holds n objects built one by one (not plain values)
     # where each argument's type came from: "parameter" -> source (for the description)
     used: dict[str, ScenarioSource] = field(default_factory=dict)
 
@@ -129,6 +130,7 @@ class _Context:
             sources=self.sources,
             member=self.member,
             used=self.used,
+            heavy=self.heavy,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:
@@ -153,6 +155,7 @@ class Synthesis:
     choices: int = 1
     files: bool = False  # the measured call must `rewind(args, kwargs)` first
     used: dict[str, ScenarioSource] = field(default_factory=dict)  # parameter -> its source
+    heavy: bool = False  # its sized argument holds objects built one by one: sizes capped
 
     @property
     def source(self) -> ScenarioSource:
@@ -209,6 +212,7 @@ def synthesize(
         context.choices,
         context.files,
         dict(context.used),
+        context.heavy,
     )
 
 
@@ -250,14 +254,28 @@ def _resolve_target(
     raw = inspect.getattr_static(owner, member)
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
-    instance = _construct(owner, context)
+    instance = _receiver(owner, context)
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
     if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":
         return raw.func, (instance,)
     if is_compiled_function(raw):  # a Cython method: call the function itself, as measured
         return typing.cast(Callable[..., object], raw), (instance,)
+    if inspect.isfunction(raw) and inspect.getattr_static(type(instance), member, None) is not raw:
+        return raw, (instance,)  # a subclass overrides it: call the base class's own function
     return getattr(instance, member), ()
+
+
+def _receiver(owner: type, context: _Context) -> object:
+    """The instance a method is called on, built at the fixed small size: the method's own
+    arguments carry the size axis (a thousand-element receiver would make every method of
+    the class slow to measure, and its size is not what the method is called with)."""
+    size, sized = context.n, context.sized
+    context.n = UNSIZED_LENGTH
+    try:
+        return _construct(owner, context)
+    finally:
+        context.n, context.sized = size, sized
 
 
 def _construct(cls: type, context: _Context) -> object:
@@ -997,6 +1015,7 @@ def _elements(element: Any, context: _Context, name: str, rng: random.Random) ->
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
         return [rng.choice(_WORDS) for _ in range(context.n)]
+    context.heavy = True  # n objects built one by one: keep the sizes small
     return [_build(element, context, f"{name}[{i}]") for i in range(context.n)]
 
 

@@ -32,6 +32,8 @@ from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
 MAX_VARIANTS = 8
+HEAVY_MAX_SIZE = 100
+"""Largest size for a synthesised argument made of objects built one by one."""
 """At most this many argument flavours are tried before giving up on an entry point."""
 
 
@@ -101,6 +103,8 @@ def synthesized_spec(
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
+    if synthesis.heavy:  # n objects built one by one: a thousand is slow to make and measure
+        sizes = tuple(size for size in sizes if size <= HEAVY_MAX_SIZE) or sizes[:1]
     description = f"synthesised arguments (variant {variant})" + (
         ", result iterated" if lazy else ""
     )
