@@ -1,14 +1,21 @@
-"""What the Sphinx extension adds to a docs build: the same ≥300-API doc set built with and
-without ``apiprof.sphinx_ext`` in one run, alternating, best of N each.
+"""What the Sphinx extension costs a real project's docs build: more-itertools' own documentation
+(furo, autodoc, viewcode) built with and without ``apiprof.sphinx_ext`` over a real scan of
+more-itertools, side by side in one run.
 
-    python bench/sphinx_build.py [--apis 320] [--repeat 3] [--pages referenced|none]
-                                 [--docstrings full|short] [--keep DIR]
+    python bench/sphinx_build.py [--repeat 5] [--work DIR] [--jobs 1]
 
-The generated package has modules of functions and classes with methods; autodoc documents all
-of them and ``apiprof_auto = True`` gives each a summary (plus a drill-down page unless
-``--pages none``). Docstrings are library-like by default (a paragraph, a parameter list, a note,
-an example); ``--docstrings short`` gives one-liners, the worst case for the ratio because the
-extension's cost per API is fixed. Target: the extension adds at most 15 %.
+The script makes its own virtual environment under ``--work`` (apiprof from this checkout, the
+pinned more-itertools and furo), unpacks more-itertools' source distribution for its ``docs/``,
+scans the package with ``apiprof-scan`` once (kept in ``--work`` for later runs) and then, for
+each of ``--repeat`` rounds, alternating sides so machine noise hits both alike:
+
+* a full build (``-E``, fresh output folder), and
+* a no-op rebuild (the same command again, nothing changed), counting the files it rewrote,
+
+both plain and with ``html_baseurl`` set (every page then has its own canonical URL). It prints
+the medians (and the best runs: on a shared machine the least disturbed run is the steadiest
+figure) and the with/without ratios. Goals: full build ≤ 1.15×, and a no-op rebuild that
+rewrites no drill-down page.
 """
 
 from __future__ import annotations
@@ -17,200 +24,168 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
-import tempfile
+import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from apiprof.db.schema import open_db
-from apiprof.db.store import store_batch, store_entry_points
-from apiprof.model.histogram import from_counts
-from apiprof.model.records import (
-    EntryKind,
-    EntryPoint,
-    Environment,
-    Measurement,
-    Metric,
-    ScanBatch,
-)
-
-PER_MODULE = 20  # 10 functions + 2 classes with 4 methods each → 20 documented APIs
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = "more-itertools"
+PACKAGE = "more_itertools"
+VERSION = "11.2.1"  # the reference case of issue 12: 176 documented objects
+PINNED = [f"{PROJECT}=={VERSION}", "furo==2025.12.19"]
+BASEURL = "https://more-itertools.example.org/en/stable/"
 
 
-FULL_DOC = """{summary}
-
-    The input is processed chunk by chunk; each chunk is copied once, so the cost grows with
-    the length of ``data`` and the allocation with ``size``. See :func:`func_0` for the
-    streaming variant and :class:`Thing0` for a stateful one.
-
-    :param data: the sequence to process; any object with ``len()`` and slicing.
-    :param size: how many items one chunk holds; must be positive.
-    :returns: the first chunk of ``data``.
-    :raises ValueError: if ``size`` is not positive.
-
-    .. note:: Chunks share no memory with ``data``.
-
-    Example::
-
-        >>> func_{i}([1, 2, 3], size=2)
-        [1, 2]
-    """
+def run(command: list[str | Path], **kwargs) -> None:
+    subprocess.run([str(c) for c in command], check=True, **kwargs)
 
 
-def docstring(summary: str, i: int, full: bool) -> str:
-    return FULL_DOC.format(summary=summary, i=i) if full else summary
-
-
-def module_source(index: int, full: bool) -> str:
-    functions = "\n\n".join(
-        f'def func_{i}(data, size={i + 1}):\n    """{docstring(f"Process ``data`` in chunks (number {i}).", i, full)}"""\n'
-        f"    return data[:size]\n"
-        for i in range(10)
-    )
-    classes = "\n\n".join(
-        f'class Thing{c}:\n    """{docstring(f"A thing number {c} of module {index}.", c, full)}"""\n\n'
-        + "\n".join(
-            f'    def method_{m}(self, x):\n        """{docstring(f"Method {m}: returns ``x``.", m, full)}"""\n'
-            f"        return x\n"
-            for m in range(4)
+def prepare(work: Path, python: str) -> tuple[Path, Path, Path]:
+    """(venv python, docs source folder, scan database), made once and reused."""
+    venv = work / "venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        run([python, "-m", "venv", venv])
+        run([py, "-m", "pip", "install", "-q", "-e", REPO, *PINNED])
+    source = work / f"{PACKAGE}-{VERSION}"
+    if not source.exists():
+        download = work / "download"
+        run(
+            [
+                py,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                PINNED[0],
+                "-d",
+                download,
+            ]
         )
-        for c in range(2)
-    )
-    return f'"""Benchmark module {index}."""\n\n{functions}\n\n{classes}'
+        [archive] = download.glob("*.tar.gz")
+        with tarfile.open(archive) as tar:
+            tar.extractall(work, filter="data")
+    database = work / f"{PACKAGE}.db"
+    if not database.exists():
+        print(f"scanning {PACKAGE} {VERSION} into {database} (once; a few minutes)", flush=True)
+        run([venv / "bin" / "apiprof-scan", PACKAGE, "--db", database, "--quiet"])
+    return py, source, database
 
 
-def api_names(index: int) -> list[tuple[str, EntryKind]]:
-    module = f"benchpkg.mod{index}"
-    names = [(f"{module}.func_{i}", EntryKind.FUNCTION) for i in range(10)]
-    for c in range(2):
-        names.append((f"{module}.Thing{c}", EntryKind.CLASS))
-        names += [(f"{module}.Thing{c}.method_{m}", EntryKind.METHOD) for m in range(4)]
-    return names
+def make_side(source: Path, side: Path, database: Path | None, baseurl: bool) -> Path:
+    """A copy of the project whose conf.py adds the extension (``database`` given) or not."""
+    shutil.rmtree(side, ignore_errors=True)
+    shutil.copytree(source, side, ignore=shutil.ignore_patterns("_build"))
+    conf = side / "docs" / "conf.py"
+    extra = [f"html_baseurl = {BASEURL!r}"] if baseurl else []
+    if database is not None:
+        extra += [
+            "extensions.append('apiprof.sphinx_ext')",
+            f"apiprof_db = {str(database)!r}",
+            "apiprof_auto = True",
+        ]
+    conf.write_text(conf.read_text(encoding="utf-8") + "\n" + "\n".join(extra) + "\n")
+    return side / "docs"
 
 
-def write_project(
-    root: Path, modules: int, with_extension: bool, pages: str, full_docs: bool
-) -> Path:
-    src = root / ("with" if with_extension else "without")
-    (src / "benchpkg").mkdir(parents=True)
-    (src / "benchpkg" / "__init__.py").write_text('"""Benchmark package."""\n')
-    for index in range(modules):
-        (src / "benchpkg" / f"mod{index}.py").write_text(module_source(index, full_docs))
-        (src / f"mod{index}.rst").write_text(
-            f"Module {index}\n{'=' * (7 + len(str(index)))}\n\n.. automodule:: benchpkg.mod{index}\n   :members:\n"
-        )
-    toc = "\n".join(f"   mod{i}" for i in range(modules))
-    (src / "index.rst").write_text(f"Benchmark\n=========\n\n.. toctree::\n\n{toc}\n")
-    extensions = ["sphinx.ext.autodoc"] + (["apiprof.sphinx_ext"] if with_extension else [])
-    (src / "conf.py").write_text(
-        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
-        f"project = 'bench'\nextensions = {extensions!r}\nhtml_theme = 'alabaster'\n"
-        f"apiprof_db = {str(root / 'apiprof.db')!r}\napiprof_auto = True\napiprof_pages = {pages!r}\n"
-    )
-    return src
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    cpu: float
+    rewritten: int  # files under the output folder written again (new mtime)
+    pages_rewritten: int  # of those, apiprof's drill-down and index pages
 
 
-def write_database(path: Path, modules: int) -> int:
-    db = open_db(path)
-    env = Environment.current()
-    entries, measurements = [], []
-    for index in range(modules):
-        for n, (qualname, kind) in enumerate(api_names(index)):
-            entries.append(EntryPoint(qualname, "benchpkg", qualname.rsplit(".", 1)[0], kind))
-            base = 6 + (n + index) % 12
-            measurements.append(
-                Measurement(
-                    qualname,
-                    "synth",
-                    Metric.CPU,
-                    from_counts({base: 150, base + 1: 90, base + 3: 10}),
-                )
-            )
-            measurements.append(
-                Measurement(
-                    qualname, "synth", Metric.ALLOC_INCL, from_counts({base - 2: 200, base: 50})
-                )
-            )
-    store_entry_points(db, entries)
-    with db.conn:
-        db["environments"].insert({"id": env.id, **env.__dict__}, pk="id", ignore=True)
-    store_batch(db, ScanBatch(measurements=measurements), environment_id=env.id, package="benchpkg")
-    db.close()
-    return len(entries)
+def snapshot(out: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} if out.exists() else {}
 
 
-def time_build(src: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one fresh build in a child process.
-
-    CPU time (user + system of the child) is the figure compared: on a shared machine wall time
-    mostly measures the neighbours. Bytecode caching is on, as in any installed environment: with
-    PYTHONDONTWRITEBYTECODE set (some CI images set it) every build would recompile the modules
-    it imports, which is not what building docs costs.
-    """
-    out = src.parent / f"_build-{src.name}"
-    shutil.rmtree(out, ignore_errors=True)
+def build(py: Path, docs: Path, *, fresh: bool, jobs: int) -> Timing:
+    """One ``sphinx-build`` in a child process: wall and CPU seconds, and what it rewrote."""
+    out = docs / "_build" / "html"
+    if fresh:
+        shutil.rmtree(docs / "_build", ignore_errors=True)
+    before_files = snapshot(out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-E", "-b", "html", str(src), str(out)],
-        check=True,
-        env=env,
-    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    command = [py, "-m", "sphinx", "-q", "-b", "html", "-j", str(jobs), ".", "_build/html"]
+    run(command + (["-E"] if fresh else []), cwd=docs, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    after_files = snapshot(out)
+    rewritten = [p for p, mtime in after_files.items() if before_files.get(p) != mtime]
+    pages = out / "apiprof"
+    return Timing(wall, cpu, len(rewritten), sum(p.is_relative_to(pages) for p in rewritten))
+
+
+def rewritten_pages(docs: Path) -> int:
+    return len(list((docs / "_build" / "html" / "apiprof").glob("*.html")))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def report(label: str, without: list[Timing], with_ext: list[Timing]) -> None:
+    for name, runs in (("without", without), ("with", with_ext)):
+        print(
+            f"  {label:<15} {name:<8} CPU median {median([r.cpu for r in runs]):6.2f} s "
+            f"(best {min(r.cpu for r in runs):.2f}), wall median {median([r.wall for r in runs]):6.2f} s, "
+            f"files rewritten {median([r.rewritten for r in runs]):.0f} (apiprof pages "
+            f"{median([r.pages_rewritten for r in runs]):.0f}; CPU runs: "
+            + ", ".join(f"{r.cpu:.2f}" for r in runs)
+            + ")"
+        )
+    cpu = median([r.cpu for r in with_ext]) / median([r.cpu for r in without])
+    best = min(r.cpu for r in with_ext) / min(r.cpu for r in without)
+    wall = median([r.wall for r in with_ext]) / median([r.wall for r in without])
+    print(
+        f"  {label:<15} ratio with/without: CPU {cpu:.3f}× (best runs {best:.3f}×), wall {wall:.3f}×"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (medians are reported)")
     parser.add_argument(
-        "--apis", type=int, default=320, help="documented APIs (rounded up to modules of 20)"
+        "--work",
+        type=Path,
+        default=Path.home() / ".cache" / "apiprof-bench-sphinx",
+        help="venv, sources and scan database live (and are reused) here",
     )
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pages", choices=["referenced", "none"], default="referenced")
-    parser.add_argument(
-        "--docstrings",
-        choices=["full", "short"],
-        default="full",
-        help="full: a paragraph, parameter list, note and example per API (typical of a library); short: one line",
-    )
-    parser.add_argument("--keep", type=Path, help="build here and keep the output")
+    parser.add_argument("--python", default=sys.executable, help="interpreter for the venv")
+    parser.add_argument("--jobs", type=int, default=1, help="sphinx-build -j")
     args = parser.parse_args(argv)
-    modules = -(-args.apis // PER_MODULE)
-    root = args.keep or Path(tempfile.mkdtemp(prefix="apiprof-bench-"))
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        apis = write_database(root / "apiprof.db", modules)
-        full = args.docstrings == "full"
-        plain = write_project(root, modules, False, args.pages, full)
-        extended = write_project(root, modules, True, args.pages, full)
-        runs: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
-        for _ in range(args.repeat):  # alternate so machine noise hits both sides alike
-            runs["without"].append(time_build(plain))
-            runs["with"].append(time_build(extended))
-        pages = len(list((root / "_build-with" / "apiprof").glob("*.html")))
+    args.work.mkdir(parents=True, exist_ok=True)
+    py, source, database = prepare(args.work.resolve(), args.python)
+    print(f"{PROJECT} {VERSION} docs with furo; database {database}")
+    for baseurl in (False, True):
+        sides = {
+            "without": make_side(source, args.work / "without", None, baseurl),
+            "with": make_side(source, args.work / "with", database, baseurl),
+        }
+        full: dict[str, list[Timing]] = {"without": [], "with": []}
+        noop: dict[str, list[Timing]] = {"without": [], "with": []}
+        for _ in range(args.repeat):
+            for side, docs in sides.items():
+                full[side].append(build(py, docs, fresh=True, jobs=args.jobs))
+                noop[side].append(build(py, docs, fresh=False, jobs=args.jobs))
+        pages = rewritten_pages(sides["with"])
         print(
-            f"documented APIs: {apis} in {modules} modules ({args.docstrings} docstrings); drill-down pages: {pages}"
+            f"{'with html_baseurl' if baseurl else 'plain'}: {pages} drill-down pages, "
+            f"{args.repeat} rounds"
         )
-        best = {}
-        for side, label in (("without", "without"), ("with", "with   ")):
-            wall, cpu = min(w for w, _ in runs[side]), min(c for _, c in runs[side])
-            best[side] = (wall, cpu)
-            print(
-                f"{label} apiprof.sphinx_ext: CPU best {cpu:.2f} s, wall best {wall:.2f} s "
-                f"(CPU runs: {', '.join(f'{c:.2f}' for _, c in runs[side])})"
-            )
-        cpu_ratio = best["with"][1] / best["without"][1]
-        wall_ratio = best["with"][0] / best["without"][0]
-        print(
-            f"ratio with/without: CPU {cpu_ratio:.3f} ({100 * (cpu_ratio - 1):+.1f} %), "
-            f"wall {wall_ratio:.3f} ({100 * (wall_ratio - 1):+.1f} %); target ≤ +15 %"
-        )
-    finally:
-        if args.keep is None:
-            shutil.rmtree(root, ignore_errors=True)
+        report("full build", full["without"], full["with"])
+        report("no-op rebuild", noop["without"], noop["with"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Command line: ``apiprof-scan`` and ``apiprof COMMAND``.
 
-One module per command (``scan``, ``show``, ``merge``, ``scenarios``), each with a
+One module per command (``scan``, ``show``, ``merge``, ``scenarios``, ``compare``, ``report``), each with a
 ``register(commands)`` that adds its parser. Each command parses its options, calls one library
 function and prints the result. Errors from the ``ApiprofError`` family become one line on
 stderr and the error's exit code (2 usage, 3 database, 1 other); Ctrl-C exits with 130.
@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from apiprof import __version__
-from apiprof.cli import merge, scan, scenarios, show
+from apiprof.cli import compare, merge, report, scan, scenarios, show
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios)
+COMMANDS = (scan, show, merge, scenarios, compare, report)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 

@@ -1,4 +1,4 @@
-"""Argument types shared by the commands: positive numbers, size lists, the database path."""
+"""Arguments shared by the commands: positive numbers, size lists, the database path, outputs."""
 
 from __future__ import annotations
 
@@ -37,3 +37,24 @@ def add_db_argument(parser: argparse.ArgumentParser, help: str = "profile databa
     parser.add_argument(
         "--db", default=DEFAULT_DB, metavar="PATH", help=f"{help} (default: ./{DEFAULT_DB})"
     )
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--html FILE``: the outputs besides the terminal table."""
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON with the fields listed below"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write a page with charts to FILE")
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--source`` and ``--package``: which measurements, of which package."""
+    from apiprof.db.slices import Source
+
+    parser.add_argument(
+        "--source",
+        choices=[str(s) for s in Source],
+        default=str(Source.ALL),
+        help="which measurements: lab scans, collected from real programs, or all (default: all)",
+    )
+    parser.add_argument("--package", metavar="NAME", help="only APIs of this package")

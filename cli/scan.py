@@ -6,8 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from apiprof.cli.cluster import add_cluster_arguments, run_cluster_scan, wants_cluster
 from apiprof.cli.options import positive_float, positive_int, size_list
 from apiprof.db.schema import DEFAULT_DB
+from apiprof.errors import UsageError
 
 SCAN_DESCRIPTION = """\
 Profile every public entry point of each PACKAGE and add the results to a SQLite database.
@@ -55,7 +57,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "packages",
         metavar="PACKAGE",
-        nargs="+",
+        nargs="*",
         help="importable name(s) of the package(s) to scan, e.g. textwrap",
     )
     parser.add_argument(
@@ -161,6 +163,14 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue the last unfinished scan of PACKAGE in --db (with several packages, finished ones are skipped)",
     )
     parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        action="extend",
+        help="profile only these entry points (qualified names, e.g. json.dumps); the rest are not scanned",
+    )
+    parser.add_argument(
         "--summary-json",
         metavar="PATH",
         help="also write the summary as JSON: discovered, profiled, each entry point not profiled with its reason",
@@ -197,6 +207,7 @@ def scan_options(args: argparse.Namespace):
         guard=not args.no_sandbox_guard,
         tests=args.tests,
         tests_timeout=args.tests_timeout,
+        only=tuple(args.only),
     )
 
 
@@ -206,6 +217,10 @@ def run_scan(args: argparse.Namespace) -> int:
     if args.list:
         return list_entry_points(args)
     options = scan_options(args)
+    if wants_cluster(args):
+        return run_cluster_scan(args, options)
+    if not args.packages:
+        raise UsageError("name at least one PACKAGE to scan (or --requirements FILE, --installed)")
     summaries = []
     for package in args.packages:
         resume = args.resume
@@ -429,4 +444,5 @@ def register(commands: argparse._SubParsersAction) -> None:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments and handler of the scan command (``apiprof scan`` and ``apiprof-scan``)."""
     add_scan_arguments(parser)
+    add_cluster_arguments(parser)
     parser.set_defaults(handler=run_scan)

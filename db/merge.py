@@ -2,20 +2,60 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import ADD_BUCKETS_SQL, ADD_EDGES_SQL, recompute_growth
 
+SCAN_COLUMNS = (
+    "package",
+    "started_at",
+    "finished_at",
+    "status",
+    "environment_id",
+    "calibration",
+    "options",
+    "host",
+    "machine_speed_ns",
+)
+"""The scan columns a merge copies (not the process id: the copy is not running anywhere)."""
 
-def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[str, int]:
+
+@dataclass(frozen=True)
+class MergedTask:
+    """An input added under a task id: added at most once, and remembered with where it ran."""
+
+    task_id: str
+    package: str
+    status: str
+    worker: str = ""
+    elapsed_seconds: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def merged_tasks(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
+    """The tasks whose inputs this database already holds: task id -> their details."""
+    rows = db.execute("SELECT task_id, details FROM merged_tasks")
+    return {task_id: json.loads(details or "{}") for task_id, details in rows}
+
+
+def merge_into(
+    target: sqlite_utils.Database, source_path: str | Path, *, task: MergedTask | None = None
+) -> dict[str, int]:
     """Add every profile of ``source_path`` into ``target``; returns rows read per table.
 
     Buckets and call edges add; descriptive rows (entry points, scenarios, environments) are
     copied when missing; scans are appended with new ids; coverage keeps the better status
-    ("profiled" wins over any failure).
+    ("profiled" wins over any failure). With ``task``, the task is recorded in the same
+    transaction, and an input whose task id is already recorded adds nothing
+    (``{"skipped": 1}``): a retried or resumed task is counted once.
     """
     source = open_db(source_path, readonly=True)  # validates that it is an apiprof file
     source.conn.close()
@@ -24,17 +64,20 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
     conn.execute("ATTACH DATABASE ? AS src", [f"file:{Path(source_path)}?mode=ro"])
     try:
         with conn:
+            if task is not None and _already_merged(conn, task):
+                return {"skipped": 1}
             for table in ("environments", "entry_points", "aliases", "scenarios", "packages"):
                 counts[table] = conn.execute(
                     f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}"
                 ).rowcount
             scan_ids = {}
-            for row in conn.execute(
-                "SELECT id, package, started_at, finished_at, status, environment_id, calibration, options FROM src.scans"
-            ).fetchall():
+            columns = [*SCAN_COLUMNS]
+            present = {r[1] for r in conn.execute("PRAGMA src.table_info(scans)")}
+            chosen = ", ".join(c if c in present else "NULL" for c in columns)  # older schemas
+            placeholders = ", ".join("?" * len(columns))
+            for row in conn.execute(f"SELECT id, {chosen} FROM src.scans").fetchall():
                 cur = conn.execute(
-                    "INSERT INTO main.scans (package, started_at, finished_at, status, environment_id, calibration, options) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO main.scans ({', '.join(columns)}) VALUES ({placeholders})",
                     row[1:],
                 )
                 scan_ids[row[0]] = cur.lastrowid
@@ -63,9 +106,33 @@ def merge_into(target: sqlite_utils.Database, source_path: str | Path) -> dict[s
                 for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")
             ]
             recompute_growth(target, touched)
+            if task is not None:
+                _record(conn, task, [i for i in scan_ids.values() if i is not None])
     finally:
         conn.execute("DETACH DATABASE src")
     return counts
+
+
+def _already_merged(conn: Any, task: MergedTask) -> bool:
+    row = conn.execute("SELECT 1 FROM main.merged_tasks WHERE task_id = ?", [task.task_id])
+    return row.fetchone() is not None
+
+
+def _record(conn: Any, task: MergedTask, scan_ids: list[int]) -> None:
+    details = json.dumps({**task.details, "scan_ids": scan_ids}, sort_keys=True)
+    conn.execute(
+        "INSERT INTO main.merged_tasks (task_id, package, status, worker, elapsed_seconds, "
+        "details, merged_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            task.task_id,
+            task.package,
+            task.status,
+            task.worker,
+            task.elapsed_seconds,
+            details,
+            datetime.now(UTC).isoformat(timespec="seconds"),
+        ],
+    )
 
 
 def merge_files(output: str | Path, inputs: list[str | Path]) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Reading profiles back: the questions the docs and the editor ask, answered from SQL sums.
 
 "Typical time" is the median of active wall time (elapsed minus the probe overhead measured
-live in the same pass, seeds/001) over every measured call; the thread-CPU metric is a sample
+live in the same pass; docs/mechanisms.rst) over every measured call; the thread-CPU metric is a sample
 of the calls (its clock is a syscall) and is the fallback when no wall time was recorded.
 "Typical allocation" is the median inclusive allocation. Every answer aggregates over scenarios, sizes and environments
 unless asked to split.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import sqlite_utils
 
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import Metric
+from apiprof.model.records import Metric, ScenarioSource
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 
@@ -195,9 +195,20 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
             chunk,
         ):
             out[qualname].scenarios = n
-        for qualname, fits in _growth_rows(db, chunk).items():
+        for qualname, fit in headline_growth(db, chunk).items():
             if qualname in out:
-                out[qualname].growth = _headline_growth(fits)
+                out[qualname].growth = fit
+    return out
+
+
+def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, GrowthRow]:
+    """The growth fit each API's summary shows (APIs without a fit are left out)."""
+    qualnames = list(qualnames)
+    out: dict[str, GrowthRow] = {}
+    for start in range(0, len(qualnames), 500):
+        for qualname, fits in _growth_rows(db, qualnames[start : start + 500]).items():
+            if fit := _headline_growth(fits):
+                out[qualname] = fit
     return out
 
 
@@ -338,6 +349,50 @@ def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[
     return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)
 
 
+_CONTENT_TABLES = (
+    "entry_points",
+    "aliases",
+    "coverage",
+    "scenarios",
+    "buckets",
+    "growth",
+    "call_edges",
+    "environments",
+    "scans",
+    "failures",
+)
+
+
+def content_fingerprint(db: sqlite_utils.Database) -> str:
+    """A hash of everything readers show (not of the file: a ``touch`` or a checkpoint of the
+    write-ahead log leaves it alone, any changed row changes it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    present = set(db.table_names())
+    for table in _CONTENT_TABLES:
+        if table not in present:
+            continue
+        columns = len(db.execute(f"SELECT * FROM [{table}] LIMIT 0").description)
+        order = ", ".join(str(i) for i in range(1, columns + 1))
+        rows = db.execute(f"SELECT * FROM [{table}] ORDER BY {order}").fetchall()
+        digest.update(f"\x00{table}\x00{rows!r}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
+    """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
+    ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
+            "WHERE s.source = ? OR b.scenario_id = ?",
+            [str(ScenarioSource.COLLECTED)] * 2,
+        )
+    }
+
+
 @dataclass(frozen=True)
 class FailureRow:
     """One failed attempt behind an entry point's "not profiled" verdict."""
@@ -352,7 +407,7 @@ class FailureRow:
 
 def failures(db: sqlite_utils.Database, qualname: str) -> list[FailureRow]:
     """Every failed scenario or source stored for an API, in the order they were tried."""
-    if "failures" not in db.table_names():  # a database older than schema 5
+    if "failures" not in db.table_names():  # a database from before failures were kept
         return []
     rows = db.execute(
         "SELECT scenario_id, phase, kind, reason, location, traceback FROM failures "

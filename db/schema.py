@@ -117,7 +117,24 @@ def _v4_machine_speed(db: sqlite_utils.Database) -> None:
     db.table("scans").add_column("machine_speed_ns", float)
 
 
-def _v5_failures_and_inputs(db: sqlite_utils.Database) -> None:
+def _v5_merged_tasks(db: sqlite_utils.Database) -> None:
+    # Inputs added under a task id (a cluster scan's tasks), so a retried or resumed task is
+    # added once, and the database says where and how each part was measured.
+    db.table("merged_tasks").create(
+        {
+            "task_id": str,
+            "package": str,
+            "status": str,
+            "worker": str,  # host, Python and machine that ran it
+            "elapsed_seconds": float,
+            "details": str,  # JSON: requirement, batch, entry points, scan ids
+            "merged_at": str,
+        },
+        pk="task_id",
+    )
+
+
+def _v6_failures_and_inputs(db: sqlite_utils.Database) -> None:
     # Every failed scenario behind a "not profiled" verdict (phase, where it raised, the last
     # frames of the traceback), and what a scenario ran, so a person can reproduce it by hand.
     db.table("failures").create(
@@ -143,7 +160,8 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v2_growth_and_module_index,
     _v3_scan_owner,
     _v4_machine_speed,
-    _v5_failures_and_inputs,
+    _v5_merged_tasks,
+    _v6_failures_and_inputs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -214,6 +232,11 @@ def open_db(
             raise DatabaseError(
                 f"{path}: this SQLite file was not written by apiprof; pass another --db path"
             )
+    if readonly and not tables:
+        raise DatabaseError(
+            f"{path}: the database is empty (no scan has written to it); run "
+            f"`apiprof-scan PACKAGE --db {path}` to fill it"
+        )
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         raise DatabaseError(

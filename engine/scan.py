@@ -124,6 +124,8 @@ class ScanOptions:
     tests: str = ""
     # seconds for every run of the test suite together; the worker is then killed
     tests_timeout: float = 900.0
+    # profile only these entry points (qualified names); empty = every one discovered
+    only: tuple[str, ...] = ()
 
     # Options a resumed scan takes from the original (they decide which scenarios exist).
     RESUMED_FIELDS = (
@@ -140,6 +142,7 @@ class ScanOptions:
         "repeat",
         "max_seconds",
         "tests",
+        "only",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -462,7 +465,16 @@ def scan(
             workers = pool.started + (suite is not None)
         elapsed = time.monotonic() - started
         result = summarize_scan(
-            db, found, scan_id, str(db_path), status, plan.skipped, elapsed, workers, tests=suite
+            db,
+            found,
+            scan_id,
+            str(db_path),
+            status,
+            plan.skipped,
+            elapsed,
+            workers,
+            tests=suite,
+            only=set(options.only),
         )
         report(ScanProgress("done", result.discovered, result.discovered))
         return result
@@ -648,6 +660,9 @@ def plan_scan(
     for call in captured:
         calls[call.qualname].append(call)
     entries = {entry.qualname: entry for entry in discovery.entry_points}
+    if options.only:
+        entries = {name: entry for name, entry in entries.items() if name in options.only}
+        file_specs = defaultdict(list, {k: v for k, v in file_specs.items() if k in options.only})
     for qualname in sorted(set(file_specs) - set(entries)):
         module = qualname.rsplit(".", 1)[0]
         entries[qualname] = EntryPoint(qualname, discovery.package, module, EntryKind.FUNCTION)
@@ -802,9 +817,11 @@ def summarize_scan(
     top: int = 10,
     *,
     tests: SuiteRun | None = None,
+    only: Set[str] = frozenset(),
 ) -> ScanSummary:
+    """The summary of one scan (of the entry points in ``only``, when given)."""
     discovery = found.discovery
-    names = [ep.qualname for ep in discovery.entry_points]
+    names = [ep.qualname for ep in discovery.entry_points if not only or ep.qualname in only]
     coverage = {
         q: (s, r)
         for q, s, r in db.execute(

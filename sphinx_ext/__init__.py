@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes as docutils_nodes
 from sphinx.application import Sphinx
 from sphinx.config import ENUM
-from sphinx.util.fileutil import copy_asset_file
 
 from apiprof import __version__
-from apiprof.sphinx_ext import autodoc, envdata, nodes, pages, profiles
+from apiprof.sphinx_ext import autodoc, envdata, i18n, latex, linking, nodes, pages, profiles
 from apiprof.sphinx_ext.directive import ApiprofDirective
 from apiprof.sphinx_ext.views import DEFAULT_METRICS
 
@@ -23,10 +23,20 @@ CSS_FILE = "apiprof.css"
 AUTO_KINDS = ["function", "method", "class", "classmethod", "staticmethod", "property"]
 
 
-def copy_static(app: Sphinx, exception: BaseException | None) -> None:
-    if exception is None and app.builder.format == "html":
-        # refresh after upgrades
-        copy_asset_file(STATIC / CSS_FILE, Path(app.outdir, "_static"), force=True)
+def add_static_path(app: Sphinx) -> None:
+    """``builder-inited``: Sphinx copies the stylesheet with the project's static files (and
+    only when it changed), the way sphinx-copybutton ships its assets."""
+    if str(STATIC) not in app.config.html_static_path:
+        app.config.html_static_path.append(str(STATIC))
+
+
+def unwrap_for_other_builders(app: Sphinx, doctree: docutils_nodes.document, _docname: str) -> None:
+    """``doctree-resolved``: outside HTML a summary is its text paragraph, so every builder —
+    including third-party ones that know nothing of our node — can write it."""
+    if app.builder.format == "html":
+        return
+    for node in list(doctree.findall(nodes.apiprof_summary)):
+        node.replace_self(node.children)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -60,10 +70,10 @@ def setup(app: Sphinx) -> dict[str, Any]:
     )
     app.add_config_value(
         "apiprof_warn_unprofiled",
-        True,
-        "env",
+        False,
+        "",
         types=frozenset({bool}),
-        description="warn when a documented API has no profile",
+        description="warn (not just note) when a documented API has no profile",
     )
     app.add_config_value(
         "apiprof_pages",
@@ -73,21 +83,29 @@ def setup(app: Sphinx) -> dict[str, Any]:
         description="which APIs get drill-down pages",
     )
 
-    app.add_node(nodes.apiprof_summary, **nodes.VISITORS)
+    app.add_message_catalog(i18n.CATALOG, str(i18n.LOCALE_DIR))
+    app.add_node(nodes.apiprof_summary, override=False, **nodes.VISITORS)
     app.add_directive("apiprof", ApiprofDirective)
     app.add_css_file(CSS_FILE)
+    app.add_latex_package(latex.PACKAGE)
 
     app.connect("builder-inited", profiles.start_profiles)
+    app.connect("builder-inited", add_static_path)
+    app.connect("builder-inited", linking.register_index_document)
     app.connect("env-get-outdated", envdata.outdated_docs)
     app.connect("env-purge-doc", envdata.purge_doc)
     app.connect("env-merge-info", envdata.merge_info)
+    app.connect("env-updated", pages.assign_pages)
     app.connect("object-description-transform", autodoc.annotate_description)
-    app.connect("html-collect-pages", pages.collect_pages)
-    app.connect("build-finished", copy_static)
+    app.connect("doctree-resolved", unwrap_for_other_builders)
+    app.connect("missing-reference", linking.resolve_index_reference)
+    app.connect("html-collect-pages", pages.write_pages)
+    app.connect("build-finished", latex.copy_style)
+    app.connect("build-finished", linking.unregister_index_document)
     app.connect("build-finished", profiles.close_profiles)
     return {
         "version": __version__,
-        "env_version": 1,
+        "env_version": 2,
         "parallel_read_safe": True,
         "parallel_write_safe": True,
     }

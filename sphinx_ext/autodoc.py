@@ -12,7 +12,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from apiprof.sphinx_ext.directive import parse_metrics
-from apiprof.sphinx_ext.envdata import note_reader
+from apiprof.sphinx_ext.envdata import note_lookup
 from apiprof.sphinx_ext.nodes import apiprof_summary, make_summary
 from apiprof.sphinx_ext.profiles import profiles_for
 
@@ -38,13 +38,13 @@ def annotate_description(
     if not config.apiprof_auto or domain != "py" or objtype not in config.apiprof_auto_kinds:
         return
     env = app.env
-    if not profiles_for(env).usable:
-        note_reader(env, env.docname)  # re-read once the database exists
-        return
     found = documented_name(contentnode)
     if found is None:
         return
     qualname, anchor = found
+    if not profiles_for(env).usable:
+        note_lookup(env, env.docname, qualname)  # re-read once the database can be read
+        return
     if any(n["qualname"] == qualname for n in contentnode.findall(apiprof_summary)):
         return  # the docstring already shows it with the directive
     location = contentnode.parent if contentnode.parent is not None else None
@@ -55,5 +55,6 @@ def annotate_description(
         compact=True,
         target=anchor,
         location=location,
+        typed=False,
     )
     contentnode.insert(0, node)

@@ -6,6 +6,9 @@ the one-line form, ``:full:`` (the default) for the card with histograms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, ClassVar
+
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util import logging
@@ -17,7 +20,7 @@ from apiprof.sphinx_ext.views import KNOWN_METRICS
 logger = logging.getLogger(__name__)
 
 
-def parse_metrics(value: str | list[str], location: object) -> list[str]:
+def parse_metrics(value: str | list[str], location: Any) -> list[str]:
     """Metric names from an option or config value; unknown names are dropped with a warning."""
     names = value.replace(",", " ").split() if isinstance(value, str) else list(value)
     unknown = [n for n in names if n not in KNOWN_METRICS]
@@ -36,7 +39,7 @@ def parse_metrics(value: str | list[str], location: object) -> list[str]:
 class ApiprofDirective(SphinxDirective):
     required_arguments = 1
     has_content = False
-    option_spec = {
+    option_spec: ClassVar[dict[str, Callable[[str], Any]]] = {
         "metrics": directives.unchanged,
         "compact": directives.flag,
         "full": directives.flag,
@@ -58,6 +61,7 @@ class ApiprofDirective(SphinxDirective):
             compact="compact" in self.options and "full" not in self.options,
             target=anchor,
             location=location,
+            typed=True,
         )
         if anchor:
             node["anchor"] = anchor

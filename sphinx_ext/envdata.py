@@ -1,32 +1,46 @@
-"""What the build environment remembers: which documents show which APIs, and which database
-contents they were read against. Kept parallel-safe (purge/merge per document) and used to
-re-read exactly the documents that show costs when the database changes."""
+"""What the build environment remembers: which documents show which APIs, and what those APIs'
+data looked like when the documents were read. Kept parallel-safe (purge/merge per document).
+
+A changed database re-reads only the documents whose APIs' summaries changed: each looked-up
+name is stored with a digest of its summary, compared again when the database's content
+fingerprint differs from the one the environment last saw.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
 from apiprof.sphinx_ext.profiles import profiles_for
 
-
-def _uses(env: BuildEnvironment) -> dict[str, dict[str, str]]:
-    if not hasattr(env, "apiprof_uses"):
-        env.apiprof_uses = {}
-    return env.apiprof_uses
+# per document: {"names": {looked-up name: digest}, "anchors": {canonical name: anchor}}
+DocUses = dict[str, dict[str, str]]
 
 
-def note_reader(env: BuildEnvironment, docname: str) -> None:
-    """Note that ``docname`` asked the database something (even if it was missing or had no
-    answer), so it is re-read when the database changes."""
-    _uses(env).setdefault(docname, {})
+def _uses(env: BuildEnvironment) -> dict[str, DocUses]:
+    found: Any = getattr(env, "apiprof_docs", None)
+    if not isinstance(found, dict):
+        found = {}
+        env.apiprof_docs = found  # type: ignore[attr-defined]
+    return found
+
+
+def _doc(env: BuildEnvironment, docname: str) -> DocUses:
+    return _uses(env).setdefault(docname, {"names": {}, "anchors": {}})
+
+
+def note_lookup(env: BuildEnvironment, docname: str, name: str) -> None:
+    """Note that ``docname`` asked the database about ``name`` (even if it had no answer or the
+    database was missing), so the document is re-read when that answer changes."""
+    _doc(env, docname)["names"][name] = profiles_for(env).digest(name)
 
 
 def record_use(env: BuildEnvironment, docname: str, qualname: str, anchor: str) -> None:
     """Note that ``docname`` shows ``qualname`` at ``#anchor`` (the first mention wins)."""
-    _uses(env).setdefault(docname, {}).setdefault(qualname, anchor)
+    _doc(env, docname)["anchors"].setdefault(qualname, anchor)
 
 
 def purge_doc(_app: Sphinx, env: BuildEnvironment, docname: str) -> None:
@@ -45,19 +59,26 @@ def merge_info(
 def outdated_docs(
     _app: Sphinx, env: BuildEnvironment, _added: set[str], _changed: set[str], _removed: set[str]
 ) -> list[str]:
-    """Documents to re-read because the database changed since they were read."""
-    stamp = profiles_for(env).stamp
-    previous = getattr(env, "apiprof_stamp", None)
-    env.apiprof_stamp = stamp
-    if previous == stamp:
+    """Documents to re-read because what they show from the database changed."""
+    profiles = profiles_for(env)
+    fingerprint = profiles.fingerprint or profiles.error
+    previous = getattr(env, "apiprof_fingerprint", None)
+    env.apiprof_fingerprint = fingerprint  # type: ignore[attr-defined]
+    if previous == fingerprint:
         return []
-    return sorted(doc for doc in _uses(env) if doc in env.found_docs)
+    return sorted(
+        docname
+        for docname, uses in _uses(env).items()
+        if docname in env.found_docs
+        and any(profiles.digest(name) != digest for name, digest in uses["names"].items())
+    )
 
 
 def api_locations(env: BuildEnvironment) -> dict[str, tuple[str, str]]:
     """Canonical name → (docname, anchor) of the API's documentation, for links back."""
     found: dict[str, tuple[str, str]] = {}
-    for docname in sorted(_uses(env)):
-        for qualname, anchor in _uses(env)[docname].items():
+    uses = _uses(env)
+    for docname in sorted(uses):
+        for qualname, anchor in uses[docname]["anchors"].items():
             found.setdefault(qualname, (docname, anchor))
     return found

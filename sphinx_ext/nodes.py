@@ -1,18 +1,23 @@
 """The ``apiprof_summary`` node: made at read time from the database, drawn by each builder.
 
 The node carries a ready :class:`~apiprof.sphinx_ext.views.SummaryView`, and its children are
-a plain paragraph — the text fallback that latex, text, man and texinfo render as-is. HTML
-builders replace the children with the graphic summary and a link to the drill-down page.
+a plain paragraph — the text fallback that LaTeX, text, man, texinfo and any other builder
+render as-is. HTML builders replace the children with the graphic summary and a link to the
+drill-down page.
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
 
 from docutils import nodes
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
-from apiprof.sphinx_ext import pages_names
-from apiprof.sphinx_ext.envdata import note_reader, record_use
+from apiprof.sphinx_ext.envdata import note_lookup, record_use
+from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.profiles import profiles_for
 from apiprof.sphinx_ext.render import render_summary
 from apiprof.sphinx_ext.views import view_summary
@@ -31,14 +36,17 @@ def make_summary(
     metrics: list[str],
     compact: bool,
     target: str,
-    location: object,
+    location: Any,
+    typed: bool,
 ) -> apiprof_summary:
-    """Look ``name`` up and build its node; warns (type ``apiprof.unprofiled``) if it has no data.
+    """Look ``name`` up and build its node; a name without data gets a note (see
+    :func:`note_unprofiled`). ``typed`` says a person wrote the name (a directive) rather than
+    autodoc.
 
     ``target`` is the anchor in the current document that drill-down pages link back to.
     """
     profiles = profiles_for(env)
-    note_reader(env, env.docname)
+    note_lookup(env, env.docname, name)
     summary = profiles.lookup(name)
     canonical = summary.qualname if summary else name
     view = view_summary(canonical, summary, metrics, compact=compact)
@@ -46,28 +54,52 @@ def make_summary(
         qualname=name, canonical=canonical, view=view, compact=compact, anchor=""
     )
     text = view.compact_text if compact else view.full_text()
-    node += nodes.paragraph(text, f"Cost: {text}" if compact else text, classes=["apiprof-text"])
+    fallback = nodes.paragraph(
+        text, f"{_('Cost')}: {text}" if compact else text, classes=["apiprof-text"]
+    )
+    fallback["translatable"] = False  # numbers, not prose: keep them out of gettext catalogs
+    node += fallback
     if view.profiled:
         record_use(env, env.docname, canonical, target)
-    elif profiles.usable and env.config.apiprof_warn_unprofiled:
-        logger.warning(
-            "apiprof: %s is %s",
-            name,
-            view.not_profiled_text,
-            type="apiprof",
-            subtype="unprofiled",
-            location=location,
+    elif profiles.usable:
+        note_unprofiled(
+            env, name, view.reason, known=summary is not None, typed=typed, location=location
         )
     return node
 
 
-def visit_summary_html(translator, node: apiprof_summary) -> None:
+def note_unprofiled(
+    env: BuildEnvironment, name: str, reason: str, *, known: bool, typed: bool, location: Any
+) -> None:
+    """Say why ``name`` shows no costs: scanned but not profiled (with the reason), or absent
+    from the database (a typo when a person wrote it: close names are suggested).
+
+    An info note by default, so ``sphinx-build -W`` passes on a real database where some APIs
+    cannot be profiled; a warning (``apiprof.unprofiled`` / ``apiprof.unknown``) with
+    ``apiprof_warn_unprofiled = True``.
+    """
+    if known:
+        subtype = "unprofiled"
+        message = f"apiprof: {name} was scanned but not profiled: {reason or 'no measurements'}"
+    else:
+        subtype = "unknown"
+        if typed:  # a person wrote the name: likely a typo
+            close = difflib.get_close_matches(name, profiles_for(env).known_names(), n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else "; check the spelling"
+        else:  # autodoc documents it, so the scan did not reach it
+            hint = "; scan its package with apiprof-scan to add it"
+        message = f"apiprof: {name} is not in the profile database{hint}"
+    if env.config.apiprof_warn_unprofiled:
+        logger.warning(message, type="apiprof", subtype=subtype, location=location)
+    else:
+        logger.info(message, location=location)
+
+
+def visit_summary_html(translator: Any, node: apiprof_summary) -> None:
     builder = translator.builder
-    page_url = ""
-    if node["view"].profiled and pages_names.pages_enabled(builder):
-        page_url = builder.get_relative_uri(
-            builder.current_docname, pages_names.page_name(node["canonical"])
-        )
+    pages: dict[str, str] = getattr(builder.env, "apiprof_page_names", {})
+    page = pages.get(node["canonical"]) if node["view"].profiled else None
+    page_url = builder.get_relative_uri(builder.current_docname, page) if page else ""
     translator.body.append(
         render_summary(
             node["view"], compact=node["compact"], page_url=page_url, anchor=node["anchor"]
@@ -76,15 +108,16 @@ def visit_summary_html(translator, node: apiprof_summary) -> None:
     raise nodes.SkipNode
 
 
-def visit_summary_text(_translator, _node: apiprof_summary) -> None:
+def visit_summary_text(_translator: Any, _node: apiprof_summary) -> None:
     """Non-HTML builders render the fallback paragraph the node already holds."""
 
 
-def depart_summary_text(_translator, _node: apiprof_summary) -> None:
+def depart_summary_text(_translator: Any, _node: apiprof_summary) -> None:
     pass
 
 
-VISITORS = {
+Visitor = Callable[[Any, apiprof_summary], None]
+VISITORS: dict[str, tuple[Visitor, Visitor | None]] = {
     "html": (visit_summary_html, None),
     **dict.fromkeys(("latex", "text", "man", "texinfo"), (visit_summary_text, depart_summary_text)),
 }

@@ -3,29 +3,43 @@
 The database is inspected once when the builder starts (in the main process, before parallel
 readers fork), so a missing or corrupt file produces exactly one warning. Readers open their
 own read-only connection on first use — SQLite connections must not cross a fork.
+
+What decides whether documents are re-read is the database's *content* fingerprint (a hash of
+its rows), not its modification time: touching the file or checkpointing its write-ahead log
+changes nothing. Hashing is skipped while the file's stat is the one the fingerprint was taken at, and then the
+database is not even opened: a rebuild with nothing to do never loads the database layer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import sqlite_utils
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
-from apiprof.db import query
-from apiprof.db.query import ApiSummary
-from apiprof.db.schema import open_db
 from apiprof.errors import DatabaseError
+from apiprof.model.histogram import Histogram
+from apiprof.model.records import Metric, ScenarioSource
+
+if TYPE_CHECKING:  # the database layer (and sqlite-utils) loads only when a build reads data
+    import sqlite_utils
+
+    from apiprof.db.query import ApiSummary, ScenarioSlice
 
 logger = logging.getLogger(__name__)
 
 _PROFILES: weakref.WeakKeyDictionary[BuildEnvironment, Profiles] = weakref.WeakKeyDictionary()
+T = TypeVar("T")
+UNUSABLE = "unusable"
+"""Digest of every name while the database cannot be read (so documents are re-read later)."""
 
 
 def db_path(confdir: str | Path, setting: str) -> Path:
@@ -33,20 +47,39 @@ def db_path(confdir: str | Path, setting: str) -> Path:
     return Path(confdir, setting)
 
 
-def stamp_db(path: Path) -> tuple | None:
-    """What identifies the database's contents: the file's time and size plus the data version
-    (which also sees commits still in the write-ahead log)."""
-    if not path.exists():
-        return None
-    stat = path.stat()
-    try:
-        db = open_db(path, readonly=True)
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    """What the file system says about the database and its write-ahead log."""
+    key: list[int] = []
+    for part in (path, path.with_name(path.name + "-wal")):
         try:
-            return (stat.st_mtime_ns, stat.st_size, tuple(query.data_version(db)))
-        finally:
-            db.close()
-    except (DatabaseError, sqlite3.Error):
-        return (stat.st_mtime_ns, stat.st_size)
+            stat = part.stat()
+        except OSError:
+            key += [-1, -1, -1]
+            continue
+        key += [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+    return tuple(key) if key[0] != -1 else None
+
+
+def is_collected(piece: ScenarioSlice) -> bool:
+    """Whether a slice holds in-the-wild measurements rather than a lab scan's."""
+    return ScenarioSource.COLLECTED in (piece.source, piece.scenario_id)
+
+
+def merge_by_metric(slices: list[ScenarioSlice]) -> dict[Metric, Histogram]:
+    merged: dict[Metric, Histogram] = {}
+    for piece in slices:
+        merged.setdefault(piece.metric, Histogram()).merge(piece.histogram)
+    return merged
+
+
+def lab_first(summary: ApiSummary, slices: list[ScenarioSlice]) -> ApiSummary:
+    """The summary of an API that also has collected measurements: the lab's numbers, or the
+    collected ones when the lab has none."""
+    lab = [s for s in slices if not is_collected(s)]
+    lab_summary = replace(
+        summary, histograms=merge_by_metric(lab), scenarios=len({s.scenario_id for s in lab})
+    )
+    return lab_summary if lab_summary.profiled else summary
 
 
 @dataclass
@@ -54,12 +87,13 @@ class Profiles:
     """Read-only access to one database for one build; ``error`` is set when it is unusable."""
 
     path: Path
-    stamp: tuple | None = None
+    fingerprint: str = ""
     error: str = ""
     _db: sqlite_utils.Database | None = None
     _pid: int = 0
-    _cache: dict[str, ApiSummary | None] = field(default_factory=dict)
+    _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
+    _names: list[str] | None = None
 
     @property
     def usable(self) -> bool:
@@ -67,14 +101,22 @@ class Profiles:
 
     def connection(self) -> sqlite_utils.Database:
         if self._db is None or self._pid != os.getpid():
+            from apiprof.db.schema import open_db
+
             self._db, self._pid = open_db(self.path, readonly=True), os.getpid()
         return self._db
 
-    def check(self) -> None:
-        """Open the database once; remember (and warn about) why it cannot be used."""
+    def check(self, known: tuple[tuple[int, ...] | None, str] | None) -> None:
+        """Open the database once and fingerprint its contents; remember (and warn about) why
+        it cannot be used. ``known`` is (stat key, fingerprint) from the previous build."""
         try:
-            db = self.connection()
-            query.data_version(db)
+            stat = _stat_key(self.path)
+            if known is not None and stat is not None and known[0] == stat:
+                self.fingerprint = known[1]  # the very file the last build read without trouble
+            else:
+                from apiprof.db.query import content_fingerprint
+
+                self.fingerprint = content_fingerprint(self.connection())
         except (DatabaseError, sqlite3.Error) as exc:
             self.fail(str(exc) if isinstance(exc, DatabaseError) else f"{self.path}: {exc}")
 
@@ -102,16 +144,40 @@ class Profiles:
         try:
             if self._aliases is None:
                 self._preload(self.connection())
+            assert self._aliases is not None
             return self._cache.get(self._aliases.get(name, name))
         except (DatabaseError, sqlite3.Error) as exc:
             self.fail(f"{self.path}: {exc}")
             return None
 
+    def digest(self, name: str) -> str:
+        """What a document showing ``name`` depends on, hashed: re-read it when this changes."""
+        if self.error:
+            return UNUSABLE
+        summary = self.lookup(name)
+        if self.error:
+            return UNUSABLE
+        return hashlib.sha1(repr(summary).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def known_names(self) -> list[str]:
+        """Every name a directive may use (for "did you mean" hints)."""
+        if self._names is None:
+            self.lookup("")
+            self._names = sorted({*self._cache, *(self._aliases or {})})
+        return self._names
+
     def _preload(self, db: sqlite_utils.Database) -> None:
-        self._cache = query.all_summaries(db)
+        from apiprof.db import query
+
+        summaries = query.all_summaries(db)
+        for qualname in query.collected_qualnames(db) & set(summaries):
+            summaries[qualname] = lab_first(
+                summaries[qualname], query.scenario_breakdown(db, qualname)
+            )
+        self._cache = summaries
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
 
-    def read(self, reader, *args):
+    def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""
         if self.error:
             return None
@@ -133,8 +199,11 @@ def start_profiles(app: Sphinx) -> Profiles:
 
 
 def _start(env: BuildEnvironment, path: Path) -> Profiles:
-    profiles = Profiles(path, stamp=stamp_db(path))
-    profiles.check()
+    profiles = Profiles(path)
+    known = getattr(env, "apiprof_db_stat", None)
+    profiles.check(known if isinstance(known, tuple) and len(known) == 2 else None)
+    if profiles.usable:
+        env.apiprof_db_stat = (_stat_key(path), profiles.fingerprint)  # type: ignore[attr-defined]
     _PROFILES[env] = profiles
     return profiles
 

@@ -1,7 +1,8 @@
 """HTML fragments from the jinja2 templates in ``templates/`` (autoescaped; SVGs arrive as Markup).
 
 The drill-down pages are rendered here to a body fragment and then handed to the theme's
-``page.html``, so they wear whatever theme the project uses.
+``page.html``, so they wear whatever theme the project uses. Templates translate their words
+with ``_()``/``ngettext()`` through apiprof's message catalog (:mod:`apiprof.sphinx_ext.i18n`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
+from apiprof.sphinx_ext import svg
+from apiprof.sphinx_ext.i18n import _, ngettext
 from apiprof.sphinx_ext.views import SummaryView
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -19,14 +23,20 @@ TEMPLATES = Path(__file__).with_name("templates")
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
         auto_reload=False,
+        extensions=["jinja2.ext.i18n"],
     )
+    # both look the catalog up on every call, so each build uses the language it configured
+    environment.install_gettext_callables(  # type: ignore[attr-defined]
+        _, ngettext, newstyle=True
+    )
+    return environment
 
 
 def render(template: str, **context: Any) -> str:
@@ -38,3 +48,9 @@ def render_summary(
 ) -> str:
     """The block shown in an API's documentation (compact line or full card)."""
     return render("summary.html", view=view, compact=compact, page_url=page_url, anchor=anchor)
+
+
+def render_legend() -> Markup:
+    """The colour scale in words and swatches, shown once per drill-down and index page."""
+    colours = [svg.heat_colour(i / 6) for i in range(7)]
+    return Markup(render("legend.html", colours=colours))

@@ -14,6 +14,7 @@ cost: a docs build draws thousands of these).
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from apiprof.format import format_value
 from apiprof.model.growth import GrowthFit
 from apiprof.model.histogram import ZERO_BUCKET, bucket_bounds
 from apiprof.model.records import Metric
+from apiprof.sphinx_ext.i18n import _, ngettext
 
 # Bucket index that counts as "cool" (0.0) and "hot" (1.0) per unit: a shared absolute scale, so
 # colours compare across APIs (64 ns is cheap and 1 ms is expensive for any call).
@@ -37,6 +39,9 @@ _HEAT_STOPS = [
 ]
 FIT_COLOUR = "#f97316"
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
+MIN_SPAN = 5
+"""Buckets an axis shows at least: one filled bucket is a bar among empty neighbours, not a
+full-width block."""
 
 
 def heat_position(metric: Metric, index: int) -> float:
@@ -50,10 +55,12 @@ def heat_position(metric: Metric, index: int) -> float:
 def heat_colour(position: float) -> str:
     """Hex colour on the cool→hot scale for a position in 0..1."""
     position = min(1.0, max(0.0, position))
-    for (p0, c0), (p1, c1) in zip(_HEAT_STOPS, _HEAT_STOPS[1:]):
+    for (p0, c0), (p1, c1) in itertools.pairwise(_HEAT_STOPS):
         if position <= p1:
             t = (position - p0) / (p1 - p0)
-            return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(c0, c1))
+            return "#" + "".join(
+                f"{round(a + (b - a) * t):02x}" for a, b in zip(c0, c1, strict=True)
+            )
     return "#{:02x}{:02x}{:02x}".format(*_HEAT_STOPS[-1][1])
 
 
@@ -132,21 +139,34 @@ def _to_string(svg: Element) -> str:
 
 
 def _bucket_span(counts: Mapping[int, int]) -> list[int]:
-    """Every bucket index from the cheapest to the most expensive non-empty one."""
+    """Every bucket index from the cheapest to the most expensive non-empty one, widened
+    evenly to :data:`MIN_SPAN` buckets (never below the zero bucket)."""
     filled = [i for i, n in counts.items() if n]
-    return list(range(min(filled), max(filled) + 1)) if filled else []
+    if not filled:
+        return []
+    low, high = min(filled), max(filled)
+    missing = MIN_SPAN - (high - low + 1)
+    if missing > 0:
+        low = max(ZERO_BUCKET, low - missing // 2)
+        high = low + MIN_SPAN - 1 if high < low + MIN_SPAN - 1 else high
+    return list(range(low, high + 1))
+
+
+def _bucket_span_label(metric: Metric, index: int) -> str:
+    if index == ZERO_BUCKET:
+        return _("below %(value)s") % {"value": format_value(metric, 1.0)}
+    return _range_text(metric, index)
 
 
 @cache
-def _bucket_span_label(metric: Metric, index: int) -> str:
+def _range_text(metric: Metric, index: int) -> str:
     low, high = bucket_bounds(index)
-    if index == ZERO_BUCKET:
-        return f"below {format_value(metric, high)}"
     return f"{format_value(metric, low)} – {format_value(metric, high)}"
 
 
 def _bucket_label(metric: Metric, index: int, count: int) -> str:
-    return f"{_bucket_span_label(metric, index)}: {count} sample{'s' if count != 1 else ''}"
+    calls = ngettext("%(n)s call", "%(n)s calls", count) % {"n": count}
+    return f"{_bucket_span_label(metric, index)}: {calls}"
 
 
 @cache
@@ -168,7 +188,7 @@ def histogram_svg(
 
     ``marker`` (a value in the metric's unit, e.g. the median) draws a dashed vertical line.
     """
-    svg = _root(width, height, title, "apiprof-graphic apiprof-histogram")
+    svg = _root(width, height, title, "apiprof-chart apiprof-chart-histogram")
     span = _bucket_span(counts)
     label_h, top = 13, 3
     plot_h = height - label_h - top
@@ -185,7 +205,7 @@ def histogram_svg(
         },
     )
     if not span:
-        _text(svg, width / 2, top + plot_h / 2, "no samples", "middle")
+        _text(svg, width / 2, top + plot_h / 2, _("no samples"), "middle")
         return _to_string(svg)
     peak = max(counts.values())
     slot = width / len(span)
@@ -228,8 +248,8 @@ def histogram_svg(
                 "stroke-width": "1",
             },
         )
-    low, _ = bucket_bounds(span[0])
-    _, high = bucket_bounds(span[-1])
+    low = bucket_bounds(span[0])[0]
+    high = bucket_bounds(span[-1])[1]
     _text(svg, 0, height - 2, format_value(metric, low))
     _text(svg, width, height - 2, format_value(metric, high), "end")
     return _to_string(svg)
@@ -253,7 +273,7 @@ def heat_strip_svg(
     height: int = 14,
 ) -> str:
     """One cell per bucket: colour = cost of the bucket, opacity = its share of the samples."""
-    svg = _root(width, height, title, "apiprof-graphic apiprof-strip")
+    svg = _root(width, height, title, "apiprof-chart apiprof-chart-strip")
     span = _bucket_span(counts)
     _child(
         svg,
@@ -296,6 +316,13 @@ def heat_strip_svg(
     return _to_string(svg)
 
 
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Powers of ten within [low, high] (at least the two ends when there are none)."""
+    first, last = math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9)
+    ticks = [10.0**e for e in range(first, last + 1)]
+    return ticks if len(ticks) >= 2 else [low, high]
+
+
 def growth_svg(
     points: Sequence[tuple[float, float]],
     fit: GrowthFit | None,
@@ -304,21 +331,35 @@ def growth_svg(
     title: str,
     size_axis: str = "n",
     width: int = 320,
-    height: int = 160,
+    height: int = 170,
 ) -> str:
-    """Median cost per input size (dots) and the fitted growth curve (line)."""
-    svg = _root(width, height, title, "apiprof-graphic apiprof-growth")
-    left, right, top, bottom = 52, 8, 8, 22
+    """Median cost per input size (dots) and the fitted growth curve (line), on log–log axes:
+    sizes like 10, 30, 100, 1000 spread evenly, and the vertical distance between a dot and the
+    curve is the relative error the fit minimised."""
+    svg = _root(width, height, title, "apiprof-chart apiprof-chart-growth")
+    left, right, top, bottom = 56, 10, 8, 30
     plot_w, plot_h = width - left - right, height - top - bottom
-    max_x = max((x for x, _ in points), default=1.0) or 1.0
-    curve = [(max_x * i / 60, fit.predict(max_x * i / 60)) for i in range(61)] if fit else []
-    finite = [y for _, y in list(points) + curve if math.isfinite(y)]
-    max_y = max(finite, default=1.0) * 1.08 or 1.0
+    sized = [(x, y) for x, y in points if x > 0 and y > 0 and math.isfinite(y)]
+    xs = [x for x, _y in sized] or [1.0, 10.0]
+    x_low, x_high = min(xs), max(xs)
+    if x_high <= x_low:
+        x_low, x_high = x_low / 2, x_high * 2
+    curve: list[tuple[float, float]] = []
+    if fit:  # evenly spaced on the log axis: smooth at every scale
+        ratio = x_high / x_low
+        curve = [(x_low * ratio ** (i / 40), 0.0) for i in range(41)]
+        curve = [(x, fit.predict(x)) for x, _y in curve]
+    ys = [y for _x, y in sized + curve if y > 0 and math.isfinite(y)] or [1.0, 10.0]
+    y_low, y_high = min(ys) / 1.3, max(ys) * 1.3
+    lx_low, lx_span = math.log10(x_low), math.log10(x_high) - math.log10(x_low)
+    ly_low, ly_span = math.log10(y_low), math.log10(y_high) - math.log10(y_low)
 
-    def to_xy(x: float, y: float) -> tuple[str, str]:
-        return _num(left + x / max_x * plot_w), _num(
-            top + plot_h - max(0.0, min(y, max_y)) / max_y * plot_h
-        )
+    def x_at(x: float) -> float:
+        return left + (math.log10(x) - lx_low) / lx_span * plot_w
+
+    def y_at(y: float) -> float:
+        clipped = min(max(y, y_low), y_high)
+        return top + plot_h - (math.log10(clipped) - ly_low) / ly_span * plot_h
 
     axes = _child(svg, "g", {"stroke": "currentColor", "stroke-opacity": "0.35", "fill": "none"})
     _child(
@@ -326,10 +367,22 @@ def growth_svg(
         "polyline",
         {"points": f"{left},{top} {left},{top + plot_h} {left + plot_w},{top + plot_h}"},
     )
-    _text(svg, left - 4, top + 8, format_value(metric, max_y), "end")
-    _text(svg, left - 4, top + plot_h, format_value(metric, 0), "end")
-    _text(svg, left, height - 6, "0")
-    _text(svg, left + plot_w, height - 6, f"{size_axis} = {max_x:g}", "end")
+    grid = _child(svg, "g", {"stroke": "currentColor", "stroke-opacity": "0.12"})
+    for tick in _log_ticks(y_low, y_high):
+        tick_y = _num(y_at(tick))
+        _child(
+            grid, "line", {"x1": str(left), "y1": tick_y, "x2": str(left + plot_w), "y2": tick_y}
+        )
+        _text(svg, left - 4, y_at(tick) + 3, format_value(metric, tick), "end")
+    for tick in sorted({x for x, _y in sized}) or _log_ticks(x_low, x_high):
+        _text(svg, x_at(tick), top + plot_h + 12, f"{tick:g}", "middle")
+    _text(
+        svg,
+        left + plot_w / 2,
+        height - 3,
+        _("%(axis)s (log scale)") % {"axis": size_axis},
+        "middle",
+    )
     if curve:
         _child(
             svg,
@@ -339,12 +392,15 @@ def growth_svg(
                 "fill": "none",
                 "stroke": FIT_COLOUR,
                 "stroke-width": "2",
-                "points": " ".join(",".join(to_xy(x, y)) for x, y in curve if math.isfinite(y)),
+                "points": " ".join(
+                    f"{_num(x_at(x))},{_num(y_at(y))}"
+                    for x, y in curve
+                    if y > 0 and math.isfinite(y)
+                ),
             },
         )
     dots = _child(svg, "g", {"class": "apiprof-points", "fill": "currentColor"})
-    for x, y in points:
-        cx, cy = to_xy(x, y)
-        dot = _child(dots, "circle", {"cx": cx, "cy": cy, "r": "3"})
+    for x, y in sized:
+        dot = _child(dots, "circle", {"cx": _num(x_at(x)), "cy": _num(y_at(y)), "r": "3"})
         _child(dot, "title", {}).text = f"{size_axis} = {x:g}: {format_value(metric, y)}"
     return _to_string(svg)

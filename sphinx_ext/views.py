@@ -1,22 +1,30 @@
 """From database answers to display-ready values: formatted numbers, sentences and SVGs.
 
 HTML templates, the plain-text fallback and the drill-down pages all read these views, so a
-number looks the same wherever it appears. Formatting itself lives in :mod:`apiprof.format`.
+number looks the same wherever it appears. Formatting itself lives in :mod:`apiprof.format`;
+the words go through :mod:`apiprof.sphinx_ext.i18n`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
-from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
-from apiprof.format import cost_hint, format_bucket_range, format_value, worth_showing
-from apiprof.model.growth import GrowthFit
+from apiprof.format import format_bucket_range, format_value, worth_showing
+from apiprof.model.growth import GROWTH_CLASSES, GrowthFit
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Coverage, Metric
+from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext import svg
+from apiprof.sphinx_ext.i18n import _, ngettext
+from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
+from apiprof.sphinx_ext.rows import Cell, cell, rows
+
+if TYPE_CHECKING:
+    from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
 
 TIME = "time"
 """Pseudo-metric: the summary's typical time (``ApiSummary.time_metric``: active wall time when
@@ -26,40 +34,107 @@ DEFAULT_METRICS = [TIME, str(Metric.ALLOC_INCL)]
 KNOWN_METRICS = {TIME, *(str(m) for m in Metric)}
 PERCENTILES = (10, 50, 90, 99)
 
-_COVERAGE_TEXT = {
-    Coverage.NO_ARGUMENTS: "needs arguments apiprof could not make up",
-    Coverage.IMPORT_FAILED: "its module could not be imported",
-    Coverage.BLOCKED: "the sandbox blocked an operation it tried",
-    Coverage.CRASHED: "every call crashed or raised",
-    Coverage.TIMED_OUT: "calls timed out",
-    Coverage.MEMORY: "calls exceeded the memory cap",
-    Coverage.SKIPPED: "skipped by policy",
-}
+
+def metric_label(metric: Metric) -> str:
+    return {
+        Metric.WALL: _("wall time"),
+        Metric.CPU: _("CPU time (sampled calls)"),
+        Metric.ALLOC_INCL: _("allocated (inclusive)"),
+        Metric.ALLOC_EXCL: _("allocated (exclusive)"),
+        Metric.CALLS: _("calls per run"),
+        Metric.IO_READ: _("I/O read"),
+        Metric.IO_WRITE: _("I/O written"),
+    }[metric]
+
+
+def coverage_text(coverage: str) -> str:
+    words: dict[str, str] = {
+        Coverage.NO_ARGUMENTS: _("needs arguments apiprof could not make up"),
+        Coverage.IMPORT_FAILED: _("its module could not be imported"),
+        Coverage.BLOCKED: _("the sandbox blocked an operation it tried"),
+        Coverage.CRASHED: _("every call crashed or raised"),
+        Coverage.TIMED_OUT: _("calls timed out"),
+        Coverage.MEMORY: _("calls exceeded the memory cap"),
+        Coverage.SKIPPED: _("skipped by policy"),
+    }
+    return words.get(coverage, coverage.replace("_", " "))
+
+
+def source_label(source: str, scenario_id: str = "") -> str:
+    """Where a scenario's numbers come from, in words: the lab's kinds of scenario, or real
+    programs (in-the-wild collection)."""
+    if ScenarioSource.COLLECTED in (source, scenario_id):
+        return _("measured in real programs")
+    words: dict[str, str] = {
+        ScenarioSource.FILE: _("lab scan: scenario file"),
+        ScenarioSource.DOCSTRING: _("lab scan: docstring example"),
+        ScenarioSource.SYNTHESIZED: _("lab scan: made-up arguments"),
+        ScenarioSource.TESTS: _("lab scan: test suite"),
+    }
+    return words.get(source, _("lab scan"))
 
 
 def unprofiled_reason(summary: ApiSummary | None) -> str:
     """Why an API has no profile, in words ("" when nothing is known)."""
     if summary is None or not summary.coverage:
         return ""
-    words = _COVERAGE_TEXT.get(summary.coverage, summary.coverage.replace("_", " "))
+    words = coverage_text(summary.coverage)
     return f"{words} ({summary.reason})" if summary.reason else words
 
 
 def pick_histogram(summary: ApiSummary, name: str) -> tuple[Metric, Histogram] | None:
     """The histogram shown for a configured metric name ("time" or a :class:`Metric` value)."""
-    if name == TIME:
-        metric = summary.time_metric
-    else:
-        metric = Metric(name)
+    metric = summary.time_metric if name == TIME else Metric(name)
     hist = summary.histograms.get(metric) if metric else None
-    return (metric, hist) if hist else None
+    return (metric, hist) if metric and hist else None
 
 
 def growth_phrase(row: GrowthRow | None) -> str:
     if row is None:
         return ""
-    axis = f" in {row.size_axis}" if row.size_axis and row.size_axis != "n" else ""
+    axis = f" ({row.size_axis})" if row.size_axis and row.size_axis != "n" else ""
     return f"{row.growth_class}{axis}"
+
+
+def growth_rank(row: GrowthRow | None) -> int:
+    """Sort key of a growth class by complexity (O(1) < O(log n) < … < O(2^n)); -1 for none."""
+    if row is None or row.growth_class not in GROWTH_CLASSES:
+        return -1
+    return GROWTH_CLASSES.index(row.growth_class)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One labelled number of the compact line: ``time ≈1.3 µs``."""
+
+    label: str
+    value: str
+
+
+def summary_figures(summary: ApiSummary) -> tuple[Figure, ...]:
+    figures = []
+    if summary.time_median_ns is not None:
+        figures.append(Figure(_("time"), "≈" + format_value(Metric.WALL, summary.time_median_ns)))
+    if summary.alloc_median_bytes is not None:
+        figures.append(
+            Figure(_("allocated"), format_value(Metric.ALLOC_INCL, summary.alloc_median_bytes))
+        )
+    return tuple(figures)
+
+
+def strip_description(metric: Metric, hist: Histogram) -> str:
+    """What a heat strip shows, for screen readers and tooltips (its legend in words)."""
+    counts = hist.counts()
+    low, high = min(counts), max(counts)
+    return _(
+        "%(metric)s of %(samples)s calls, from %(low)s to %(high)s; colour shows the cost "
+        "(blue cheap, red expensive), strength the share of calls"
+    ) % {
+        "metric": metric_label(metric),
+        "samples": hist.count,
+        "low": format_bucket_range(metric, low).split(" – ")[0],
+        "high": format_bucket_range(metric, high).split(" – ")[-1],
+    }
 
 
 @dataclass(frozen=True)
@@ -85,15 +160,22 @@ def view_metric(
 ) -> MetricView:
     median = hist.median
     p10, p90 = hist.percentile(10), hist.percentile(90)
-    title = (
-        f"{qualname}: {metric.label}, {hist.count} samples, median {format_value(metric, median)}, "
-        f"p10–p90 {format_value(metric, p10)} – {format_value(metric, p90)}"
-    )
+    label = metric_label(metric)
+    title = _(
+        "%(name)s: %(metric)s, %(samples)s calls, median %(median)s, p10–p90 %(p10)s – %(p90)s"
+    ) % {
+        "name": qualname,
+        "metric": label,
+        "samples": hist.count,
+        "median": format_value(metric, median),
+        "p10": format_value(metric, p10),
+        "p90": format_value(metric, p90),
+    }
     size = {"width": 480, "height": 120} if large else {}
     counts = hist.counts()
     return MetricView(
         metric=metric,
-        label=metric.label,
+        label=label,
         median=format_value(metric, median),
         p10=format_value(metric, p10),
         p90=format_value(metric, p90),
@@ -103,7 +185,11 @@ def view_metric(
             if histogram
             else ""
         ),
-        strip_svg=Markup(svg.heat_strip_svg(counts, metric, title=title) if strip else ""),
+        strip_svg=Markup(
+            svg.heat_strip_svg(counts, metric, title=strip_description(metric, hist))
+            if strip
+            else ""
+        ),
     )
 
 
@@ -114,37 +200,59 @@ class SummaryView:
     qualname: str
     profiled: bool
     reason: str
-    hint: str  # "≈3.2 µs · 1.1 KiB"
+    figures: tuple[Figure, ...]  # time ≈3.2 µs · allocated 1.1 KiB
     growth: str  # "O(n)" or ""
     samples: int
     scenarios: int
     metrics: tuple[MetricView, ...]
 
     @property
+    def hint(self) -> str:
+        """``"time ≈3.2 µs · allocated 1.1 KiB"``."""
+        return " · ".join(f"{f.label} {f.value}" for f in self.figures)
+
+    @property
+    def samples_text(self) -> str:
+        return ngettext("%(n)s call measured", "%(n)s calls measured", self.samples) % {
+            "n": self.samples
+        }
+
+    @property
     def compact_text(self) -> str:
-        """``"≈3.2 µs · 1.1 KiB, O(n)"`` — the text fallback of the compact form."""
+        """``"time ≈3.2 µs · allocated 1.1 KiB, O(n)"`` — the text fallback of the compact form."""
         if not self.profiled:
             return self.not_profiled_text
         return f"{self.hint}, {self.growth}" if self.growth else self.hint
 
     @property
     def not_profiled_text(self) -> str:
-        return f"not profiled: {self.reason}" if self.reason else "not profiled"
+        if self.reason:
+            return _("not profiled: %(reason)s") % {"reason": self.reason}
+        return _("not profiled")
 
     def full_text(self) -> str:
         """One sentence for non-HTML builders."""
         if not self.profiled:
-            return f"Cost: {self.not_profiled_text}."
-        parts = [f"{m.label} ≈{m.median} (p10–p90 {m.p10} – {m.p90})" for m in self.metrics]
+            return f"{_('Cost')}: {self.not_profiled_text}."
+        parts = [
+            _("%(metric)s ≈%(median)s (p10–p90 %(p10)s – %(p90)s)")
+            % {"metric": m.label, "median": m.median, "p10": m.p10, "p90": m.p90}
+            for m in self.metrics
+        ]
         if self.growth:
-            parts.append(f"grows {self.growth}")
-        scenarios = (
-            f" from {self.scenarios} scenario{'s' if self.scenarios != 1 else ''}"
-            if self.scenarios
-            else ""
-        )
-        parts.append(f"{self.samples} samples{scenarios}")
-        return "Cost: " + " · ".join(parts) + "."
+            parts.append(_("grows %(growth)s") % {"growth": self.growth})
+        if self.scenarios:
+            parts.append(
+                ngettext(
+                    "%(calls)s calls measured in %(n)s scenario",
+                    "%(calls)s calls measured in %(n)s scenarios",
+                    self.scenarios,
+                )
+                % {"calls": self.samples, "n": self.scenarios}
+            )
+        else:
+            parts.append(self.samples_text)
+        return f"{_('Cost')}: " + " · ".join(parts) + "."
 
 
 def view_summary(
@@ -152,9 +260,7 @@ def view_summary(
 ) -> SummaryView:
     """The summary block's values; ``compact`` draws one heat strip, full draws a histogram per metric."""
     if summary is None or not summary.profiled:
-        return SummaryView(
-            qualname, False, unprofiled_reason(summary), "not profiled", "", 0, 0, ()
-        )
+        return SummaryView(qualname, False, unprofiled_reason(summary), (), "", 0, 0, ())
     found = [f for name in metric_names if (f := pick_histogram(summary, name))]
     if compact:
         found = found[:1]
@@ -166,7 +272,7 @@ def view_summary(
         qualname=summary.qualname,
         profiled=True,
         reason="",
-        hint=cost_hint(summary.time_median_ns, summary.alloc_median_bytes),
+        figures=summary_figures(summary),
         growth=growth_phrase(summary.growth),
         samples=summary.samples,
         scenarios=summary.scenarios,
@@ -178,58 +284,54 @@ def view_summary(
 
 
 @dataclass(frozen=True)
-class BucketRow:
-    index: int
-    range: str
-    count: int
-    share: str
-    colour: str
-
-
-@dataclass(frozen=True)
 class MetricDetail:
     view: MetricView
     mean: str
     stdev: str
-    percentiles: tuple[tuple[int, str], ...]
-    buckets: tuple[BucketRow, ...]
+    percentile_rows: Markup  # p10 … p99
+    bucket_rows: Markup  # range of cost (with its colour), calls, share; data-bucket for machines
 
 
 def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetail:
     total = hist.count
+    counts = hist.counts()
     return MetricDetail(
         view=view_metric(qualname, metric, hist, large=True),
         mean=format_value(metric, hist.mean),
         stdev=format_value(metric, hist.stdev),
-        percentiles=tuple((q, format_value(metric, hist.percentile(q))) for q in PERCENTILES),
-        buckets=tuple(
-            BucketRow(
-                index,
-                format_bucket_range(metric, index),
-                n,
-                f"{n / total:.1%}",
-                svg.bucket_colour(metric, index),
+        percentile_rows=rows(
+            ({}, (f"p{q}", format_value(metric, hist.percentile(q)))) for q in PERCENTILES
+        ),
+        bucket_rows=rows(
+            (
+                {"data-bucket": str(index), "data-count": str(n)},
+                (
+                    Markup('<span class="apiprof-swatch" style="background: %s"></span>%s')
+                    % (svg.bucket_colour(metric, index), format_bucket_range(metric, index)),
+                    n,
+                    f"{n / total:.1%}",
+                ),
             )
-            for index, n in hist.counts().items()
+            for index, n in counts.items()
         ),
     )
 
 
-@dataclass(frozen=True)
-class ScenarioCell:
-    median: str  # "" when the metric has no samples in this slice
-    detail: str  # tooltip: p90 and sample count
-
-
-@dataclass(frozen=True)
-class ScenarioRow:
-    scenario_id: str
-    source: str
-    description: str
-    size: str
-    span: int  # rows of this scenario (its sizes); 0 on all but its first row
-    cells: tuple[ScenarioCell, ...]  # one per column of the table
-    strip_svg: Markup
+def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
+    """Rows for the measurements a page does not draw (sampled CPU time next to wall time,
+    exclusive allocation, calls per run, I/O): label, median, p10–p90, calls."""
+    return rows(
+        (
+            {"data-metric": str(metric)},
+            (
+                metric_label(metric),
+                "≈" + format_value(metric, hist.median),
+                f"{format_value(metric, hist.percentile(10))} – {format_value(metric, hist.percentile(90))}",
+                hist.count,
+            ),
+        )
+        for metric, hist in histograms.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -237,67 +339,110 @@ class ScenarioTable:
     """One row per scenario and size, one column per metric: the medians side by side."""
 
     columns: tuple[str, ...]
-    rows: tuple[ScenarioRow, ...]
-    strips: bool  # a last column of time heat strips (several rows to compare)
+    body: Markup  # "" when there is no scenario
 
 
 def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
-    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. A time
-    heat strip closes each row when there are several rows to compare."""
+    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     metrics = [
         m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
     ]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
-    spans = Counter(scenario_id for scenario_id, _ in grouped)
-    time_metric = next((m for m in (Metric.WALL, Metric.CPU) if m in metrics), None)
-    strips = time_metric is not None and len(grouped) > 1
-    rows, seen = [], set()
+    spans = Counter(scenario_id for scenario_id, _size in grouped)
+    body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
-        timed = by_metric.get(time_metric) if time_metric else None
-        rows.append(
-            ScenarioRow(
-                scenario_id,
-                first.source,
-                first.description,
-                "" if size == NO_SIZE else str(size),
-                0 if scenario_id in seen else spans[scenario_id],
-                tuple(_scenario_cell(m, by_metric.get(m)) for m in metrics),
-                Markup(
-                    svg.heat_strip_svg(
-                        timed.histogram.counts(),
-                        time_metric,
-                        title=f"{scenario_id} {time_metric.label}",
-                        width=120,
-                    )
-                    if strips and timed and timed.histogram
-                    else ""
-                ),
-            )
-        )
+        cells: list[Cell] = []
+        if scenario_id not in seen:
+            span = str(spans[scenario_id])
+            name = Markup("<code>%s</code>") % scenario_id
+            if first.description:
+                name += Markup("<br><small>%s</small>") % first.description
+            cells += [
+                cell(name, rowspan=span, title=first.description),
+                cell(source_label(first.source, scenario_id), rowspan=span),
+            ]
+        cells.append("" if size == NO_SIZE else str(size))
+        cells += [_scenario_cell(m, by_metric.get(m)) for m in metrics]
+        body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
-    return ScenarioTable(tuple(m.label for m in metrics), tuple(rows), strips)
+    return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> ScenarioCell:
+def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> Markup:
+    """The median, with p90 and the number of calls as its tooltip."""
     if piece is None or not worth_showing(metric, piece.histogram):
-        return ScenarioCell("", "")
+        return cell("—")
     hist = piece.histogram
-    return ScenarioCell(
+    return cell(
         format_value(metric, hist.median),
-        f"p90 {format_value(metric, hist.percentile(90))} · {hist.count} samples",
+        title=_("p90 %(p90)s · %(n)s calls")
+        % {"p90": format_value(metric, hist.percentile(90)), "n": hist.count},
     )
+
+
+# -- lab scan next to real programs ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SideCell:
+    median: str
+    p90: str
+    samples: int
+    strip_svg: Markup
+
+
+@dataclass(frozen=True)
+class SideBySideRow:
+    label: str
+    lab: SideCell | None
+    collected: SideCell | None
+
+
+def _side_cell(metric: Metric, hist: Histogram | None) -> SideCell | None:
+    if not worth_showing(metric, hist):
+        return None
+    assert hist is not None
+    return SideCell(
+        format_value(metric, hist.median),
+        format_value(metric, hist.percentile(90)),
+        hist.count,
+        Markup(
+            svg.heat_strip_svg(
+                hist.counts(), metric, title=strip_description(metric, hist), width=120
+            )
+        ),
+    )
+
+
+def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
+    """Per metric, the lab's figures next to those measured in real programs; empty unless the
+    API has both."""
+    collected = merge_by_metric([s for s in slices if is_collected(s)])
+    lab = merge_by_metric([s for s in slices if not is_collected(s)])
+    if not collected or not lab:
+        return ()
+    return tuple(
+        SideBySideRow(metric_label(m), _side_cell(m, lab.get(m)), _side_cell(m, collected.get(m)))
+        for m in Metric
+        if worth_showing(m, lab.get(m)) or worth_showing(m, collected.get(m))
+    )
+
+
+# -- growth ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class GrowthView:
     metric: str
     scenario_id: str
+    size_axis: str
     growth_class: str
     formula: str
     quality: str
+    point_rows: Markup  # size, measured median, fitted value, difference ("" without a chart)
     chart_svg: Markup
 
 
@@ -315,37 +460,96 @@ def growth_formula(row: GrowthRow) -> str:
     return f"≈ {a} + {per_unit} · {term}"
 
 
+def _gap(measured: float, fitted: float) -> float:
+    return measured / fitted - 1 if fitted > 0 else math.inf
+
+
+CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
+"""Metrics whose growth fits get a chart; the other fits are listed in words."""
+
+
 def view_growth(
     qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
 ) -> list[GrowthView]:
-    """One chart per fit (in ``rows`` order): median cost at each measured size (what the fit uses)
-    with the fitted curve over it."""
-    out = []
+    """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
+    time) and the allocation fit get a chart — the median cost at each measured size, which is
+    what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
+    charted: set[tuple[str, Metric]] = set()
     for row in rows:
-        points = sorted(
-            (float(s.size), s.histogram.median)
-            for s in slices
-            if s.scenario_id == row.scenario_id
-            and s.metric == row.metric
-            and s.size != NO_SIZE
-            and s.histogram
+        time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
+        if row.metric in CHARTED and not (row.metric.is_time and time_done):
+            charted.add((row.scenario_id, row.metric))
+    return [
+        _growth_view(qualname, row, slices, (row.scenario_id, row.metric) in charted)
+        for row in rows
+    ]
+
+
+def _growth_view(
+    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], chart: bool
+) -> GrowthView:
+    fit = GrowthFit(
+        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
+    )
+    axis = row.size_axis or "n"
+    label = metric_label(row.metric)
+    quality = ngettext(
+        "fitted to the medians at %(n)s size", "fitted to the medians at %(n)s sizes", row.points
+    ) % {"n": row.points}
+    if not chart:
+        return GrowthView(
+            label,
+            row.scenario_id,
+            axis,
+            row.growth_class,
+            growth_formula(row),
+            quality,
+            Markup(""),
+            Markup(""),
         )
-        fit = GrowthFit(
-            row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
-        )
-        title = f"{qualname}: {row.metric.label} by {row.size_axis or 'n'} in {row.scenario_id}, fitted {row.growth_class}"
-        out.append(
-            GrowthView(
-                metric=row.metric.label,
-                scenario_id=row.scenario_id,
-                growth_class=row.growth_class,
-                formula=growth_formula(row),
-                quality=f"±{row.rel_error:.0%} over {row.points} sizes, R² {row.r2:.2f}",
-                chart_svg=Markup(
-                    svg.growth_svg(
-                        points, fit, row.metric, title=title, size_axis=row.size_axis or "n"
-                    )
+    points = sorted(
+        (float(s.size), s.histogram.median)
+        for s in slices
+        if s.scenario_id == row.scenario_id
+        and s.metric == row.metric
+        and s.size != NO_SIZE
+        and s.histogram
+    )
+    title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
+        "name": qualname,
+        "metric": label,
+        "axis": axis,
+        "scenario": row.scenario_id,
+        "growth": row.growth_class,
+    }
+    table: list[tuple[dict[str, str], tuple[Cell, ...]]] = []
+    worst = (0.0, 0.0)
+    for n, y in points:
+        predicted = fit.predict(n)
+        gap = _gap(y, predicted)
+        worst = max(worst, (abs(gap), n))
+        table.append(
+            (
+                {},
+                (
+                    f"{n:g}",
+                    format_value(row.metric, y),
+                    format_value(row.metric, predicted),
+                    f"{gap:+.0%}" if math.isfinite(gap) else "—",
                 ),
             )
         )
-    return out
+    if points and math.isfinite(worst[0]):
+        quality += "; " + _(
+            "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
+        ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
+    return GrowthView(
+        metric=label,
+        scenario_id=row.scenario_id,
+        size_axis=axis,
+        growth_class=row.growth_class,
+        formula=growth_formula(row),
+        quality=quality,
+        point_rows=rows(table),
+        chart_svg=Markup(svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)),
+    )

@@ -1,4 +1,4 @@
-"""Active time (seeds/001): SPEC.md §2's worked example, offline and through the live path."""
+"""Active time: the worked example of docs/mechanisms.rst, offline and through the live path."""
 
 from __future__ import annotations
 

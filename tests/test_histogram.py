@@ -1,4 +1,4 @@
-"""Log2 histograms against SPEC.md's worked examples and exact statistics."""
+"""Log2 histograms against the worked examples of docs/mechanisms.rst and exact statistics."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from apiprof.model.histogram import (
     merge_all,
 )
 
-# SPEC.md §1 worked example: bytes allocated per call of A, B, C for j = 1..3.
+# docs/mechanisms.rst worked example: bytes allocated per call of A, B, C for j = 1..3.
 ALLOCATIONS = {"A": [3, 7, 22], "B": [107, 120, 115], "C": [819, 1560, 1800]}
 TABLE_1 = {"A": {1: 100, 2: 100, 4: 100}, "B": {6: 300}, "C": {9: 100, 10: 200}}
 

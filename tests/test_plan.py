@@ -1,4 +1,4 @@
-"""Timing plan: the co-stack rule as a graph colouring (SPEC.md §1)."""
+"""Timing plan: the co-stack rule as a graph colouring (docs/mechanisms.rst)."""
 
 from __future__ import annotations
 

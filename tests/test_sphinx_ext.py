@@ -106,6 +106,15 @@ def write_database(path: Path) -> None:
     db.close()
 
 
+def add_cpu_samples(path: Path, qualname: str, counts: dict[int, int]) -> None:
+    """A later scan's CPU time samples for one API (added to its ``synth`` scenario)."""
+    db = open_db(path)
+    add_histograms(
+        db, qualname, {Metric.CPU: from_counts(counts)}, scenario_id="synth", environment=ENV
+    )
+    db.close()
+
+
 def make_project(tmp: Path, *, database: str = "good") -> Path:
     srcdir = tmp / "src"
     shutil.copytree(ROOT, srcdir)
@@ -116,28 +125,37 @@ def make_project(tmp: Path, *, database: str = "good") -> Path:
     return srcdir
 
 
-def build(srcdir: Path, buildername: str = "html", **confoverrides) -> tuple[SphinxTestApp, str]:
-    """Build and return the app and its warnings (the app is cleaned up already)."""
-    warnings = StringIO()
+def build_logged(
+    srcdir: Path, buildername: str = "html", *, warningiserror: bool = False, **confoverrides
+) -> tuple[SphinxTestApp, str, str]:
+    """Build and return the app, its warnings and its status output (the app is cleaned up)."""
+    warnings, status = StringIO(), StringIO()
     app = SphinxTestApp(
         buildername,
         srcdir=srcdir,
         builddir=srcdir.parent / f"_build-{buildername}",
         confoverrides=confoverrides,
-        status=StringIO(),
+        status=status,
         warning=warnings,
+        warningiserror=warningiserror,
     )
     try:
         app.build()
     finally:
         app.cleanup()
-    return app, warnings.getvalue()
+    return app, warnings.getvalue(), status.getvalue()
+
+
+def build(srcdir: Path, buildername: str = "html", **confoverrides) -> tuple[SphinxTestApp, str]:
+    """Build and return the app and its warnings (the app is cleaned up already)."""
+    app, warnings, _ = build_logged(srcdir, buildername, **confoverrides)
+    return app, warnings
 
 
 class Collector(HTMLParser):
     """Elements with their attributes and the ids/metrics of their ancestors."""
 
-    VOID = {"br", "img", "input", "link", "meta", "hr", "col", "source", "wbr"}
+    VOID = frozenset({"br", "img", "input", "link", "meta", "hr", "col", "source", "wbr"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -229,10 +247,12 @@ def test_directive_shows_median_spread_samples_and_growth(html_build):
     hist = from_counts(COUNTS["demo_mod.parse"][Metric.CPU])
     assert f"≈{format_ns(hist.median)}" in page
     assert f"p10–p90 {format_ns(hist.percentile(10))} – {format_ns(hist.percentile(90))}" in page
-    assert "300 samples" in page
+    assert "300 calls measured" in page
     # render's compact summary shows only allocation cells and its O(n) growth from the sized scenario
     compact = re.search(
-        r'<div class="apiprof apiprof-compact" id="apiprof-demo-mod-render">(.*?)</div>', page, re.S
+        r'<div class="apiprof-summary apiprof-summary-compact" id="apiprof-demo-mod-render">(.*?)</div>',
+        page,
+        re.S,
     )
     assert compact, "render's compact summary is missing"
     cells = dict(
@@ -241,7 +261,7 @@ def test_directive_shows_median_spread_samples_and_growth(html_build):
     assert {int(k): int(v) for k, v in cells.items()} == COUNTS["demo_mod.render"][
         Metric.ALLOC_INCL
     ]
-    assert '<span class="apiprof-growth"' in compact.group(1) and "O(n)" in compact.group(1)
+    assert '<span class="apiprof-badge-growth"' in compact.group(1) and "O(n)" in compact.group(1)
 
 
 def test_alias_resolves_to_canonical_api(html_build):
@@ -294,8 +314,11 @@ def test_drilldown_page_links_back_and_shows_every_bucket(html_build):
         for tag, a, ancestors in elements(page)
         if tag == "tr" and "data-bucket" in a
     }
-    assert rows[(str(Metric.CPU), 11)] == 200
     assert rows[(str(Metric.ALLOC_INCL), 10)] == 200
+    assert rows[(str(Metric.WALL), 8)] == 4  # n = 100: 400 ns
+    # the CPU time sampled beside the wall time is one row of "other measurements"
+    other = {a["data-metric"] for tag, a, _ in elements(page) if tag == "tr" and "data-metric" in a}
+    assert other == {str(Metric.CPU)}
     text = page.read_text(encoding="utf-8")
     for section in ("apiprof-scenarios", "apiprof-growth", "apiprof-calls", "apiprof-provenance"):
         assert f'id="{section}"' in text, section
@@ -318,11 +341,10 @@ def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(
         Metric.WALL.label,
         Metric.CPU.label,
         Metric.ALLOC_INCL.label,
-        "time buckets",
     ]
     rows = [
         re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-        for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
     ][1:]
     assert len(rows) == 5  # render-n at 4 sizes, synth unsized
     assert table.count('rowspan="4"') == 2  # scenario and source cells span render-n's four sizes
@@ -336,7 +358,7 @@ def test_scenario_table_has_a_row_per_scenario_and_size_and_a_column_per_metric(
         format_ns(cpu.median) in synth
         and format_bytes(from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median) in synth
     )
-    assert f'title="p90 {format_ns(cpu.percentile(90))} · 280 samples"' in table
+    assert f'title="p90 {format_ns(cpu.percentile(90))} · 280 calls"' in table
 
 
 def test_call_edges_link_between_pages(html_build):
@@ -387,26 +409,44 @@ def test_index_lists_profiled_apis_sortable_by_cost(html_build):
 # -- not profiled, missing and corrupt databases -----------------------------------------------------
 
 
-def test_unprofiled_api_shows_text_and_warns(html_build):
+def test_unprofiled_api_shows_its_reason_and_the_build_has_no_warning(html_build):
     _, outdir, warnings = html_build
     page = (outdir / "index.html").read_text(encoding="utf-8")
     assert "not profiled: needs arguments apiprof could not make up" in page
-    unprofiled = [w for w in warnings.splitlines() if "demo_mod.unprofiled is not profiled" in w]
-    assert len(unprofiled) == 2  # the directive and the autodoc entry
-    assert all("[apiprof.unprofiled]" in w for w in unprofiled)
-    assert "index.rst" in unprofiled[0] or "index.rst" in unprofiled[1]
+    assert "apiprof" not in warnings
 
 
-@pytest.mark.parametrize(
-    "settings",
-    [{"suppress_warnings": ["apiprof.unprofiled"]}, {"apiprof_warn_unprofiled": False}],
-    ids=["suppress_warnings", "apiprof_warn_unprofiled"],
-)
-def test_unprofiled_warning_can_be_silenced(tmp_path, settings):
-    srcdir = make_project(tmp_path)
-    app, warnings = build(srcdir, **settings)
-    assert "not profiled" not in warnings
-    assert "not profiled" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
+def with_typo(srcdir: Path) -> Path:
+    (srcdir / "typo.rst").write_text(
+        ":orphan:\n\nTypo\n====\n\n.. apiprof:: demo_mod.pasre\n", encoding="utf-8"
+    )
+    return srcdir
+
+
+def test_missing_profiles_are_notes_by_default_so_strict_builds_pass(tmp_path):
+    srcdir = with_typo(make_project(tmp_path))
+    _app, warnings, status = build_logged(srcdir, warningiserror=True)
+    assert warnings == ""
+    notes = [line for line in status.splitlines() if "apiprof:" in line]
+    scanned = [n for n in notes if "demo_mod.unprofiled was scanned but not profiled" in n]
+    assert len(scanned) == 2  # the directive and the autodoc entry
+    assert all("needs arguments apiprof could not make up" in n for n in scanned)
+    [typo] = [n for n in notes if "demo_mod.pasre" in n]
+    assert (
+        "typo.rst" in typo and "is not in the profile database; did you mean demo_mod.parse" in typo
+    )
+
+
+def test_missing_profiles_warn_when_asked_with_a_type_per_kind(tmp_path):
+    srcdir = with_typo(make_project(tmp_path))
+    _, warnings = build(srcdir, apiprof_warn_unprofiled=True)
+    lines = [w for w in warnings.splitlines() if "apiprof" in w]
+    assert sum("[apiprof.unprofiled]" in w for w in lines) == 2
+    assert sum("[apiprof.unknown]" in w and "did you mean demo_mod.parse" in w for w in lines) == 1
+    _, warnings = build(
+        srcdir, apiprof_warn_unprofiled=True, suppress_warnings=["apiprof.unprofiled"]
+    )
+    assert "[apiprof.unprofiled]" not in warnings and "[apiprof.unknown]" in warnings
 
 
 @pytest.mark.parametrize("database", ["missing", "corrupt"])
@@ -432,14 +472,14 @@ def test_auto_mode_annotates_every_autodoc_entry(html_build):
     for tag, attrs, ancestors in elements(outdir / "api.html"):
         if tag == "dt" and "id" in attrs:
             signature = attrs["id"]  # summaries open the description that follows their signature
-        if tag == "div" and "apiprof" in attrs.get("class", "").split():
+        if tag == "div" and "apiprof-summary" in attrs.get("class", "").split():
             assert ancestors[-2].get("class", "").startswith("py "), (
                 "summary outside an object description"
             )
             shown[signature] = attrs["class"]
     assert shown == {
-        **dict.fromkeys(COUNTS, "apiprof apiprof-compact"),
-        "demo_mod.unprofiled": "apiprof apiprof-unprofiled",
+        **dict.fromkeys(COUNTS, "apiprof-summary apiprof-summary-compact"),
+        "demo_mod.unprofiled": "apiprof-summary apiprof-summary-unprofiled",
     }
 
 
@@ -447,15 +487,17 @@ def test_auto_mode_works_with_legacy_autodoc(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, autodoc_use_legacy_class_based=True)
     text = (Path(app.outdir) / "api.html").read_text(encoding="utf-8")
-    assert text.count("apiprof apiprof-compact") == len(COUNTS)
+    assert text.count("apiprof-summary apiprof-summary-compact") == len(COUNTS)
 
 
 def test_auto_mode_off_leaves_autodoc_alone(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, apiprof_auto=False)
     text = (Path(app.outdir) / "api.html").read_text(encoding="utf-8")
-    assert 'class="apiprof ' not in text
-    assert 'class="apiprof ' in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
+    assert 'class="apiprof-summary ' not in text
+    assert 'class="apiprof-summary ' in (Path(app.outdir) / "index.html").read_text(
+        encoding="utf-8"
+    )
 
 
 # -- other builders, themes, rebuilds -------------------------------------------------------------
@@ -485,8 +527,10 @@ def test_text_fallback_sentence(tmp_path):
     # wall time
     time = Histogram.of([100.0 + 3.0 * n for n in (10, 100, 1000, 5000) for _ in range(4)]).median
     alloc = from_counts(COUNTS["demo_mod.render"][Metric.ALLOC_INCL]).median
-    assert f"Cost: ≈{format_ns(time)} · {format_bytes(alloc)}, O(n)" in text  # the compact form
-    assert f"{Metric.CPU.label} ≈" in text and "300 samples from 1 scenario" in text
+    assert (
+        f"Cost: time ≈{format_ns(time)} · allocated {format_bytes(alloc)}, O(n)" in text
+    )  # the compact form
+    assert f"{Metric.CPU.label} ≈" in text and "300 calls measured in 1 scenario" in text
 
 
 def test_furo_theme_builds_with_summaries_and_pages(tmp_path):
@@ -504,7 +548,7 @@ def test_furo_theme_builds_with_summaries_and_pages(tmp_path):
     assert "Traceback" not in warnings
 
 
-def test_pages_render_through_the_theme_when_urls_differ_per_page(tmp_path):
+def test_each_page_has_its_own_canonical_url_with_html_baseurl(tmp_path):
     srcdir = make_project(tmp_path)
     app, _ = build(srcdir, html_baseurl="https://example.org/docs/")
     page = (Path(app.outdir) / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
@@ -529,15 +573,7 @@ def test_database_change_rereads_documents_that_use_it(tmp_path):
     finally:
         app.cleanup()
     assert "0 added, 0 changed, 0 removed" in status.getvalue()
-    db = open_db(srcdir / "apiprof.db")
-    add_histograms(
-        db,
-        "demo_mod.parse",
-        {Metric.CPU: from_counts({4: 700})},
-        scenario_id="synth",
-        environment=ENV,
-    )
-    db.close()
+    add_cpu_samples(srcdir / "apiprof.db", "demo_mod.parse", {4: 700})
     status = StringIO()
     app = SphinxTestApp(
         "html",
@@ -551,7 +587,7 @@ def test_database_change_rereads_documents_that_use_it(tmp_path):
     finally:
         app.cleanup()
     assert "0 added, 2 changed, 0 removed" in status.getvalue()  # both documents show parse
-    assert "1000 samples" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
+    assert "1000 calls measured" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
     drawn = bars_by_metric(Path(app.outdir) / "index.html", "apiprof-demo-mod-parse")
     assert drawn[str(Metric.CPU)] == {4: 891, 5: 109}
 
@@ -564,7 +600,7 @@ def test_database_appearing_later_fills_in_the_summaries(tmp_path):
     app, warnings = build(srcdir)
     assert "apiprof.database" not in warnings
     assert (Path(app.outdir) / "api.html").read_text(encoding="utf-8").count(
-        "apiprof apiprof-compact"
+        "apiprof-summary apiprof-summary-compact"
     ) == len(COUNTS)
     assert "apiprof-bar" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
 
@@ -667,9 +703,9 @@ def test_project_docs_build_with_the_extension(tmp_path):
         12: 40,
         13: 10,
     }
-    assert "apiprof apiprof-compact" in (out / "api-costs" / "textwrap.html").read_text(
-        encoding="utf-8"
-    )
+    assert "apiprof-summary apiprof-summary-compact" in (
+        out / "api-costs" / "textwrap.html"
+    ).read_text(encoding="utf-8")
     assert (out / "apiprof" / "textwrap.wrap.html").is_file() and (
         out / "apiprof" / "index.html"
     ).is_file()

@@ -38,7 +38,7 @@ def test_bar_heights_are_proportional_to_counts_and_positions_follow_buckets():
     assert heights[5] == pytest.approx(heights[4] / 2)
     assert heights[7] == pytest.approx(heights[4] / 4)
     xs = {i: float(b.get("x")) for i, b in bars.items()}
-    slot = 400 / 4  # buckets 4..7, the empty bucket 6 keeps its slot
+    slot = 400 / 5  # buckets 4..8 (an axis shows at least five); the empty bucket 6 keeps its slot
     assert xs[5] - xs[4] == pytest.approx(slot)
     assert xs[7] - xs[4] == pytest.approx(3 * slot)
     assert max(float(b.get("y")) + float(b.get("height")) for b in bars.values()) <= 116
@@ -59,14 +59,14 @@ def test_graphics_are_accessible_and_escape_their_title():
 def test_bar_tooltips_name_the_bucket_range_and_count():
     root = parse(svg.histogram_svg({10: 7, ZERO_BUCKET: 1}, Metric.ALLOC_INCL, title="A"))
     tips = {b.get("data-bucket"): b.find("s:title", NS).text for b in rects(root, "apiprof-bar")}
-    assert tips["10"] == "1.0 KiB – 2.0 KiB: 7 samples"
-    assert tips["-1"] == "below 1 B: 1 sample"
+    assert tips["10"] == "1.0 KiB – 2.0 KiB: 7 calls"
+    assert tips["-1"] == "below 1 B: 1 call"
 
 
 def test_axis_labels_span_the_drawn_buckets_and_use_current_colour():
     root = parse(svg.histogram_svg({4: 1, 5: 1}, Metric.WALL, title="A"))
     labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert labels == ["16 ns", "64 ns"]
+    assert labels == ["8 ns", "256 ns"]  # buckets 3..7: two filled ones among five
     assert all(
         t.get("fill") == "currentColor" for t in root.iter("{http://www.w3.org/2000/svg}text")
     )
@@ -82,6 +82,15 @@ def test_median_marker_sits_inside_its_bucket():
         if line.get("class") == "apiprof-marker"
     )
     assert 100 < float(marker.get("x1")) < 200  # 48 ns is in bucket 5, the middle third
+
+
+def test_a_single_bucket_is_a_bar_among_empty_neighbours_not_a_block():
+    root = parse(svg.histogram_svg({10: 50}, Metric.CPU, title="A", width=300))
+    [bar] = rects(root, "apiprof-bar")
+    assert float(bar.get("width")) < 300 / 4
+    strip = parse(svg.heat_strip_svg({10: 50}, Metric.CPU, title="A", width=160))
+    [cell] = rects(strip, "apiprof-cell")
+    assert float(cell.get("width")) < 160 / 4
 
 
 def test_empty_histogram_says_so():
@@ -117,7 +126,9 @@ def test_growth_chart_draws_points_and_the_fitted_curve():
     sizes, costs = [10, 100, 1000], [130.0, 400.0, 3100.0]
     fit = fit_growth(sizes, costs)
     root = parse(
-        svg.growth_svg(list(zip(sizes, costs)), fit, Metric.WALL, title="g", size_axis="items")
+        svg.growth_svg(
+            list(zip(sizes, costs, strict=False)), fit, Metric.WALL, title="g", size_axis="items"
+        )
     )
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(circles) == 3
@@ -128,8 +139,11 @@ def test_growth_chart_draws_points_and_the_fitted_curve():
         for p in root.iter("{http://www.w3.org/2000/svg}polyline")
         if p.get("class") == "apiprof-fit"
     )
-    assert len(curve.get("points").split()) == 61
-    assert "items = 1000" in [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert len(curve.get("points").split()) == 41
+    labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert {"10", "100", "1000", "items (log scale)"} <= set(labels)
+    xs = [float(c.get("cx")) for c in circles]
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # log axis: 10, 100, 1000 evenly spaced
 
 
 def test_growth_chart_without_fit_draws_only_points():

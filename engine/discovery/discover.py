@@ -305,6 +305,7 @@ def is_compiled_function(obj: object) -> bool:
         callable(obj)
         and not inspect.isclass(obj)
         and inspect.isroutine(obj)
+        and not isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType))
         and type(obj).__name__.endswith(("function_or_method", "cython_function"))
     )
 

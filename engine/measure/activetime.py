@@ -1,4 +1,4 @@
-"""Active time of a call from probe event lists (seeds/001).
+"""Active time of a call from probe event lists (docs/mechanisms.rst, "Active time").
 
 Elapsed time between the entry and exit probes overstates the work a call did: each probe that
 fires inside the interval costs time (its *overhead*, calibrated per event type), and the
@@ -12,7 +12,7 @@ exit probe (at ``end``) does not. Overhead and switched-out intervals are assume
 overlap (a probe is a few hundred ns; the kernel rarely preempts inside one). Results are
 clamped at 0: noise in the calibration must not produce negative costs.
 
-The same function serves the offline worked example (SPEC.md §2, = 266) and the live profiler,
+The same function serves the offline worked example (docs/mechanisms.rst: 266 cycles) and the live profiler,
 which feeds it the events of one timing pass — once on the wall clock (WALL metric) and once on
 the thread-CPU clock (CPU metric; that clock does not run while the thread is switched out, so
 switched-out time is excluded by the clock itself there).

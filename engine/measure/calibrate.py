@@ -7,7 +7,7 @@ For each probe kind the calibration measures, with the very probes the timing pa
 * ``full`` — what one probed call adds in total: the median spacing of consecutive probed
   calls in a loop minus the plain loop's time per call.
 
-In the seeds/001 model a call's own entry probe counts and its own exit probe does not, while
+In the active-time model (docs/mechanisms.rst) a call's own entry probe counts and its own exit probe does not, while
 probes of nested calls count in full; with ``enter = inside`` and ``exit = full − inside`` the
 model charges exactly ``inside`` to a leaf call and ``full`` per nested call.
 

@@ -1,4 +1,4 @@
-"""Timing plan: which targets may be timed together in one pass (SPEC.md §1, co-stack rule).
+"""Timing plan: which targets may be timed together in one pass (the co-stack rule, docs/mechanisms.rst).
 
 Two functions that ever appear on the same call stack are never timed in the same pass — the
 inner one's probes would land inside the outer one's measured interval. Targets that never

@@ -1,4 +1,4 @@
-"""What a probe is attached to, and how it finds its record in O(1) (seeds/002).
+"""What a probe is attached to, and how it finds its record in O(1) (docs/mechanisms.rst, "Finding a probe's record").
 
 A target is resolved to a *site*: a Python function whose code object the probes watch, or a
 C-level callable (builtin, method descriptor, class) that is watched at its call sites.

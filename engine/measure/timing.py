@@ -17,7 +17,7 @@ Mechanisms (every other code object runs unobserved, at full speed):
 
 A generator's "call" is one activation: start/resume to yield/return.
 
-Records (seeds/002): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
+Records (constant-time lookup, docs/mechanisms.rst): one :class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id.
 Entry appends ``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read
 first. ``cpu`` is the thread-CPU clock, or -1 when that call was not sampled: the clock is a
 system call (~0.6 µs on VMs), so it is read on *every* call only for sites whose calls are long
@@ -458,7 +458,7 @@ def pass_overheads(
 def measure_calls(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> list[CallCosts]:
-    """Turn a pass's raw records into per-call WALL and CPU active times (seeds/001), one
+    """Turn a pass's raw records into per-call WALL and CPU active times (docs/mechanisms.rst), one
     :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's live
     inside overheads (:func:`pass_overheads`)."""
     wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)

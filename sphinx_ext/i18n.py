@@ -1,0 +1,38 @@
+"""Reader-facing words go through Sphinx's i18n (``sphinx.locale``) with apiprof's own message
+catalog, so a project built with ``language = "de"`` shows German cost summaries and pages.
+
+The catalog lives in ``locale/<language>/LC_MESSAGES/apiprof.po`` (compiled to ``.mo`` beside
+it); ``locale/apiprof.pot`` is the template the translations start from.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from gettext import NullTranslations
+from pathlib import Path
+
+from sphinx.locale import get_translator, is_translator_registered
+
+CATALOG = "apiprof"
+LOCALE_DIR = Path(__file__).with_name("locale")
+
+
+def _(message: str) -> str:
+    """The translation of ``message`` in the build's language (the message itself outside a
+    build). A drill-down page asks for the same few dozen words hundreds of times, hence the
+    cache (keyed by the translator, so each build's language is honoured)."""
+    if not is_translator_registered(CATALOG):
+        return message
+    return _lookup(get_translator(CATALOG), message)
+
+
+@lru_cache(maxsize=2048)
+def _lookup(translator: NullTranslations, message: str) -> str:
+    return translator.gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """Plural-aware translation (``get_translation`` has no plural form on every Sphinx)."""
+    if not is_translator_registered(CATALOG):
+        return singular if n == 1 else plural
+    return get_translator(CATALOG).ngettext(singular, plural, n)
