@@ -21,14 +21,14 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import ScenarioSource
+from apiprof.model.records import EntryKind, EntryPoint, ScenarioSource
 
 MAX_CALLS = 3
 """Distinct argument sets kept per entry point."""
@@ -352,6 +352,49 @@ def capture_problems(calls: Sequence[CapturedCall]) -> str:
         f"{call.origin} calls it with {call.shown}, but those arguments cannot be copied "
         f"({call.problem}); write a scenario that builds them in its setup"
     )
+
+
+def through_example_specs(calls: Sequence[CapturedCall], limit: int = 1) -> list[ScenarioSpec]:
+    """Scenarios that run the docstring examples which called an entry point and measure that
+    entry point's calls inside them: for arguments that cannot be copied (a parser, a frame of
+    a code generator) or whose copies do not replay, the example that produced them does.
+    Suite origins need none: the ``--tests`` scenario already measures whatever the suite calls."""
+    specs: list[ScenarioSpec] = []
+    for origin in dict.fromkeys(call.origin for call in calls):
+        spec = _example_spec(origin)
+        if spec is None:
+            continue
+        qualname = calls[0].qualname
+        specs.append(
+            replace(
+                spec,
+                id=f"through:{qualname}#{origin}",
+                qualname=qualname,
+                source=ScenarioSource.CAPTURED,
+                description=f"its calls inside {origin} (the example of {spec.qualname}), "
+                "which builds arguments that cannot be copied",
+                targets=(qualname,),
+                inputs=next((c.shown for c in calls if c.origin == origin), ""),
+            )
+        )
+        if len(specs) >= limit:
+            break
+    return specs
+
+
+def _example_spec(origin: str) -> ScenarioSpec | None:
+    """The docstring scenario ``doc:QUALNAME#K`` rebuilt from its entry point, or None."""
+    if not origin.startswith("doc:"):
+        return None
+    qualname = origin.removeprefix("doc:").rpartition("#")[0]
+    try:
+        obj = resolve_object(qualname)
+    except Exception:
+        return None
+    module = getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None)
+    entry = EntryPoint(qualname, qualname.split(".")[0], module or "", EntryKind.FUNCTION)
+    found, _ = docstring_scenarios(entry, obj, {})
+    return next((spec for spec in found if spec.id == origin), None)
 
 
 # -- capturing from docstring examples ------------------------------------------------------------

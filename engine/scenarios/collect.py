@@ -14,6 +14,7 @@ from apiprof.engine.scenarios.capture import (
     can_resize,
     capture_problems,
     captured_spec,
+    through_example_specs,
 )
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.factories import concrete_subclasses
@@ -140,7 +141,15 @@ def gather_scenarios(
                     summary = replace(rejected[0][1], reason=summary.reason)
                 failures[entry.qualname].append(summary)
             specs.extend(kept)
+        if calls and not any(entry.qualname in spec.measured for spec in specs):
+            specs.extend(_through_examples(calls, check=check))
     return Gathered(specs, failures)
+
+
+def _through_examples(calls: Sequence[CapturedCall], *, check: bool) -> list[ScenarioSpec]:
+    """The examples that called an entry point nothing else could, kept if they run."""
+    found = through_example_specs(calls)
+    return [spec for spec in found if not check or try_scenario(spec, calls=1)[0] is None]
 
 
 def replay_captures(
