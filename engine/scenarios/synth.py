@@ -81,7 +81,13 @@ in the size ``n``): all of a linear-size result, while combinatorial ones (permu
 powersets) stay polynomial instead of running for hours."""
 UNSIZED_CONSUME_LIMIT = 1000
 
-MAX_DEPTH = 3
+MAX_DEPTH = 5
+"""How deep building may nest: each object built for a parameter counts twice (the parameter and
+the call that builds it), so 5 reaches an argument of an argument of an argument (a code
+generator's frame, its evaluation context, that context's environment). Plain values at the
+bottom do not count."""
+
+_LEAVES = (int, float, complex, str, bytes, bool, type(None))
 
 SOURCES = ("stubs", "docstring_types", "subclasses", "heuristics")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
@@ -741,7 +747,7 @@ def _digits(rng: random.Random, n: int) -> str:
 
 
 def _build(annotation: Any, context: _Context, name: str) -> Any:
-    if context.depth > MAX_DEPTH:
+    if context.depth > MAX_DEPTH and annotation not in _LEAVES:
         raise CannotSynthesize(f"parameter {name!r}: type {annotation!r} nests too deeply")
     context.depth += 1
     try:
