@@ -209,3 +209,20 @@ def test_cached_properties_are_measured_through_their_function():
     raw = vars(Lazy)["value"]
     assert measurable(raw) is raw.func
     assert isinstance(measurable(len), types.BuiltinFunctionType)
+
+
+def test_checking_what_a_call_raises_has_the_trial_time_limit(monkeypatch):
+    import time
+
+    from apiprof.engine.scenarios import synthesized
+    from apiprof.engine.scenarios.synth import Synthesis
+
+    monkeypatch.setattr(synthesized, "TRIAL_SECONDS", 0.2)
+    started = time.monotonic()
+    assert synthesized.raises_its_argument(Synthesis(lambda: time.sleep(30), ())) == ""
+    assert time.monotonic() - started < 10  # a hang guard: interrupted, not waited for
+
+    def reraise(error):
+        raise error
+
+    assert synthesized.raises_its_argument(Synthesis(reraise, (KeyError("k"),))) == "KeyError"

@@ -15,6 +15,7 @@ import typing
 from dataclasses import replace
 from typing import Any
 
+from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.capture import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
@@ -27,7 +28,7 @@ from apiprof.engine.scenarios.synth import (
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
@@ -67,8 +68,10 @@ def raises_its_argument(synthesis: Synthesis) -> str:
     exception class) it was given — ``reraise(tp, value)`` does its job by raising."""
     given = [*synthesis.args, *synthesis.kwargs.values()]
     try:
-        with quiet_stdio():
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             synthesis.target(*synthesis.args, **synthesis.kwargs)
+    except timeouts.CallTimeout:  # as slow as the trial that failed: no claim
+        return ""
     except Exception as error:
         if any(error is value or type(error) is value for value in given):
             return type(error).__name__
@@ -176,7 +179,9 @@ def find_synthesized_scenario(
             failure, result = try_scenario(spec)
         if failure is None:
             return spec, None
-        if raises := raised_by_design(qualname) or raises_its_argument(synthesis):
+        # out of time or memory: no second call to see what it raises
+        rejected = failure.kind == Coverage.NO_ARGUMENTS
+        if rejected and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
