@@ -226,3 +226,22 @@ def test_checking_what_a_call_raises_has_the_trial_time_limit(monkeypatch):
         raise error
 
     assert synthesized.raises_its_argument(Synthesis(reraise, (KeyError("k"),))) == "KeyError"
+
+
+def test_coroutines_and_async_iterators_are_run_when_consumed():
+    from apiprof.engine.scenarios.synth import consume, is_lazy
+
+    async def double(x):
+        return 2 * x
+
+    async def count(n):
+        for i in range(n):
+            yield i
+
+    coroutine = double(21)
+    assert is_lazy(coroutine) and consume(coroutine) == 42
+    numbers = count(5)
+    assert is_lazy(numbers)
+    consume(numbers, limit=3)
+    assert numbers.ag_frame.f_locals["i"] == 2  # three items drawn, the rest left
+    assert not is_lazy("text") and not is_lazy([1])
