@@ -245,3 +245,16 @@ def test_coroutines_and_async_iterators_are_run_when_consumed():
     consume(numbers, limit=3)
     assert numbers.ag_frame.f_locals["i"] == 2  # three items drawn, the rest left
     assert not is_lazy("text") and not is_lazy([1])
+
+
+def test_a_compiled_module_is_typed_by_the_source_it_ships_beside_itself(tmp_path, monkeypatch):
+    import importlib.machinery
+
+    from apiprof.engine.scenarios import stubs
+
+    compiled = tmp_path / f"kernel{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    compiled.write_bytes(b"")
+    (tmp_path / "kernel.py").write_text("def detect(data: bytes) -> str: ...\n")
+    spec = importlib.machinery.ModuleSpec("mypycpkg.kernel", None, origin=str(compiled))
+    monkeypatch.setattr(stubs.importlib.util, "find_spec", lambda name: spec)
+    assert stubs.find_stub_file("mypycpkg.kernel") == tmp_path / "kernel.py"

@@ -1,7 +1,7 @@
 """Stub annotations: the types an untyped package's ``.pyi`` stubs give its functions.
 
 Stubs are looked for, in order, beside the module (a package's own ``.pyi`` files, e.g. for a C
-extension), in an installed ``<package>-stubs`` distribution (what ``types-*`` packages
+extension, or the typed ``.py`` source a mypyc-compiled module ships beside itself), in an installed ``<package>-stubs`` distribution (what ``types-*`` packages
 install), and in the third-party stubs of the typeshed copy that ships with jedi. A stub that
 re-exports a name (``from ._parser import parse as parse``) is followed to where it is defined;
 ``@overload`` variants each contribute their annotations, in order. Reading stubs runs no code
@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
@@ -284,6 +285,9 @@ def _candidates(module: str) -> Iterator[Path]:
     if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
         origin = Path(spec.origin)
         yield origin.with_name(origin.name.split(".")[0] + ".pyi")
+        if origin.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            # compiled by mypyc (or Cython's pure-Python mode): the typed source ships beside it
+            yield origin.with_name(origin.name.split(".")[0] + ".py")
     top, rest = parts[0], parts[1:]
     for root in (*map(Path, filter(None, sys.path)), *typeshed_roots(top)):
         base = root / f"{top}-stubs" if root.name != top else root
