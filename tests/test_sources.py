@@ -258,3 +258,15 @@ def test_a_compiled_module_is_typed_by_the_source_it_ships_beside_itself(tmp_pat
     spec = importlib.machinery.ModuleSpec("mypycpkg.kernel", None, origin=str(compiled))
     monkeypatch.setattr(stubs.importlib.util, "find_spec", lambda name: spec)
     assert stubs.find_stub_file("mypycpkg.kernel") == tmp_path / "kernel.py"
+
+
+def test_examples_see_the_package_public_names_and_their_module_globals():
+    from apiprof.engine.scenarios.doctests import example_globals
+
+    names = example_globals("untyped_pkg.text")
+    import untyped_pkg
+
+    assert names["Square"] is untyped_pkg.Square  # exported by the package, not imported by text
+    assert names["untyped_pkg"] is untyped_pkg
+    assert names["datetime"].__name__ == "datetime"  # the module's own globals too
+    assert "__builtins__" not in names
