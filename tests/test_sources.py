@@ -270,3 +270,16 @@ def test_examples_see_the_package_public_names_and_their_module_globals():
     assert names["untyped_pkg"] is untyped_pkg
     assert names["datetime"].__name__ == "datetime"  # the module's own globals too
     assert "__builtins__" not in names
+
+
+def _upcase_tokens(s, loc, tokens):
+    return [token.upper() for token in tokens]
+
+
+def test_what_a_loop_does_with_the_items_types_the_list():
+    from apiprof.engine.scenarios.heuristics import infer_from_usage
+
+    usage = usage_of(_upcase_tokens, "tokens")
+    assert usage is not None and usage.item_attributes == {"upper"}
+    strong, _ = infer_from_usage(usage, None, {})
+    assert strong[0] == list[str]

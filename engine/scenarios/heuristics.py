@@ -195,6 +195,7 @@ class Usage:
     as_char: bool = False  # ord(x)
     compared_to: list[Any] = field(default_factory=list)  # constants x is compared with
     passed_to_str_method: bool = False  # "".join(x), sep.join(x) (x: strings)
+    item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
 
 
 _PATH_CALLS = {"open", "exists", "isfile", "isdir", "getsize", "stat", "listdir", "scandir"}
@@ -254,9 +255,25 @@ def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
+    items: set[str] = set()  # names the loops over the parameter bind to its items
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
             _note(usage, node, parents)
+            loop = parents.get(id(node))
+            if (
+                isinstance(loop, (ast.For, ast.comprehension))
+                and loop.iter is node
+                and isinstance(loop.target, ast.Name)
+                and loop.target.id != parameter
+            ):
+                items.add(loop.target.id)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in items
+        ):
+            usage.item_attributes.add(node.attr)
     return usage
 
 
@@ -344,6 +361,8 @@ _BUILTIN_DUCKS: list[tuple[Any, type]] = [
     (float, float),
 ]
 _ANY_OBJECT = set(dir(object))
+_PLAIN_ITEMS = (str, bytes, int, float, dict, list)
+"""Item types a list built for a parameter may hold (values that need no building)."""
 
 
 def infer_from_usage(
@@ -378,6 +397,13 @@ def infer_from_usage(
             annotation for annotation, runtime in _BUILTIN_DUCKS if attributes <= set(dir(runtime))
         )
         candidates.extend(_package_ducks(attributes, classes))
+    item_attributes = usage.item_attributes - _ANY_OBJECT
+    if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
+        candidates.extend(
+            list[runtime]
+            for _, runtime in _BUILTIN_DUCKS
+            if runtime in _PLAIN_ITEMS and item_attributes <= set(dir(runtime))
+        )
     strong = list(dict.fromkeys(candidates))
     candidates = []
     if usage.called:
