@@ -22,6 +22,7 @@ from apiprof.engine.scenarios.typetext import (
     PathMarker,
     TextFileMarker,
     evaluate_type,
+    union_of,
 )
 
 
@@ -190,14 +191,7 @@ def read_type(words: str, classes: Mapping[str, type]) -> Any:
         return typing.Literal[tuple(values)] if values else None
     members = [part for part in re.split(r"\s+or\s+|\s*\|\s*|,\s*", words) if part.strip()]
     annotations = [annotation for part in members if (annotation := _one_type(part, classes))]
-    if not annotations:
-        return None
-    if len(annotations) == 1:
-        return annotations[0]
-    try:
-        return typing.Union[tuple(annotations)]  # noqa: UP007 - built from a runtime list
-    except TypeError:
-        return annotations[0]
+    return union_of(annotations) if annotations else None
 
 
 _NOT_LITERAL = object()

@@ -400,9 +400,9 @@ def infer_from_usage(
     item_attributes = usage.item_attributes - _ANY_OBJECT
     if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
         candidates.extend(
-            list[runtime]
-            for _, runtime in _BUILTIN_DUCKS
-            if runtime in _PLAIN_ITEMS and item_attributes <= set(dir(runtime))
+            typing.cast(Any, list)[item]
+            for item in _PLAIN_ITEMS
+            if item_attributes <= set(dir(item))
         )
     strong = list(dict.fromkeys(candidates))
     candidates = []

@@ -64,6 +64,7 @@ from apiprof.engine.scenarios.heuristics import (
 )
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.typetext import (
+    STDLIB_NAMES,
     BinaryFileMarker,
     DirectoryMarker,
     PathMarker,
@@ -662,18 +663,7 @@ def _type_hints(target: Callable[..., object]) -> dict[str, Any]:
     return hints
 
 
-WELL_KNOWN_NAMES: dict[str, Any] = {
-    "Path": pathlib.Path,
-    "PurePath": pathlib.PurePath,
-    "PathLike": os.PathLike,
-    "Decimal": decimal.Decimal,
-    "Fraction": fractions.Fraction,
-    "date": datetime.date,
-    "datetime": datetime.datetime,
-    "timedelta": datetime.timedelta,
-    "Enum": enum.Enum,
-    "abc": abc,
-}
+WELL_KNOWN_NAMES: dict[str, Any] = {**STDLIB_NAMES, "Enum": enum.Enum, "abc": abc}
 """Standard-library names annotations often import only for type checking."""
 
 

@@ -90,10 +90,7 @@ _FILE_PROTOCOLS = {
     "BinaryIO",
 }
 
-DEFAULT_NAMES: dict[str, Any] = {
-    **{name: getattr(builtins, name) for name in dir(builtins) if not name.startswith("_")},
-    **{name: getattr(typing, name) for name in typing.__all__},
-    **{name: getattr(abc, name) for name in abc.__all__},
+STDLIB_NAMES: dict[str, Any] = {
     "Path": pathlib.Path,
     "PurePath": pathlib.PurePath,
     "PathLike": os.PathLike,
@@ -112,6 +109,14 @@ DEFAULT_NAMES: dict[str, Any] = {
     "datetime.date": datetime.date,
     "datetime.timedelta": datetime.timedelta,
     "datetime.tzinfo": datetime.tzinfo,
+}
+"""Standard-library names annotations often import only for type checking."""
+
+DEFAULT_NAMES: dict[str, Any] = {
+    **{name: getattr(builtins, name) for name in dir(builtins) if not name.startswith("_")},
+    **{name: getattr(typing, name) for name in typing.__all__},
+    **{name: getattr(abc, name) for name in abc.__all__},
+    **STDLIB_NAMES,
 }
 
 
@@ -185,14 +190,17 @@ def _evaluate(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
 
 def _union(members: list[Any]) -> Any:
     known = [member for member in members if member is not _UNKNOWN]
-    if not known:
-        return _UNKNOWN
-    if len(known) == 1:
-        return known[0]
+    return union_of(known) if known else _UNKNOWN
+
+
+def union_of(members: list[Any]) -> Any:
+    """The union of one or more annotations (the first, when they cannot be combined)."""
+    if len(members) == 1:
+        return members[0]
     try:
-        return typing.Union[tuple(known)]  # noqa: UP007 - built from a runtime list
+        return typing.Union[tuple(members)]  # noqa: UP007 - built from a runtime list
     except TypeError:
-        return known[0]
+        return members[0]
 
 
 def _subscript(node: ast.Subscript, namespace: Mapping[str, Any]) -> Any:
