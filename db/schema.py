@@ -189,18 +189,26 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
     return max(current, target)
 
 
+def readonly_uri(path: str | Path) -> str:
+    """A SQLite URI that opens ``path`` read-only: a proper ``file:`` URI, so a ``#``, ``?`` or
+    ``%`` in a directory name stays part of the path instead of starting a fragment or query."""
+    return Path(path).absolute().as_uri() + "?mode=ro"
+
+
 def open_db(
     path: str | Path = DEFAULT_DB,
     *,
     create: bool = True,
     readonly: bool = False,
     timeout: float = 30.0,
+    another: str = "pass another --db path",
 ) -> sqlite_utils.Database:
     """Open (and if needed create and migrate) an apiprof database.
 
     Raises :class:`DatabaseError` with a next step for files that are missing, locked, not
     SQLite, not apiprof's, or written by a newer apiprof. ``timeout`` is how long to wait for
-    another process's write lock.
+    another process's write lock; ``another`` says how the reader names a different file (the
+    editor's setting is not the CLI's ``--db``).
     """
     path = Path(path)
     if not path.exists() and (readonly or not create):
@@ -209,7 +217,7 @@ def open_db(
         )
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=False)
         else:
             conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
         db = sqlite_utils.Database(conn)
@@ -217,21 +225,15 @@ def open_db(
     except sqlite3.DatabaseError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or use another --db"
+                f"{path}: the database is locked by another process; wait for it or {another}"
             ) from exc
-        raise DatabaseError(
-            f"{path}: not a usable SQLite database ({exc}); pass another --db path"
-        ) from exc
+        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}") from exc
     if tables and "meta" not in tables:
-        raise DatabaseError(
-            f"{path}: this SQLite file was not written by apiprof; pass another --db path"
-        )
+        raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if "meta" in tables:
         app = db.execute("SELECT value FROM meta WHERE key = 'app'").fetchone()
         if not app or app[0] != APP_ID:
-            raise DatabaseError(
-                f"{path}: this SQLite file was not written by apiprof; pass another --db path"
-            )
+            raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if readonly and not tables:
         raise DatabaseError(
             f"{path}: the database is empty (no scan has written to it); run "
@@ -257,7 +259,7 @@ def open_db(
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or use another --db"
+                f"{path}: the database is locked by another process; wait for it or {another}"
             ) from exc
         raise DatabaseError(f"{path}: {exc}") from exc
     return db

@@ -99,6 +99,10 @@ def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
     with db.conn:
         db.table("scans").update(scan_id, {"finished_at": _now(), "status": status})
+    # Fold the WAL into the database file and empty it: a reader that stays open (an editor)
+    # keeps SQLite from deleting the WAL at close, and a stale WAL left beside the file would be
+    # replayed onto whatever file is copied over it next.
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:

@@ -1,8 +1,10 @@
-"""The apiprof language server: typical costs beside completion items and in hover text.
+"""The apiprof language server: typical costs in completions, hovers and after calls.
 
-Run it as ``apiprof-lsp`` (stdio) or ``apiprof-lsp --tcp 127.0.0.1:2087``. The pipeline per
-request: jedi names → canonical qualified names (:mod:`.resolve`) → merged profile summaries
-(:mod:`.costs`) → markdown and hints (:mod:`.render`); :mod:`.server` only registers features.
+Run it as ``apiprof-lsp`` (stdio) or ``apiprof-lsp --tcp 127.0.0.1:2087``, beside the Python
+language server you use. The pipeline per request: frames (:mod:`.framing`, :mod:`.rpc`) →
+documents (:mod:`.text`) → jedi names and call sites (:mod:`.resolve`, :mod:`.calls`) → merged
+profiles (:mod:`.costs`, :mod:`.profiles`) → text (:mod:`.render`); :mod:`.session` answers
+requests and :mod:`.server` only registers features.
 """
 
 from apiprof.lsp_server.config import ServerConfig, read_config

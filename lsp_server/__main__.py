@@ -59,11 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     from apiprof.lsp_server.server import create_server
 
     server = create_server(jedi_only=args.jedi_only)
-    if address:
-        server.start_tcp(*address)
-    else:
-        server.start_io()
-    return 0
+    # 0 after shutdown + exit; 1 when the client exits without shutdown or goes away
+    return server.start_tcp(*address) if address else server.start_io()
 
 
 if __name__ == "__main__":

@@ -1,14 +1,19 @@
-"""The cost index: profile summaries from one or more databases, merged and cached in memory.
+"""The cost index: API profiles from one or more databases, merged and cached in memory.
 
 Editors ask for the same few hundred names over and over, a completion list at a time, so the
 index answers from a per-name cache and fetches only the names it has not seen, in one batch
 (primary-key lookups, never a scan of the database). A database file that changes on disk (its
-size or mtime, or those of its WAL file) drops that database's contribution on the next request;
-a database that is missing is reported once and picked up when it appears.
+inode, size or mtime, or those of its WAL file) drops that database's contribution on the next
+request; a database that is missing is reported once and picked up when it appears.
+
+Reads never leave a transaction open: every query is read to the end at once, so while the
+editor idles a scan can checkpoint its WAL, and a file replaced by ``mv`` is reopened rather than
+read through a stale WAL.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -18,17 +23,21 @@ from pathlib import Path
 
 import sqlite_utils
 
-from apiprof.db.query import ApiSummary, summaries
 from apiprof.db.schema import open_db
 from apiprof.errors import DatabaseError
+from apiprof.lsp_server.profiles import CostProfile, load_profiles
 
 log = logging.getLogger(__name__)
 
-Fingerprint = tuple[int, int, int, int]
+Fingerprint = tuple[int, ...]
+
+EDITOR_ADVICE = "set the `databases` option to another file"
+"""How the editor's messages name a different database (the CLI says ``--db``)."""
 
 
 def fingerprint(path: Path) -> Fingerprint | None:
-    """(mtime, size) of the file and of its WAL: a write through WAL may not touch the main file."""
+    """Identity, mtime and size of the file, and mtime and size of its WAL (a write through the
+    WAL may not touch the main file; ``mv`` over it changes the inode)."""
     try:
         main = os.stat(path)
     except OSError:
@@ -38,7 +47,7 @@ def fingerprint(path: Path) -> Fingerprint | None:
         wal_state = (wal.st_mtime_ns, wal.st_size)
     except OSError:
         wal_state = (0, 0)
-    return (main.st_mtime_ns, main.st_size, *wal_state)
+    return (main.st_dev, main.st_ino, main.st_mtime_ns, main.st_size, *wal_state)
 
 
 @dataclass
@@ -49,7 +58,7 @@ class _Source:
     db: sqlite_utils.Database | None = None
     stamp: Fingerprint | None = None
     problem: str = ""  # why the database is unusable right now ("" when fine)
-    found: dict[str, ApiSummary | None] = field(default_factory=dict)  # canonical name → summary
+    found: dict[str, CostProfile | None] = field(default_factory=dict)  # canonical name → profile
     # name → canonical (identity when no alias)
     aliases: dict[str, str] = field(default_factory=dict)
 
@@ -62,12 +71,12 @@ class _Source:
 
 
 class CostIndex:
-    """Merged, cached summaries over ``paths`` (first database wins for descriptive fields)."""
+    """Merged, cached profiles over ``paths`` (first database wins for descriptive fields)."""
 
     def __init__(self, paths: Iterable[Path], report: Callable[[str], None] | None = None) -> None:
         self._sources = [_Source(Path(p)) for p in dict.fromkeys(paths)]
         self._report = report or log.warning
-        self._merged: dict[str, ApiSummary | None] = {}
+        self._merged: dict[str, CostProfile | None] = {}
         self.generation = 0  # increases whenever any database changed (for render caches)
 
     @property
@@ -98,7 +107,7 @@ class CostIndex:
 
     def _open(self, source: _Source) -> None:
         try:
-            source.db = open_db(source.path, readonly=True)
+            source.db = open_db(source.path, readonly=True, another=EDITOR_ADVICE)
         except DatabaseError as exc:
             problem = str(exc)
             if problem != source.problem:
@@ -112,25 +121,26 @@ class CostIndex:
     def problems(self) -> list[str]:
         return [s.problem for s in self._sources if s.problem]
 
-    def lookup(self, name: str) -> ApiSummary | None:
-        """Summary for a (possibly re-exported) dotted name, or None if no database knows it."""
+    def lookup(self, name: str) -> CostProfile | None:
+        """Profile of a (possibly re-exported) dotted name, or None if no database knows it."""
         if name in self._merged:
             return self._merged[name]
         return self.lookup_many([name]).get(name)
 
-    def lookup_many(self, names: Iterable[str]) -> dict[str, ApiSummary | None]:
+    def lookup_many(self, names: Iterable[str]) -> dict[str, CostProfile | None]:
         """Batch lookup: cached names cost a dict access; the rest cost one batch per database."""
         names = list(names)
         missing = [n for n in dict.fromkeys(names) if n not in self._merged]
         if missing:
             per_source = [self._fetch(source, missing) for source in self._sources]
             for name in missing:
-                self._merged[name] = _merge(
-                    [found[name] for found in per_source if found.get(name)]
+                profiles = [p for found in per_source if (p := found.get(name)) is not None]
+                self._merged[name] = (
+                    functools.reduce(CostProfile.add, profiles) if profiles else None
                 )
         return {name: self._merged[name] for name in names}
 
-    def _fetch(self, source: _Source, names: list[str]) -> dict[str, ApiSummary | None]:
+    def _fetch(self, source: _Source, names: list[str]) -> dict[str, CostProfile | None]:
         if source.db is None:
             return {}
         try:
@@ -139,7 +149,7 @@ class CostIndex:
             canonical = [source.aliases[n] for n in names]
             todo = [c for c in dict.fromkeys(canonical) if c not in source.found]
             if todo:
-                fetched = summaries(source.db, todo)
+                fetched = load_profiles(source.db, todo)
                 source.found.update({c: fetched.get(c) for c in todo})
         except sqlite3.Error as exc:
             problem = f"{source.path}: cannot read the database ({exc}); is it being rewritten?"
@@ -163,37 +173,3 @@ def _canonical_names(db: sqlite_utils.Database, names: list[str]) -> dict[str, s
             ).fetchall()
         )
     return out
-
-
-def _merge(found: list[ApiSummary]) -> ApiSummary | None:
-    """Add the profiles of one API from several databases (histograms are additive)."""
-    if not found:
-        return None
-    if len(found) == 1:
-        return found[0]
-    first = found[0]
-    merged = ApiSummary(
-        first.qualname,
-        module=first.module,
-        kind=first.kind,
-        signature=first.signature,
-        summary=first.summary,
-        coverage=first.coverage,
-        reason=first.reason,
-        histograms=dict(first.histograms),
-        scenarios=first.scenarios,
-        growth=first.growth,
-    )
-    for other in found[1:]:
-        for metric, hist in other.histograms.items():
-            merged.histograms[metric] = (
-                merged.histograms[metric] + hist if metric in merged.histograms else hist
-            )
-        merged.scenarios += other.scenarios
-        merged.growth = merged.growth or other.growth
-        if other.coverage == "profiled" or not merged.coverage:
-            merged.coverage, merged.reason = other.coverage, other.reason
-        for attr in ("module", "kind", "signature", "summary"):
-            if not getattr(merged, attr):
-                setattr(merged, attr, getattr(other, attr))
-    return merged

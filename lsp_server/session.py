@@ -1,26 +1,44 @@
 """What the server knows between requests, and the answer to each request.
 
-A :class:`Session` joins the pieces: settings (:mod:`.config`), the merged cost index
-(:mod:`.costs`), jedi (:mod:`.resolve`) and the text (:mod:`.render`). It speaks lsprotocol
-types but knows nothing of transports; :mod:`.server` wires it to pygls.
+A :class:`Session` joins the pieces: settings (:mod:`.config`), the open documents (:mod:`.text`),
+the merged cost index (:mod:`.costs`), jedi (:mod:`.resolve`), call sites (:mod:`.calls`) and the
+text (:mod:`.render`). It speaks lsprotocol types and JSON-ready dicts but knows nothing of
+transports; :mod:`.server` wires it to pygls.
+
+By default the server is a *companion*: it runs beside pyright, pylance or jedi-language-server,
+so it offers only what they lack — completion items that carry a cost (with the labels,
+``filterText`` and ``sortText`` those servers use, so a client that merges the lists can fold the
+twins together), the cost section of a hover, and inlay hints after calls. ``"mode":
+"standalone"`` answers every completion and hover in full, for people who run it alone.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
+import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 
+from apiprof.format import format_ns
+from apiprof.lsp_server.background import Background
+from apiprof.lsp_server.calls import CallMap, CallSite, StatementCache, map_calls
 from apiprof.lsp_server.config import ServerConfig, read_config, unwrap_section
 from apiprof.lsp_server.costs import CostIndex
 from apiprof.lsp_server.latency import LatencyTracker
-from apiprof.lsp_server.render import describe, short_hint
-from apiprof.lsp_server.resolve import Candidate, Resolver
+from apiprof.lsp_server.profiles import CostProfile
+from apiprof.lsp_server.render import (
+    Markup,
+    call_hint,
+    cost_lines,
+    full_profile,
+    hover_text,
+    short_hint,
+)
+from apiprof.lsp_server.resolve import Candidate, JediGate, Resolver
+from apiprof.lsp_server.text import Document, Documents
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +56,37 @@ _KINDS = {
     "statement": types.CompletionItemKind.Variable,
 }
 
+IMPORT_CONTEXT = re.compile(r"\bimport\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*$")
+"""The text before the cursor right after ``import`` (or ``import a, ``): where a space asks for
+completion in standalone mode."""
+
+_TYPED_PREFIX = re.compile(r"\w*$")
+MAX_CACHED_TARGETS = 200_000
+
+EMPTY_COMPLETION: dict[str, Any] = {"isIncomplete": False, "items": []}
+
+
+def sort_text(candidate: Candidate, style: str, typed: str) -> str:
+    """The ``sortText`` the Python server beside us gives the same candidate, so merged lists
+    keep both in one place: jedi-language-server sorts by jedi's order behind a letter for
+    public, private and dunder names; pyright by category, recency and name."""
+    name = candidate.label
+    dunder = name.startswith("__") and name.endswith("__") and len(name) > 4
+    if style == "jedi-language-server":
+        if candidate.type == "param" and name.endswith("="):
+            letter = "a"
+        elif dunder:
+            letter = "y"
+        elif name.startswith("__"):
+            letter = "x"
+        elif name.startswith("_"):
+            letter = "w"
+        else:
+            letter = "v"
+        return letter + str(candidate.index).zfill(len(str(candidate.total)))
+    category = 11 if dunder else 10 if name.startswith("_") and not typed else 9
+    return f"{category:02d}.9999.{name}"
+
 
 class Session:
     def __init__(self, notify: Notify | None = None, *, jedi_only: bool = False) -> None:
@@ -45,17 +94,33 @@ class Session:
         self.jedi_only = jedi_only  # baseline mode for bench/lsp_latency.py: no cost lookups
         self.root: str | None = None
         self.label_details = False  # client shows labelDetails; then `detail` waits for resolve
-        self.markup = {
-            "completion": types.MarkupKind.PlainText,
-            "hover": types.MarkupKind.PlainText,
-        }
+        self.markup = {"completion": Markup(False), "hover": Markup(False)}
+        self.refresh_support = {"inlay": False, "lens": False}
+        self.resolves_tooltips = False  # client fetches an inlay hint's tooltip when shown
+        self.pulls_configuration = False
+        self.warmed_up = False  # jedi has loaded the environment and builtins
         self.config = ServerConfig()
         self._base_options: dict[str, Any] = {}
+        self._reported: set[str] = set()
         self.index = CostIndex([], report=self.warn)
-        self.resolver = Resolver()
+        self.gate = JediGate()
+        self.resolver = Resolver(gate=self.gate)
         self.latency = LatencyTracker(on_slow=self.info)
-        self._hints: dict[str, str] = {}
+        self.documents = Documents()
+        self.background: Background | None = None  # set by the server once the loop runs
+        self._hints: dict[str, str | None] = {}
+        self._tooltips: dict[str, dict[str, str]] = {}
+        self._labels: dict[str, str] = {}
         self._hints_generation = -1
+        self._announced_generation = 0
+        self._settings_changed = False
+        self._call_maps: dict[str, tuple[int | None, CallMap]] = {}
+        self._targets: dict[tuple[int, int, int], tuple[str, ...]] = {}
+        self._statements: StatementCache = {}  # call sites per module-level statement
+        self._resolving: set[str] = set()  # documents with a background job queued or running
+        self._answers: dict[tuple, list[dict[str, Any]]] = {}  # inlay hints by request
+        self._targets_generation = 0
+        self.on_stale: Callable[[], None] | None = None  # asks the client to fetch hints again
 
     # -- messages to the client's log channel (never popups) --------------------------------
     def warn(self, message: str) -> None:
@@ -66,6 +131,11 @@ class Session:
         log.info(message)
         self._notify(types.MessageType.Info, message)
 
+    def warn_once(self, message: str) -> None:
+        if message not in self._reported:
+            self._reported.add(message)
+            self.warn(message)
+
     # -- configuration ----------------------------------------------------------------------
     def start(
         self, root: str | None, options: Any, capabilities: types.ClientCapabilities | None = None
@@ -74,13 +144,35 @@ class Session:
         self.root = root
         capabilities = capabilities or types.ClientCapabilities()
         self.label_details, self.markup = _read_capabilities(capabilities)
-        self.pulls_configuration = bool(
-            capabilities.workspace and capabilities.workspace.configuration
+        workspace = capabilities.workspace or types.WorkspaceClientCapabilities()
+        self.pulls_configuration = bool(workspace.configuration)
+        self.refresh_support = {
+            "inlay": bool(workspace.inlay_hint and workspace.inlay_hint.refresh_support),
+            "lens": bool(workspace.code_lens and workspace.code_lens.refresh_support),
+        }
+        hints = capabilities.text_document and capabilities.text_document.inlay_hint
+        self.resolves_tooltips = bool(
+            hints and hints.resolve_support and "tooltip" in hints.resolve_support.properties
         )
-        self.resolver = None
         unwrapped = unwrap_section(options)
         self._base_options = unwrapped if isinstance(unwrapped, dict) else {}
-        self._apply(options)
+        self._apply(options, new_resolver=True)
+        self.index.refresh()
+        self._announced_generation = self.index.generation
+        self._settings_changed = False
+        if self.background is not None:
+            self.background.submit("warm-up", self._warm_up)
+
+    def _warm_up(self) -> Callable[[], None]:
+        self.resolver.warm_up()
+
+        def done() -> None:
+            self.warmed_up = True
+            # What is alive now lives as long as the server (modules, jedi's builtins and
+            # stubs): keep the cyclic collector from scanning it again and again mid-request.
+            gc.freeze()
+
+        return done
 
     def update_settings(self, settings: Any) -> None:
         """Workspace settings override ``initializationOptions`` key by key."""
@@ -92,26 +184,69 @@ class Session:
             return
         self._apply({**self._base_options, **settings})
 
-    def _apply(self, options: Any) -> None:
+    def _apply(self, options: Any, *, new_resolver: bool = False) -> None:
         config, problems = read_config(options)
         for problem in problems:
-            self.warn(f"apiprof settings: {problem}")
+            self.warn_once(f"apiprof settings: {problem}")
         paths = config.database_paths(self.root)
         if paths != self.index.paths:
             self.index.close()
             self.index = CostIndex(paths, report=self.warn)
             self.index.refresh()
             self.info("apiprof databases: " + ", ".join(str(p) for p in paths))
-        if self.resolver is None or config.environment_path != self.resolver.environment_path:
-            self.resolver = Resolver(self.root, config.environment_path, report=self.warn)
+        if new_resolver or config.environment_path != self.resolver.environment_path:
+            with self.gate.held():  # the background thread may be inside jedi
+                self.resolver = Resolver(
+                    self.root, config.environment_path, report=self.warn, gate=self.gate
+                )
+            self._targets.clear()
             if self.resolver.environment is not None:
                 self.info(f"apiprof: resolving imports in {self.resolver.environment}")
+        self._settings_changed = config != self.config
         self.config = config
         self.latency.slow_ms = config.latency.slow_request_ms
         self._hints.clear()
+        self._tooltips.clear()
+        self._labels.clear()
 
-    # -- requests ---------------------------------------------------------------------------
-    def complete(self, doc: TextDocument, position: types.Position) -> dict[str, Any]:
+    def poll(self) -> bool:
+        """Called every second or so: True when hints shown in the editor may be out of date (a
+        database changed, settings changed) and the client should ask for them again."""
+        self.index.refresh()
+        changed = self._settings_changed or self.index.generation != self._announced_generation
+        self._announced_generation = self.index.generation
+        self._settings_changed = False
+        return changed
+
+    # -- documents --------------------------------------------------------------------------
+    def did_open(self, item: types.TextDocumentItem) -> None:
+        doc = self.documents.open(item)
+        self._prepare(doc)
+
+    def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri not in self.documents:
+            self.info(f"apiprof-lsp: ignored an edit of {uri}, which the client never opened")
+            return
+        self.documents.change(params)
+
+    def did_close(self, uri: str) -> None:
+        self.documents.close(uri)
+        self._call_maps.pop(uri, None)
+
+    def _prepare(self, doc: Document) -> None:
+        """Parse a new document and find its calls' targets in the background, so the first
+        request on it (or its inlay hints) need not wait for a large file to be parsed."""
+        if doc.source.strip():
+            calls = (
+                self.jedi_only or self.config.inlay_hints.enabled or self.config.code_lens.enabled
+            )
+            self._resolve_in_background(doc, calls=calls)
+
+    # -- completion -------------------------------------------------------------------------
+    def complete(
+        self, uri: str, position: types.Position, trigger: str | None = None
+    ) -> dict[str, Any]:
         """A ``CompletionList`` as JSON-ready dicts: 1000 lsprotocol objects would cost more to
         build (attrs validators) and to serialise than the cost lookups themselves.
 
@@ -119,104 +254,339 @@ class Session:
         supported (``detail`` then arrives with ``completionItem/resolve``), else ``detail``.
         ``data`` is just the qualified name, to keep a 1000-item list small.
         """
-        line, column = _server_position(doc, position)
+        doc = self.documents.get(uri)
+        where = doc.position(position)
+        if where is None:
+            return EMPTY_COMPLETION
+        line, column = where
+        before = doc.lines[line][:column]
+        if trigger == " " and not IMPORT_CONTEXT.search(before):
+            return EMPTY_COMPLETION  # a space asks only after `import`
+        companion = self.config.companion and not self.jedi_only
         with_costs = not self.jedi_only and self.config.completion.cost_hints
+        if companion and not with_costs:
+            return EMPTY_COMPLETION  # costs are all a companion adds
         candidates = self.resolver.complete(
-            doc.source, _doc_path(doc), line, column, qualnames=with_costs
+            doc.source, doc.path, line, column, qualnames=with_costs
         )
-        items = [_item(i, c) for i, c in enumerate(candidates)]
-        if with_costs:
-            hints = self._hints_for([c.qualname for c in candidates if c.costed])
-            for item, c in zip(items, candidates):
-                if c.costed:
-                    if self.label_details:
-                        item["labelDetails"] = {"description": hints[c.qualname]}
-                    else:
-                        item["detail"] = hints[c.qualname]
-                    item["data"] = c.qualname
+        hints = self._hints_for([c.qualname for c in candidates if c.costed]) if with_costs else {}
+        style = self.config.completion.sort_like
+        typed = _TYPED_PREFIX.search(before).group()  # type: ignore[union-attr]
+        items = []
+        for c in candidates:
+            hint = hints.get(c.qualname) if c.costed else None
+            if c.type == "path" or (companion and hint is None):
+                continue
+            item: dict[str, Any] = {
+                "label": c.label,
+                "kind": _KINDS.get(c.type, types.CompletionItemKind.Text).value,
+                "sortText": sort_text(c, style, typed),
+                "filterText": c.label,
+                "insertText": c.label,
+            }
+            if hint is not None:
+                if self.label_details:
+                    item["labelDetails"] = {"description": hint}
+                else:
+                    item["detail"] = hint
+                item["data"] = c.qualname
+            items.append(item)
         return {"isIncomplete": False, "items": items}
 
-    def _hints_for(self, names: list[str]) -> dict[str, str]:
+    def _fresh_caches(self) -> None:
         self.index.refresh()
         if self._hints_generation != self.index.generation:
             self._hints.clear()
+            self._tooltips.clear()
+            self._labels.clear()
             self._hints_generation = self.index.generation
+
+    def _hints_for(self, names: list[str]) -> dict[str, str | None]:
+        self._fresh_caches()
         missing = [n for n in names if n not in self._hints]
         if missing:
-            for name, summary in self.index.lookup_many(missing).items():
-                self._hints[name] = short_hint(summary)
+            for name, profile in self.index.lookup_many(missing).items():
+                self._hints[name] = short_hint(profile)
         return {n: self._hints[n] for n in names}
 
     def resolve_completion(self, item: types.CompletionItem) -> types.CompletionItem:
         qualname = item.data
         if not isinstance(qualname, str) or self.jedi_only:
             return item
-        self.index.refresh()
-        summary = self.index.lookup(qualname)
-        item.detail = short_hint(summary)
-        text = describe(summary, self.config, title=qualname)
-        item.documentation = types.MarkupContent(kind=self.markup["completion"], value=text)
+        self._fresh_caches()
+        profile = self.index.lookup(qualname)
+        if profile is None:
+            return item
+        item.detail = short_hint(profile)
+        markup = self.markup["completion"]
+        item.documentation = types.MarkupContent(
+            kind=_kind(markup), value=full_profile(profile, self.config, markup)
+        )
         return item
 
-    def hover(self, doc: TextDocument, position: types.Position) -> types.Hover | None:
+    # -- hover ------------------------------------------------------------------------------
+    def hover(self, uri: str, position: types.Position) -> types.Hover | None:
         if not self.config.hover.enabled:
             return None
-        line, column = _server_position(doc, position)
-        names = self.resolver.names_at(doc.source, _doc_path(doc), line, column)
+        doc = self.documents.get(uri)
+        where = doc.position(position)
+        if where is None:
+            return None
+        names = self.resolver.names_at(doc.source, doc.path, *where)
         if not names or self.jedi_only:
             return None
-        self.index.refresh()
+        self._fresh_caches()
         found = self.index.lookup_many(names)
-        summary = next((found[n] for n in names if found[n] is not None), None)
-        if summary is None:
+        profile = next((found[n] for n in names if found[n] is not None), None)
+        if profile is None:
             return None
-        return types.Hover(
-            contents=types.MarkupContent(
-                kind=self.markup["hover"], value=describe(summary, self.config)
-            )
+        markup = self.markup["hover"]
+        text = hover_text(profile, self.config, markup)
+        if text is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=_kind(markup), value=text))
+
+    # -- calls: inlay hints and code lenses -------------------------------------------------
+    def _call_map(self, doc: Document) -> CallMap:
+        cached = self._call_maps.get(doc.uri)
+        if cached is not None and cached[0] == doc.version and doc.version is not None:
+            return cached[1]
+        calls = map_calls(self.resolver.parse(doc.source, doc.path), doc.source, self._statements)
+        self._call_maps[doc.uri] = (doc.version, calls)
+        return calls
+
+    def _targets_of(
+        self, doc: Document, calls: CallMap, sites: list[CallSite]
+    ) -> list[tuple[str, ...]]:
+        """Targets of the given calls (in their order): from the imports, from earlier jedi
+        answers, and — for the rest — from jedi now (clients that cannot be told to ask again)
+        or in the background (none yet, then)."""
+        targets: list[tuple[str, ...]] = []
+        unknown: list[int] = []
+        known = self._targets
+        for index, site in enumerate(sites):
+            target = calls.target(site)
+            if target is not None:
+                targets.append((target,))
+                continue
+            names = known.get(site.key)
+            if names is None:
+                unknown.append(index)
+                names = ()
+            targets.append(names)
+        if unknown and self.background is not None and self.refresh_support["inlay"]:
+            self._resolve_in_background(doc)
+        elif unknown:
+            todo = [sites[i] for i in unknown]
+            for index, (site, names) in zip(
+                unknown, self.resolver.infer_calls(doc.source, doc.path, todo), strict=True
+            ):
+                self._remember_target(site, names)
+                targets[index] = names
+        return targets
+
+    def _remember_target(self, site: CallSite, names: tuple[str, ...]) -> None:
+        if len(self._targets) > MAX_CACHED_TARGETS:
+            self._targets.clear()
+        self._targets[site.key] = names
+
+    def _resolve_in_background(self, doc: Document, *, calls: bool = True) -> None:
+        """Parse the document (jedi's requests then find it parsed) and, with ``calls``, name
+        the calls only jedi can name."""
+        if self.background is None or doc.uri in self._resolving:
+            return
+        uri, version, source, path = doc.uri, doc.version, doc.source, doc.path
+        known = frozenset(self._targets)
+        resolver, documents, statements = self.resolver, self.documents, self._statements
+
+        def still_wanted() -> bool:
+            return uri in documents and documents.get(uri).version == version
+
+        def job() -> Callable[[], None]:
+            results: dict[CallSite, tuple[str, ...]] = {}
+            try:
+                module = resolver.parse(source, path)
+                found = map_calls(module, source, statements)
+                todo = [s for s in found.sites if found.target(s) is None and s.key not in known]
+                for site, names in resolver.infer_calls(source, path, todo if calls else []):
+                    results[site] = names
+                    if not still_wanted():
+                        break
+            except Exception:  # a closed document, code jedi or parso cannot take
+                log.exception("resolving the calls of %s failed", uri)
+            return lambda: self._resolved(uri, version, results)
+
+        self._resolving.add(uri)
+        self.background.submit(("calls", uri), job)
+
+    def _resolved(
+        self, uri: str, version: int | None, results: dict[CallSite, tuple[str, ...]]
+    ) -> None:
+        """Back on the event loop: keep the answers, and have the client ask for hints again.
+        A job overtaken by an edit is followed by one for the document as it is now."""
+        self._resolving.discard(uri)
+        if uri in self.documents and self.documents.get(uri).version != version:
+            self._resolve_in_background(self.documents.get(uri))
+        for site, names in results.items():
+            self._remember_target(site, names)
+        self._targets_generation += bool(results)
+        if results and self.on_stale is not None:
+            self.on_stale()
+
+    def _profiles_of(self, targets: list[tuple[str, ...]]) -> list[CostProfile | None]:
+        """The profile of each call (None when it has none): the first candidate name a
+        database knows."""
+        self._fresh_caches()
+        distinct = dict.fromkeys(targets)
+        found = self.index.lookup_many(dict.fromkeys(n for names in distinct for n in names))
+        best: dict[tuple[str, ...], CostProfile | None] = {}
+        for names in distinct:
+            profile = next((found[n] for n in names if found[n] is not None), None)
+            best[names] = profile if profile is not None and profile.profiled else None
+        return [best[names] for names in targets]
+
+    def inlay_hints(self, uri: str, where: types.Range) -> list[dict[str, Any]]:
+        """``≈59 µs`` after each profiled call in the range (not below the configured threshold)."""
+        options = self.config.inlay_hints
+        if not options.enabled:
+            return []
+        doc = self.documents.get(uri)
+        self._fresh_caches()
+        start = doc.position(where.start) or (len(doc.lines), 0)
+        end = doc.position(where.end) or (len(doc.lines), 0)
+        key = (
+            uri,
+            doc.version,
+            start,
+            end,
+            self.index.generation,
+            self._targets_generation,
+            self.config,
         )
+        if key in self._answers and doc.version is not None:
+            return self._answers[key]  # a refresh or a scroll back asks again for the same
+        hints = self._hints_between(doc, start, end)
+        if len(self._answers) > 16:
+            self._answers.clear()
+        self._answers[key] = hints
+        return hints
+
+    def _hints_between(
+        self, doc: Document, start: tuple[int, int], end: tuple[int, int]
+    ) -> list[dict[str, Any]]:
+        options = self.config.inlay_hints
+        calls = self._call_map(doc)
+        sites = [s for s in calls.sites if start <= (s.end[0] - 1, s.end[1]) <= end]
+        targets = self._targets_of(doc, calls, sites)
+        if self.jedi_only:
+            return []
+        hints = []
+        minimum_ns = options.minimum_microseconds * 1e3
+        for site, profile in zip(sites, self._profiles_of(targets), strict=True):
+            if profile is None or profile.headline is None:
+                continue
+            time_ns = profile.headline.time_ns
+            if (time_ns is None and minimum_ns > 0) or (
+                time_ns is not None and time_ns < minimum_ns
+            ):
+                continue
+            line = site.end[0] - 1
+            hint: dict[str, Any] = {
+                "position": {"line": line, "character": doc.units(line, site.end[1])},
+                "label": self._call_hint(profile),
+                "paddingLeft": True,
+            }
+            if self.resolves_tooltips:  # 2,000 tooltips would triple the answer's size
+                hint["data"] = profile.qualname
+            else:
+                hint["tooltip"] = self._tooltip(profile)
+            hints.append(hint)
+        return hints
+
+    def resolve_inlay_hint(self, hint: types.InlayHint) -> types.InlayHint:
+        """The tooltip of a hint the client is about to show: the concise cost lines."""
+        if isinstance(hint.data, str) and not self.jedi_only:
+            self._fresh_caches()
+            profile = self.index.lookup(hint.data)
+            if profile is not None and profile.profiled:
+                tooltip = self._tooltip(profile)
+                hint.tooltip = types.MarkupContent(
+                    kind=types.MarkupKind(tooltip["kind"]), value=tooltip["value"]
+                )
+        return hint
+
+    def _call_hint(self, profile: CostProfile) -> str:
+        label = self._labels.get(profile.qualname)
+        if label is None:
+            label = self._labels[profile.qualname] = call_hint(profile) or ""
+        return label
+
+    def _tooltip(self, profile: CostProfile) -> dict[str, str]:
+        tooltip = self._tooltips.get(profile.qualname)
+        if tooltip is None:
+            markup = self.markup["hover"]
+            tooltip = {
+                "kind": _kind(markup).value,
+                "value": markup.lines(cost_lines(profile, self.config, markup)),
+            }
+            self._tooltips[profile.qualname] = tooltip
+        return tooltip
+
+    def code_lenses(self, uri: str) -> list[dict[str, Any]]:
+        """Above each function: the summed typical time of the profiled calls in its body."""
+        if not self.config.code_lens.enabled or self.jedi_only:
+            return []
+        doc = self.documents.get(uri)
+        calls = self._call_map(doc)
+        profiles = self._profiles_of(self._targets_of(doc, calls, calls.sites))
+        lenses = []
+        for function in calls.functions:
+            costs = [
+                time
+                for i in function.sites
+                if (profile := profiles[i]) is not None
+                and profile.headline is not None
+                and (time := profile.headline.time_ns) is not None
+            ]
+            if not costs:
+                continue
+            line = function.start[0] - 1
+            position = {"line": line, "character": doc.units(line, function.start[1])}
+            count = len(costs)
+            lenses.append(
+                {
+                    "range": {"start": position, "end": position},
+                    "command": {
+                        "title": f"≈{format_ns(sum(costs))} in {count} profiled call{'s' if count != 1 else ''}",
+                        "command": "",
+                    },
+                }
+            )
+        return lenses
 
     def latency_report(self) -> dict[str, Any]:
         return {
             "methods": self.latency.report(),
             "databases": [str(p) for p in self.index.paths],
             "problems": self.index.problems(),
+            "background": bool(self.background and self.background.busy()),
+            "warmedUp": self.warmed_up,
         }
 
 
-def _read_capabilities(caps: types.ClientCapabilities) -> tuple[bool, dict[str, types.MarkupKind]]:
+def _kind(markup: Markup) -> types.MarkupKind:
+    return types.MarkupKind.Markdown if markup.markdown else types.MarkupKind.PlainText
+
+
+def _read_capabilities(caps: types.ClientCapabilities) -> tuple[bool, dict[str, Markup]]:
     """labelDetails support, and markdown where the client renders it (else the same text, plain)."""
     text = caps.text_document or types.TextDocumentClientCapabilities()
     item = (
         text.completion and text.completion.completion_item
     ) or types.ClientCompletionItemOptions()
     hover_formats = (text.hover and text.hover.content_format) or []
-    markdown, plain = types.MarkupKind.Markdown, types.MarkupKind.PlainText
+    markdown = types.MarkupKind.Markdown
     return bool(item.label_details_support), {
-        "completion": markdown if markdown in (item.documentation_format or []) else plain,
-        "hover": markdown if markdown in hover_formats else plain,
+        "completion": Markup(markdown in (item.documentation_format or [])),
+        "hover": Markup(markdown in hover_formats),
     }
-
-
-def _item(index: int, candidate: Candidate) -> dict[str, Any]:
-    # sortText keeps jedi's order: editors sort by it before filtering.
-    kind = _KINDS.get(candidate.type, types.CompletionItemKind.Text)
-    return {"label": candidate.label, "kind": kind.value, "sortText": f"{index:05d}"}
-
-
-def _server_position(doc: TextDocument, position: types.Position) -> tuple[int, int]:
-    """0-based line and code-point column (client units may be UTF-16); past-end lines pass."""
-    lines = doc.lines
-    if position.line >= len(lines):
-        return position.line, position.character
-    text = lines[position.line].rstrip("\r\n")
-    clamped = types.Position(
-        position.line, min(position.character, doc.position_codec.client_num_units(text))
-    )
-    server = doc.position_from_client_units(clamped)
-    return server.line, server.character
-
-
-def _doc_path(doc: TextDocument) -> str | None:
-    path = to_fs_path(doc.uri)
-    return path if path and Path(path).suffix in (".py", ".pyi", "") else None

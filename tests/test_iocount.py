@@ -8,7 +8,6 @@ import sys
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
 from apiprof.engine.measure import alloc, iocount
@@ -16,7 +15,8 @@ from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.profiler import Target, profile
 from apiprof.format import worth_showing
 from apiprof.lsp_server.config import ServerConfig
-from apiprof.lsp_server.render import describe
+from apiprof.lsp_server.profiles import load_profiles
+from apiprof.lsp_server.render import Markup, full_profile
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
 
@@ -88,11 +88,10 @@ def test_io_rows_are_shown_only_where_bytes_moved(io_report, tmp_path):
     try:
         for name in ("gt.read_file", "gt.leaf"):
             add_histograms(db, name, {m: h for (q, m), h in io_report.items() if q == name})
-        reader = describe(query.summary(db, "gt.read_file"), ServerConfig())
-        assert (
-            f"| I/O read | {gt.IO_BYTES / 1024:.1f} KiB |" in reader and "I/O written" not in reader
-        )
-        assert "I/O" not in describe(query.summary(db, "gt.leaf"), ServerConfig())
+        profiles = load_profiles(db, ["gt.read_file", "gt.leaf"])
+        reader = full_profile(profiles["gt.read_file"], ServerConfig(), Markup(False))
+        assert f"I/O read {gt.IO_BYTES / 1024:.1f} KiB" in reader and "I/O written" not in reader
+        assert "I/O" not in full_profile(profiles["gt.leaf"], ServerConfig(), Markup(False))
     finally:
         db.conn.close()
 

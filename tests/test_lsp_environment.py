@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsp_support import SERVER, complete, hint_of, hover, open_doc, wait_for_log
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-from test_lsp_server import SERVER, complete, hint_of, hover, open_doc, wait_for_log
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms
@@ -57,7 +57,11 @@ async def project(lsp_client: LanguageClient, tmp_path_factory):
     make_project(root)
     lsp_client.root = root
     await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri())
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=root.as_uri(),
+            initialization_options={"mode": "standalone"},  # jedi's own answers show too
+        )
     )
     yield
     await lsp_client.shutdown_session()
@@ -69,7 +73,7 @@ SOURCE = "import vendored_costs\nvendored_costs.crunch(10)\nvendored_costs.\n"
 def test_the_servers_own_interpreter_cannot_import_the_package():
     assert (
         subprocess.run(
-            [sys.executable, "-c", "import vendored_costs"], capture_output=True, check=False
+            [sys.executable, "-c", "import vendored_costs"], check=False, capture_output=True
         ).returncode
         != 0
     )
@@ -86,11 +90,8 @@ async def test_completion_and_hover_see_the_projects_packages(project: LanguageC
     items = {i.label: i for i in await complete(project, uri, 2, 15)}
     assert items["crunch"].detail == hint_of(CRUNCH_NS)
     text = await hover(project, uri, 1, 17)
-    assert (
-        text is not None
-        and "**vendored_costs.crunch**" in text
-        and "| wall time | 4.2 µs |" in text
-    )
+    assert text is not None and text.startswith("vendored_costs.crunch\n\n")
+    assert "vendored_costs.crunch costs ≈4.2 µs typical" in text
 
 
 @on_server_loop

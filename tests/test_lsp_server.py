@@ -1,131 +1,71 @@
 """End to end: the installed ``apiprof-lsp`` driven over stdio by a real LSP client (pytest-lsp).
 
-One server per fixture, shared by the module's tests (starting jedi costs a second). The
-database is built with the public store API; the expected cost hints come from the same
-formatting functions the server must reuse.
+One server per fixture, shared by the module's tests (starting jedi costs a second): the default
+*companion* (beside another Python server), a *standalone* one, one whose configuration is wrong
+in every way, and one that pulls its settings.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
-from pathlib import Path
+import asyncio
 
 import jedi
 import pytest
 import pytest_lsp
+from lsp_support import (
+    DUMPS_BYTES,
+    DUMPS_NS,
+    ENV,
+    LOADS_COLLECTED_NS,
+    LOADS_NS,
+    MARKDOWN_CLIENT,
+    SERVER,
+    SOURCE,
+    build_db,
+    complete,
+    count_refreshes,
+    hint_of,
+    hover,
+    inlay_hint_list,
+    inlay_hints,
+    logged,
+    open_doc,
+    typical,
+    wait_for,
+    wait_for_log,
+    wrap_ns,
+)
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from apiprof.db.schema import open_db
-from apiprof.db.store import add_histograms, store_batch, store_entry_points
-from apiprof.format import cost_hint
+from apiprof.db.store import add_histograms, store_entry_points
+from apiprof.format import format_ns
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import (
-    EntryKind,
-    EntryPoint,
-    Environment,
-    Measurement,
-    Metric,
-    ScanBatch,
-)
+from apiprof.model.records import EntryKind, EntryPoint, Metric
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-SERVER = shutil.which("apiprof-lsp", path=str(Path(sys.executable).parent)) or "apiprof-lsp"
-ENV = Environment("3.12.0", "cpython", "Linux", "x86_64", "test cpu")
-
-DUMPS_NS = [3000, 3100, 3300, 3200, 2900] * 20
-DUMPS_BYTES = [1100, 1150, 1126] * 30
+DOCS = "https://docs.example.org/pkg/"
 
 
-def build_db(path: Path) -> None:
-    db = open_db(path)
-    store_entry_points(
-        db,
-        [
-            EntryPoint(
-                "json.dumps",
-                "json",
-                "json",
-                EntryKind.FUNCTION,
-                "(obj, **kw)",
-                "Serialize obj to a JSON str.",
-            ),
-            EntryPoint("json.loads", "json", "json", EntryKind.FUNCTION, "(s, **kw)"),
-            EntryPoint(
-                "json.decoder.JSONDecoder",
-                "json",
-                "json.decoder",
-                EntryKind.CLASS,
-                aliases=("json.JSONDecoder",),
-            ),
-            EntryPoint(
-                "posixpath.join",
-                "posixpath",
-                "posixpath",
-                EntryKind.FUNCTION,
-                aliases=("os.path.join",),
-            ),
-            EntryPoint(
-                "textwrap.TextWrapper.wrap",
-                "textwrap",
-                "textwrap",
-                EntryKind.METHOD,
-                "(self, text)",
-            ),
-            EntryPoint("textwrap.dedent", "textwrap", "textwrap", EntryKind.FUNCTION, "(text)"),
-        ],
+def jedi_completions(client: LanguageClient, name: str, text: str, line: int, column: int):
+    script = jedi.Script(text, path=client.root / name, project=jedi.Project(client.root))
+    return script.complete(line + 1, column)
+
+
+def settings(client: LanguageClient, **options) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"apiprof": options})
     )
-    add_histograms(
-        db,
-        "json.dumps",
-        {Metric.CPU: Histogram.of(DUMPS_NS), Metric.ALLOC_INCL: Histogram.of(DUMPS_BYTES)},
-        environment=ENV,
-    )
-    add_histograms(db, "json.loads", {Metric.CPU: Histogram.of([900] * 10)}, environment=ENV)
-    add_histograms(
-        db, "json.decoder.JSONDecoder", {Metric.CPU: Histogram.of([500] * 10)}, environment=ENV
-    )
-    add_histograms(db, "posixpath.join", {Metric.CPU: Histogram.of([700] * 10)}, environment=ENV)
-    sized = [
-        Measurement(
-            "textwrap.TextWrapper.wrap", "synth", Metric.CPU, Histogram.of([100 * n] * 5), size=n
-        )
-        for n in (10, 100, 1000, 10000)
-    ]
-    store_batch(db, ScanBatch(measurements=sized), environment_id=ENV.id, package="textwrap")
-    db.conn.close()
 
 
-def hint_of(ns: list[float], nbytes: list[float] | None = None) -> str:
-    alloc = Histogram.of(nbytes).median if nbytes else None
-    return cost_hint(Histogram.of(ns).median, alloc)
+async def settle(client: LanguageClient) -> None:
+    """Wait until the server has applied everything sent so far (requests are answered in order)."""
+    await client.protocol.send_request_async("apiprof/latencyReport", None)
 
 
-SOURCE = """\
-import json as js
-import os
-import textwrap
-from json import dumps
-w = textwrap.TextWrapper()
-w.wrap('some text')
-dumps({'a': 1})
-os.path.join('a', 'b')
-js.
-"""
-
-
-LABEL_DETAILS = types.ClientCapabilities(
-    text_document=types.TextDocumentClientCapabilities(
-        completion=types.CompletionClientCapabilities(
-            completion_item=types.ClientCompletionItemOptions(
-                label_details_support=True, documentation_format=[types.MarkupKind.Markdown]
-            )
-        ),
-        hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
-    )
-)
+# -- the companion (the default) ----------------------------------------------------------------
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[SERVER]))
@@ -133,210 +73,453 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("workspace")
     build_db(root / "apiprof.db")  # the default database: <root>/apiprof.db
     lsp_client.root = root
-    await lsp_client.initialize_session(
+    lsp_client.refreshes = count_refreshes(lsp_client)
+    lsp_client.result = await lsp_client.initialize_session(
         types.InitializeParams(
-            capabilities=LABEL_DETAILS,
+            capabilities=MARKDOWN_CLIENT,
             root_uri=root.as_uri(),
-            initialization_options={"docsUrl": "https://docs.example.org/pkg/"},
+            initialization_options={"docsUrl": DOCS},
         )
     )
     yield
     await lsp_client.shutdown_session()
 
 
-def open_doc(client: LanguageClient, name: str, text: str, version: int = 1) -> str:
-    uri = (client.root / name).as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
-        )
-    )
-    return uri
+async def test_companion_completes_on_dot_only(client: LanguageClient):
+    options = client.result.capabilities.completion_provider
+    assert list(options.trigger_characters) == ["."] and options.resolve_provider
+    assert client.result.capabilities.inlay_hint_provider is not None
 
 
-async def complete(
-    client: LanguageClient, uri: str, line: int, character: int
-) -> list[types.CompletionItem]:
-    result = await client.text_document_completion_async(
-        types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
-    )
-    items = result.items if isinstance(result, types.CompletionList) else (result or [])
-    return sorted(items, key=lambda item: item.sort_text or "")
-
-
-async def hover(client: LanguageClient, uri: str, line: int, character: int) -> str | None:
-    result = await client.text_document_hover_async(
-        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
-    )
-    return result.contents.value if result else None
-
-
-def jedi_labels(client: LanguageClient, name: str, text: str, line: int, column: int) -> list[str]:
-    script = jedi.Script(text, path=client.root / name, project=jedi.Project(client.root))
-    return [c.name for c in script.complete(line + 1, column)]
-
-
-async def test_module_alias_completion_has_cost_hints_and_jedi_order(client: LanguageClient):
+async def test_companion_completion_has_only_costed_items_shaped_like_the_other_server(
+    client: LanguageClient,
+):
     uri = open_doc(client, "alias.py", SOURCE)
     items = await complete(client, uri, 8, 3)  # after "js."
-    assert [i.label for i in items] == jedi_labels(client, "alias.py", SOURCE, 8, 3)
+    assert {i.label for i in items} == {"dumps", "loads", "JSONDecoder"}
     by_label = {i.label: i for i in items}
-    expected = hint_of(DUMPS_NS, DUMPS_BYTES)
-    assert expected.startswith("≈") and "·" in expected
-    assert by_label["dumps"].label_details.description == expected
-    # the client shows labelDetails; detail comes on resolve
-    assert by_label["dumps"].detail is None
-    assert by_label["dumps"].data == "json.dumps"
-    assert by_label["loads"].label_details.description == hint_of([900] * 10)
-    # callables without data are marked; modules and constants get no hint at all
-    assert by_label["dump"].label_details.description == "not profiled"
-    assert by_label["decoder"].label_details is None
-    assert by_label["dumps"].documentation is None  # documentation comes lazily
+    assert by_label["dumps"].label_details.description == hint_of(DUMPS_NS, DUMPS_BYTES)
+    assert by_label["loads"].label_details.description == typical(LOADS_NS)  # the lab figure
+    # what jedi-language-server answers for the same names, so merging clients fold the twins
+    found = jedi_completions(client, "alias.py", SOURCE, 8, 3)
+    for index, completion in enumerate(found):
+        if completion.name in by_label:
+            item = by_label[completion.name]
+            assert item.filter_text == item.insert_text == completion.name
+            assert item.sort_text == "v" + str(index).zfill(len(str(len(found))))
+    assert by_label["dumps"].detail is None and by_label["dumps"].data == "json.dumps"
+    assert all("not profiled" not in (i.label_details.description or "") for i in items)
 
 
-async def test_completion_resolve_adds_markdown_documentation(client: LanguageClient):
+async def test_completion_after_from_import_and_nothing_where_no_costs_are(client: LanguageClient):
+    text = "from json import "
+    uri = open_doc(client, "reexport.py", text)
+    labels = {i.label for i in await complete(client, uri, 0, len(text))}
+    assert labels == {"dumps", "loads", "JSONDecoder"}
+    # after `x = ` jedi offers 160 builtins and keywords, none profiled: nothing from us
+    blank = open_doc(client, "blank.py", "x = \n# a comment ")
+    assert await complete(client, blank, 0, 4) == []
+    assert await complete(client, blank, 1, 12) == []
+
+
+async def test_cost_hints_off_leaves_a_companion_nothing_to_complete(client: LanguageClient):
+    uri = open_doc(client, "nohints.py", SOURCE)
+    settings(client, docsUrl=DOCS, completion={"costHints": False})
+    assert await complete(client, uri, 8, 3) == []
+    settings(client, docsUrl=DOCS)
+    assert len(await complete(client, uri, 8, 3)) == 3
+
+
+async def test_completion_resolve_adds_the_full_profile(client: LanguageClient):
     uri = open_doc(client, "resolve.py", SOURCE)
     item = next(i for i in await complete(client, uri, 8, 3) if i.label == "dumps")
     resolved = await client.completion_item_resolve_async(item)
     assert resolved.detail == hint_of(DUMPS_NS, DUMPS_BYTES)
     doc = resolved.documentation
     assert doc.kind == types.MarkupKind.Markdown
-    assert "**json.dumps**" in doc.value and "Serialize obj to a JSON str." in doc.value
-    assert (
-        "[Cost profile of `json.dumps`](https://docs.example.org/pkg/apiprof/json.dumps.html)"
-        in doc.value
-    )
+    assert doc.value.startswith("`json.dumps(obj, **kw)`")
+    assert "Serialize obj to a JSON str." in doc.value
+    assert "```text\nCPU time (sampled calls) per call\n" in doc.value and "█" in doc.value
+    assert f"[Full profile (100 samples)](<{DOCS}apiprof/json.dumps.html>)" in doc.value
 
 
-async def test_from_import_completion_maps_reexports_through_aliases(client: LanguageClient):
-    text = "from json import JSOND"
-    uri = open_doc(client, "reexport.py", text)
-    items = await complete(client, uri, 0, len(text))
-    assert [i.label for i in items] == jedi_labels(client, "reexport.py", text, 0, len(text))
-    decoder = next(i for i in items if i.label == "JSONDecoder")
-    assert decoder.label_details.description == hint_of([500] * 10)
-
-
-async def test_hover_on_imported_function_call(client: LanguageClient):
+async def test_hover_is_the_cost_section_only(client: LanguageClient):
     uri = open_doc(client, "hover.py", SOURCE)
     text = await hover(client, uri, 6, 2)  # dumps({'a': 1})
-    assert text is not None
-    assert "**json.dumps**" in text
-    assert "| CPU time (sampled calls) |" in text and "| allocated |" in text
-    assert "```text" in text and "█" in text
-    assert "100 samples" in text
-    assert "https://docs.example.org/pkg/apiprof/json.dumps.html" in text
-    # inside the call's arguments the callee is still found
-    assert "**json.dumps**" in (await hover(client, uri, 6, 9) or "")
-
-
-async def test_hover_on_method_of_inferred_instance_shows_growth(client: LanguageClient):
-    uri = open_doc(client, "method.py", SOURCE)
-    text = await hover(client, uri, 5, 3)  # w.wrap
-    assert text is not None and "**textwrap.TextWrapper.wrap**" in text
-    assert "Growth: **O(n)**" in text
-
-
-async def test_hover_follows_reexport_alias_and_skips_unknown_names(client: LanguageClient):
-    uri = open_doc(client, "reexport_hover.py", SOURCE)
-    text = await hover(client, uri, 7, 9)  # os.path.join
-    assert text is not None and "**posixpath.join**" in text
-    assert await hover(client, uri, 4, 0) is None  # the variable w: nothing profiled
-
-
-async def test_did_change_is_seen_by_completion_and_hover(client: LanguageClient):
-    uri = open_doc(client, "change.py", "import textwrap\n")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            [
-                types.TextDocumentContentChangeWholeDocument(
-                    text="import textwrap\ntextwrap.dedent('x')\ntextwrap."
-                )
-            ],
-        )
+    p90 = format_ns(Histogram.of(DUMPS_NS).percentile(90))
+    lines = text.split("  \n")
+    assert lines[0] == (
+        f"`json.dumps` costs {typical(DUMPS_NS)} typical, p90 {p90} · allocates "
+        f"{hint_of(DUMPS_NS, DUMPS_BYTES).split(' · ')[1]}"
     )
-    labels = [i.label for i in await complete(client, uri, 2, 9)]
-    assert "dedent" in labels and "wrap" in labels
-    text = await hover(client, uri, 1, 10)
-    assert text is not None and "**textwrap.dedent**" in text and "not profiled" in text
+    assert lines[-1] == f"[Full profile (100 samples)](<{DOCS}apiprof/json.dumps.html>)"
+    assert len(lines) <= 3
+    # the other server shows the signature and the docstring; a table would show as raw pipes
+    assert "(obj" not in text and "Serialize" not in text and "|" not in text
+    assert await hover(client, uri, 6, 9) == text  # inside the call's arguments
 
 
-async def test_changed_database_is_noticed_on_next_request(client: LanguageClient):
+async def test_hover_states_the_input_size_its_figures_stand_for(client: LanguageClient):
+    uri = open_doc(client, "method.py", SOURCE)
+    text = await hover(client, uri, 5, 3)  # w.wrap, measured at n = 10 … 10,000
+    at_1000 = Histogram.of(wrap_ns(1000))
+    assert text.startswith(
+        f"`textwrap.TextWrapper.wrap` costs {typical(wrap_ns(1000))} typical, "
+        f"p90 {format_ns(at_1000.percentile(90))} at n = 1,000"
+    )
+    small, large = Histogram.of(wrap_ns(10)).median, Histogram.of(wrap_ns(10000)).median
+    assert (
+        f"Grows O(n) in n: {format_ns(small)} at n = 10 → {format_ns(large)} at n = 10,000" in text
+    )
+
+
+async def test_hover_shows_lab_and_real_program_figures_apart(client: LanguageClient):
+    uri = open_doc(client, "collected.py", "import json\njson.loads('1')\n")
+    text = await hover(client, uri, 1, 6)
+    lines = text.split("  \n")
+    real = Histogram.of(LOADS_COLLECTED_NS)
+    assert lines[0] == (
+        f"`json.loads` in the lab: {typical(LOADS_NS)} typical, p90 "
+        f"{format_ns(Histogram.of(LOADS_NS).percentile(90))}"
+    )
+    assert lines[1] == (
+        f"In real programs: {typical(LOADS_COLLECTED_NS)} typical, p90 "
+        f"{format_ns(real.percentile(90))} (34 calls)"
+    )
+
+
+async def test_hover_on_names_without_costs_is_left_to_the_other_server(client: LanguageClient):
+    uri = open_doc(client, "quiet.py", SOURCE + "textwrap.dedent('x')\nlen('x')\n")
+    assert await hover(client, uri, 9, 10) is None  # known, never measured
+    assert await hover(client, uri, 10, 1) is None  # a builtin
+    assert await hover(client, uri, 4, 0) is None  # the variable w
+
+
+async def hints_after_refreshes(
+    client: LanguageClient, uri: str, seen: int, *, until: tuple[int, int], timeout: float = 30.0
+) -> dict[tuple[int, int], str]:
+    """The hints asked for after each ``workspace/inlayHint/refresh``, until one at ``until``
+    shows (a hang guard, not a race: hints are only asked for again when the server says so)."""
+    hints: dict[tuple[int, int], str] = {}
+    for _ in range(int(timeout / 0.05)):
+        if client.refreshes["inlay"] > seen:
+            seen = client.refreshes["inlay"]
+            hints = await inlay_hints(client, uri)
+            if until in hints:
+                break
+        await asyncio.sleep(0.05)
+    return hints
+
+
+async def test_inlay_hints_after_profiled_calls(client: LanguageClient):
+    # a global of its own: jedi's answers for calls in other documents' copies of SOURCE
+    # cannot be reused here, so the background must work and say so
+    uri = open_doc(client, "inlay.py", "INLAY = 1\n" + SOURCE)
+    before = client.refreshes["inlay"]
+    hints = await inlay_hints(client, uri)
+    # calls named by the imports are answered at once ...
+    assert hints[(7, 15)] == typical(DUMPS_NS)  # dumps({'a': 1})
+    assert hints[(8, 22)] == typical([700] * 10)  # os.path.join, stored as posixpath.join
+    assert (5, 26) not in hints  # textwrap.TextWrapper(): not profiled
+    # ... a method of an inferred instance once jedi has had its turn in the background and
+    # asked for fresh hints (a refresh may also come from other documents' background work)
+    hints = await hints_after_refreshes(client, uri, before, until=(6, 19))
+    assert hints[(6, 19)] == typical(wrap_ns(1000))
+    assert set(await inlay_hints(client, uri, 7, 7)) == {(7, 15)}  # only the range asked for
+
+
+async def test_inlay_hints_catch_up_with_edits_made_while_jedi_works(client: LanguageClient):
+    uri = open_doc(client, "typing.py", "TYPING = 1\n" + SOURCE)
+    for version in range(2, 6):  # edits arrive while the background names the calls
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(f"TYPING = {version}\n" + SOURCE)],
+            )
+        )
+    await settle(client)
+
+    async def wrap_hint() -> str | None:
+        for _ in range(300):  # a hang guard: each refresh is followed by a new request
+            hints = await inlay_hints(client, uri)
+            if (6, 19) in hints:
+                return hints[(6, 19)]
+            await asyncio.sleep(0.1)
+        return None
+
+    assert await wrap_hint() == typical(wrap_ns(1000))
+
+
+async def test_inlay_hint_tooltips_come_on_resolve(client: LanguageClient):
+    uri = open_doc(client, "tooltip.py", SOURCE)
+    [hint] = await inlay_hint_list(client, uri, 6, 6)
+    assert hint.tooltip is None and hint.data == "json.dumps" and hint.padding_left
+    resolved = await client.inlay_hint_resolve_async(hint)
+    assert resolved.tooltip.kind == types.MarkupKind.Markdown
+    assert resolved.tooltip.value.startswith(f"`json.dumps` costs {typical(DUMPS_NS)} typical")
+
+
+async def test_inlay_hint_threshold_and_switch(client: LanguageClient):
+    uri = open_doc(client, "threshold.py", SOURCE)
+    settings(client, docsUrl=DOCS, inlayHints={"minimumMicroseconds": 2})
+    hints = await inlay_hints(client, uri)
+    assert (6, 15) in hints and (7, 22) not in hints  # 3.1 µs stays, 700 ns goes
+    settings(client, docsUrl=DOCS, inlayHints={"enabled": False})
+    assert await inlay_hints(client, uri) == {}
+    settings(client, docsUrl=DOCS)
+    assert (7, 22) in await inlay_hints(client, uri)
+
+
+async def test_code_lens_sums_the_profiled_calls_of_a_function(client: LanguageClient):
+    text = "import json, os\n\ndef save(x):\n    json.dumps(x)\n    os.path.join('a', 'b')\n    print(x)\n"
+    uri = open_doc(client, "lens.py", text)
+    params = types.CodeLensParams(types.TextDocumentIdentifier(uri))
+    assert not await client.text_document_code_lens_async(params)  # off by default
+    settings(client, docsUrl=DOCS, codeLens={"enabled": True})
+    [lens] = await client.text_document_code_lens_async(params)
+    total = Histogram.of(DUMPS_NS).median + Histogram.of([700] * 10).median
+    assert lens.range.start == types.Position(2, 0)
+    assert lens.command.title == f"≈{format_ns(total)} in 2 profiled calls"
+    settings(client, docsUrl=DOCS)
+
+
+async def test_changed_database_refreshes_hints_and_hovers(client: LanguageClient):
     text = "import textwrap\ntextwrap.indent('x', ' ')\n"
     uri = open_doc(client, "dbchange.py", text)
     assert await hover(client, uri, 1, 11) is None
+    assert await inlay_hints(client, uri) == {}
+    before = client.refreshes["inlay"]
     db = open_db(client.root / "apiprof.db")
     store_entry_points(
         db, [EntryPoint("textwrap.indent", "textwrap", "textwrap", EntryKind.FUNCTION)]
     )
     add_histograms(db, "textwrap.indent", {Metric.CPU: Histogram.of([4000] * 7)}, environment=ENV)
     db.conn.close()
-    after = await hover(client, uri, 1, 11)
-    assert after is not None and "**textwrap.indent**" in after and "7 samples" in after
+    # the server notices on its own and asks the editor to fetch the hints again
+    assert await wait_for(lambda: client.refreshes["inlay"] > before)
+    assert await inlay_hints(client, uri) == {(1, 25): typical([4000] * 7)}
+    assert "7 samples" in (await hover(client, uri, 1, 11) or "")
+
+
+async def test_positions_count_lsp_lines_only(client: LanguageClient):
+    # a form feed and U+2028 are not line breaks in LSP; str.splitlines() thinks they are
+    text = "import json\n\x0c\nx = 1 # \u2028 é😋\njson.dumps(1)\n"
+    uri = open_doc(client, "odd_lines.py", text)
+    assert (await hover(client, uri, 3, 6) or "").startswith("`json.dumps` costs")
+    assert (3, 13) in await inlay_hints(client, uri)
+    assert await hover(client, uri, 4, 0) is None  # the empty last line
+    errors = [m for m in client.log_messages if m.type == types.MessageType.Error]
+    assert errors == []
+
+
+async def test_incremental_edits_use_lsp_lines_and_utf16_columns(client: LanguageClient):
+    uri = open_doc(client, "edit.py", "s = '😋\x0c'\nimport json\n")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 5), types.Position(0, 5)), text="!"
+                ),
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(2, 0), types.Position(2, 0)),
+                    text="json.dumps(1)\n",
+                ),
+            ],
+        )
+    )
+    assert await inlay_hints(client, uri) == {(2, 13): typical(DUMPS_NS)}
+    assert (await hover(client, uri, 2, 6) or "").startswith("`json.dumps` costs")
+
+
+async def test_untitled_buffers_and_edits_of_unopened_documents(client: LanguageClient):
+    uri = open_doc(client, "untitled:Untitled-1", "import json\njson.")
+    assert {i.label for i in await complete(client, uri, 1, 5)} == {"dumps", "loads", "JSONDecoder"}
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(
+                uri=(client.root / "nope.py").as_uri(), version=2
+            ),
+            [types.TextDocumentContentChangeWholeDocument(text="x")],
+        )
+    )
+    await settle(client)
+    assert logged(client, "nope.py, which the client never opened")
+    assert await complete(client, (client.root / "never.py").as_uri(), 0, 0) == []
 
 
 async def test_latency_report_counts_requests(client: LanguageClient):
     report = await client.protocol.send_request_async("apiprof/latencyReport", None)
-    by_method = {
-        m.method: m for m in report.methods
-    }  # pygls hands JSON objects back as attribute objects
+    by_method = {m.method: m for m in report.methods}
     assert by_method["textDocument/hover"].count >= 8
     assert 0 < by_method["textDocument/hover"].p50_ms <= by_method["textDocument/hover"].p95_ms
     assert by_method["textDocument/completion"].count >= 4
+    assert by_method["textDocument/inlayHint"].count >= 4
     assert report.problems == []
 
 
-async def test_no_error_popups(client: LanguageClient):
+async def test_no_popups_and_no_errors(client: LanguageClient):
     assert client.messages == []
+    assert [m.message for m in client.log_messages if m.type == types.MessageType.Error] == []
 
 
-# -- robustness: a second server whose configuration is wrong in every way ------------------------
+# -- standalone: the full answers, for people who run it alone -------------------------------------
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[SERVER]))
-async def broken(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("broken")
-    (root / "garbage.db").write_bytes(b"this is not sqlite" * 100)
+async def alone(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("standalone")
+    build_db(root / "apiprof.db")
     lsp_client.root = root
-    await lsp_client.initialize_session(
+    lsp_client.result = await lsp_client.initialize_session(
         types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
+            capabilities=types.ClientCapabilities(),  # plain text, no labelDetails
             root_uri=root.as_uri(),
-            initialization_options={
-                "databases": ["missing.db", "garbage.db"],
-                "docsUrl": 42,
-                "hover": "yes",
-                "bogus": 1,
-            },
+            initialization_options={"mode": "standalone"},
         )
     )
     yield
     await lsp_client.shutdown_session()
 
 
-def logged(client: LanguageClient, text: str) -> list[str]:
-    return [m.message for m in client.log_messages if text in m.message]
+async def test_standalone_completes_everything_in_jedi_order(alone: LanguageClient):
+    assert list(alone.result.capabilities.completion_provider.trigger_characters) == [".", " "]
+    uri = open_doc(alone, "all.py", SOURCE)
+    items = await complete(alone, uri, 8, 3)
+    found = jedi_completions(alone, "all.py", SOURCE, 8, 3)
+    assert [i.label for i in items] == [c.name for c in found]
+    by_label = {i.label: i for i in items}
+    assert by_label["dumps"].detail == hint_of(DUMPS_NS, DUMPS_BYTES)
+    assert by_label["dumps"].label_details is None  # this client does not show labelDetails
+    assert by_label["dump"].detail is None and by_label["decoder"].detail is None
 
 
-async def test_bad_options_are_logged_and_defaults_kept(broken: LanguageClient):
-    assert logged(broken, "docsUrl: expected str")
-    assert logged(broken, "hover: expected an object")
-    assert logged(broken, "bogus: unknown option")
+async def test_tooltips_are_inline_for_clients_that_cannot_resolve(alone: LanguageClient):
+    uri = open_doc(alone, "inline.py", SOURCE)
+    [hint] = await inlay_hint_list(alone, uri, 6, 6)
+    assert hint.label == typical(DUMPS_NS) and hint.data is None
+    assert hint.tooltip.value.startswith("json.dumps costs ")
+
+
+async def test_standalone_space_asks_only_after_import(alone: LanguageClient):
+    uri = open_doc(alone, "space.py", "x = \nfrom json import ")
+    context = types.CompletionContext(
+        trigger_kind=types.CompletionTriggerKind.TriggerCharacter, trigger_character=" "
+    )
+
+    async def at(line: int, column: int) -> list[str]:
+        result = await alone.text_document_completion_async(
+            types.CompletionParams(
+                types.TextDocumentIdentifier(uri), types.Position(line, column), context
+            )
+        )
+        return [i.label for i in result.items]
+
+    assert await at(0, 4) == []
+    assert "dumps" in await at(1, 17)
+
+
+async def test_standalone_hover_is_the_full_profile_in_plain_text(alone: LanguageClient):
+    uri = open_doc(alone, "full.py", SOURCE)
+    result = await alone.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(5, 3))
+    )
+    assert result.contents.kind == types.MarkupKind.PlainText
+    text = result.contents.value
+    assert text.startswith("textwrap.TextWrapper.wrap(self, text)\n\n")
+    # the stored summary stops mid-sentence; only the whole sentence is shown
+    assert "\n\nObject for wrapping/filling text.\n\n" in text
+    assert "textwrap.TextWrapper.wrap costs" in text and "at n = 1,000" in text
+    assert "CPU time (sampled calls) per call at n = 1,000" in text
+    assert "Full profile (5 samples): apiprof show textwrap.TextWrapper.wrap" in text
+    dedent = await hover(
+        alone, open_doc(alone, "known.py", "import textwrap\ntextwrap.dedent"), 1, 10
+    )
+    assert (
+        dedent == "textwrap.dedent(text)\n\nNot profiled (scanned, but no measurements stored yet)"
+    )
+
+
+async def test_standalone_without_cost_hints_is_plain_jedi(alone: LanguageClient):
+    uri = open_doc(alone, "plain.py", SOURCE)
+    settings(alone, mode="standalone", completion={"costHints": False})
+    items = await complete(alone, uri, 8, 3)
+    assert [i.label for i in items] == [
+        c.name for c in jedi_completions(alone, "plain.py", SOURCE, 8, 3)
+    ]
+    assert all(i.detail is None and i.data is None for i in items)
+    settings(alone, mode="standalone")
+
+
+# -- a configuration wrong in every way ------------------------------------------------------------
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[SERVER]))
+async def broken(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("broken")
+    (root / "garbage.db").write_bytes(b"this is not sqlite" * 100)
+    (root / "empty.db").write_bytes(b"")
+    lsp_client.root = root
+    lsp_client.bad_options = {
+        "databases": ["missing.db", "garbage.db", "empty.db"],
+        "docsUrl": 42,
+        "docsPage": "{foo}.html",
+        "mode": "solo",
+        "hover": {"histogram": "pie", "histogramWidth": -5},
+        "inlayHints": {"minimumMicroseconds": float("nan")},
+        "latency": {"slowRequestMs": 10**9},
+        "bogus": 1,
+    }
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=root.as_uri(),
+            initialization_options=lsp_client.bad_options,
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_bad_options_are_logged_once_and_defaults_kept(broken: LanguageClient):
+    expected = [
+        "docsUrl: expected str",
+        "docsPage: expected a path whose only placeholder is {qualname}",
+        "mode: expected one of 'companion', 'standalone'",
+        "hover.histogram: expected one of 'bars', 'sparkline'",
+        "hover.histogramWidth: expected a number from 4 to 80, got -5",
+        "inlayHints.minimumMicroseconds: expected a number, got NaN",
+        "latency.slowRequestMs: expected a number from 1 to 600000, got 1000000000",
+        "bogus: unknown option",
+    ]
+    for text in expected:
+        assert len(logged(broken, text)) == 1, text
+    settings(broken, **broken.bad_options)  # the same problems again: not repeated
+    settings(broken, hover={"histogramWidth": 10**6})
+    await settle(broken)
+    for text in expected:
+        assert len(logged(broken, text)) == 1, text
+    assert (
+        len(logged(broken, "hover.histogramWidth: expected a number from 4 to 80, got 1000000"))
+        == 1
+    )
+
+
+async def test_database_problems_speak_the_editors_language(broken: LanguageClient):
     assert logged(broken, "missing.db: no such database")
-    assert logged(broken, "garbage.db: not a usable SQLite database")
+    [garbage] = logged(broken, "garbage.db: not a usable SQLite database")
+    assert "set the `databases` option to another file" in garbage and "--db path" not in garbage
+    [empty] = logged(broken, "empty.db: the database is empty")
+    assert "older than" not in empty
 
 
-async def test_missing_database_still_completes_like_jedi(broken: LanguageClient):
+async def test_missing_database_answers_nothing_and_says_so_once(broken: LanguageClient):
     text = "import json\njson."
     uri = open_doc(broken, "nodb.py", text)
-    items = await complete(broken, uri, 1, 5)
-    assert [i.label for i in items] == jedi_labels(broken, "nodb.py", text, 1, 5)
-    dumps = next(i for i in items if i.label == "dumps")
-    assert dumps.detail == "not profiled" and dumps.label_details is None  # no labelDetails support
+    assert await complete(broken, uri, 1, 5) == []
     assert await hover(broken, uri, 0, 8) is None
+    assert await inlay_hints(broken, "untitled:x") == {}
     await complete(broken, uri, 1, 5)
-    # reported once, not per request
     assert len(logged(broken, "missing.db: no such database")) == 1
 
 
@@ -347,15 +530,7 @@ async def test_unparsable_document_and_positions_past_the_end(broken: LanguageCl
     assert await hover(broken, uri, 0, 4) is None
     assert await complete(broken, uri, 400, 0) == []
     assert await hover(broken, uri, 400, 3) is None
-    short = open_doc(broken, "short.py", "import json\njson.")
-    past_line_end = [i.label for i in await complete(broken, short, 1, 500)]
-    assert "dumps" in past_line_end  # the column is clamped to the end of the line
-
-
-async def test_unknown_document_is_logged_not_shown(broken: LanguageClient):
-    uri = (broken.root / "never_opened.py").as_uri()
-    assert await complete(broken, uri, 0, 0) == []
-    assert logged(broken, "textDocument/completion failed")
+    assert await inlay_hints(broken, uri) == {}
 
 
 async def test_database_that_appears_later_and_configuration_change(broken: LanguageClient):
@@ -367,16 +542,12 @@ async def test_database_that_appears_later_and_configuration_change(broken: Lang
     )
     # this client did not ask for markdown
     assert result.contents.kind == types.MarkupKind.PlainText
-    assert "**json.dumps**" in result.contents.value
+    assert result.contents.value.startswith("json.dumps costs ")
     other = broken.root / "other.db"
     build_db(other)
-    broken.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(
-            settings={"apiprof": {"databases": [str(other)], "hover": {"histogram": "sparkline"}}}
-        )
-    )
+    settings(broken, databases=[str(other)], mode="standalone", hover={"histogram": "sparkline"})
     text_after = await hover(broken, uri, 1, 1)
-    assert text_after is not None and "CPU time (sampled calls): " in text_after  # sparkline form
+    assert "CPU time (sampled calls): " in text_after  # the sparkline form
     assert logged(broken, f"apiprof databases: {other}")
 
 
@@ -394,7 +565,8 @@ async def pulling(lsp_client: LanguageClient, tmp_path_factory):
     build_db(root / "second.db")
     lsp_client.root = root
     lsp_client.set_configuration(
-        {"databases": ["first.db"], "hover": {"histogram": "sparkline"}}, section="apiprof"
+        {"databases": ["first.db"], "mode": "standalone", "hover": {"histogram": "sparkline"}},
+        section="apiprof",
     )
     await lsp_client.initialize_session(
         types.InitializeParams(
@@ -406,14 +578,6 @@ async def pulling(lsp_client: LanguageClient, tmp_path_factory):
     )
     yield
     await lsp_client.shutdown_session()
-
-
-async def wait_for_log(client: LanguageClient, text: str) -> list[str]:
-    for _ in range(100):
-        if found := logged(client, text):
-            return found
-        await __import__("asyncio").sleep(0.05)
-    return []
 
 
 async def test_settings_are_pulled_after_initialized_and_on_change(pulling: LanguageClient):

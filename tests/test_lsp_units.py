@@ -2,29 +2,48 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import parso
 import pytest
+from lsprotocol import types
 
 from apiprof.db.query import ApiSummary
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
 from apiprof.format import cost_hint, format_ns
-from apiprof.lsp_server.config import ServerConfig, read_config
+from apiprof.lsp_server.calls import map_calls
+from apiprof.lsp_server.config import InlayHintOptions, ServerConfig, read_config
 from apiprof.lsp_server.costs import CostIndex
+from apiprof.lsp_server.framing import BadFrame, FrameParser, Message, Skipped
 from apiprof.lsp_server.latency import LatencyTracker
-from apiprof.lsp_server.render import describe, short_hint
-from apiprof.lsp_server.resolve import Resolver, clamp_position
+from apiprof.lsp_server.profiles import CostProfile, load_profiles
+from apiprof.lsp_server.render import (
+    Markup,
+    call_hint,
+    cost_lines,
+    first_sentence,
+    full_profile,
+    short_hint,
+)
+from apiprof.lsp_server.resolve import Candidate, Resolver, clamp_position
+from apiprof.lsp_server.session import sort_text
+from apiprof.lsp_server.text import Document
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
+    NO_SIZE,
     Coverage,
     CoverageRecord,
     EntryKind,
     EntryPoint,
     Environment,
+    Measurement,
     Metric,
     ScanBatch,
+    Scenario,
+    ScenarioSource,
 )
 
 ENV = Environment("3.12.0", "cpython", "Linux", "x86_64", "unit")
@@ -91,9 +110,9 @@ def test_index_merges_databases_by_adding_histograms(tmp_path: Path):
     index.refresh()
     merged = index.lookup("pkg.f")  # through the alias
     assert merged is not None and merged.qualname == "pkg.impl.f"
-    assert merged.samples == 8
-    assert merged.time_histogram.total == 3 * 1000 + 5 * 4000
-    assert index.lookup("pkg.impl.f").samples == 8
+    assert merged.lab.samples == 8
+    assert merged.lab.time.total == 3 * 1000 + 5 * 4000
+    assert index.lookup("pkg.impl.f").lab.samples == 8
     assert index.lookup("pkg.unknown") is None
     index.close()
 
@@ -108,14 +127,14 @@ def test_index_reloads_a_changed_file_and_reports_problems_once(tmp_path: Path):
     assert index.lookup("pkg.f") is None
     make_db(path, [1000] * 3)
     assert index.refresh() is True
-    assert index.lookup("pkg.f").samples == 3
+    assert index.lookup("pkg.f").lab.samples == 3
     assert index.refresh() is False  # unchanged: caches kept
     db = open_db(path)
     add_histograms(db, "pkg.impl.f", {Metric.CPU: Histogram.of([1000] * 2)}, environment=ENV)
     db.conn.close()
     os.utime(path, ns=(1, 1))  # even if mtime goes backwards, the size/WAL fingerprint moved
     assert index.refresh() is True
-    assert index.lookup("pkg.f").samples == 5
+    assert index.lookup("pkg.f").lab.samples == 5
     assert reports[-1].endswith("database is usable again")
     index.close()
 
@@ -130,70 +149,123 @@ def test_lookup_many_answers_cached_names_without_the_database(tmp_path: Path):
     assert index.lookup_many(["pkg.f", "pkg.g"]) == first
 
 
-# -- render -----------------------------------------------------------------------------------
+# -- render ---------------------------------------------------------------------------------------
 
 
-def profiled_summary() -> ApiSummary:
-    return ApiSummary(
-        "json.dumps",
-        signature="(obj)",
-        summary="Serialize.",
-        histograms={
-            Metric.CPU: Histogram.of([3000] * 9 + [9000]),
-            Metric.ALLOC_INCL: Histogram.of([1126] * 10),
+def profile_of(summary: ApiSummary, cells: dict | None = None) -> CostProfile:
+    return CostProfile(summary, cells or {})
+
+
+def dumps_profile() -> CostProfile:
+    return profile_of(
+        ApiSummary("json.dumps", signature="(obj)", summary="Serialize.", scenarios=2),
+        {
+            (False, Metric.CPU, NO_SIZE): Histogram.of([3000] * 9 + [9000]),
+            (False, Metric.ALLOC_INCL, NO_SIZE): Histogram.of([1126] * 10),
         },
-        scenarios=2,
     )
 
 
-def test_short_hint_uses_the_shared_formatter():
-    summary = profiled_summary()
-    assert short_hint(summary) == cost_hint(summary.time_median_ns, summary.alloc_median_bytes)
-    assert short_hint(summary).startswith("≈")
-    assert short_hint(None) == "not profiled"
-    assert short_hint(ApiSummary("x.y", coverage="no_arguments")) == "not profiled"
+def test_short_hints_use_the_shared_formatter_and_say_nothing_without_data():
+    profile = dumps_profile()
+    time, alloc = Histogram.of([3000] * 9 + [9000]).median, Histogram.of([1126] * 10).median
+    assert short_hint(profile) == cost_hint(time, alloc)
+    assert call_hint(profile) == "≈" + format_ns(time)
+    assert short_hint(None) is None and call_hint(None) is None
+    assert short_hint(profile_of(ApiSummary("x.y", coverage="no_arguments"))) is None
 
 
-def test_describe_has_table_histogram_counts_and_link():
-    summary = profiled_summary()
-    text = describe(summary, ServerConfig(docs_url="https://d.example"))
-    assert text.startswith("**json.dumps** `(obj)`")
+def test_cost_lines_are_short_lines_not_a_table():
+    markup = Markup(True)
+    lines = cost_lines(dumps_profile(), ServerConfig(docs_url="https://d.example"), markup)
+    assert len(lines) == 2 and all("|" not in line for line in lines)
+    assert lines[0].startswith("`json.dumps` costs ≈") and "allocates 1.1 KiB" in lines[0]
+    assert lines[1] == "[Full profile (10 samples)](<https://d.example/apiprof/json.dumps.html>)"
+    plain = cost_lines(dumps_profile(), ServerConfig(), Markup(False))
+    assert plain[0].startswith("json.dumps costs ≈")
+    assert plain[1] == "Full profile (10 samples): apiprof show json.dumps"
+
+
+def test_full_profile_has_heading_summary_figures_and_histogram():
+    text = full_profile(dumps_profile(), ServerConfig(), Markup(True))
+    assert text.startswith("`json.dumps(obj)`\n\nSerialize.\n\n`json.dumps` costs ≈")
+    assert "```text\nCPU time (sampled calls) per call\n" in text
+    config = read_config({"hover": {"histogram": "sparkline"}})[0]
+    assert "CPU time (sampled calls): █" in full_profile(dumps_profile(), config, Markup(True))
+
+
+def test_full_profile_explains_why_an_api_is_not_profiled():
+    text = full_profile(
+        profile_of(ApiSummary("a.b", coverage="no_arguments", reason="add a scenario")),
+        ServerConfig(),
+        Markup(True),
+    )
+    assert text == "`a.b`\n\nNot profiled (no arguments: add a scenario)"
+
+
+def test_text_from_the_database_cannot_inject_markdown():
+    hostile = profile_of(
+        ApiSummary(
+            "evil.`x`[click](javascript:alert(1))",
+            signature="(a)\n\n# Heading",
+            summary="- list <img src=x onerror=alert(1)> **bold** [link](http://x)",
+        ),
+        {(False, Metric.WALL, NO_SIZE): Histogram.of([100])},
+    )
+    markup = Markup(True)
+    text = full_profile(hostile, ServerConfig(docs_url="https://d.example"), markup)
+    heading, summary = text.split("\n\n")[:2]
+    assert heading == "``evil.`x`[click](javascript:alert(1))(a) # Heading``"
+    assert summary == (
+        "\\- list \\<img src=x onerror=alert(1)\\> \\*\\*bold\\*\\* \\[link\\](http://x)…"
+    )
     assert (
-        f"| CPU time (sampled calls) | {format_ns(summary.time_median_ns)} | {format_ns(summary.time_p90_ns)} |"
+        "(<https://d.example/apiprof/evil.%60x%60%5Bclick%5D%28javascript%3Aalert%281%29%29.html>)"
         in text
     )
-    assert "| allocated | 1.1 KiB |" in text
-    assert "```text\nCPU time (sampled calls) per call\n" in text
-    assert "10 samples · 2 scenarios" in text
-    assert text.endswith("(https://d.example/apiprof/json.dumps.html)")
-    spark = describe(summary, read_config({"hover": {"histogram": "sparkline"}})[0])
-    assert "CPU time (sampled calls): █" in spark
+    assert markup.text("1. first") == "1\\. first" and markup.text("a_b") == "a\\_b"
 
 
-def test_describe_explains_why_an_api_is_not_profiled():
-    text = describe(
-        ApiSummary("a.b", coverage="no_arguments", reason="add a scenario"), ServerConfig()
-    )
-    assert "*not profiled* (no arguments: add a scenario)" in text
-    assert "no apiprof database knows this name" in describe(None, ServerConfig(), title="a.c")
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        (
+            "Object for wrapping/filling text.  The public interface consists of",
+            "Object for wrapping/filling text.",
+        ),
+        ("Serialize obj to a JSON str.", "Serialize obj to a JSON str."),
+        ("Return a list of the lines", "Return a list of the lines…"),
+        ("", ""),
+    ],
+)
+def test_first_sentence_never_stops_mid_sentence(stored: str, shown: str):
+    assert first_sentence(stored) == shown
 
 
-def test_describe_shows_coverage_stored_by_a_scan(tmp_path: Path):
-    db = open_db(tmp_path / "c.db")
-    store_entry_points(db, [EntryPoint("pkg.g", "pkg", "pkg", EntryKind.FUNCTION)])
+def test_figures_state_the_middle_size_and_keep_collected_apart(tmp_path: Path):
+    db = open_db(tmp_path / "sized.db")
+    sized = [
+        Measurement("pkg.f", "synth", Metric.WALL, Histogram.of([10.0 * n] * 3), size=n)
+        for n in (10, 100, 1000)
+    ]
+    sized.append(Measurement("pkg.f", "collected", Metric.WALL, Histogram.of([77.0] * 4)))
     store_batch(
         db,
-        ScanBatch(coverage=[CoverageRecord("pkg.g", Coverage.TIMED_OUT, "ran past 10 s")]),
+        ScanBatch(
+            measurements=sized,
+            scenarios=[Scenario("collected", "pkg.f", ScenarioSource.COLLECTED)],
+        ),
         environment_id=ENV.id,
         package="pkg",
     )
+    profile = load_profiles(db, ["pkg.f"])["pkg.f"]
     db.conn.close()
-    index = CostIndex([tmp_path / "c.db"])
-    index.refresh()
-    assert "*not profiled* (timed out: ran past 10 s)" in describe(
-        index.lookup("pkg.g"), ServerConfig()
-    )
-    index.close()
+    assert profile.lab is not None and profile.lab.size == 100
+    assert profile.lab.time.count == 3 and profile.lab.time_ns == Histogram.of([1000.0] * 3).median
+    assert profile.collected is not None and profile.collected.samples == 4
+    assert [size for size, _ in profile.time_by_size()] == [10, 100, 1000]
+    doubled = profile.add(profile)
+    assert doubled.lab.time.count == 6 and doubled.collected.samples == 8
 
 
 # -- latency ----------------------------------------------------------------------------------
@@ -221,6 +293,8 @@ def test_latency_tracker_percentiles_and_rate_limited_slow_log():
 @pytest.mark.parametrize(
     ("source", "line", "column", "expected"),
     [
+        ("a\x0cb\u2028c\njson.", 1, 5, (2, 5)),  # only \n, \r\n and \r break lines
+        ("a\rb\r\nc", 2, 1, (3, 1)),
         ("import json\njson.", 1, 5, (2, 5)),
         ("import json\njson.", 1, 99, (2, 5)),
         ("import json\njson.", 2, 0, None),
@@ -248,4 +322,192 @@ def test_resolver_finds_canonical_names_through_aliases_and_instances(tmp_path: 
     assert [(c.label, c.qualname, c.costed) for c in labels] == [
         ("dump", "json.dump", True),
         ("dumps", "json.dumps", True),
+    ]
+
+
+def test_sort_text_follows_the_companion_server():
+    dumps = Candidate("dumps", "function", "json.dumps", index=7, total=40)
+    private = Candidate("_default_encoder", "statement", "", index=12, total=40)
+    dunder = Candidate("__all__", "statement", "", index=38, total=40)
+    assert [sort_text(c, "jedi-language-server", "") for c in (dumps, private, dunder)] == [
+        "v07",
+        "w12",
+        "y38",
+    ]
+    assert sort_text(dumps, "pyright", "du") == "09.9999.dumps"
+    assert sort_text(private, "pyright", "") == "10.9999._default_encoder"
+    assert sort_text(private, "pyright", "_d") == "09.9999._default_encoder"
+    assert sort_text(dunder, "pyright", "") == "11.9999.__all__"
+
+
+def test_full_profile_shows_coverage_stored_by_a_scan(tmp_path: Path):
+    db = open_db(tmp_path / "c.db")
+    store_entry_points(db, [EntryPoint("pkg.g", "pkg", "pkg", EntryKind.FUNCTION)])
+    store_batch(
+        db,
+        ScanBatch(coverage=[CoverageRecord("pkg.g", Coverage.TIMED_OUT, "ran past 10 s")]),
+        environment_id=ENV.id,
+        package="pkg",
+    )
+    db.conn.close()
+    index = CostIndex([tmp_path / "c.db"])
+    index.refresh()
+    profile = index.lookup("pkg.g")
+    assert profile is not None and not profile.profiled
+    assert full_profile(profile, ServerConfig(), Markup(False)).endswith(
+        "Not profiled (timed out: ran past 10 s)"
+    )
+    index.close()
+
+
+# -- settings are range-checked ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (
+            {"hover": {"histogramWidth": -5}},
+            "hover.histogramWidth: expected a number from 4 to 80, got -5",
+        ),
+        ({"hover": {"histogramWidth": 10**6}}, "expected a number from 4 to 80, got 1000000"),
+        ({"hover": {"histogram": "pie"}}, "hover.histogram: expected one of 'bars', 'sparkline'"),
+        ({"mode": "alone"}, "mode: expected one of 'companion', 'standalone'"),
+        ({"completion": {"sortLike": "vim"}}, "completion.sortLike: expected one of"),
+        ({"inlayHints": {"minimumMicroseconds": -1}}, "expected a number from 0 to"),
+        ({"latency": {"slowRequestMs": 0}}, "latency.slowRequestMs: expected a number from 1"),
+        (
+            {"docsPage": "{qualname"},
+            "docsPage: expected a path whose only placeholder is {qualname}",
+        ),
+        ({"docsPage": "costs.html"}, "docsPage: expected a path containing {qualname}"),
+        ({"docsUrl": "javascript:alert(1)"}, "docsUrl: expected an http(s) or file URL"),
+    ],
+)
+def test_out_of_range_settings_fall_back_to_defaults(options: dict, problem: str):
+    config, problems = read_config(options)
+    assert config == ServerConfig()
+    assert len(problems) == 1 and problem in problems[0] and "using the default" in problems[0]
+
+
+def test_valid_new_settings_are_read():
+    config, problems = read_config(
+        {
+            "mode": "standalone",
+            "completion": {"sortLike": "pyright"},
+            "inlayHints": {"enabled": False, "minimumMicroseconds": 2},
+            "codeLens": {"enabled": True},
+        }
+    )
+    assert problems == [] and not config.companion
+    assert config.completion.sort_like == "pyright"
+    assert config.inlay_hints == InlayHintOptions(enabled=False, minimum_microseconds=2.0)
+    assert config.code_lens.enabled
+
+
+# -- frames -----------------------------------------------------------------------------------------
+
+
+def body(payload: dict) -> bytes:
+    return json.dumps(payload).encode()
+
+
+REQUEST = body({"jsonrpc": "2.0", "id": 7, "method": "textDocument/hover", "params": {}})
+NEXT = body({"jsonrpc": "2.0", "id": 8, "method": "shutdown"})
+
+
+def framed(data: bytes, length: int | str | None = None) -> bytes:
+    return (
+        b"Content-Length: %s\r\n\r\n" % str(len(data) if length is None else length).encode() + data
+    )
+
+
+@pytest.mark.parametrize(
+    ("stream", "problem"),
+    [
+        (framed(REQUEST, "abc"), "Content-Length 'abc' is not a byte count"),
+        (framed(REQUEST, -5), "Content-Length '-5' is not a byte count"),
+        (framed(REQUEST, 100_000_000_000), "exceeds the limit"),
+        (framed(REQUEST, len(REQUEST) - 10), "the body is not valid JSON"),
+        (framed(REQUEST, len(REQUEST) + 40), "is longer than the message"),
+        (b"\r\n" + REQUEST, "without a Content-Length header"),
+        (b"Content-Type: x\r\n\r\n" + REQUEST, "the frame has no Content-Length header"),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 20])
+def test_a_bad_frame_is_answered_and_the_next_one_read(stream: bytes, problem: str, chunk: int):
+    data = stream + framed(NEXT)
+    parser = FrameParser()
+    events = []
+    for start in range(0, len(data), chunk):
+        events += parser.feed(data[start : start + chunk])
+    events += parser.close()
+    answered = [e for e in events if not isinstance(e, Skipped)]
+    assert len(answered) == 2
+    bad, good = answered
+    assert isinstance(bad, BadFrame) and problem in bad.problem and bad.request_id == 7
+    assert isinstance(good, Message) and good.value["id"] == 8
+
+
+def test_frames_read_case_insensitively_and_across_chunks():
+    data = b"content-length: %d\n\n" % len(REQUEST) + REQUEST + framed(NEXT)
+    parser = FrameParser()
+    events = [e for b in (data[:5], data[5:40], data[40:]) for e in parser.feed(b)]
+    assert [e.value["id"] for e in events] == [7, 8]  # type: ignore[union-attr]
+
+
+def test_garbage_is_skipped_and_no_buffer_is_preallocated():
+    parser = FrameParser()
+    events = parser.feed(b"hello\r\nworld\r\n" + framed(NEXT))
+    assert isinstance(events[0], Skipped) and isinstance(events[-1], Message)
+    assert parser.feed(b"Content-Length: 60000000\r\n\r\n{") == []
+    assert len(parser._buffer) == 1  # waits for bytes instead of allocating 60 MB
+    deep = b"[" * 100_000 + b"]" * 100_000
+    [event] = FrameParser().feed(framed(deep))
+    assert isinstance(event, BadFrame) and "nests too deeply" in event.problem
+    [event] = FrameParser().feed(framed(b'{"id": 3, "x": "\xff"}'))
+    assert isinstance(event, BadFrame) and event.request_id == 3 and "UTF-8" in event.problem
+
+
+# -- documents and call sites -------------------------------------------------------------------------
+
+
+def test_documents_use_lsp_lines_and_utf16_columns():
+    doc = Document("file:///a.py", "x = '😋'\x0c\u2028y\r\nz")
+    assert doc.lines == ["x = '😋'\x0c\u2028y", "z"]
+    assert doc.position(types.Position(0, 7)) == (0, 6)  # after the emoji: 2 UTF-16 units
+    assert doc.client_position(0, 6) == types.Position(0, 7)
+    assert (
+        doc.position(types.Position(0, 99)) == (0, 10)
+        and doc.position(types.Position(2, 0)) is None
+    )
+    doc.apply(
+        types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(0, 7), types.Position(1, 0)), text="!"
+        )
+    )
+    assert doc.source == "x = '😋!z"
+    assert Document("untitled:Untitled-1", "").path is None
+
+
+def test_call_sites_are_resolved_from_imports_where_the_source_says_so():
+    source = (
+        "import json as js, os.path\nfrom textwrap import (dedent, indent as ind)\n"
+        "from . import sibling\nx = js.dumps(1).strip()\nlen(x)\n"
+        "def f(a):\n    ind(dedent(a), ' ')\n    return sibling.g(a)\n"
+        "def g():\n    os.path.join('a')\n    json = None\n"
+    )
+    calls = map_calls(parso.parse(source), source)
+    targets = {s.end: calls.target(s) for s in calls.sites}
+    assert targets[(4, 15)] == "json.dumps" and targets[(4, 23)] is None  # a call's result
+    assert targets[(5, 6)] == "builtins.len"
+    assert targets[(7, 23)] == "textwrap.indent" and targets[(7, 17)] == "textwrap.dedent"
+    assert targets[(8, 23)] is None  # a relative import: left to jedi
+    assert targets[(10, 21)] == "os.path.join"
+    assert [(f.name, len(f.sites)) for f in calls.functions] == [("f", 3), ("g", 1)]
+    # jedi's answers are cached by the code around a call: an edit elsewhere keeps them
+    edited_source = source.replace("len(x)", "len(x)  # ok")
+    edited = map_calls(parso.parse(edited_source), edited_source)
+    assert [s.key for s in edited.sites if s.end[0] == 8] == [
+        s.key for s in calls.sites if s.end[0] == 8
     ]
