@@ -637,6 +637,19 @@ def expect(result: TaskResult, kind: type[T], doing: str) -> T:
     raise errors.MeasurementError(f"{doing} failed in the sandboxed worker: {why}")
 
 
+def module_failure(module: str, error: str, dependency: str) -> CoverageRecord:
+    """Why a module's entry points are missing: an optional dependency that is not installed
+    (its own category, not a fault of the package), or a failed import."""
+    if dependency:
+        return CoverageRecord(
+            module,
+            Coverage.MISSING_DEPENDENCY,
+            f"{module} needs {dependency}, which is not installed here (an optional dependency); "
+            f"install it to profile this module",
+        )
+    return CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
+
+
 def plan_scan(
     found: Discovered,
     options: ScanOptions,
@@ -649,7 +662,7 @@ def plan_scan(
     scenarios, profile them all. Scenario files may also target names discovery did not list."""
     discovery = found.discovery
     known = [
-        CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
+        module_failure(module, error, discovery.missing_dependencies.get(module, ""))
         for module, error in sorted(discovery.import_failures.items())
         if module not in done
     ]

@@ -283,3 +283,26 @@ def test_what_a_loop_does_with_the_items_types_the_list():
     assert usage is not None and usage.item_attributes == {"upper"}
     strong, _ = infer_from_usage(usage, None, {})
     assert strong[0] == list[str]
+
+
+def test_an_absent_declared_dependency_is_its_own_category():
+    from apiprof.engine.discovery.discover import optional_dependency
+    from apiprof.engine.scan import module_failure
+    from apiprof.engine.scenarios.spec import ScenarioSpec
+    from apiprof.model.records import Coverage
+
+    absent = ModuleNotFoundError("No module named 'pluggy.x'", name="pluggy.x")
+    assert optional_dependency(absent, "pytest.main") == "pluggy"  # pytest declares pluggy
+    assert optional_dependency(RuntimeError(f"building raised {absent}"), "pytest") == "pluggy"
+    made_up = ModuleNotFoundError("No module named 'lorem'", name="lorem")
+    assert optional_dependency(made_up, "pytest") == ""  # a name synthesis made up
+    spec = ScenarioSpec(
+        "synth:pytest.main", "pytest.main", ScenarioSource.SYNTHESIZED, "", "", "import pluggy.x"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(__import__("sys").modules, "pluggy.x", None)
+        failure, _ = try_scenario(spec)
+    assert failure is not None and failure.kind == Coverage.MISSING_DEPENDENCY
+    record = module_failure("pkg.plots", "ModuleNotFoundError: ...", "matplotlib")
+    assert record.status == Coverage.MISSING_DEPENDENCY and "install it" in record.reason
+    assert module_failure("pkg.x", "boom", "").status == Coverage.IMPORT_FAILED

@@ -191,10 +191,17 @@ def _capture_failure(calls: Sequence[CapturedCall], check: bool) -> Failure:
     )
 
 
-_SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT, Coverage.SKIPPED)
+_SEVERITY = (
+    Coverage.IMPORT_FAILED,
+    Coverage.MISSING_DEPENDENCY,
+    Coverage.MEMORY,
+    Coverage.TIMED_OUT,
+    Coverage.SKIPPED,
+)
 
 
 def worst(kinds: Sequence[Coverage]) -> Coverage:
     """The kind that best explains several failures of one entry point's candidate scenarios:
-    an import failure, then running out of memory or time; otherwise it lacks arguments."""
+    an import failure, a missing optional dependency, then running out of memory or time;
+    otherwise it lacks arguments."""
     return next((kind for kind in _SEVERITY if kind in kinds), Coverage.NO_ARGUMENTS)

@@ -384,7 +384,7 @@ def _call_with_arguments(factory: Callable[..., Any], context: _Context) -> obje
         raise CannotSynthesize(
             f"constructing {_name_of(factory)} with synthesised arguments raised "
             f"{describe_exception(error)}"
-        ) from None
+        ) from error
 
 
 def declared_returns(function: object) -> list[Any]:

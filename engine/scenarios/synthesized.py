@@ -28,7 +28,7 @@ from apiprof.engine.scenarios.synth import (
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, failure_kind, quiet_stdio, try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
@@ -155,7 +155,7 @@ def find_synthesized_scenario(
                 else f"building them raised {describe_exception(error)}"
             )
             first_failure = first_failure or Failure(
-                Coverage.NO_ARGUMENTS, f"{NO_ARGUMENTS}{reason}"
+                failure_kind(error, qualname), f"{NO_ARGUMENTS}{reason}"
             )
             variant += 1
             continue

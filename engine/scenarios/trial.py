@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.discover import describe_exception
+from apiprof.engine.discovery.discover import describe_exception, optional_dependency
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.records import Coverage, Failure, Phase
 
@@ -50,10 +50,19 @@ def try_scenario(
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit from argparse-style mains, too
-        kind = Coverage.MEMORY if isinstance(error, MemoryError) else Coverage.NO_ARGUMENTS
-        failure = failure_from(error, kind, spec.id)
+        failure = failure_from(error, failure_kind(error, spec.qualname), spec.id)
         return replace(failure, reason=f"raised {describe_exception(error)} in {stage}"), None
     return None, result
+
+
+def failure_kind(error: BaseException, qualname: str) -> Coverage:
+    """What an exception a candidate call raised says: out of memory, an optional dependency of
+    the package that is not installed, or (most often) arguments that do not work."""
+    if isinstance(error, MemoryError):
+        return Coverage.MEMORY
+    if optional_dependency(error, qualname):
+        return Coverage.MISSING_DEPENDENCY
+    return Coverage.NO_ARGUMENTS
 
 
 def failure_from(
