@@ -306,3 +306,8 @@ def test_an_absent_declared_dependency_is_its_own_category():
     record = module_failure("pkg.plots", "ModuleNotFoundError: ...", "matplotlib")
     assert record.status == Coverage.MISSING_DEPENDENCY and "install it" in record.reason
     assert module_failure("pkg.x", "boom", "").status == Coverage.IMPORT_FAILED
+
+
+def test_graph_vertices_are_guessed_from_their_names():
+    for name in ("u", "node", "start_node", "reference_neighbor", "num_iterations"):
+        assert guess_from_name(name) is int, name

@@ -69,6 +69,7 @@ for _names, _annotation in [
         "repeat repeats seed maxlen minlen padding",
         int,
     ),
+    ("u w node n1 n2 u_of_edge v_of_edge start_node end_node vertex nbr neighbor", int),  # graphs
     ("year", typing.Literal[2024]),
     ("month", typing.Literal[6]),
     ("day", typing.Literal[15]),
@@ -156,6 +157,9 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_func", Callable[..., Any]),
     ("_callback", Callable[..., Any]),
     ("_count", int),
+    ("_node", int),
+    ("_neighbor", int),
+    ("_iterations", int),
     ("_size", int),
     ("_len", int),
     ("_index", int),
