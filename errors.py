@@ -58,3 +58,13 @@ class DatabaseError(ApiprofError):
 
 class MeasurementError(ApiprofError):
     """A profiling pass could not produce trustworthy numbers."""
+
+
+class TraceFileError(ApiprofError):
+    """A trace recording cannot be read or written (missing, foreign, newer format, corrupt)."""
+
+    exit_code = 3
+
+
+class SettingsError(UsageError):
+    """A delay-tracker settings file or option is malformed; the message names the key."""

@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from apiprof import __version__
-from apiprof.cli import compare, merge, report, scan, scenarios, show
+from apiprof.cli import compare, merge, report, scan, scenarios, show, trace
 from apiprof.errors import ApiprofError
 
-COMMANDS = (scan, show, merge, scenarios, compare, report)
+COMMANDS = (scan, show, merge, scenarios, compare, report, trace)
 """The command modules, in the order ``apiprof --help`` lists them."""
 
 

@@ -91,6 +91,22 @@ class LatencyOptions:
 
 
 @dataclass(frozen=True)
+class DelayOptions:
+    # the delay tracker (lsp_server/delays.py): a trace of the first slow completion/hover/resolve
+    enabled: bool = True
+    settings_file: str = ""  # a TOML file replacing the built-in lsp_server/delays.toml
+    output_dir: str = ""  # where traces go; "" → the settings file's (~/.cache/apiprof/delays)
+    # thresholds; 0 → the settings file's
+    completion_ms: float = field(default=0.0, metadata=_range(0, 600_000))
+    hover_ms: float = field(default=0.0, metadata=_range(0, 600_000))
+    resolve_ms: float = field(default=0.0, metadata=_range(0, 600_000))
+    # trace length for all three; 0 → the settings file's
+    trace_seconds: float = field(default=0.0, metadata=_range(0, 600))
+    # for trying the tracker out: every completion waits this long
+    test_delay_ms: float = field(default=0.0, metadata=_range(0, 60_000))
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     mode: str = field(default=COMPANION, metadata=_choices(COMPANION, STANDALONE))
     databases: tuple[str, ...] = ()  # empty → <workspace root>/apiprof.db
@@ -102,6 +118,7 @@ class ServerConfig:
     inlay_hints: InlayHintOptions = field(default_factory=InlayHintOptions)
     code_lens: CodeLensOptions = field(default_factory=CodeLensOptions)
     latency: LatencyOptions = field(default_factory=LatencyOptions)
+    delays: DelayOptions = field(default_factory=DelayOptions)
 
     @property
     def companion(self) -> bool:

@@ -31,6 +31,7 @@ import apiprof
 from apiprof.lsp_server import rpc
 from apiprof.lsp_server.background import Background
 from apiprof.lsp_server.config import SECTION, STANDALONE, unwrap_section
+from apiprof.lsp_server.delays import RequestDelays
 from apiprof.lsp_server.latency import REPORT_METHOD
 from apiprof.lsp_server.session import Session
 from apiprof.lsp_server.text import UnknownDocument
@@ -70,6 +71,7 @@ class ApiprofServer(LanguageServer):
         super().__init__("apiprof-lsp", apiprof.__version__, converter_factory=make_converter)
         self.session = Session(self.log_to_client, jedi_only=jedi_only)
         self._poll: asyncio.TimerHandle | None = None
+        self.delays = RequestDelays(self.log_to_client)
 
     def log_to_client(self, level: types.MessageType, message: str) -> None:
         try:
@@ -113,6 +115,7 @@ class ApiprofServer(LanguageServer):
             self._poll.cancel()
         if self.session.background is not None:
             self.session.background.stop()
+        self.delays.close()
 
     def start_polling(self) -> None:
         def tick() -> None:
@@ -143,19 +146,26 @@ def register(
     options: Any = None,
     builtin: bool = False,
     uses_jedi: bool = False,
+    event: str | None = None,
 ) -> None:
     """Answer ``method`` with ``handler``: timed, and answering ``fallback(params)`` if it
     raises. A handler that ``uses_jedi`` holds the jedi gate throughout, so background work
-    pauses while it runs (the GIL would otherwise be shared with it)."""
+    pauses while it runs (the GIL would otherwise be shared with it). A request with an
+    ``event`` name is marked for the delay tracker, waiting for the gate included."""
     session = server.session
     gate = session.gate.held if uses_jedi else contextlib.nullcontext
+
+    def gated(params: Any) -> Any:
+        with gate():
+            return handler(params)
+
+    answer = gated if event is None else server.delays.marked(event)(gated)
 
     @functools.wraps(handler)
     def run(params: Any) -> Any:
         started = session.latency.start()
         try:
-            with gate():
-                result = handler(params)
+            result = answer(params)
             return JsonReady(result) if isinstance(result, dict | list) else result
         except UnknownDocument as exc:
             session.info(f"apiprof-lsp: {method} for {exc}, which the client has not opened")
@@ -219,6 +229,7 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
             params.initialization_options,
             params.capabilities,
         )
+        server.delays.start(session.config.delays, session.root)
 
     def initialized(params: types.InitializedParams) -> None:
         pull_configuration(server)
@@ -269,6 +280,7 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
         completion,
         fallback=lambda p: {"isIncomplete": False, "items": []},
         uses_jedi=True,
+        event="completion",
         options=types.CompletionOptions(
             trigger_characters=COMPANION_TRIGGERS, resolve_provider=True
         ),
@@ -278,8 +290,9 @@ def create_server(*, jedi_only: bool = False) -> ApiprofServer:
         types.COMPLETION_ITEM_RESOLVE,
         session.resolve_completion,
         fallback=lambda item: item,
+        event="resolve",
     )
-    register(server, types.TEXT_DOCUMENT_HOVER, hover, uses_jedi=True)
+    register(server, types.TEXT_DOCUMENT_HOVER, hover, uses_jedi=True, event="hover")
     register(
         server,
         types.TEXT_DOCUMENT_INLAY_HINT,

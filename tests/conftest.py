@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # The fixture packages (tiny_pkg, discover_pkg, groundtruth_pkg, ...) import by name in tests;
 # workers get the same directory through ScanOptions.python_path.
 sys.path.insert(0, str(FIXTURES))
+# Delay traces of language servers started by tests land here, not in the user's cache.
+if not os.environ.get("APIPROF_DELAYS_DIR"):
+    os.environ["APIPROF_DELAYS_DIR"] = tempfile.mkdtemp(prefix="apiprof-test-delays-")
+    atexit.register(shutil.rmtree, os.environ["APIPROF_DELAYS_DIR"], True)
 
 
 def _monitoring_tools() -> list[str]:

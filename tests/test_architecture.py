@@ -45,7 +45,9 @@ ALLOWED: dict[str, set[str]] = {
     "apiprof.engine.cluster": {*ENGINE, "apiprof.engine.scan"},
     "apiprof.engine": set(),  # the engine package's __init__
     "apiprof.sphinx_ext": READERS,
-    "apiprof.lsp_server": READERS,
+    # sampled traces and the delay tracker: a product of its own, beside the engine
+    "apiprof.tracing": {*MODEL, "apiprof.format"},
+    "apiprof.lsp_server": {*READERS, "apiprof.tracing"},
     # draws with sphinx_ext/svg.py's pure SVG functions until they move to a shared module
     "apiprof.analysis": {*READERS, "apiprof.sphinx_ext"},
     "apiprof.cli": {
@@ -54,6 +56,7 @@ ALLOWED: dict[str, set[str]] = {
         "apiprof.engine.scan",
         "apiprof.engine.cluster",
         "apiprof.analysis",
+        "apiprof.tracing",
     },
 }
 

@@ -1,0 +1,201 @@
+"""Exports: speedscope files valid against speedscope's own schema, Chrome trace-event files
+valid per the documented format, and both faithful to the recording."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from apiprof.tracing.export import export, to_chrome_trace, to_speedscope
+from apiprof.tracing.recording import Marker, Recording, write_recording
+from apiprof.tracing.sampler import ThreadInfo
+from apiprof.tracing.stacks import Frame, StackTable
+
+SCHEMA = json.loads(
+    (Path(__file__).parent / "schemas" / "speedscope-file-format-schema.json").read_text()
+)
+MAIN, LOAD, PARSE = (
+    Frame("main", "app.py", 1),
+    Frame("load", "app.py", 10),
+    Frame("parse", "p.py", 3),
+)
+IDLE = Frame("idle", "pool.py", 7)
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    """Thread 0: main → load → parse, then main → load, then main; thread 1 idles."""
+    table = StackTable()
+    deep, middle, top = (
+        table.intern([MAIN, LOAD, PARSE]),
+        table.intern([MAIN, LOAD]),
+        table.intern([MAIN]),
+    )
+    idle = table.intern([IDLE])
+    times, samples = [], []
+    for tick in range(30):
+        t = tick * MS
+        stack = deep if tick < 10 else middle if tick < 20 else top
+        times += [t, t]
+        samples += [(0, stack), (1, idle)]
+    path = tmp_path_factory.mktemp("export") / "e.trace"
+    write_recording(
+        path,
+        times=times,
+        samples=samples,
+        stacks=table,
+        threads=[ThreadInfo(0, 1, 4001, "MainThread"), ThreadInfo(1, 2, 4002, "pool")],
+        markers=[
+            Marker("completion", 0, 2 * MS, 12 * MS, 5 * MS),  # slow
+            Marker("hover", 0, 8 * MS, 9 * MS, 50 * MS),  # overlaps completion
+            Marker("resolve", 1, 25 * MS, None, 10 * MS),  # still running at the end
+        ],
+        meta={
+            "interval_ns": MS,
+            "duration_ns": 30 * MS,
+            "pid": 321,
+            "trigger": {"event": "completion", "at_ns": 7 * MS},
+        },
+    )
+    return path
+
+
+def test_speedscope_export_is_valid_and_faithful(recording, tmp_path):
+    out = export(recording, "speedscope", tmp_path / "s.speedscope.json")
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, SCHEMA)
+    frames = [f["name"] for f in data["shared"]["frames"]]
+    sampled = [p for p in data["profiles"] if p["type"] == "sampled"]
+    assert [p["name"] for p in sampled] == ["MainThread (thread 0)", "pool (thread 1)"]
+    main = sampled[0]
+    assert len(main["samples"]) == len(main["weights"]) == 30
+    assert [frames[i] for i in main["samples"][0]] == ["main", "load", "parse"]
+    assert [frames[i] for i in main["samples"][-1]] == ["main"]
+    assert sum(main["weights"]) == main["endValue"] - main["startValue"] == 30 * MS
+    evented = [p for p in data["profiles"] if p["type"] == "evented"]
+    assert len(evented) == 2  # completion and hover overlap: two lanes
+    for profile in evented:  # open/close properly nested, as speedscope requires
+        stack = []
+        for event in profile["events"]:
+            if event["type"] == "O":
+                stack.append(event["frame"])
+            else:
+                assert stack.pop() == event["frame"]
+        assert not stack
+    labels = {frames[e["frame"]] for p in evented for e in p["events"]}
+    assert labels == {"completion on MainThread", "hover on MainThread", "resolve on pool"}
+
+
+def test_speedscope_export_of_a_window(recording):
+    with Recording(recording) as r:
+        data = to_speedscope(r, 10 * MS, 20 * MS)
+    jsonschema.validate(data, SCHEMA)
+    main = data["profiles"][0]
+    frames = [f["name"] for f in data["shared"]["frames"]]
+    assert {tuple(frames[i] for i in s) for s in main["samples"]} == {("main", "load")}
+
+
+def check_trace_event_format(data: dict) -> None:
+    """The Trace Event Format (JSON object form), as documented by the Chrome tracing project:
+    required fields per phase, matched async begin/end, nested complete events per thread."""
+    assert set(data) >= {"traceEvents"}
+    assert data.get("displayTimeUnit", "ms") in ("ms", "ns")
+    open_async: dict[tuple, float] = {}
+    slices: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for event in data["traceEvents"]:
+        ph = event["ph"]
+        assert ph in {"X", "B", "E", "b", "e", "n", "i", "I", "M", "C"}, event
+        assert isinstance(event["name"], str) and event["name"]
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if ph == "M":
+            assert event["name"] in {"process_name", "thread_name", "thread_sort_index"}
+            assert isinstance(event["args"]["name"], str)
+            continue
+        assert isinstance(event["ts"], (int, float)) and event["ts"] >= 0
+        if ph == "X":
+            assert isinstance(event["dur"], (int, float)) and event["dur"] >= 0
+            slices[event["pid"], event["tid"]].append((event["ts"], event["ts"] + event["dur"]))
+        elif ph in "be":
+            key = (event["cat"], event["id"], event["name"])
+            if ph == "b":
+                assert key not in open_async
+                open_async[key] = event["ts"]
+            else:
+                assert open_async.pop(key) <= event["ts"]
+        elif ph in "iI":
+            assert event.get("s", "t") in ("g", "p", "t")
+    assert not open_async, "async slices left open"
+    for spans in slices.values():  # complete events on one thread nest or are disjoint
+        stack: list[tuple[float, float]] = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1][1], f"slice {start}-{end} crosses its parent"
+            stack.append((start, end))
+
+
+def test_chrome_export_is_valid_and_faithful(recording, tmp_path):
+    out = export(recording, "chrome", tmp_path / "c.json")
+    data = json.loads(out.read_text())
+    check_trace_event_format(data)
+    events = data["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {"MainThread", "pool"}
+    main = sorted(
+        (e["name"], e["ts"], e["dur"]) for e in events if e["ph"] == "X" and e["tid"] == 4001
+    )
+    # consecutive samples sharing a frame are one slice
+    assert main == [("load", 0, 20_000), ("main", 0, 30_000), ("parse", 0, 10_000)]
+    markers = Counter((e["name"], e["ph"]) for e in events if e.get("cat") == "apiprof.marker")
+    assert markers == {(n, ph): 1 for n in ("completion", "hover", "resolve") for ph in "be"}
+    trigger = [e for e in events if e["ph"] == "i"]
+    assert trigger[0]["ts"] == 7000 and "completion" in trigger[0]["name"]
+    assert {e["pid"] for e in events} == {321}
+
+
+def test_chrome_export_of_a_window(recording):
+    with Recording(recording) as r:
+        data = to_chrome_trace(r, 5 * MS, 15 * MS)
+    check_trace_event_format(data)
+    main = sorted(
+        (e["name"], e["ts"], e["dur"])
+        for e in data["traceEvents"]
+        if e["ph"] == "X" and e["tid"] == 4001
+    )
+    assert main == [("load", 5000, 10_000), ("main", 5000, 10_000), ("parse", 5000, 5000)]
+
+
+@pytest.mark.slow
+def test_exports_of_a_real_trace(tmp_path):
+    trace = tmp_path / "real.trace"
+    program = Path(__file__).parent / "fixtures" / "traced_program.py"
+    cli = [sys.executable, "-m", "apiprof.cli"]
+    subprocess.run(
+        [*cli, "trace", "-o", str(trace), "--", sys.executable, str(program), "0.2"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    for fmt, check in (
+        ("speedscope", lambda d: jsonschema.validate(d, SCHEMA)),
+        ("chrome", check_trace_event_format),
+    ):
+        out = tmp_path / f"real.{fmt}.json"
+        run = subprocess.run(
+            [*cli, "export", str(trace), "--format", fmt, "-o", str(out)],
+            check=True, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert str(out) in run.stderr
+        check(json.loads(out.read_text()))
+
+
+def test_unknown_format_is_refused(recording, tmp_path):
+    from apiprof.errors import UsageError
+
+    with pytest.raises(UsageError, match="speedscope, chrome"):
+        export(recording, "pprof", tmp_path / "x")
