@@ -787,16 +787,21 @@ def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, An
 def last_scan_status(db_path: str | Path, package: str) -> str | None:
     """Status of the package's newest scan in the database ("running", "interrupted",
     "finished"), or None when the file or the package's scans do not exist."""
+    rows = _stored_rows(
+        db_path, "SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", package
+    )
+    return rows[0][0] if rows else None
+
+
+def _stored_rows(db_path: str | Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows of one query on a database opened read-only; [] when the file does not exist."""
     if not Path(db_path).exists():
-        return None
+        return []
     db = open_db(db_path, readonly=True)
     try:
-        row = db.execute(
-            "SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]
-        ).fetchone()
+        return db.execute(sql, list(params)).fetchall()
     finally:
         db.conn.close()
-    return row[0] if row else None
 
 
 def completed_entry_points(db: sqlite_utils.Database, scan_id: int) -> set[str]:
@@ -941,13 +946,7 @@ def write_scenario_scaffold(
 
 def stored_coverage(db_path: str | Path, package: str) -> dict[str, tuple[str, str]]:
     """qualname -> (status, reason) stored for the package, {} without a database or scan."""
-    if not Path(db_path).exists():
-        return {}
-    db = open_db(db_path, readonly=True)
-    try:
-        rows = db.execute(
-            "SELECT qualname, status, reason FROM coverage WHERE package = ?", [package]
-        ).fetchall()
-    finally:
-        db.conn.close()
+    rows = _stored_rows(
+        db_path, "SELECT qualname, status, reason FROM coverage WHERE package = ?", package
+    )
     return {qualname: (status, reason) for qualname, status, reason in rows}
