@@ -41,6 +41,10 @@ class PackageNotFound(UsageError):
     """The package to scan cannot be imported in this environment."""
 
 
+class IsolationUnavailable(UsageError):
+    """``--isolation strict`` was asked for where the system cannot provide it."""
+
+
 class ScenarioFileError(UsageError):
     """A scenario file is unreadable or malformed; the message carries ``file:line``."""
 

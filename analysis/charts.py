@@ -1,7 +1,7 @@
 """Graphics for comparisons and module reports, as pure functions from data to an SVG string.
 
-Built from the same elements, colours and conventions as the documentation's graphics
-(:mod:`apiprof.sphinx_ext.svg`: escaped attributes, ``currentColor`` text for light and dark
+Built from the same pieces, colours and conventions as the documentation's graphics
+(:mod:`apiprof.svg`: escaped attributes and text, ``currentColor`` text for light and dark
 pages, the cool→hot bucket colours, a ``<title>`` on every graphic and mark):
 
 * :func:`paired_histogram_svg` — BASE above the axis, NEW below, on one bucket axis;
@@ -19,18 +19,20 @@ from dataclasses import dataclass
 from apiprof.format import format_value
 from apiprof.model.histogram import bucket_bounds
 from apiprof.model.records import Metric
-from apiprof.sphinx_ext.svg import (
-    _bucket_label,
-    _bucket_span,
-    _child,
-    _num,
-    _root,
-    _text,
-    _value_x,
+from apiprof.svg import (
+    Svg,
+    bucket_axis,
     bucket_colour,
+    bucket_position,
+    bucket_tooltip,
+    element,
+    graphic,
     heat_colour,
+    label,
+    tooltip,
 )
 
+SIDES = ("BASE", "NEW")
 WORSE_COLOUR = heat_colour(1.0)
 BETTER_COLOUR = heat_colour(0.0)
 
@@ -47,82 +49,84 @@ def paired_histogram_svg(
 ) -> str:
     """BASE's buckets as bars above the axis, NEW's below, heights as shares of each side's
     samples (so sides with different sample counts compare); ``markers`` are the two medians."""
-    svg = _root(width, height, title, "apiprof-graphic apiprof-paired")
+    css = "apiprof-graphic apiprof-paired"
     left, label_h, top = 34, 13, 3
     plot_w = width - left
     half = (height - label_h - top) / 2
     axis_y = top + half
-    span = _bucket_span({i: base.get(i, 0) + new.get(i, 0) for i in {*base, *new}})
-    _child(
-        svg,
-        "line",
-        {
-            "x1": str(left),
-            "y1": _num(axis_y),
-            "x2": str(width),
-            "y2": _num(axis_y),
-            "stroke": "currentColor",
-            "stroke-opacity": "0.35",
-        },
-    )
-    _text(svg, 0, top + 10, "BASE", size=9)
-    _text(svg, 0, axis_y + half - 2, "NEW", size=9)
-    if not span:
-        _text(svg, left + plot_w / 2, axis_y - 3, "no samples", "middle")
-        return svg.serialise()
+    axis = bucket_axis({i: base.get(i, 0) + new.get(i, 0) for i in {*base, *new}})
+    parts = [
+        element(
+            "line",
+            {
+                "x1": left,
+                "y1": axis_y,
+                "x2": width,
+                "y2": axis_y,
+                "stroke": "currentColor",
+                "stroke-opacity": "0.35",
+            },
+        ),
+        label(0, top + 10, "BASE", size=9),
+        label(0, axis_y + half - 2, "NEW", size=9),
+    ]
+    if not axis:
+        parts.append(label(left + plot_w / 2, axis_y - 3, "no samples", "middle"))
+        return graphic(width, height, title, css, *parts)
     totals = (sum(base.values()) or 1, sum(new.values()) or 1)
     peak = max([c / totals[0] for c in base.values()] + [c / totals[1] for c in new.values()])
-    slot = plot_w / len(span)
+    slot = plot_w / len(axis)
     gap = min(2.0, slot * 0.15)
     for side, counts in enumerate((base, new)):
-        bars = _child(svg, "g", {"class": f"apiprof-bars apiprof-{('base', 'new')[side]}"})
-        for position, index in enumerate(span):
+        bars = []
+        for position, index in enumerate(axis):
             n = counts.get(index, 0)
             if not n:
                 continue
             bar_h = max(1.5, n / totals[side] / peak * (half - 2))
-            rect = _child(
-                bars,
-                "rect",
-                {
-                    "class": "apiprof-bar",
-                    "data-bucket": str(index),
-                    "data-count": str(n),
-                    "x": _num(left + position * slot + gap / 2),
-                    "y": _num(axis_y - bar_h if side == 0 else axis_y),
-                    "width": _num(slot - gap),
-                    "height": _num(bar_h),
-                    "rx": "1",
-                    "fill": bucket_colour(metric, index),
-                },
+            bars.append(
+                element(
+                    "rect",
+                    {
+                        "class": "apiprof-bar",
+                        "data-bucket": index,
+                        "data-count": n,
+                        "x": left + position * slot + gap / 2,
+                        "y": axis_y - bar_h if side == 0 else axis_y,
+                        "width": slot - gap,
+                        "height": bar_h,
+                        "rx": 1,
+                        "fill": bucket_colour(metric, index),
+                    },
+                    tooltip(f"{SIDES[side]} {bucket_tooltip(metric, index, n)}"),
+                )
             )
-            _child(
-                rect, "title", {}
-            ).text = f"{('BASE', 'NEW')[side]} {_bucket_label(metric, index, n)}"
+        css_side = f"apiprof-bars apiprof-{SIDES[side].lower()}"
+        parts.append(element("g", {"class": css_side}, *bars))
     for side, marker in enumerate(markers):
         if marker is None or math.isnan(marker):
             continue
-        x = left + _value_x(marker, span, slot)
+        x = left + bucket_position(marker, axis, slot)
         y0, y1 = (top, axis_y) if side == 0 else (axis_y, axis_y + half)
-        line = _child(
-            svg,
-            "line",
-            {
-                "class": "apiprof-marker",
-                "x1": _num(x),
-                "y1": _num(y0),
-                "x2": _num(x),
-                "y2": _num(y1),
-                "stroke": "currentColor",
-                "stroke-dasharray": "3 2",
-            },
+        parts.append(
+            element(
+                "line",
+                {
+                    "class": "apiprof-marker",
+                    "x1": x,
+                    "y1": y0,
+                    "x2": x,
+                    "y2": y1,
+                    "stroke": "currentColor",
+                    "stroke-dasharray": "3 2",
+                },
+                tooltip(f"{SIDES[side]} median {format_value(metric, marker)}"),
+            )
         )
-        _child(
-            line, "title", {}
-        ).text = f"{('BASE', 'NEW')[side]} median {format_value(metric, marker)}"
-    _text(svg, left, height - 2, format_value(metric, bucket_bounds(span[0])[0]))
-    _text(svg, width, height - 2, format_value(metric, bucket_bounds(span[-1])[1]), "end")
-    return svg.serialise()
+    parts.append(label(left, height - 2, format_value(metric, bucket_bounds(axis[0])[0])))
+    high = format_value(metric, bucket_bounds(axis[-1])[1])
+    parts.append(label(width, height - 2, high, "end"))
+    return graphic(width, height, title, css, *parts)
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,6 @@ def ratio_chart_svg(
     ``1/(1+min_effect)`` and ``1+min_effect`` is shaded: inside it a change does not count."""
     row_h, label_w, top, bottom = 16, 300, 4, 18
     height = top + row_h * max(1, len(rows)) + bottom
-    svg = _root(width, height, title, "apiprof-graphic apiprof-ratios")
     plot_x, plot_w = label_w + 8, width - label_w - 16
     drawn = [r for r in rows if r.tone != "none"]
     band = 1 + min_effect
@@ -164,60 +167,62 @@ def ratio_chart_svg(
         return plot_x + position * plot_w
 
     plot_bottom = top + row_h * max(1, len(rows))
-    _child(
-        svg,
-        "rect",
-        {
-            "class": "apiprof-band",
-            "x": _num(x_of(1 / band)),
-            "y": str(top),
-            "width": _num(max(0.5, x_of(band) - x_of(1 / band))),
-            "height": _num(plot_bottom - top),
-            "fill": "currentColor",
-            "fill-opacity": "0.08",
-        },
-    )
-    for exponent in range(lo_exp, hi_exp + 1):
-        x = x_of(2.0**exponent)
-        _child(
-            svg,
-            "line",
+    parts = [
+        element(
+            "rect",
             {
-                "x1": _num(x),
-                "y1": str(top),
-                "x2": _num(x),
-                "y2": _num(plot_bottom),
-                "stroke": "currentColor",
-                "stroke-opacity": "0.5" if exponent == 0 else "0.15",
+                "class": "apiprof-band",
+                "x": x_of(1 / band),
+                "y": top,
+                "width": max(0.5, x_of(band) - x_of(1 / band)),
+                "height": plot_bottom - top,
+                "fill": "currentColor",
+                "fill-opacity": "0.08",
             },
         )
-        _text(svg, x, height - 5, f"{2.0**exponent:g}×", "middle", size=9)
+    ]
+    for exponent in range(lo_exp, hi_exp + 1):
+        x = x_of(2.0**exponent)
+        parts.append(
+            element(
+                "line",
+                {
+                    "x1": x,
+                    "y1": top,
+                    "x2": x,
+                    "y2": plot_bottom,
+                    "stroke": "currentColor",
+                    "stroke-opacity": "0.5" if exponent == 0 else "0.15",
+                },
+            )
+        )
+        parts.append(label(x, height - 5, f"{2.0**exponent:g}×", "middle", size=9))
     for position, row in enumerate(rows):
         y = top + position * row_h + row_h / 2
-        label = row.label if len(row.label) <= 48 else "…" + row.label[-47:]
-        _text(svg, label_w, y + 3.5, label, "end", size=10)
+        name = row.label if len(row.label) <= 48 else "…" + row.label[-47:]
+        parts.append(label(label_w, y + 3.5, name, "end", size=10))
         if row.tone == "none":
             continue
         colour = _TONE_COLOUR.get(row.tone, "currentColor")
-        mark = _child(svg, "g", {"class": f"apiprof-ratio apiprof-{row.tone}"})
-        _child(mark, "title", {}).text = row.tooltip or f"{row.label}: {row.value:.2f}×"
-        _child(
-            mark,
-            "line",
-            {
-                "x1": _num(x_of(row.low)),
-                "y1": _num(y),
-                "x2": _num(x_of(row.high)),
-                "y2": _num(y),
-                "stroke": colour,
-                "stroke-width": "2",
-                "stroke-opacity": "0.8",
-            },
+        interval = {"x1": x_of(row.low), "y1": y, "x2": x_of(row.high), "y2": y}
+        parts.append(
+            element(
+                "g",
+                {"class": f"apiprof-ratio apiprof-{row.tone}"},
+                tooltip(row.tooltip or f"{row.label}: {row.value:.2f}×"),
+                element(
+                    "line",
+                    {
+                        **interval,
+                        "stroke": colour,
+                        "stroke-width": 2,
+                        "stroke-opacity": "0.8",
+                    },
+                ),
+                element("circle", {"cx": x_of(row.value), "cy": y, "r": 3.5, "fill": colour}),
+            )
         )
-        _child(
-            mark, "circle", {"cx": _num(x_of(row.value)), "cy": _num(y), "r": "3.5", "fill": colour}
-        )
-    return svg.serialise()
+    return graphic(width, height, title, "apiprof-graphic apiprof-ratios", *parts)
 
 
 @dataclass(frozen=True)
@@ -232,28 +237,28 @@ def bar_chart_svg(bars: Sequence[Bar], metric: Metric, *, title: str, width: int
     """Horizontal bars, longest = largest ``value``, each labelled with its formatted value."""
     row_h, label_w, value_w = 18, 260, 80
     height = row_h * max(1, len(bars)) + 4
-    svg = _root(width, height, title, "apiprof-graphic apiprof-barchart")
     plot_x, plot_w = label_w + 8, width - label_w - 8 - value_w
     peak = max((b.value for b in bars), default=0.0) or 1.0
+    parts: list[Svg] = []
     for position, bar in enumerate(bars):
         y = 2 + position * row_h
-        label = bar.label if len(bar.label) <= 40 else "…" + bar.label[-39:]
-        _text(svg, label_w, y + row_h / 2 + 3.5, label, "end", size=10)
-        rect = _child(
-            svg,
-            "rect",
-            {
-                "class": "apiprof-bar",
-                "x": str(plot_x),
-                "y": _num(y + 2),
-                "width": _num(max(1.0, bar.value / peak * plot_w)),
-                "height": _num(row_h - 4),
-                "rx": "2",
-                "fill": bar.colour,
-            },
+        name = bar.label if len(bar.label) <= 40 else "…" + bar.label[-39:]
+        parts.append(label(label_w, y + row_h / 2 + 3.5, name, "end", size=10))
+        parts.append(
+            element(
+                "rect",
+                {
+                    "class": "apiprof-bar",
+                    "x": plot_x,
+                    "y": y + 2,
+                    "width": max(1.0, bar.value / peak * plot_w),
+                    "height": row_h - 4,
+                    "rx": 2,
+                    "fill": bar.colour,
+                },
+                tooltip(bar.tooltip or f"{bar.label}: {format_value(metric, bar.value)}"),
+            )
         )
-        _child(rect, "title", {}).text = (
-            bar.tooltip or f"{bar.label}: {format_value(metric, bar.value)}"
-        )
-        _text(svg, width, y + row_h / 2 + 3.5, format_value(metric, bar.value), "end", size=10)
-    return svg.serialise()
+        value = format_value(metric, bar.value)
+        parts.append(label(width, y + row_h / 2 + 3.5, value, "end", size=10))
+    return graphic(width, height, title, "apiprof-graphic apiprof-barchart", *parts)

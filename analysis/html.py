@@ -21,7 +21,7 @@ from apiprof.analysis.report import Report
 from apiprof.format import format_value
 from apiprof.model.histogram import bucket_index
 from apiprof.model.records import Metric
-from apiprof.sphinx_ext.svg import bucket_colour, heat_strip_svg, histogram_svg
+from apiprof.svg import bucket_colour, heat_strip_svg, histogram_svg
 
 TEMPLATES = Path(__file__).with_name("templates")
 

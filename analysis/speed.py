@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from apiprof.model.histogram import (
     Bucket,
     Histogram,
-    _value_range,
     bucket_bounds,
     bucket_index,
+    value_range,
 )
 
 MIN_APIS_FOR_FALLBACK = 3
@@ -163,7 +163,7 @@ def normalised(hist: Histogram, factor: float) -> Histogram:
     for index, count, total, total_sq in hist.rows():
         if not count:
             continue
-        low, high = _value_range(index, Bucket(count, total, total_sq))
+        low, high = value_range(index, Bucket(count, total, total_sq))
         low, high = low / factor, high / factor
         if high <= low:  # every value equal: the bucket moves as a whole, sums exactly
             mean = total / count / factor

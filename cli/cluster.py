@@ -85,7 +85,7 @@ def run_cluster_scan(args: argparse.Namespace, options: Any) -> int:
         write_summary_json(report, args.summary_json)
     if not args.quiet:
         print_cluster_report(report)
-    failed = [t for t in report.tasks if t["status"] == "failed"]
+    failed = [t for t in report.tasks if t["status"] in ("failed", "refused")]
     return 1 if (failed or report.failures) and not report.packages else 0
 
 
@@ -106,6 +106,7 @@ class ClusterProgressBar:
             disable=quiet,
         )
         self.task = self.progress.add_task("connecting to the cluster", total=None, current="")
+        self.warned: set[str] = set()
 
     def __enter__(self) -> ClusterProgressBar:
         self.progress.start()
@@ -115,6 +116,14 @@ class ClusterProgressBar:
         self.progress.stop()
 
     def update(self, event: Any) -> None:
+        if event.stage == "isolation" and event.package not in self.warned:
+            from rich.markup import escape
+
+            self.warned.add(event.package)  # said once per package, even with --quiet
+            self.progress.console.print(
+                f"[bold red]WARNING[/bold red] {escape(event.package)}: isolation below strict "
+                f"on the cluster — {escape(event.detail)}"
+            )
         labels = {"list": "listing entry points", "scan": "scanning on the cluster"}
         if event.stage in labels:
             self.progress.update(
@@ -128,6 +137,7 @@ class ClusterProgressBar:
 
 def print_cluster_report(report: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -153,9 +163,14 @@ def print_cluster_report(report: Any) -> None:
         )
     console.print(table)
     for task in report.tasks:
-        if task["status"] == "failed":
+        if task["status"] in ("failed", "refused"):
             console.print(
-                f"[yellow]task failed[/yellow] {task['package']}: {task['reason']}", markup=True
+                f"[yellow]task {task['status']}[/yellow] {escape(task['package'])}: "
+                f"{escape(task['reason'])}",
+                markup=True,
             )
+    for name, summary in sorted(report.packages.items()):
+        for warning in summary.get("warnings", []):
+            console.print(f"[yellow]warning[/yellow] {escape(name)}: {escape(warning)}")
     for failure in report.failures:
         console.print(f"[yellow]not scanned[/yellow] {failure}")

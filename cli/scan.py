@@ -14,12 +14,15 @@ from apiprof.errors import UsageError
 SCAN_DESCRIPTION = """\
 Profile every public entry point of each PACKAGE and add the results to a SQLite database.
 
-Everything that runs the package's code happens in sandboxed worker processes: a fresh
-temporary working directory, an allow-listed environment, resource limits, and an audit-hook
-guard that refuses writes outside the sandbox, network access and spawning processes. A worker
-that crashes, hangs or runs out of memory is replaced and the entry point is reported with the
-reason. The guard stops accidents and careless code, not determined native code: scan code you
-do not trust at all inside a VM or container.
+Everything that runs the package's code happens in confined worker processes, a fresh one
+per entry point. At the strict isolation level (the default where Linux allows it) each runs
+under bubblewrap in its own user, mount, PID, network and IPC namespaces: a read-only file system
+but its sandbox directory, loopback-only network, an unprivileged uid, and a system-call filter
+the scanner supervises. What a package tries that the sandbox forbids is refused and reported
+with the reason; a worker that crashes, hangs, runs out of memory or sends anything suspect is
+replaced and its entry point reported. Below strict the scan says so at the start and in the
+database. Kernel exploits are out of scope: scan code you distrust entirely inside a VM (see the
+threat model in docs/cli.md).
 
 Results are stored per entry point as they arrive: interrupting a scan loses nothing measured,
 and --resume continues it. Scanning again adds samples (counts add up, nothing is overwritten).
@@ -155,7 +158,15 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-sandbox-guard",
         action="store_true",
-        help="skip the audit-hook guard (workers, temp directory and resource limits stay); for measuring its cost",
+        help="skip the in-process reporter (the OS sandbox and the system-call filter stay); for measuring its cost",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=["auto", "strict", "process"],
+        default=default.isolation,
+        help="strict: namespaces, read-only file system, own network (refuse to scan where "
+        "unavailable); process: plain worker processes with the filter and reporter; auto "
+        "(default): strict where available, else process with a warning",
     )
     parser.add_argument(
         "--resume",
@@ -205,6 +216,7 @@ def scan_options(args: argparse.Namespace):
         scenario_timeout=args.scenario_timeout,
         memory_mb=args.memory_mb,
         guard=not args.no_sandbox_guard,
+        isolation=args.isolation,
         tests=args.tests,
         tests_timeout=args.tests_timeout,
         only=tuple(args.only),
@@ -233,7 +245,13 @@ def run_scan(args: argparse.Namespace) -> int:
             resume = status is not None
         try:
             if args.quiet:
-                summary = scan(package, db_path=args.db, options=options, resume=resume)
+                summary = scan(
+                    package,
+                    db_path=args.db,
+                    options=options,
+                    resume=resume,
+                    progress=warn_isolation,
+                )
             else:
                 with ScanProgressBar(package) as bar:
                     summary = scan(
@@ -276,6 +294,18 @@ def list_entry_points(args: argparse.Namespace) -> int:
     return 0
 
 
+def warn_isolation(event) -> None:
+    """Say loudly, before anything runs, when workers are confined less than strictly."""
+    if event.stage == "isolation" and event.status != "strict":
+        import sys
+
+        print(
+            f"apiprof-scan: WARNING: isolation below strict — {event.detail}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 class ScanProgressBar:
     """A rich progress display on stderr, fed by ``engine.scan.ScanProgress`` events: the entry
     point(s) running now and an estimate of the time left."""
@@ -315,6 +345,12 @@ class ScanProgressBar:
         self.progress.stop()
 
     def update(self, event) -> None:
+        if event.stage == "isolation" and event.status != "strict":
+            from rich.markup import escape
+
+            self.progress.console.print(
+                f"[bold red]WARNING[/bold red] isolation below strict — {escape(event.detail)}"
+            )
         labels = {
             "calibrate": "calibrating probes",
             "discover": "discovering entry points",
@@ -351,6 +387,7 @@ GROUP_NAMES = 8
 
 def print_scan_summary(summary) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from apiprof.format import format_bytes, format_ns
@@ -390,7 +427,13 @@ def print_scan_summary(summary) -> None:
     if summary.not_profiled:
         print_reason_groups(console, summary)
     for module, error in summary.import_failures.items():
-        console.print(f"[yellow]import failed[/yellow] {module}: {error}", markup=True)
+        console.print(f"[yellow]import failed[/yellow] {escape(module)}: {escape(error)}")
+    for module, reasons in summary.blocked_at_import.items():
+        console.print(
+            f"[red]blocked at import[/red] {escape(module)}: {escape('; '.join(reasons))}"
+        )
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if summary.tests is not None:
         print_suite_line(console, summary.tests)
 

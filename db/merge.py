@@ -1,9 +1,20 @@
-"""``apiprof merge``: combine databases from different runs or machines by addition."""
+"""``apiprof merge``: combine databases from different runs or machines by addition.
+
+An input is someone else's file: everything in it is checked before anything is added —
+names must be Python names, histogram rows must be numbers real measurements can produce
+(:mod:`apiprof.model.checks`), statuses and metrics must be known — and one bad row refuses the
+whole input with the reason. An input whose scans (by their ``uid``, kept across merges) are
+already in the output was merged before: adding it again would count its samples twice, so it
+is refused unless ``allow_repeats``. The output itself is recognised by file identity (device
+and inode), not by path, so a hard link or another spelling of it is refused too.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,8 +22,16 @@ from typing import Any
 
 import sqlite_utils
 
-from apiprof.db.schema import open_db
+from apiprof.db.schema import immediate, open_db, usable_readonly_uri
 from apiprof.db.store import ADD_BUCKETS_SQL, ADD_EDGES_SQL, recompute_growth
+from apiprof.errors import DatabaseError, UsageError
+from apiprof.model.checks import (
+    MAX_COUNT,
+    bucket_row_problem,
+    qualname_problem,
+    scenario_id_problem,
+)
+from apiprof.model.records import Coverage, Metric
 
 SCAN_COLUMNS = (
     "package",
@@ -24,6 +43,8 @@ SCAN_COLUMNS = (
     "options",
     "host",
     "machine_speed_ns",
+    "isolation",
+    "uid",
 )
 """The scan columns a merge copies (not the process id: the copy is not running anywhere)."""
 
@@ -46,26 +67,50 @@ def merged_tasks(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
     return {task_id: json.loads(details or "{}") for task_id, details in rows}
 
 
+class AlreadyMerged(UsageError):
+    """The input's scans are already in the output."""
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (device and inode), e.g. through a hard link."""
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
 def merge_into(
-    target: sqlite_utils.Database, source_path: str | Path, *, task: MergedTask | None = None
+    target: sqlite_utils.Database,
+    source_path: str | Path,
+    *,
+    allow_repeats: bool = False,
+    task: MergedTask | None = None,
 ) -> dict[str, int]:
     """Add every profile of ``source_path`` into ``target``; returns rows read per table.
 
     Buckets and call edges add; descriptive rows (entry points, scenarios, environments) are
-    copied when missing; scans are appended with new ids; coverage keeps the better status
-    ("profiled" wins over any failure). With ``task``, the task is recorded in the same
-    transaction, and an input whose task id is already recorded adds nothing
-    (``{"skipped": 1}``): a retried or resumed task is counted once.
+    copied when missing; scans are appended with new ids (keeping their ``uid``); coverage keeps
+    the better status ("profiled" wins over any failure). Nothing is added when the input holds
+    a row that fails the checks, or (unless ``allow_repeats``) scans already merged.
+    With ``task``, the task is recorded in the same transaction, and an input whose task id is
+    already recorded adds nothing (``{"skipped": 1}``): a retried or resumed task is counted
+    once.
     """
     source = open_db(source_path, readonly=True)  # validates that it is an apiprof file
-    source.conn.close()
+    try:
+        check_source(source, str(source_path))
+    finally:
+        source.conn.close()
     counts: dict[str, int] = {}
     conn = target.conn
-    conn.execute("ATTACH DATABASE ? AS src", [f"file:{Path(source_path)}?mode=ro"])
+    conn.execute("ATTACH DATABASE ? AS src", [usable_readonly_uri(source_path)])
     try:
-        with conn:
+        with immediate(target):
             if task is not None and _already_merged(conn, task):
                 return {"skipped": 1}
+            if not allow_repeats:
+                refuse_repeats(conn, str(source_path))
             for table in ("environments", "entry_points", "aliases", "scenarios", "packages"):
                 counts[table] = conn.execute(
                     f"INSERT OR IGNORE INTO main.{table} SELECT * FROM src.{table}"
@@ -159,14 +204,118 @@ def _record(conn: Any, task: MergedTask, scan_ids: list[int]) -> None:
     )
 
 
-def merge_files(output: str | Path, inputs: list[str | Path]) -> dict[str, int]:
-    """Create or extend ``output`` with the sum of ``inputs``."""
+def refuse_repeats(conn: sqlite3.Connection, source_path: str) -> None:
+    """Refuse an input whose scans the output already holds (merged before)."""
+    repeated = conn.execute(
+        "SELECT COUNT(*), MIN(src.scans.package) FROM src.scans "
+        "JOIN main.scans ON main.scans.uid = src.scans.uid WHERE src.scans.uid IS NOT NULL"
+    ).fetchone()
+    if repeated[0]:
+        raise AlreadyMerged(
+            f"{source_path}: {repeated[0]} of its scans (of {repeated[1]!r}) are already in the "
+            "output — it was merged before, and adding it again would count its samples twice; "
+            "pass --allow-repeats if that is what you want"
+        )
+
+
+def check_source(source: sqlite_utils.Database, path: str) -> None:
+    """Refuse an input holding a row no honest apiprof could have written (the first one
+    found is named); nothing is merged then."""
+    problem = next(source_problems(source), "")
+    if problem:
+        raise DatabaseError(f"{path}: refused, nothing was merged: {problem}")
+
+
+def source_problems(source: sqlite_utils.Database) -> Iterator[str]:
+    metrics = {str(m): m for m in Metric}
+    statuses = {str(c) for c in Coverage}
+    names = "SELECT qualname FROM entry_points UNION SELECT alias FROM aliases UNION SELECT qualname FROM scenarios"
+    for (name,) in source.execute(names):
+        if problem := qualname_problem(name):
+            yield f"the name {problem}"
+    for (scenario_id,) in source.execute("SELECT id FROM scenarios"):
+        if problem := scenario_id_problem(scenario_id):
+            yield problem
+    for qualname, status in source.execute("SELECT qualname, status FROM coverage"):
+        if problem := qualname_problem(qualname):
+            yield f"a coverage row's name {problem}"
+        if status not in statuses:
+            yield f"the coverage status {str(status)[:40]!r} of {qualname} is unknown"
+    if "failures" in source.table_names():  # the attempts behind a verdict (schema v7)
+        for qualname, kind in source.execute("SELECT qualname, kind FROM failures"):
+            if problem := qualname_problem(qualname):
+                yield f"a failure row's name {problem}"
+            if kind not in statuses:
+                yield f"the failure kind {str(kind)[:40]!r} of {qualname} is unknown"
+    rows = source.execute(
+        "SELECT qualname, metric, scenario_id, size, bucket, count, sum, sum_sq FROM buckets"
+    )
+    for qualname, metric, scenario_id, size, bucket, count, total, total_sq in rows:
+        where = f"{qualname} ({metric}, scenario {scenario_id}, size {size})"
+        if problem := qualname_problem(qualname):
+            yield f"a histogram row's name {problem}"
+        elif metric not in metrics:
+            yield f"{where}: the metric is unknown"
+        elif not (isinstance(size, int) and size >= -1):
+            yield f"{where}: the size is not a size"
+        elif not all(isinstance(v, (int, float)) for v in (bucket, count, total, total_sq)):
+            yield f"{where}: a histogram row holds something other than numbers"
+        elif problem := bucket_row_problem(
+            metrics[metric], int(bucket), int(count), total, total_sq
+        ):
+            yield f"{where}: {problem}"
+    for caller, callee, count in source.execute("SELECT caller, callee, count FROM call_edges"):
+        if qualname_problem(caller) or qualname_problem(callee):
+            yield f"a call edge joins names that are not Python names ({str(caller)[:60]!r})"
+        elif not (isinstance(count, int) and 0 <= count <= MAX_COUNT):
+            yield f"the call edge {caller} → {callee} has an impossible count ({count})"
+
+
+def merge_files(
+    output: str | Path, inputs: list[str | Path], *, allow_repeats: bool = False
+) -> dict[str, int]:
+    """Create or extend ``output`` with the sum of ``inputs``. Every input is checked before
+    the first is added, so a refused input leaves the output as it was."""
+    for path in inputs:
+        if same_file(path, output):
+            raise UsageError(f"{path} is the output file itself ({output}); name a new output file")
+    seen = scan_uids(output, f"the output {output}") if Path(output).exists() else {}
+    for path in inputs:
+        source = open_db(path, readonly=True)
+        try:
+            check_source(source, str(path))
+            uids = scan_uids(source, str(path))
+        finally:
+            source.conn.close()
+        repeated = set(uids) & set(seen)
+        if repeated and not allow_repeats:
+            earlier = seen[next(iter(repeated))]
+            raise AlreadyMerged(
+                f"{path}: {len(repeated)} of its scans are already in {earlier} (merged before, "
+                "or named twice) — adding it again would count its samples twice; pass "
+                "--allow-repeats if that is what you want (nothing was merged)"
+            )
+        seen.update(dict.fromkeys(uids, str(path)))
     target = open_db(output)
     totals: dict[str, int] = {}
     try:
         for path in inputs:
-            for table, n in merge_into(target, path).items():
+            for table, n in merge_into(target, path, allow_repeats=allow_repeats).items():
                 totals[table] = totals.get(table, 0) + n
     finally:
         target.conn.close()
     return totals
+
+
+def scan_uids(db: sqlite_utils.Database | str | Path, where: str = "") -> dict[str, str]:
+    """The scan uids a database holds, each mapped to ``where`` it was seen (for messages)."""
+    if not isinstance(db, sqlite_utils.Database):
+        opened = open_db(db, readonly=True)
+        try:
+            return scan_uids(opened, where or str(db))
+        finally:
+            opened.conn.close()
+    columns = {r[1] for r in db.execute("PRAGMA table_info(scans)")}
+    if "uid" not in columns:
+        return {}
+    return {r[0]: where for r in db.execute("SELECT uid FROM scans WHERE uid IS NOT NULL")}

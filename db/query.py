@@ -252,22 +252,38 @@ class ScenarioSlice:
 
 def scenario_breakdown(db: sqlite_utils.Database, qualname: str) -> list[ScenarioSlice]:
     """Histograms split by scenario and size (environments merged) — the drill-down detail."""
-    rows = db.execute(
-        "SELECT b.scenario_id, COALESCE(s.source, ''), COALESCE(s.description, ''), b.size, b.metric, "
-        "b.bucket, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) FROM buckets b "
-        "LEFT JOIN scenarios s ON s.id = b.scenario_id WHERE b.qualname = ? "
-        "GROUP BY b.scenario_id, b.size, b.metric, b.bucket ORDER BY b.scenario_id, b.size, b.metric",
-        [qualname],
-    ).fetchall()
+    return scenario_breakdowns(db, [qualname]).get(qualname, [])
+
+
+def scenario_breakdowns(
+    db: sqlite_utils.Database, qualnames: Iterable[str] | None = None
+) -> dict[str, list[ScenarioSlice]]:
+    """:func:`scenario_breakdown` of many APIs (every API when ``qualnames`` is None) in one
+    query per 500 names: a docs build asks for all of them, one page each."""
+    query = (
+        "SELECT b.qualname, b.scenario_id, COALESCE(s.source, ''), COALESCE(s.description, ''), "
+        "b.size, b.metric, b.bucket, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) FROM buckets b "
+        "LEFT JOIN scenarios s ON s.id = b.scenario_id {where}"
+        "GROUP BY b.qualname, b.scenario_id, b.size, b.metric, b.bucket "
+        "ORDER BY b.qualname, b.scenario_id, b.size, b.metric"
+    )
+    if qualnames is None:
+        rows = db.execute(query.format(where="")).fetchall()
+    else:
+        names, rows = list(qualnames), []
+        for start in range(0, len(names), 500):
+            batch = names[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows += db.execute(query.format(where=f"WHERE b.qualname IN ({marks}) "), batch)
     grouped: dict[tuple, list[tuple]] = defaultdict(list)
-    for scenario_id, source, description, size, metric, bucket, count, total, total_sq in rows:
-        grouped[(scenario_id, source, description, size, metric)].append(
-            (bucket, count, total, total_sq)
+    for qualname, scenario_id, source, description, size, metric, *bucket in rows:
+        grouped[(qualname, scenario_id, source, description, size, metric)].append(bucket)
+    out: dict[str, list[ScenarioSlice]] = defaultdict(list)
+    for (qualname, sid, source, desc, size, metric), buckets in grouped.items():
+        out[qualname].append(
+            ScenarioSlice(sid, source, desc, size, Metric(metric), Histogram.from_buckets(buckets))
         )
-    return [
-        ScenarioSlice(sid, source, desc, size, Metric(metric), Histogram.from_buckets(b))
-        for (sid, source, desc, size, metric), b in grouped.items()
-    ]
+    return dict(out)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,17 @@
 
 ``meta.schema_version`` records how far a file has been migrated; :func:`open_db` brings any
 apiprof database up to :data:`SCHEMA_VERSION` and refuses files that are not ours or that a newer
-apiprof wrote. Each migration runs in one transaction, so a killed upgrade leaves the old version.
+apiprof wrote. Each migration runs in one ``BEGIN IMMEDIATE`` transaction that re-reads the
+version first, so a killed upgrade leaves the old version and two processes creating or
+upgrading one file at once take turns (the second finds the work done). Read-only opens work on
+files and folders the reader cannot write (:func:`readonly_uri`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,7 +111,7 @@ def _v2_growth_and_module_index(db: sqlite_utils.Database) -> None:
 
 
 def _v3_scan_owner(db: sqlite_utils.Database) -> None:
-    # The process running a scan (db/owner.py), so --resume can refuse a scan that is still alive.
+    # The process running a scan (model/owner.py), so --resume can refuse a scan that is still alive.
     for column, kind in (("host", str), ("pid", int), ("process_started", str)):
         db.table("scans").add_column(column, kind)
 
@@ -134,7 +139,28 @@ def _v5_merged_tasks(db: sqlite_utils.Database) -> None:
     )
 
 
-def _v6_failures_and_inputs(db: sqlite_utils.Database) -> None:
+def _v6_isolation_and_scan_uid(db: sqlite_utils.Database) -> None:
+    # The isolation a scan's workers got (provenance: engine/isolation/confine.py), and an id
+    # that stays with a scan across merges, so merge can refuse an input it already added.
+    db.table("scans").add_column("isolation", str)
+    db.table("scans").add_column("uid", str)
+    for row in db.execute(
+        "SELECT id, package, started_at, host, pid, process_started, calibration FROM scans"
+    ).fetchall():
+        db.execute("UPDATE scans SET uid = ? WHERE id = ?", [legacy_scan_uid(row[1:]), row[0]])
+    db.execute("CREATE INDEX scans_uid ON scans (uid)")
+
+
+def new_scan_uid() -> str:
+    return uuid.uuid4().hex
+
+
+def legacy_scan_uid(fields: tuple) -> str:
+    """A scan's id derived from what it recorded, so copies of one old file agree on it."""
+    return hashlib.sha256(repr(tuple(map(str, fields))).encode()).hexdigest()[:32]
+
+
+def _v7_failures_and_inputs(db: sqlite_utils.Database) -> None:
     # Every failed scenario behind a "not profiled" verdict (phase, where it raised, the last
     # frames of the traceback), and what a scenario ran, so a person can reproduce it by hand.
     db.table("failures").create(
@@ -161,7 +187,8 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v3_scan_owner,
     _v4_machine_speed,
     _v5_merged_tasks,
-    _v6_failures_and_inputs,
+    _v6_isolation_and_scan_uid,
+    _v7_failures_and_inputs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -177,22 +204,50 @@ def schema_version(db: sqlite_utils.Database) -> int:
 
 
 def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> int:
-    """Apply the migrations between the file's version and ``target``; returns the new version."""
+    """Apply the migrations between the file's version and ``target``; returns the new version.
+    Each step holds the write lock from reading the version to committing its result."""
     current = schema_version(db)
-    for version in range(current + 1, target + 1):
-        with db.conn:
+    version = current
+    while version < target:
+        with immediate(db):
+            version = schema_version(db)  # another process may have migrated meanwhile
+            if version >= target:
+                break
+            version += 1
             if version == 1:
                 db.table("meta").create({"key": str, "value": str}, pk="key")
                 db.table("meta").insert({"key": "app", "value": APP_ID})
             MIGRATIONS[version - 1](db)
             db.table("meta").upsert({"key": "schema_version", "value": str(version)}, pk="key")
-    return max(current, target)
+    return max(version, target)
 
 
-def readonly_uri(path: str | Path) -> str:
+class immediate:
+    """``with immediate(db):`` a write transaction that takes the lock at its start (``BEGIN
+    IMMEDIATE``), waiting up to the busy timeout: no read-then-upgrade deadlock, which SQLite
+    answers with an immediate "locked" whatever the timeout. Commits, or rolls back on error."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.conn = db.conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if kind is None:
+            self.conn.commit()
+        else:
+            self.conn.rollback()
+
+
+def readonly_uri(path: str | Path, *, immutable: bool = False) -> str:
     """A SQLite URI that opens ``path`` read-only: a proper ``file:`` URI, so a ``#``, ``?`` or
-    ``%`` in a directory name stays part of the path instead of starting a fragment or query."""
-    return Path(path).absolute().as_uri() + "?mode=ro"
+    ``%`` in a directory name stays part of the path instead of starting a fragment or query.
+    ``immutable`` reads files the reader cannot write beside (no ``-shm`` of a WAL file can be
+    made in a read-only folder): SQLite then takes no locks, so a file changed meanwhile by
+    another process may read inconsistently."""
+    return Path(path).absolute().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def open_db(
@@ -217,7 +272,7 @@ def open_db(
         )
     try:
         if readonly:
-            conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=False)
+            conn = _connect_readonly(path, timeout)
         else:
             conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
         db = sqlite_utils.Database(conn)
@@ -252,9 +307,9 @@ def open_db(
             )
         return db
     try:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         migrate(db)
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
@@ -262,4 +317,34 @@ def open_db(
                 f"{path}: the database is locked by another process; wait for it or {another}"
             ) from exc
         raise DatabaseError(f"{path}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(
+            f"{path}: the database cannot be used ({exc}); pass another --db path or restore a copy"
+        ) from exc
     return db
+
+
+def _connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
+    return sqlite3.connect(
+        usable_readonly_uri(path), uri=True, timeout=timeout, check_same_thread=False
+    )
+
+
+def usable_readonly_uri(path: str | Path) -> str:
+    """The read-only URI that opens ``path``: plain, or immutable when the reader cannot make
+    the files a WAL database needs beside it (a read-only file or folder)."""
+    plain = readonly_uri(path)
+    try:
+        probe = sqlite3.connect(plain, uri=True)
+    except sqlite3.OperationalError:
+        return readonly_uri(path, immutable=True)
+    try:
+        probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return plain
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "unable to open" in text or "readonly" in text or "read-only" in text:
+            return readonly_uri(path, immutable=True)
+        return plain  # another problem: the caller meets it and reports it
+    finally:
+        probe.close()

@@ -19,9 +19,10 @@ from typing import Any
 
 import sqlite_utils
 
-from apiprof.db.owner import this_process
+from apiprof.db.schema import immediate, new_scan_uid
 from apiprof.model.growth import fit_growth
 from apiprof.model.histogram import Histogram
+from apiprof.model.owner import ScanOwner, owner_of_row, still_running, this_process
 from apiprof.model.records import (
     NO_SIZE,
     Calibration,
@@ -60,9 +61,10 @@ def begin_scan(
     environment: Environment,
     calibration: Calibration,
     options: dict[str, Any],
+    isolation: str = "",
 ) -> int:
-    """Record the start of a scan; returns its id (used by --resume)."""
-    with db.conn:
+    """Record the start of a scan (with the isolation its workers got); returns its id."""
+    with immediate(db):
         db.table("environments").insert(
             {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
         )
@@ -77,6 +79,8 @@ def begin_scan(
                     "environment_id": environment.id,
                     "calibration": json.dumps(calibration.to_json(), sort_keys=True),
                     "options": json.dumps(options, sort_keys=True),
+                    "isolation": isolation,
+                    "uid": new_scan_uid(),
                     **this_process().to_row(),
                 }
             )
@@ -88,16 +92,25 @@ def begin_scan(
     return int(typing.cast(int, scan_id))
 
 
-def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> None:
-    """Make this process the owner of a scan it resumes (a later --resume checks this one)."""
-    with db.conn:
+def take_over_scan(db: sqlite_utils.Database, scan_id: int) -> ScanOwner | None:
+    """Make this process the owner of a scan it resumes, unless a live process owns it: one
+    ``--resume`` owner at a time. Returns that live owner (nothing changed), or None. The check
+    and the change are one write transaction, so of two resumers exactly one wins."""
+    with immediate(db):
+        row = db.execute(
+            "SELECT status, host, pid, process_started FROM scans WHERE id = ?", [scan_id]
+        ).fetchone()
+        owner = owner_of_row(row[1:]) if row else None
+        if row and row[0] == "running" and owner is not None and still_running(owner):
+            return owner
         db.table("scans").update(
             scan_id, {"status": "running", "finished_at": None, **this_process().to_row()}
         )
+    return None
 
 
 def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished") -> None:
-    with db.conn:
+    with immediate(db):
         db.table("scans").update(scan_id, {"finished_at": _now(), "status": status})
     # Fold the WAL into the database file and empty it: a reader that stays open (an editor)
     # keeps SQLite from deleting the WAL at close, and a stale WAL left beside the file would be
@@ -108,7 +121,7 @@ def finish_scan(db: sqlite_utils.Database, scan_id: int, status: str = "finished
 def store_entry_points(db: sqlite_utils.Database, entry_points: Iterable[EntryPoint]) -> None:
     """Insert or refresh the descriptive rows for entry points and their aliases."""
     entry_points = list(entry_points)
-    with db.conn:
+    with immediate(db):
         db.table("entry_points").upsert_all(
             (
                 {
@@ -156,7 +169,7 @@ def store_batch(
     scan_id: int | None = None,
 ) -> None:
     """Add one batch of scan results in a single transaction."""
-    with db.conn:
+    with immediate(db):
         if batch.scenarios:
             db.table("scenarios").upsert_all(
                 (
@@ -291,7 +304,7 @@ def add_histograms(
 ) -> None:
     """Add histograms for one API outside a scan (in-the-wild collectors, tests, imports)."""
     environment = environment or Environment.current()
-    with db.conn:
+    with immediate(db):
         db.table("environments").insert(
             {"id": environment.id, **asdict(environment)}, pk="id", ignore=True
         )

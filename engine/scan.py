@@ -3,11 +3,19 @@
     summary = scan("textwrap", db_path="apiprof.db")
 
 Every step that runs the package's code (importing it, collecting and running scenarios, even
-calibrating the probes) happens in sandboxed worker processes (:mod:`apiprof.engine.isolation.pool`); this
-process only plans, collates and writes. Results are stored per entry point in their own
-transaction as they arrive, so an interrupted scan keeps everything measured so far, and
-``resume=True`` continues the package's last unfinished scan, skipping entry points that already
-have a coverage row from it.
+calibrating the probes) happens in confined worker processes (:mod:`apiprof.engine.isolation.pool`),
+a fresh one per entry point; this process only plans, checks, collates and writes. It trusts
+nothing a worker sends (the pool checks every reply against its task), and reports honestly:
+an entry point whose code, or a thread it started, tried something the sandbox forbids is
+``blocked`` with the reason and keeps no measurements; what a module's top-level code tried is
+blamed on that module's import. The isolation the workers got is stored with the scan.
+
+Results are stored per entry point in their own transaction as they arrive, so an interrupted
+scan keeps everything measured so far, and ``resume=True`` continues the package's last
+unfinished scan (one resuming process at a time), skipping entry points that already have a
+coverage row from it. A database that fails mid-scan ends it with a
+:class:`~apiprof.errors.DatabaseError` (exit code 3), the scan marked interrupted where the file
+still allows it.
 
 With ``tests=PATH`` the package's own pytest suite is one more scenario (:mod:`~apiprof.engine.testsuite`).
 
@@ -18,6 +26,7 @@ time only while there are idle cores for every worker (workers compete for cores
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import itertools
 import json
 import os
@@ -33,10 +42,9 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
-from apiprof.db.owner import ScanOwner, still_running
 from apiprof.db.query import failures as failure_rows
 from apiprof.db.query import summaries
-from apiprof.db.schema import DEFAULT_DB, open_db
+from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (
     begin_scan,
     finish_scan,
@@ -45,8 +53,16 @@ from apiprof.db.store import (
     take_over_scan,
 )
 from apiprof.engine.discovery.discover import Discovery, import_name_of
+from apiprof.engine.isolation.confine import (
+    Isolation,
+    Level,
+    clean_up_after_killed_scans,
+    package_location,
+)
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import (
+    Attempt,
+    Blame,
     Calibrate,
     Calibrated,
     Captured,
@@ -62,6 +78,8 @@ from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
+from apiprof.model.checks import qualname_problem, within
+from apiprof.model.owner import owner_of_row
 from apiprof.model.records import (
     Calibration,
     Coverage,
@@ -124,6 +142,10 @@ class ScanOptions:
     tests: str = ""
     # seconds for every run of the test suite together; the worker is then killed
     tests_timeout: float = 900.0
+    # "auto" (strict where possible, else process, said loudly), "strict" (or refuse), "process"
+    isolation: str = Isolation.AUTO.value
+    # entry points per worker: 1 = a fresh worker for each (more only to measure what that costs)
+    tasks_per_worker: int = 1
     # profile only these entry points (qualified names); empty = every one discovered
     only: tuple[str, ...] = ()
 
@@ -166,22 +188,32 @@ class ScanOptions:
         """The enabled argument sources beyond annotations, as the worker names them."""
         return [name for name in SOURCES if getattr(self, name)]
 
-    def worker_options(self) -> WorkerOptions:
+    def worker_options(self, package: str = "") -> WorkerOptions:
+        """How workers run; ``package`` (and the files the scan reads) must be readable in them."""
+        paths = self.import_paths(package)
+        env = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
+        location = package_location(package) if package else ""
+        readable = [*map(str, self.python_path), *self.scenario_files, self.tests, location]
         return WorkerOptions(
             memory_mb=self.memory_mb,
             call_timeout=self.call_timeout,
             scenario_timeout=self.scenario_timeout,
             guard=self.guard,
-            env={"PYTHONPATH": os.pathsep.join(self.import_paths())},
+            env=env,
+            isolation=Isolation(self.isolation),
+            max_tasks=self.tasks_per_worker,
+            readable=tuple(os.path.abspath(p) for p in readable if p),
         )
 
-    def import_paths(self) -> list[str]:
+    def import_paths(self, package: str = "") -> list[str]:
         """Where workers import from, as ``python -m`` and pytest would from here: the current
-        directory first (a package in the project being scanned), then ``python_path`` and
-        the inherited ``PYTHONPATH`` — every entry made absolute, since workers run in a
-        sandbox directory of their own."""
+        directory first when ``package`` is there (a package of the project being scanned;
+        any other folder stays out of the workers' sandbox), then ``python_path`` and the
+        inherited ``PYTHONPATH`` — every entry made absolute, since workers run in a sandbox
+        directory of their own."""
         inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        paths = [os.getcwd(), *map(str, self.python_path), *inherited]
+        here = [os.getcwd()] if package and importable_from(os.getcwd(), package) else []
+        paths = [*here, *map(str, self.python_path), *inherited]
         return list(dict.fromkeys(os.path.abspath(path) for path in paths))
 
     def validate(self) -> None:
@@ -201,19 +233,34 @@ class ScanOptions:
             problems.append("timeouts must be positive numbers of seconds")
         if self.memory_mb < 64:
             problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
+        if self.isolation not in set(Isolation):
+            problems.append(f"--isolation must be one of {', '.join(Isolation)}")
+        if self.tasks_per_worker < 1:
+            problems.append("tasks_per_worker must be at least 1")
         if problems:
             raise errors.UsageError("; ".join(problems))
+
+
+def importable_from(folder: str, package: str) -> bool:
+    """Whether ``package``'s top-level module is in ``folder`` (found without importing it)."""
+    try:
+        return importlib.machinery.PathFinder.find_spec(package.split(".")[0], [folder]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
 class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
-    stage: str  # "calibrate", "discover", "capture", "tests" (with --tests), "profile", "done"
+    # "isolation", "calibrate", "discover", "capture", "tests" (only with --tests), "profile",
+    # "done"
+    stage: str
     done: int = 0
     total: int = 0
     qualname: str = ""  # the entry point just finished (profile stage)
-    status: str = ""  # its coverage status
+    status: str = ""  # its coverage status; the level reached (isolation stage)
+    detail: str = ""  # what that level consists of, and why it is not strict (isolation stage)
     running: tuple[str, ...] = ()  # the entry points being profiled now
     eta_seconds: float | None = None  # estimated seconds until the profile stage ends
 
@@ -296,6 +343,10 @@ class ScanSummary:
     workers_started: int = 0
     most_expensive: list[CostLine] = field(default_factory=list)
     tests: SuiteRun | None = None  # the --tests scenario, when asked for
+    isolation: str = ""  # the isolation the workers got (also stored with the scan)
+    # module -> what its top-level code (or a thread it started) tried that the sandbox forbids
+    blocked_at_import: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # isolation below strict, names ignored...
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -347,6 +398,9 @@ class ScanSummary:
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "most_expensive": [asdict(line) for line in self.most_expensive],
             "tests": self.tests.to_json() if self.tests else None,
+            "isolation": self.isolation,
+            "blocked_at_import": {m: list(r) for m, r in self.blocked_at_import.items()},
+            "warnings": list(self.warnings),
         }
 
 
@@ -390,31 +444,58 @@ def scan(
     check_scenario_files(options.scenario_files)
     options = with_absolute_suite_path(options)
     started = time.monotonic()
+    warnings = [note] if (note := clean_up_after_killed_scans().describe()) else []
     created = not Path(db_path).exists()
     db = open_db(db_path, timeout=options.db_timeout)
-    scan_id = None
     try:
-        claim_write_access(db, db_path)
-        resumed = find_resumable_scan(db, package) if resume else None
-        if resume and resumed is None:
-            raise errors.UsageError(
-                f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
-            )
-        if resumed is not None and resumed["owner"] is not None and still_running(resumed["owner"]):
-            owner = resumed["owner"]
-            raise errors.UsageError(
-                f"{db_path}: scan #{resumed['id']} of {package!r} is still running (process {owner.pid} on this "
-                f"host); let it finish, or stop it (kill {owner.pid}) and then --resume"
-            )
-        if resumed is not None:  # same scenarios and calibration as the scan being continued
-            stored = ScanOptions.from_json(resumed["options"])
-            options = with_absolute_suite_path(
-                replace(
-                    options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS}
-                )
-            )
-        environment = Environment.current()
-        with WorkerPool(options.jobs, options.worker_options()) as pool:
+        return _scan(db, package, db_path, options, resume, report, started, warnings)
+    except sqlite3.Error as exc:
+        raise errors.DatabaseError(
+            f"{db_path}: the database failed during the scan ({exc}); the scan is marked "
+            "interrupted where the file still allows it. Check the file (sqlite3 "
+            f"{db_path} 'PRAGMA integrity_check'), restore a copy or use another --db"
+        ) from exc
+    finally:
+        empty = created and not scans_stored(db)
+        db.conn.close()
+        if empty:  # nothing was scanned: leave no empty database behind
+            remove_database(db_path)
+
+
+def _scan(
+    db: sqlite_utils.Database,
+    package: str,
+    db_path: str | Path,
+    options: ScanOptions,
+    resume: bool,
+    report: Callable[[ScanProgress], None],
+    started: float,
+    warnings: list[str],
+) -> ScanSummary:
+    claim_write_access(db, db_path)
+    resumed = find_resumable_scan(db, package) if resume else None
+    if resume and resumed is None:
+        raise errors.UsageError(
+            f"{db_path}: no unfinished scan of {package!r} to resume; run without --resume to start one"
+        )
+    if resumed is not None:  # same scenarios and calibration as the scan being continued
+        claim_resumed_scan(db, db_path, package, int(resumed["id"]))
+        stored = ScanOptions.from_json(resumed["options"])
+        options = with_absolute_suite_path(
+            replace(options, **{name: getattr(stored, name) for name in ScanOptions.RESUMED_FIELDS})
+        )
+    environment = Environment.current()
+    scan_id = int(resumed["id"]) if resumed is not None else 0
+    status = "interrupted"
+    interrupted = False
+    found: Discovered | None = None
+    try:
+        with WorkerPool(options.jobs, options.worker_options(package)) as pool:
+            confinement = pool.settle()
+            isolation = confinement.describe()
+            report(ScanProgress("isolation", status=confinement.level, detail=isolation))
+            if confinement.level is not Level.STRICT:
+                warnings.append(f"isolation below strict — {isolation}")
             report(ScanProgress("calibrate"))
             calibration = (
                 Calibration.from_json(resumed["calibration"])
@@ -422,11 +503,12 @@ def scan(
                 else calibrate_in_worker(pool)
             )
             report(ScanProgress("discover"))
-            found = discover_package(pool, package, options)
+            found, discovery_result = discover_package(pool, package, options, warnings)
             package = found.discovery.package
+            blocked_at_import = ImportAttempts()
+            blocked_at_import.add(discovery_result.attempts)
             if resumed is not None:
-                scan_id = int(resumed["id"])
-                take_over_scan(db, scan_id)
+                record_isolation(db, scan_id, isolation)
             else:
                 scan_id = begin_scan(
                     db,
@@ -435,13 +517,14 @@ def scan(
                     environment,
                     calibration,
                     options.to_json(),
+                    isolation,
                 )
             store_entry_points(db, found.discovery.entry_points)
             done = completed_entry_points(db, scan_id) if resumed else set()
             captured: list[CapturedCall] = []
             if options.capture and len(done) < len(found.discovery.entry_points):
                 report(ScanProgress("capture"))
-                captured = capture_in_worker(pool, found, options)
+                captured = capture_in_worker(pool, found, blocked_at_import)
             suite = None
             if options.tests and len(done) < len(found.discovery.entry_points):
                 report(ScanProgress("tests"))
@@ -449,7 +532,7 @@ def scan(
                     found.discovery.package,
                     [ep.qualname for ep in found.discovery.entry_points],
                     options.tests,
-                    options.worker_options(),
+                    options.worker_options(package),
                     timeout=options.tests_timeout,
                     max_seconds=options.max_seconds,
                     calibration=calibration,
@@ -458,12 +541,26 @@ def scan(
                 )
                 captured += suite.captured
             plan = plan_scan(found, options, done=done, captured=captured)
-            batches = bucket_results(run_plan(pool, plan, options, calibration), suite)
+            plan.known += blocked_at_import.records()
+            results = run_plan(pool, plan, options, calibration)
+            batches = bucket_results(results, suite, blocked_at_import)
             status = store_results(
                 db, batches, plan, scan_id, environment.id, package, report, options.jobs
             )
             workers = pool.started + (suite is not None)
-        elapsed = time.monotonic() - started
+    except KeyboardInterrupt:
+        if not scan_id or found is None:  # nothing of this run is stored yet
+            raise
+        interrupted = True
+    finally:
+        if scan_id and status != "finished":  # stopped before store_results could say so
+            with contextlib.suppress(sqlite3.Error):
+                finish_scan(db, scan_id, "interrupted")
+    assert found is not None  # set before anything could be stored
+    elapsed = time.monotonic() - started
+    if interrupted:  # what was stored by then, for the summary an interrupted scan still writes
+        result = summarize_scan(db, found, scan_id, str(db_path), status, 0, elapsed, 0)
+    else:
         result = summarize_scan(
             db,
             found,
@@ -476,18 +573,24 @@ def scan(
             tests=suite,
             only=set(options.only),
         )
-        report(ScanProgress("done", result.discovered, result.discovered))
-        return result
-    except KeyboardInterrupt:
-        if scan_id is None:
-            raise
-        elapsed = time.monotonic() - started
-        summary = summarize_scan(db, found, scan_id, str(db_path), "interrupted", 0, elapsed, 0)
-        raise ScanInterrupted(summary) from None
-    finally:
-        db.conn.close()
-        if created and scan_id is None:  # nothing was scanned: leave no empty database behind
-            remove_database(db_path)
+    result = replace(
+        result,
+        isolation=isolation,
+        blocked_at_import=blocked_at_import.reasons(found.discovery.package, db),
+        warnings=warnings,
+    )
+    if interrupted:
+        raise ScanInterrupted(result)
+    report(ScanProgress("done", result.discovered, result.discovered))
+    return result
+
+
+def scans_stored(db: sqlite_utils.Database) -> bool:
+    """Whether the database holds any scan (True when it cannot tell: keep the file then)."""
+    try:
+        return db.execute("SELECT 1 FROM scans LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return True
 
 
 def remove_database(db_path: str | Path) -> None:
@@ -498,18 +601,96 @@ def remove_database(db_path: str | Path) -> None:
 
 
 def capture_in_worker(
-    pool: WorkerPool, found: Discovered, options: ScanOptions
+    pool: WorkerPool, found: Discovered, blocked_at_import: ImportAttempts
 ) -> list[CapturedCall]:
     """Arguments the entry points receive in the package's docstring examples (run in a
-    sandboxed worker); nothing when that worker fails or runs out of time."""
+    sandboxed worker); nothing when that worker fails or runs out of time. What the imports
+    it makes try is recorded like any other import's."""
     discovery = found.discovery
     request = CaptureExamples(discovery.package, discovery.entry_points, CAPTURE_BUDGET)
     result = pool.request(request, timeout=CAPTURE_BUDGET + 60)
+    blocked_at_import.add(result.attempts)
     return list(result.reply.calls) if isinstance(result.reply, Captured) else []
 
 
 CAPTURE_BUDGET = 90.0
 """Seconds all docstring examples may run while their arguments are captured."""
+
+
+def claim_resumed_scan(
+    db: sqlite_utils.Database, db_path: str | Path, package: str, scan_id: int
+) -> None:
+    """Become the one process resuming scan ``scan_id``, or refuse: its owner is alive."""
+    owner = take_over_scan(db, scan_id)
+    if owner is not None:
+        raise errors.UsageError(
+            f"{db_path}: scan #{scan_id} of {package!r} is still running (process {owner.pid} on "
+            f"this host); let it finish, or stop it (kill {owner.pid}) and then --resume"
+        )
+
+
+def record_isolation(db: sqlite_utils.Database, scan_id: int, isolation: str) -> None:
+    """A resumed scan records the isolation of each run that added to it."""
+    row = db.execute("SELECT isolation FROM scans WHERE id = ?", [scan_id]).fetchone()
+    earlier = row[0] if row and row[0] else ""
+    if earlier != isolation:
+        text = f"{earlier}; resumed with {isolation}" if earlier else isolation
+        with immediate(db):
+            db.execute("UPDATE scans SET isolation = ? WHERE id = ?", [text, scan_id])
+
+
+class ImportAttempts:
+    """What modules' top-level code (or threads it started) tried, gathered over the scan:
+    from discovery, which imports everything, and from each entry point's worker, which imports
+    its module again (the same attempts, reported once) or imports more on first use."""
+
+    def __init__(self) -> None:
+        self.by_module: dict[str, dict[str, None]] = {}  # module -> ordered reasons
+        self.changed: set[str] = set()
+
+    def add(self, attempts: Iterable[Attempt]) -> None:
+        for attempt in attempts:
+            if attempt.by_entry:
+                continue
+            reason = describe_attempt(attempt)
+            reasons = self.by_module.setdefault(attempt.module, {})
+            if reason not in reasons:
+                reasons[reason] = None
+                self.changed.add(attempt.module)
+
+    def records(self) -> list[CoverageRecord]:
+        """Coverage rows for the modules with new attempts since the last call."""
+        rows = [
+            CoverageRecord(
+                module,
+                Coverage.BLOCKED,
+                f"while importing {module}: {join_reasons(self.by_module[module])}",
+            )
+            for module in sorted(self.changed)
+            if is_module_name(module)
+        ]
+        self.changed.clear()
+        return rows
+
+    def reasons(self, package: str, db: sqlite_utils.Database) -> dict[str, list[str]]:
+        """Every module of ``package`` whose import tried something (this run's and, for a
+        resumed scan, earlier runs' as stored)."""
+        found = {m: list(r) for m, r in self.by_module.items() if within(m, package)}
+        names = {
+            r[0]
+            for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
+        }
+        for qualname, reason in db.execute(
+            "SELECT qualname, reason FROM coverage WHERE package = ? AND status = ?",
+            [package, str(Coverage.BLOCKED)],
+        ):
+            if qualname not in names and qualname not in found:
+                found[qualname] = [reason]
+        return dict(sorted(found.items()))
+
+
+def is_module_name(name: str) -> bool:
+    return not qualname_problem(name)
 
 
 def store_results(
@@ -542,7 +723,11 @@ def store_results(
         status = "finished"
     finally:
         batches.close()  # stops the run: busy workers are killed at once
-        finish_scan(db, scan_id, status)
+        try:
+            finish_scan(db, scan_id, status)
+        except sqlite3.Error:
+            if status == "finished":
+                raise  # otherwise an error is on its way already; it is the one to report
     return status
 
 
@@ -602,16 +787,17 @@ def with_absolute_suite_path(options: ScanOptions) -> ScanOptions:
     return replace(options, tests=resolve_suite_path(options.tests)) if options.tests else options
 
 
-def check_scenario_files(paths: Sequence[str]) -> None:
-    """Parse every scenario file here (parsing runs no code) so a typo fails fast with file:line."""
-    if not paths:
-        return
+def check_scenario_files(paths: Sequence[str]) -> list[ScenarioSpec]:
+    """Parse every scenario file here (parsing runs no code) so a typo fails fast with
+    file:line; the specs read here are the ones the scan trusts."""
     from apiprof.engine.scenarios.files import load_scenario_file
 
+    specs = []
     for path in paths:
         if not Path(path).is_file():
             raise errors.ScenarioFileError(str(path), None, "no such scenario file; check the path")
-        load_scenario_file(path)
+        specs += load_scenario_file(path)
+    return specs
 
 
 def calibrate_in_worker(pool: WorkerPool) -> Calibration:
@@ -620,11 +806,50 @@ def calibrate_in_worker(pool: WorkerPool) -> Calibration:
     return reply.calibration
 
 
-def discover_package(pool: WorkerPool, package: str, options: ScanOptions) -> Discovered:
-    """Import the package in a worker, list its entry points and read the scenario files."""
+def discover_package(
+    pool: WorkerPool, package: str, options: ScanOptions, warnings: list[str] | None = None
+) -> tuple[Discovered, TaskResult]:
+    """Import the package in a worker and list its entry points; read the scenario files here.
+    What the worker listed is checked: names that are not Python names inside the package are
+    dropped (and said in ``warnings``)."""
     files = [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
+    specs = check_scenario_files(files)
+    # the worker checks the files' targets against what it imported (a typo is refused, with
+    # the names it meant); the specs kept are those parsed here
     result = pool.request(Discover(package, files), timeout=options.discovery_timeout)
-    return expect(result, Discovered, f"discovering {package!r}")
+    found = expect(result, Discovered, f"discovering {package!r}")
+    discovery, dropped = checked_discovery(found.discovery, package)
+    if dropped and warnings is not None:
+        shown = ", ".join(repr(name[:80]) for name in dropped[:5])
+        warnings.append(
+            f"discovery listed {len(dropped)} name(s) that are not Python names inside "
+            f"{package}; they were ignored: {shown}"
+        )
+    return Discovered(discovery, specs), result
+
+
+def checked_discovery(discovery: Discovery, package: str) -> tuple[Discovery, list[str]]:
+    """``discovery`` without names that are not dotted Python names inside ``package`` (an
+    ``__all__`` entry like ``"../x"`` would otherwise become a key, a file name, a page)."""
+    dropped: list[str] = []
+
+    def fine(name: str) -> bool:
+        ok = not qualname_problem(name) and within(name, package)
+        if not ok:
+            dropped.append(name)
+        return ok
+
+    entries = [
+        replace(entry, aliases=tuple(a for a in entry.aliases if fine(a)))
+        for entry in discovery.entry_points
+        if fine(entry.qualname) and fine(entry.module)
+    ]
+    failures = {m: e for m, e in discovery.import_failures.items() if fine(m)}
+    version = discovery.version if discovery.version.isprintable() else ""
+    checked = replace(
+        discovery, version=version[:100], entry_points=entries, import_failures=failures
+    )
+    return checked, dropped
 
 
 def expect(result: TaskResult, kind: type[T], doing: str) -> T:
@@ -713,12 +938,23 @@ def run_plan(
 
 
 def bucket_results(
-    results: Iterable[TaskResult], suite: SuiteRun | None = None
+    results: Iterable[TaskResult],
+    suite: SuiteRun | None = None,
+    blocked_at_import: ImportAttempts | None = None,
 ) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
-    them, when ``suite`` reached it), its coverage verdict and every failure behind it."""
+    them, when ``suite`` reached it), its coverage verdict and every failure behind it. An entry
+    point whose code, or a thread it started, tried something forbidden is blocked and keeps no
+    measurements: they describe runs whose forbidden operations were refused (and a worker that
+    may have lied). What an import tried goes to the module's row (``blocked_at_import``)."""
+    blocked_at_import = blocked_at_import or ImportAttempts()
     for result in results:
+        qualname = result.task.id
+        blocked_at_import.add(result.attempts)
         batch = ScanBatch()
+        own = [
+            describe_attempt(a) for a in result.attempts if a.blame is Blame.ENTRY or not a.module
+        ]
         outcomes: list[tuple[Coverage, str]] = []
         failures: list[Failure] = []
         finished = result.reply if isinstance(result.reply, EntryFinished) else None
@@ -741,13 +977,40 @@ def bucket_results(
             failures.append(failure)
         elif finished is not None and not result.partials and finished.unscenarioed:
             outcomes.append((finished.unscenarioed.kind, finished.unscenarioed.reason))
-        if suite is not None:
-            outcomes += suite.add_to_batch(batch, result.task.id, outcomes)
-        record = combine_outcomes(result.task.id, outcomes)
+        if own:
+            batch.measurements, batch.edges = [], []
+            broke = (
+                [failure.reason] if failure is not None and failure.kind is Coverage.BLOCKED else []
+            )
+            record = CoverageRecord(qualname, Coverage.BLOCKED, join_reasons([*broke, *own]))
+        else:
+            if suite is not None:
+                outcomes += suite.add_to_batch(batch, qualname, outcomes)
+            record = combine_outcomes(qualname, outcomes)
         if record.status != Coverage.PROFILED:
             record = replace(record, failures=tuple(failures))
-        batch.coverage.append(record)
-        yield result.task.id, batch
+        batch.coverage = [record, *blocked_at_import.records()]
+        yield qualname, batch
+
+
+MAX_REASONS = 3
+"""Attempts named in one coverage row (the first ones; all of them were refused)."""
+
+
+def describe_attempt(attempt: Attempt) -> str:
+    """An entry point's attempt, said for its coverage row."""
+    reason = attempt.reason if len(attempt.reason) <= 300 else attempt.reason[:299] + "…"
+    if attempt.blame is Blame.THREAD:
+        return f"a background thread it started {reason}"
+    return reason
+
+
+def join_reasons(reasons: Iterable[str]) -> str:
+    """Distinct reasons, the first :data:`MAX_REASONS` of them, and how many more there were."""
+    distinct = list(dict.fromkeys(reasons))
+    shown = "; ".join(distinct[:MAX_REASONS])
+    more = len(distinct) - MAX_REASONS
+    return shown + (f" (and {more} more)" if more > 0 else "")
 
 
 def combine_outcomes(qualname: str, outcomes: Sequence[tuple[Coverage, str]]) -> CoverageRecord:
@@ -774,7 +1037,7 @@ def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, An
     ).fetchone()
     if row is None or row[1] == "finished":
         return None
-    owner = ScanOwner(row[4], int(row[5]), row[6] or "") if row[4] and row[5] else None
+    owner = owner_of_row(row[4:7])
     return {
         "id": row[0],
         "status": row[1],
@@ -891,8 +1154,10 @@ def summarize_scan(
 def list_package(package: str, *, options: ScanOptions | None = None) -> Discovery:
     """Discover a package's entry points in a sandboxed worker, without profiling anything."""
     options = options or ScanOptions()
-    with WorkerPool(1, options.worker_options()) as pool:
-        return discover_package(pool, import_name_of(package), options).discovery
+    package = import_name_of(package)
+    with WorkerPool(1, options.worker_options(package)) as pool:
+        found, _ = discover_package(pool, package, options)
+    return found.discovery
 
 
 def write_scenario_scaffold(
@@ -915,9 +1180,10 @@ def write_scenario_scaffold(
 
     options = options or ScanOptions()
     check_scenario_files(options.scenario_files)
-    stored = stored_coverage(db_path, import_name_of(package)) if db_path else {}
-    with WorkerPool(options.jobs, options.worker_options()) as pool:
-        found = discover_package(pool, import_name_of(package), options)
+    package = import_name_of(package)
+    stored = stored_coverage(db_path, package) if db_path else {}
+    with WorkerPool(options.jobs, options.worker_options(package)) as pool:
+        found, _discovery_result = discover_package(pool, package, options)
         done = {q for q, (status, _) in stored.items() if status == Coverage.PROFILED}
         plan = plan_scan(found, options, done=done, profile=False)
         covered, missing = set(done), {}

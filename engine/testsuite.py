@@ -139,7 +139,8 @@ def run_test_suite(
         suite.status = "failed" if reply.problem else "ran"
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
-        suite.blocked = list(reply.blocked)
+        # named by the in-process reporter, and by the scanner's filter supervisor
+        suite.blocked = sorted({*reply.blocked, *(a.reason for a in result.attempts)})
         suite.captured = list(reply.captured)
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)

@@ -5,6 +5,10 @@ a request must never wait for them as a whole. Jobs run one at a time on a daemo
 jedi step through the :class:`~.resolve.JediGate` (so a request waits for one step at most), and
 hand their result back to the event loop as a callback. A job submitted under a key replaces a
 queued job with the same key (a newer version of the same document).
+
+A job submitted while a request is being answered joins the queue only when the event loop is
+done with that request — its answer written — so the thread does not compete for the GIL with
+writing a large answer (the inlay hints of a whole file right after an edit).
 """
 
 from __future__ import annotations
@@ -23,9 +27,18 @@ Job = Callable[[], Callable[[], None] | None]
 
 
 class Background:
-    def __init__(self, gate: JediGate, deliver: Callable[[Callable[[], None]], Any]) -> None:
+    def __init__(
+        self,
+        gate: JediGate,
+        deliver: Callable[[Callable[[], None]], Any],
+        soon: Callable[[Callable[[], None]], Any] | None = None,
+    ) -> None:
+        """``deliver`` runs a callback on the event loop from any thread; ``soon`` runs one on
+        the event loop once it is done with the current message (by default: right away)."""
         self._gate = gate
         self._deliver = deliver
+        self._soon = soon or (lambda callback: callback())
+        self._submitted = 0  # submitted, not yet queued
         self._jobs: dict[Any, Job] = {}
         self._wake = threading.Condition()
         self._running: Any = None
@@ -34,6 +47,14 @@ class Background:
 
     def submit(self, key: Any, job: Job) -> None:
         with self._wake:
+            if self._stopped:
+                return
+            self._submitted += 1
+        self._soon(lambda: self._enqueue(key, job))
+
+    def _enqueue(self, key: Any, job: Job) -> None:
+        with self._wake:
+            self._submitted -= 1
             if self._stopped:
                 return
             self._jobs.pop(key, None)
@@ -47,7 +68,7 @@ class Background:
 
     def busy(self) -> bool:
         with self._wake:
-            return bool(self._jobs) or self._running is not None
+            return bool(self._jobs) or self._running is not None or self._submitted > 0
 
     def stop(self) -> None:
         with self._wake:

@@ -11,6 +11,7 @@ names the file rebinds are left for jedi (:meth:`.resolve.Resolver.infer_calls`)
 from __future__ import annotations
 
 import builtins
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,24 @@ class CallMap:
     imports: dict[str, set[str]] = field(default_factory=dict)  # local name → dotted targets
     defined: set[str] = field(default_factory=set)  # names bound other than by import
     _known: dict[str, str | None] = field(default_factory=dict)
+    _by_end: tuple[list[tuple[int, int]], list[CallSite]] | None = None
+
+    @property
+    def by_end(self) -> list[CallSite]:
+        """The call sites sorted by where they end (sorted once per version of the document)."""
+        return self._sorted()[1]
+
+    def ending_between(self, first: tuple[int, int], last: tuple[int, int]) -> range:
+        """Indices into :attr:`by_end` of the calls whose closing parenthesis lies in [first,
+        last] ((1-based line, column) pairs): a viewport or a whole file is two bisections."""
+        ends = self._sorted()[0]
+        return range(bisect_left(ends, first), bisect_right(ends, last))
+
+    def _sorted(self) -> tuple[list[tuple[int, int]], list[CallSite]]:
+        if self._by_end is None:
+            ordered = sorted(self.sites, key=lambda site: site.end)
+            self._by_end = [site.end for site in ordered], ordered
+        return self._by_end
 
     def target(self, site: CallSite) -> str | None:
         """The dotted name a call refers to, when the module's imports settle it."""

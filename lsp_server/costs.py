@@ -2,7 +2,9 @@
 
 Editors ask for the same few hundred names over and over, a completion list at a time, so the
 index answers from a per-name cache and fetches only the names it has not seen, in one batch
-(primary-key lookups, never a scan of the database). A database file that changes on disk (its
+(primary-key lookups, never a scan of the database). Only the most recently used profiles stay in
+memory: the session keeps what it shows as text, and a profile is dozens of histogram objects
+that every full pass of the garbage collector would walk — in the middle of a request. A database file that changes on disk (its
 inode, size or mtime, or those of its WAL file) drops that database's contribution on the next
 request; a database that is missing is reported once and picked up when it appears.
 
@@ -14,6 +16,7 @@ read through a stale WAL.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import sqlite3
@@ -30,6 +33,10 @@ from apiprof.lsp_server.profiles import CostProfile, load_profiles
 log = logging.getLogger(__name__)
 
 Fingerprint = tuple[int, ...]
+
+MAX_CACHED_PROFILES = 256
+"""Profiles kept in memory, most recently used first out last; names no database knows are all
+remembered (a set of strings costs the garbage collector nothing to walk)."""
 
 EDITOR_ADVICE = "set the `databases` option to another file"
 """How the editor's messages name a different database (the CLI says ``--db``)."""
@@ -58,7 +65,6 @@ class _Source:
     db: sqlite_utils.Database | None = None
     stamp: Fingerprint | None = None
     problem: str = ""  # why the database is unusable right now ("" when fine)
-    found: dict[str, CostProfile | None] = field(default_factory=dict)  # canonical name → profile
     # name → canonical (identity when no alias)
     aliases: dict[str, str] = field(default_factory=dict)
 
@@ -66,7 +72,6 @@ class _Source:
         if self.db is not None:
             self.db.conn.close()
         self.db = None
-        self.found.clear()
         self.aliases.clear()
 
 
@@ -76,7 +81,8 @@ class CostIndex:
     def __init__(self, paths: Iterable[Path], report: Callable[[str], None] | None = None) -> None:
         self._sources = [_Source(Path(p)) for p in dict.fromkeys(paths)]
         self._report = report or log.warning
-        self._merged: dict[str, CostProfile | None] = {}
+        self._profiles: dict[str, CostProfile] = {}  # least recently used first
+        self._unknown: set[str] = set()
         self.generation = 0  # increases whenever any database changed (for render caches)
 
     @property
@@ -86,7 +92,11 @@ class CostIndex:
     def close(self) -> None:
         for source in self._sources:
             source.close()
-        self._merged.clear()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._profiles.clear()
+        self._unknown.clear()
 
     def refresh(self) -> bool:
         """Stat every database (a few µs each) and drop caches of the ones that changed."""
@@ -101,7 +111,7 @@ class CostIndex:
             # stamp after opening: a reader's first open of a WAL database creates the -wal file
             source.stamp = fingerprint(source.path)
         if changed:
-            self._merged.clear()
+            self._forget()
             self.generation += 1
         return changed
 
@@ -123,34 +133,45 @@ class CostIndex:
 
     def lookup(self, name: str) -> CostProfile | None:
         """Profile of a (possibly re-exported) dotted name, or None if no database knows it."""
-        if name in self._merged:
-            return self._merged[name]
-        return self.lookup_many([name]).get(name)
+        return self.lookup_many([name])[name]
 
     def lookup_many(self, names: Iterable[str]) -> dict[str, CostProfile | None]:
         """Batch lookup: cached names cost a dict access; the rest cost one batch per database."""
-        names = list(names)
-        missing = [n for n in dict.fromkeys(names) if n not in self._merged]
+        found: dict[str, CostProfile | None] = {}
+        missing = []
+        profiles = self._profiles
+        for name in names:
+            if name in found:
+                continue
+            if name in self._unknown:
+                found[name] = None
+            elif (profile := profiles.pop(name, None)) is not None:
+                found[name] = profiles[name] = profile  # now the most recently used
+            else:
+                missing.append(name)
         if missing:
             per_source = [self._fetch(source, missing) for source in self._sources]
             for name in missing:
-                profiles = [p for found in per_source if (p := found.get(name)) is not None]
-                self._merged[name] = (
-                    functools.reduce(CostProfile.add, profiles) if profiles else None
-                )
-        return {name: self._merged[name] for name in names}
+                known = [p for fetched in per_source if (p := fetched.get(name)) is not None]
+                if known:
+                    found[name] = profiles[name] = functools.reduce(CostProfile.add, known)
+                else:
+                    found[name] = None
+                    self._unknown.add(name)
+            for name in list(
+                itertools.islice(profiles, max(0, len(profiles) - MAX_CACHED_PROFILES))
+            ):
+                del profiles[name]
+        return found
 
-    def _fetch(self, source: _Source, names: list[str]) -> dict[str, CostProfile | None]:
+    def _fetch(self, source: _Source, names: list[str]) -> dict[str, CostProfile]:
         if source.db is None:
             return {}
         try:
             unknown = [n for n in names if n not in source.aliases]
             source.aliases.update(_canonical_names(source.db, unknown))
             canonical = [source.aliases[n] for n in names]
-            todo = [c for c in dict.fromkeys(canonical) if c not in source.found]
-            if todo:
-                fetched = load_profiles(source.db, todo)
-                source.found.update({c: fetched.get(c) for c in todo})
+            fetched = load_profiles(source.db, list(dict.fromkeys(canonical)))
         except sqlite3.Error as exc:
             problem = f"{source.path}: cannot read the database ({exc}); is it being rewritten?"
             if problem != source.problem:
@@ -158,7 +179,7 @@ class CostIndex:
             source.close()
             source.problem = problem
             return {}
-        return {n: source.found[source.aliases[n]] for n in names}
+        return {n: p for n, c in zip(names, canonical, strict=True) if (p := fetched.get(c))}
 
 
 def _canonical_names(db: sqlite_utils.Database, names: list[str]) -> dict[str, str]:

@@ -107,7 +107,9 @@ class ApiprofServer(LanguageServer):
     def start_background(self) -> None:
         if self.session.background is None:
             loop = asyncio.get_running_loop()
-            self.session.background = Background(self.session.gate, loop.call_soon_threadsafe)
+            self.session.background = Background(
+                self.session.gate, loop.call_soon_threadsafe, soon=loop.call_soon_threadsafe
+            )
             self.session.on_stale = self.ask_for_fresh_hints
 
     def stop_background(self) -> None:

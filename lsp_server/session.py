@@ -18,6 +18,7 @@ import gc
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -62,6 +63,7 @@ completion in standalone mode."""
 
 _TYPED_PREFIX = re.compile(r"\w*$")
 MAX_CACHED_TARGETS = 200_000
+MAX_CACHED_CALL_COSTS = 50_000
 
 EMPTY_COMPLETION: dict[str, Any] = {"isIncomplete": False, "items": []}
 
@@ -88,6 +90,29 @@ def sort_text(candidate: Candidate, style: str, typed: str) -> str:
     return f"{category:02d}.9999.{name}"
 
 
+@dataclass(frozen=True, slots=True)
+class CallCost:
+    """What a profiled call shows: computed once per set of target names (until a database or
+    the settings change) and shared by every call site with those targets."""
+
+    time_ns: float | None  # typical time (code lenses sum it); None when only allocation is known
+    hinted: bool  # at or above the inlay hints' threshold
+    fields: dict[str, Any]  # an inlay hint's label, padding and tooltip (or data to resolve it)
+
+
+_UNBUILT = object()
+
+
+@dataclass
+class _ShownHints:
+    """The inlay hints of one version of a document, built range by range as the client asks:
+    a whole-file request after a viewport one, or a refresh, builds nothing twice."""
+
+    calls: CallMap
+    stamp: tuple[Any, ...]  # (version, database generation, targets generation, settings)
+    hints: list[Any]  # per site of ``calls.by_end``: its hint, None (none shown) or _UNBUILT
+
+
 class Session:
     def __init__(self, notify: Notify | None = None, *, jedi_only: bool = False) -> None:
         self._notify = notify or (lambda level, message: None)
@@ -110,7 +135,7 @@ class Session:
         self.background: Background | None = None  # set by the server once the loop runs
         self._hints: dict[str, str | None] = {}
         self._tooltips: dict[str, dict[str, str]] = {}
-        self._labels: dict[str, str] = {}
+        self._call_costs: dict[tuple[str, ...], CallCost | None] = {}  # by target names
         self._hints_generation = -1
         self._announced_generation = 0
         self._settings_changed = False
@@ -118,7 +143,7 @@ class Session:
         self._targets: dict[tuple[int, int, int], tuple[str, ...]] = {}
         self._statements: StatementCache = {}  # call sites per module-level statement
         self._resolving: set[str] = set()  # documents with a background job queued or running
-        self._answers: dict[tuple, list[dict[str, Any]]] = {}  # inlay hints by request
+        self._shown: dict[str, _ShownHints] = {}  # inlay hints per open document
         self._targets_generation = 0
         self.on_stale: Callable[[], None] | None = None  # asks the client to fetch hints again
 
@@ -207,7 +232,7 @@ class Session:
         self.latency.slow_ms = config.latency.slow_request_ms
         self._hints.clear()
         self._tooltips.clear()
-        self._labels.clear()
+        self._call_costs.clear()
 
     def poll(self) -> bool:
         """Called every second or so: True when hints shown in the editor may be out of date (a
@@ -233,6 +258,7 @@ class Session:
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
         self._call_maps.pop(uri, None)
+        self._shown.pop(uri, None)
 
     def _prepare(self, doc: Document) -> None:
         """Parse a new document and find its calls' targets in the background, so the first
@@ -298,7 +324,7 @@ class Session:
         if self._hints_generation != self.index.generation:
             self._hints.clear()
             self._tooltips.clear()
-            self._labels.clear()
+            self._call_costs.clear()
             self._hints_generation = self.index.generation
 
     def _hints_for(self, names: list[str]) -> dict[str, str | None]:
@@ -433,17 +459,36 @@ class Session:
         if results and self.on_stale is not None:
             self.on_stale()
 
-    def _profiles_of(self, targets: list[tuple[str, ...]]) -> list[CostProfile | None]:
-        """The profile of each call (None when it has none): the first candidate name a
-        database knows."""
+    def _costs_of(self, targets: list[tuple[str, ...]]) -> list[CallCost | None]:
+        """What each call shows (None when it has no profile): the first candidate name a
+        database knows. One batch lookup for the target names not seen since a database or the
+        settings last changed; the rest cost a dict access each."""
         self._fresh_caches()
-        distinct = dict.fromkeys(targets)
-        found = self.index.lookup_many(dict.fromkeys(n for names in distinct for n in names))
-        best: dict[tuple[str, ...], CostProfile | None] = {}
-        for names in distinct:
-            profile = next((found[n] for n in names if found[n] is not None), None)
-            best[names] = profile if profile is not None and profile.profiled else None
-        return [best[names] for names in targets]
+        costs = self._call_costs
+        missing = [names for names in dict.fromkeys(targets) if names not in costs]
+        if missing:
+            if len(costs) + len(missing) > MAX_CACHED_CALL_COSTS:
+                costs.clear()
+                missing = list(dict.fromkeys(targets))
+            found = self.index.lookup_many(dict.fromkeys(n for names in missing for n in names))
+            for names in missing:
+                profile = next((found[n] for n in names if found[n] is not None), None)
+                costs[names] = self._call_cost(profile)
+        return [costs[names] for names in targets]
+
+    def _call_cost(self, profile: CostProfile | None) -> CallCost | None:
+        figures = profile.headline if profile is not None else None
+        if profile is None or figures is None:
+            return None
+        time_ns = figures.time_ns
+        minimum_ns = self.config.inlay_hints.minimum_microseconds * 1e3
+        fields: dict[str, Any] = {"label": call_hint(profile) or "", "paddingLeft": True}
+        if self.resolves_tooltips:  # 2,000 tooltips would triple the answer's size
+            fields["data"] = profile.qualname
+        else:
+            fields["tooltip"] = self._tooltip(profile)
+        hinted = time_ns >= minimum_ns if time_ns is not None else minimum_ns <= 0
+        return CallCost(time_ns, hinted, fields)
 
     def inlay_hints(self, uri: str, where: types.Range) -> list[dict[str, Any]]:
         """``≈59 µs`` after each profiled call in the range (not below the configured threshold)."""
@@ -454,54 +499,37 @@ class Session:
         self._fresh_caches()
         start = doc.position(where.start) or (len(doc.lines), 0)
         end = doc.position(where.end) or (len(doc.lines), 0)
-        key = (
-            uri,
-            doc.version,
-            start,
-            end,
-            self.index.generation,
-            self._targets_generation,
-            self.config,
-        )
-        if key in self._answers and doc.version is not None:
-            return self._answers[key]  # a refresh or a scroll back asks again for the same
-        hints = self._hints_between(doc, start, end)
-        if len(self._answers) > 16:
-            self._answers.clear()
-        self._answers[key] = hints
-        return hints
-
-    def _hints_between(
-        self, doc: Document, start: tuple[int, int], end: tuple[int, int]
-    ) -> list[dict[str, Any]]:
-        options = self.config.inlay_hints
         calls = self._call_map(doc)
-        sites = [s for s in calls.sites if start <= (s.end[0] - 1, s.end[1]) <= end]
-        targets = self._targets_of(doc, calls, sites)
-        if self.jedi_only:
+        wanted = calls.ending_between((start[0] + 1, start[1]), (end[0] + 1, end[1]))
+        if self.jedi_only:  # the baseline: what finding the calls' targets costs, no more
+            self._targets_of(doc, calls, calls.by_end[wanted.start : wanted.stop])
             return []
-        hints = []
-        minimum_ns = options.minimum_microseconds * 1e3
-        for site, profile in zip(sites, self._profiles_of(targets), strict=True):
-            if profile is None or profile.headline is None:
-                continue
-            time_ns = profile.headline.time_ns
-            if (time_ns is None and minimum_ns > 0) or (
-                time_ns is not None and time_ns < minimum_ns
-            ):
-                continue
-            line = site.end[0] - 1
-            hint: dict[str, Any] = {
-                "position": {"line": line, "character": doc.units(line, site.end[1])},
-                "label": self._call_hint(profile),
-                "paddingLeft": True,
-            }
-            if self.resolves_tooltips:  # 2,000 tooltips would triple the answer's size
-                hint["data"] = profile.qualname
-            else:
-                hint["tooltip"] = self._tooltip(profile)
-            hints.append(hint)
-        return hints
+        shown = self._shown_hints(doc, calls)
+        todo = [i for i in wanted if shown.hints[i] is _UNBUILT]
+        if todo:
+            by_end = calls.by_end
+            sites = [by_end[i] for i in todo]
+            costs = self._costs_of(self._targets_of(doc, calls, sites))
+            ascii_only = doc.source.isascii()  # then columns are code units in every encoding
+            for i, site, cost in zip(todo, sites, costs, strict=True):
+                if cost is None or not cost.hinted:
+                    shown.hints[i] = None
+                    continue
+                line, column = site.end
+                line -= 1
+                character = column if ascii_only else doc.units(line, column)
+                shown.hints[i] = {"position": {"line": line, "character": character}, **cost.fields}
+        return [hint for hint in shown.hints[wanted.start : wanted.stop] if hint is not None]
+
+    def _shown_hints(self, doc: Document, calls: CallMap) -> _ShownHints:
+        """This version's hints built so far (none after an edit, a database change, new
+        targets from jedi or new settings); a document without versions is built afresh."""
+        stamp = (doc.version, self.index.generation, self._targets_generation, self.config)
+        shown = self._shown.get(doc.uri)
+        if shown is None or shown.calls is not calls or shown.stamp != stamp or doc.version is None:
+            shown = _ShownHints(calls, stamp, [_UNBUILT] * len(calls.sites))
+            self._shown[doc.uri] = shown
+        return shown
 
     def resolve_inlay_hint(self, hint: types.InlayHint) -> types.InlayHint:
         """The tooltip of a hint the client is about to show: the concise cost lines."""
@@ -514,12 +542,6 @@ class Session:
                     kind=types.MarkupKind(tooltip["kind"]), value=tooltip["value"]
                 )
         return hint
-
-    def _call_hint(self, profile: CostProfile) -> str:
-        label = self._labels.get(profile.qualname)
-        if label is None:
-            label = self._labels[profile.qualname] = call_hint(profile) or ""
-        return label
 
     def _tooltip(self, profile: CostProfile) -> dict[str, str]:
         tooltip = self._tooltips.get(profile.qualname)
@@ -538,15 +560,13 @@ class Session:
             return []
         doc = self.documents.get(uri)
         calls = self._call_map(doc)
-        profiles = self._profiles_of(self._targets_of(doc, calls, calls.sites))
+        call_costs = self._costs_of(self._targets_of(doc, calls, calls.sites))
         lenses = []
         for function in calls.functions:
             costs = [
                 time
                 for i in function.sites
-                if (profile := profiles[i]) is not None
-                and profile.headline is not None
-                and (time := profile.headline.time_ns) is not None
+                if (cost := call_costs[i]) is not None and (time := cost.time_ns) is not None
             ]
             if not costs:
                 continue

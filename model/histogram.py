@@ -205,7 +205,7 @@ class Histogram:
         ordered = sorted((i, b) for i, b in self.buckets.items() if b.count)
         for index, b in ordered:
             if seen + b.count >= rank or index == ordered[-1][0]:
-                low, high = _value_range(index, b)
+                low, high = value_range(index, b)
                 if b.count == 1 or high <= low:
                     return b.mean
                 within = min(1.0, max(0.0, (rank - seen) / b.count))
@@ -257,7 +257,9 @@ class IntTally:
         return Histogram.from_buckets((index, c, s, sq) for index, (c, s, sq) in self.cells.items())
 
 
-def _value_range(index: int, b: Bucket) -> tuple[float, float]:
+def value_range(index: int, b: Bucket) -> tuple[float, float]:
+    """The range the values of bucket ``index`` are taken to span: uniform around their mean
+    with their variance (``mean ± sqrt(3·variance)``), clipped to the bucket's bounds."""
     low, high = bucket_bounds(index)
     spread = math.sqrt(3 * b.variance)
     return max(low, b.mean - spread), min(high, b.mean + spread)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from sphinx.locale import get_translator, is_translator_registered
 
+from apiprof.svg import Words
+
 CATALOG = "apiprof"
 LOCALE_DIR = Path(__file__).with_name("locale")
 
@@ -36,3 +38,13 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     if not is_translator_registered(CATALOG):
         return singular if n == 1 else plural
     return get_translator(CATALOG).ngettext(singular, plural, n)
+
+
+def graphic_words() -> Words:
+    """The words the shared graphics (:mod:`apiprof.svg`) print, in the build's language."""
+    return Words(
+        no_samples=_("no samples"),
+        below=_("below %(value)s"),
+        log_scale=_("%(axis)s (log scale)"),
+        calls=lambda n: ngettext("%(n)s call", "%(n)s calls", n) % {"n": n},
+    )

@@ -16,7 +16,7 @@ import hashlib
 import os
 import sqlite3
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,6 +94,7 @@ class Profiles:
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
+    _slices: dict[str, list[ScenarioSlice]] | None = None
 
     @property
     def usable(self) -> bool:
@@ -176,6 +177,22 @@ class Profiles:
             )
         self._cache = summaries
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
+
+    def load_slices(self, qualnames: Iterable[str]) -> None:
+        """Read the scenario breakdowns of many APIs at once (the pages show one per API)."""
+        from apiprof.db.query import scenario_breakdowns
+
+        names = list(qualnames)
+        found = self.read(scenario_breakdowns, names) or {}
+        self._slices = {name: found.get(name, []) for name in names}
+
+    def slices(self, qualname: str) -> list[ScenarioSlice]:
+        """An API's histograms by scenario and size (environments merged)."""
+        if self._slices is not None and qualname in self._slices:
+            return self._slices[qualname]
+        from apiprof.db.query import scenario_breakdown
+
+        return self.read(scenario_breakdown, qualname) or []
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""

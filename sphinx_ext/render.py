@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from apiprof.sphinx_ext import svg
+from apiprof import svg
 from apiprof.sphinx_ext.i18n import _, ngettext
 from apiprof.sphinx_ext.views import SummaryView
 

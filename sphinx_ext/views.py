@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from apiprof import svg
 from apiprof.format import format_bucket_range, format_value, worth_showing
 from apiprof.model.growth import GROWTH_CLASSES, GrowthFit
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
-from apiprof.sphinx_ext import svg
-from apiprof.sphinx_ext.i18n import _, ngettext
+from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
 from apiprof.sphinx_ext.rows import Cell, cell, rows
 
@@ -137,6 +137,14 @@ def strip_description(metric: Metric, hist: Histogram) -> str:
     }
 
 
+def heat_strip(metric: Metric, hist: Histogram, width: int = 160) -> Markup:
+    """A histogram's heat strip, described in words for screen readers and tooltips."""
+    title = strip_description(metric, hist)
+    return Markup(
+        svg.heat_strip_svg(hist.counts(), metric, title=title, width=width, words=graphic_words())
+    )
+
+
 @dataclass(frozen=True)
 class MetricView:
     metric: Metric
@@ -181,15 +189,13 @@ def view_metric(
         p90=format_value(metric, p90),
         samples=hist.count,
         histogram_svg=Markup(
-            svg.histogram_svg(counts, metric, title=title, marker=median, **size)
+            svg.histogram_svg(
+                counts, metric, title=title, marker=median, words=graphic_words(), **size
+            )
             if histogram
             else ""
         ),
-        strip_svg=Markup(
-            svg.heat_strip_svg(counts, metric, title=strip_description(metric, hist))
-            if strip
-            else ""
-        ),
+        strip_svg=heat_strip(metric, hist) if strip else Markup(""),
     )
 
 
@@ -409,11 +415,7 @@ def _side_cell(metric: Metric, hist: Histogram | None) -> SideCell | None:
         format_value(metric, hist.median),
         format_value(metric, hist.percentile(90)),
         hist.count,
-        Markup(
-            svg.heat_strip_svg(
-                hist.counts(), metric, title=strip_description(metric, hist), width=120
-            )
-        ),
+        heat_strip(metric, hist, width=120),
     )
 
 
@@ -551,5 +553,9 @@ def _growth_view(
         formula=growth_formula(row),
         quality=quality,
         point_rows=rows(table),
-        chart_svg=Markup(svg.growth_svg(points, fit, row.metric, title=title, size_axis=axis)),
+        chart_svg=Markup(
+            svg.growth_svg(
+                points, fit, row.metric, title=title, size_axis=axis, words=graphic_words()
+            )
+        ),
     )

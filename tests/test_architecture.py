@@ -23,13 +23,14 @@ ENGINE = {
     "apiprof.engine.isolation",
     "apiprof.engine.testsuite",
 }
-READERS = {*STORE, "apiprof.format"}
+READERS = {*STORE, "apiprof.format", "apiprof.svg"}
 
 ALLOWED: dict[str, set[str]] = {
     "apiprof": MODEL,  # the package's __init__: its version and error base only
     "apiprof.model": set(),
     "apiprof.errors": set(),
     "apiprof.format": MODEL,
+    "apiprof.svg": {*MODEL, "apiprof.format"},  # the graphics every reader draws with
     "apiprof.db": MODEL,
     "apiprof.engine.timeouts": set(),
     "apiprof.engine.discovery": MODEL,
@@ -48,8 +49,7 @@ ALLOWED: dict[str, set[str]] = {
     # sampled traces and the delay tracker: a product of its own, beside the engine
     "apiprof.tracing": {*MODEL, "apiprof.format"},
     "apiprof.lsp_server": {*READERS, "apiprof.tracing"},
-    # draws with sphinx_ext/svg.py's pure SVG functions until they move to a shared module
-    "apiprof.analysis": {*READERS, "apiprof.sphinx_ext"},
+    "apiprof.analysis": READERS,
     "apiprof.cli": {
         *ENGINE,
         *READERS,

@@ -122,16 +122,21 @@ def test_show_json_has_the_stable_fields(scanned):
     assert data["coverage"] == {"status": "profiled", "reason": ""}
 
 
-def test_merge_adds_two_databases(scanned, tmp_path):
+def test_merge_adds_databases_once_each_and_refuses_itself(scanned, tmp_path):
     _, db, _ = scanned
     out_db = tmp_path / "merged.db"
-    out = run("apiprof", "merge", out_db, db, db)
+    twice = run("apiprof", "merge", out_db, db, db)
+    assert twice.returncode == 2 and "merged before" in twice.stderr, twice.stderr
+    assert not out_db.exists() or sqlite3.connect(out_db).execute(
+        "SELECT COUNT(*) FROM buckets"
+    ).fetchone() == (0,), "a refused merge adds nothing"
+    out = run("apiprof", "merge", "--allow-repeats", out_db, db, db)
     assert out.returncode == 0, out.stderr
     query = "SELECT SUM(count) FROM buckets WHERE metric = 'calls_per_run'"
     single = sqlite3.connect(db).execute(query).fetchone()[0]
     assert sqlite3.connect(out_db).execute(query).fetchone()[0] == 2 * single
     same = run("apiprof", "merge", db, db)
-    assert same.returncode == 2 and "both the output and an input" in same.stderr
+    assert same.returncode == 2 and "is the output file itself" in same.stderr
 
 
 def test_help_documents_every_option():

@@ -6,13 +6,15 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,13 +23,16 @@ import pytest
 from apiprof.db.merge import MergedTask, merge_files, merge_into, merged_tasks
 from apiprof.db.schema import open_db
 from apiprof.engine.cluster.coordinator import (
+    ClusterReport,
+    add_output,
     combine_summary,
     connect,
     later_batches,
     scan_on_cluster,
 )
 from apiprof.engine.cluster.inputs import Target, targets_from_requirements
-from apiprof.engine.cluster.tasks import ScanTask
+from apiprof.engine.cluster.tasks import ScanTask, TaskOutput
+from apiprof.engine.isolation.confine import strict_unavailable
 from apiprof.engine.scan import ScanOptions, scan
 from apiprof.errors import UsageError
 
@@ -215,6 +220,82 @@ def test_a_large_package_is_split_into_batches_that_add_up(dask_cluster, tmp_pat
     assert _profile(tmp_path / "batched.db") == _profile(tmp_path / "whole.db")
 
 
+HOSTILE_ON_THE_CLUSTER = {
+    "hostile_pkg.write_outside": "tried to write {home}/written-by-hostile-pkg outside",
+    "hostile_pkg.escapes.kill_the_scanner": "tried to open a handle on process",
+    "hostile_pkg.escapes.forge_result_pipe": "sent measurements for json.dumps, which its task",
+    "hostile_pkg.escapes.read_scanner_environ": "tried to read the environment of process",
+    "hostile_pkg.escapes.setsid_child": "tried to fork the worker",
+    "hostile_pkg.escapes.sqlite_attach_result_db": "tried to write {home}/hostile.db outside",
+}
+"""Attacks on the scanner, the files beside the package and the cluster's own database, each
+with what its reason must say (tests/test_hostile.py runs every attack through the CLI)."""
+
+
+def _files(home: Path) -> dict[str, tuple[str, int]]:
+    return {
+        str(path.relative_to(home)): (
+            hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "",
+            path.lstat().st_mtime_ns,
+        )
+        for path in sorted(home.rglob("*"))
+        if not path.name.startswith("hostile.db")
+    }
+
+
+@pytest.mark.slow
+def test_hostile_code_on_the_cluster_is_contained_and_reported(dask_cluster, tmp_path):
+    """The runner on a Dask worker is the scanner: the same sandboxed workers, the same checks."""
+    if reason := strict_unavailable():
+        pytest.skip(f"strict isolation is unavailable here: {reason}")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    shutil.copytree(FIXTURES / "hostile_pkg", home / "hostile_pkg")
+    (home / "CANARY").write_text("alive")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    db = home / "hostile.db"
+    config = {"tcp": listener.getsockname()[1], "db": str(db), "skip": []}
+    (home / "hostile_config.json").write_text(json.dumps(config))
+    before = _files(home)
+    options = replace(
+        FAST,
+        python_path=(str(home),),
+        call_timeout=1.0,
+        scenario_timeout=8.0,
+        synthesize=False,
+        bundled_scenarios=False,
+        isolation="strict",
+        only=tuple(HOSTILE_ON_THE_CLUSTER),
+    )
+    try:
+        report = scan_on_cluster(
+            [Target("hostile_pkg")], cluster=dask_cluster.address, db_path=db, options=options
+        )
+        with pytest.raises(TimeoutError):  # nothing connects to the listener outside
+            listener.accept()
+    finally:
+        listener.close()
+    (task,) = report.tasks
+    assert task["status"] == "finished", task["reason"]
+    assert task["isolation"].startswith("strict: user, mount, PID, network")
+    summary = report.packages["hostile_pkg"]
+    assert summary["discovered"] == len(HOSTILE_ON_THE_CLUSTER)
+    verdicts = {item["qualname"]: item for item in summary["not_profiled"]}
+    for name, reason in HOSTILE_ON_THE_CLUSTER.items():
+        assert verdicts[name]["status"] == "blocked", verdicts.get(name)
+        assert reason.format(home=home) in verdicts[name]["reason"], verdicts[name]
+    assert _files(home) == before and (home / "CANARY").read_text() == "alive"
+    stored = open_db(db, readonly=True)
+    try:
+        isolation = {row[0] for row in stored.execute("SELECT isolation FROM scans")}
+        measured = {row[0] for row in stored.execute("SELECT DISTINCT qualname FROM buckets")}
+    finally:
+        stored.conn.close()
+    assert isolation == {task["isolation"]}
+    assert measured == set(), "blocked entry points keep nothing, forged numbers included"
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_scan_loses_nothing_and_adds_nothing_twice(tmp_path):
     cluster = _start_cluster(tmp_path / "dask", workers=2)
@@ -364,14 +445,59 @@ def test_batch_summaries_add_up_to_the_package():
             "most_expensive": [{"qualname": "p.slow", "time_median_ns": slowest}],
         }
 
+    first = part(3, 3, 10.0) | {
+        "isolation": "strict: namespaces",
+        "warnings": [],
+        "blocked_at_import": {"p.a": ["tried to write /x outside the sandbox"]},
+    }
+    second = part(2, 1, 99.0) | {
+        "isolation": "process: no namespaces (no bwrap)",
+        "warnings": ["isolation below strict — process: no namespaces (no bwrap)"],
+        "blocked_at_import": {
+            "p.a": ["tried to write /x outside the sandbox", "tried to start a process"],
+            "p.b": ["tried to connect to 192.0.2.1:9"],
+        },
+    }
     packages: dict = {}
-    combine_summary(packages, part(3, 3, 10.0))
-    combine_summary(packages, part(2, 1, 99.0))
+    combine_summary(packages, first)
+    combine_summary(packages, second)
     total = packages["p"]
     assert (total["discovered"], total["profiled"], total["tasks"]) == (5, 4, 2)
     assert total["coverage"] == {"profiled": 4, "crashed": 1}
     assert total["profiled_fraction"] == 0.8 and len(total["not_profiled"]) == 1
     assert total["most_expensive"][0]["time_median_ns"] == 99.0
+    # every level the package's tasks got, and what each task's scan warned about or blocked
+    assert total["isolation"] == "strict: namespaces | process: no namespaces (no bwrap)"
+    assert total["warnings"] == second["warnings"]
+    assert total["blocked_at_import"] == second["blocked_at_import"]
+    assert first["blocked_at_import"]["p.a"] == ["tried to write /x outside the sandbox"]
+
+
+def test_a_task_database_that_fails_the_checks_is_refused_and_the_scan_goes_on(tmp_path):
+    forged = open_db(tmp_path / "forged.db")
+    forged.execute(
+        "INSERT INTO entry_points (qualname, package, module, kind) "
+        "VALUES ('p/../../x', 'p', 'p', 'function')"
+    )
+    forged.conn.commit()
+    forged.conn.close()
+    task = ScanTask("p", FAST.to_json())
+    summary = {"package": "p", "isolation": "strict: namespaces"}
+    output = TaskOutput(
+        task.id, "p", "finished", database=(tmp_path / "forged.db").read_bytes(), summary=summary
+    )
+    report = ClusterReport("local:1", 1, str(tmp_path / "all.db"))
+    target = open_db(tmp_path / "all.db")
+    try:
+        add_output(target, task, output, report)
+        assert merged_tasks(target) == {}
+        assert target.execute("SELECT COUNT(*) FROM entry_points").fetchone() == (0,)
+    finally:
+        target.conn.close()
+    (record,) = report.tasks
+    assert record["status"] == "refused" and record["isolation"] == "strict: namespaces"
+    assert "not a dotted Python name" in record["reason"]
+    assert report.packages == {}
 
 
 def test_a_task_is_merged_once_even_when_it_arrives_twice(tmp_path):

@@ -1,6 +1,6 @@
 """``apiprof compare`` and ``apiprof report`` on real scans: the fixture package regress_pkg in
 two versions (tests/fixtures/regress_v1, regress_v2), where version 2 makes exactly one function,
-``checks.checksum``, three times slower (three passes over its input instead of one).
+``checks.checksum``, ten times slower (ten passes over its input instead of one).
 
 Both versions are scanned for real with ``apiprof-scan``, four times each, alternating, into two
 databases (scans add up). A scan measures all runs of one slice within a millisecond or so, and a
@@ -25,10 +25,11 @@ pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = FIXTURES / "regress_scenarios.toml"
 SLOWED = "regress_pkg.checks.checksum"
-SHARED_RUNNER = ("--min-effect", "50%")
+SHARED_RUNNER = ("--min-effect", "150%")
 """What docs/compare.md advises on shared CI runners: this suite runs beside other test suites
-(and, in CI, two CPU-bound processes), where an unchanged function's median can move by a
-third between two scans; the 3x regression is far above that. The error rates at the default
+(and, in CI, two CPU-bound processes), where an unchanged function's median has moved by up to
+3.2x between two scans on a heavily loaded machine; a median ratio must pass 2.5x to count here,
+and the 10x regression is far above that. The error rates at the default
 10 % are proven by simulation in test_compare_stats.py."""
 STABLE = {
     "regress_pkg.stable.dedupe",
@@ -87,7 +88,7 @@ def test_compare_flags_the_slowed_function_and_nothing_else(released):
     assert set(changed) == {SLOWED}, json.dumps(data["apis"], indent=1)[:4000]
     top = data["apis"][0]
     assert top["qualname"] == SLOWED and top["time"]["verdict"] == "slower"
-    assert 1.8 < top["time"]["median_ratio"]["value"] < 5
+    assert 5 < top["time"]["median_ratio"]["value"] < 20
     assert top["time"]["slices"] == 3 and top["time"]["matched"]
     # no machine-speed index in these scans yet: the fallback is named
     assert data["speed"]["used"] in ("shared-apis", "index")

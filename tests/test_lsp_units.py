@@ -8,6 +8,7 @@ from pathlib import Path
 
 import parso
 import pytest
+from lsp_support import DUMPS_NS, build_db, typical
 from lsprotocol import types
 
 from apiprof.db.query import ApiSummary
@@ -29,7 +30,7 @@ from apiprof.lsp_server.render import (
     short_hint,
 )
 from apiprof.lsp_server.resolve import Candidate, Resolver, clamp_position
-from apiprof.lsp_server.session import sort_text
+from apiprof.lsp_server.session import Session, sort_text
 from apiprof.lsp_server.text import Document
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
@@ -511,3 +512,46 @@ def test_call_sites_are_resolved_from_imports_where_the_source_says_so():
     assert [s.key for s in edited.sites if s.end[0] == 8] == [
         s.key for s in calls.sites if s.end[0] == 8
     ]
+
+
+def test_calls_ending_in_a_range_come_in_document_order():
+    source = "import json\nx = json.dumps(len(str(1)))\n\ny = json.loads('1')\n"
+    calls = map_calls(parso.parse(source), source)
+    ends = [site.end for site in calls.by_end]
+    assert ends == [(2, 25), (2, 26), (2, 27), (4, 19)]  # inner calls close first
+    assert list(calls.ending_between((2, 26), (3, 0))) == [1, 2]  # both ends included
+    assert [calls.by_end[i].dotted for i in calls.ending_between((1, 0), (9, 0))] == [
+        "str",
+        "len",
+        "json.dumps",
+        "json.loads",
+    ]
+    assert not calls.ending_between((3, 0), (4, 18))
+
+
+def test_inlay_hints_of_a_version_are_built_once_and_follow_edits(tmp_path: Path):
+    """A whole-file request after a viewport reuses the viewport's hints; an edit moves them."""
+    build_db(tmp_path / "apiprof.db")
+    session = Session()
+    session.start(str(tmp_path), {})
+    uri = (tmp_path / "calls.py").as_uri()
+    source = "import json\n" + "json.dumps(1)\n" * 40
+    session.did_open(types.TextDocumentItem(uri, "python", 1, source))
+
+    def hints(first: int, last: int) -> list[dict]:
+        where = types.Range(types.Position(first, 0), types.Position(last, 0))
+        return session.inlay_hints(uri, where)
+
+    viewport = hints(10, 20)
+    whole = hints(0, 99)
+    assert [h["position"]["line"] for h in whole] == list(range(1, 41))
+    assert {h["label"] for h in whole} == {typical(DUMPS_NS)}
+    assert all(a is b for a, b in zip(whole[9:19], viewport, strict=True))
+    start = types.Position(3, 0)
+    session.did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangePartial(types.Range(start, start), "# note\n")],
+        )
+    )
+    assert [h["position"]["line"] for h in hints(0, 99)] == [1, 2, *range(4, 42)]

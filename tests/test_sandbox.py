@@ -147,3 +147,117 @@ def test_installed_hook_stops_real_operations_and_keeps_the_canary(tmp_path):
     assert outcomes["recorded"][-1] == f"tried to delete {canary} outside the sandbox"
     assert canary.read_text() == "alive"
     assert (box / "inside.txt").read_text() == "x"
+
+
+# -- the reporter: report-only mode, the second pass's doors, and whose code it was ------------------
+
+
+def test_report_only_mode_records_and_sends_each_attempt_without_refusing(tmp_path):
+    sent: list = []
+    box = tmp_path / "box"
+    box.mkdir()
+    reporter = Guard(box, refuse=False, report=sent.append)
+    reporter("os.remove", (str(tmp_path / "canary"), -1))  # no exception: the OS refuses
+    reason = f"tried to delete {tmp_path / 'canary'} outside the sandbox"
+    assert [a.reason for a in sent] == [reason]
+    assert [e.reason for e in reporter.take_events()] == [reason]
+
+
+def test_host_names_that_start_like_loopback_addresses_are_looked_up(guard):
+    assert not is_loopback("127.0.0.1.attacker.invalid")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("LOCALHOST")
+    assert "127.0.0.1.attacker.invalid" in refused(
+        guard, "socket.getaddrinfo", ("127.0.0.1.attacker.invalid", 80, 0, 0, 0)
+    )
+
+
+def test_the_second_passs_doors_are_watched(guard, tmp_path):
+    import socket
+
+    canary = tmp_path / "canary"
+    canary.write_text("alive")
+    folder = os.open(tmp_path, os.O_RDONLY)
+    readonly = os.open(canary, os.O_RDONLY)
+    try:
+        inside = str(tmp_path / "box" / "x")
+        assert "create a link to" in refused(guard, "os.link", (str(canary), inside, -1, -1))
+        assert "change timestamps of" in refused(guard, "os.utime", ("canary", None, None, folder))
+        assert "create a symlink at" in refused(guard, "os.symlink", ("/etc", "evil", folder))
+        assert f"change permissions of {canary}" in refused(
+            guard, "os.chmod", (readonly, 0o777, -1)
+        )
+    finally:
+        os.close(folder)
+        os.close(readonly)
+    uri = f"file:{tmp_path / 'new.db'}?mode=rwc"
+    assert "open a database at" in refused(guard, "sqlite3.connect", (uri,))
+    assert refused(guard, "sqlite3.connect", (f"file:{canary}?mode=ro",)) is None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        assert "192.0.2.1:9" in refused(guard, "socket.sendmsg", (sock, ("192.0.2.1", 9)))
+        assert refused(guard, "socket.sendmsg", (sock, None)) is None  # connected: no address
+    assert "the environment of process 1" in refused(guard, "open", ("/proc/1/environ", "r", 0))
+    assert refused(guard, "open", (f"/proc/{os.getpid()}/environ", "r", 0)) is None
+
+
+def test_deleting_a_link_is_about_the_link_not_where_it_points(guard, tmp_path):
+    link = tmp_path / "box" / "link"
+    link.symlink_to(tmp_path / "canary")
+    assert refused(guard, "os.remove", (str(link), -1)) is None
+    assert refused(guard, "open", (str(link), "w", os.O_WRONLY)) is not None
+
+
+def test_attempts_are_blamed_on_the_import_the_entry_point_or_a_thread(tmp_path):
+    """The real hook: an import's top-level code, a thread it starts, the entry point's own
+    code and a thread the entry point starts, each blamed correctly."""
+    box = tmp_path / "box"
+    box.mkdir()
+    package = tmp_path / "blamed"
+    package.mkdir()
+    outside = tmp_path / "outside"
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            f"""
+            import threading
+            def _write(path):
+                try:
+                    open(path, "w")
+                except OSError:
+                    pass
+            _write({str(outside / "import")!r})
+            woken = threading.Event()
+            done = threading.Event()
+            def _later():
+                woken.wait()
+                _write({str(outside / "import-thread")!r})
+                done.set()
+            threading.Thread(target=_later, daemon=True).start()
+            """
+        )
+    )
+    script = textwrap.dedent(
+        f"""
+        import json, sys, threading
+        sys.path.insert(0, {str(tmp_path)!r})
+        from apiprof.engine.isolation.sandbox import install_guard
+        sent = []
+        guard = install_guard({str(box)!r}, refuse=False, report=sent.append)
+        import blamed
+        blamed._write({str(outside / "entry")!r})
+        exec(compile("blamed._write({str(outside / "exec")!r})", "<scenario>", "exec"))
+        thread = threading.Thread(target=blamed._write, args=({str(outside / "entry-thread")!r},))
+        thread.start(); thread.join()
+        blamed.woken.set(); blamed.done.wait(10)
+        print(json.dumps([[a.reason.split("/")[-1].split()[0], a.blame, a.module] for a in sent]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [
+        ["import", "import", "blamed"],
+        ["entry", "entry", ""],
+        ["exec", "entry", ""],
+        ["entry-thread", "thread", ""],
+        ["import-thread", "thread", "blamed"],
+    ]

@@ -139,10 +139,13 @@ def test_merge_carries_the_failures_behind_each_verdict_it_takes(tmp_path):
     ]
     db.conn.close()
     write_scan(later, sample_batch())  # profiled now: its verdict wins and has no failures
-    merge_files(out, [later, failed])
-    db = open_db(out, readonly=True)
-    assert query.failures(db, "pkg.f") == [], "a failure never outlives a profiled verdict"
-    db.conn.close()
+    merge_files(out, [later])
+    fresh = tmp_path / "fresh.db"
+    merge_files(fresh, [later, failed])  # the other order: the failure arrives second
+    for merged in (out, fresh):
+        db = open_db(merged, readonly=True)
+        assert query.failures(db, "pkg.f") == [], "a failure never outlives a profiled verdict"
+        db.conn.close()
 
 
 def test_a_version_1_file_is_migrated_on_open_and_keeps_its_data(tmp_path):
@@ -186,7 +189,7 @@ def test_a_version_2_file_is_readable_as_is_and_gains_scan_owners_on_migration(t
 
 
 def test_still_running_tells_a_live_scanner_from_a_dead_or_recycled_pid():
-    from apiprof.db.owner import ScanOwner, process_start_time, still_running, this_process
+    from apiprof.model.owner import ScanOwner, process_start_time, still_running, this_process
 
     me = this_process()
     assert me.pid == os.getpid() and me.process_started.isdigit()

@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from apiprof import svg
 from apiprof.model.growth import fit_growth
 from apiprof.model.histogram import ZERO_BUCKET
 from apiprof.model.records import Metric
-from apiprof.sphinx_ext import svg
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

@@ -9,7 +9,10 @@ and its import packages found). A package's first task discovers it and, when it
 remaining batches are submitted. Outputs stream back in completion order and each is added to
 the local database in one transaction together with its task id
 (:class:`apiprof.db.merge.MergedTask`), so a task that Dask retries after losing a worker, or
-that ``resume`` meets again, is added once.
+that ``resume`` meets again, is added once. A task's database is checked like any input of
+``apiprof merge`` (names, numbers): one the checks refuse adds nothing and is reported, never
+ending the cluster scan. Each task's isolation level is kept with its scans and said loudly
+as soon as a task comes back confined less than strictly.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from apiprof.db.schema import open_db
 from apiprof.engine.cluster.inputs import Target
 from apiprof.engine.cluster.tasks import ScanTask, TaskOutput, packages_of, run_task
 from apiprof.engine.scan import ScanOptions
-from apiprof.errors import UsageError
+from apiprof.errors import ApiprofError, UsageError
 
 DEFAULT_BATCH_SIZE = 250
 """Entry points per task for large packages (a package with fewer is one task)."""
@@ -40,13 +43,15 @@ rescheduled by Dask itself)."""
 
 @dataclass(frozen=True)
 class ClusterProgress:
-    """An event for a progress display: ``stage`` is "connect", "list" or "scan"."""
+    """An event for a progress display: ``stage`` is "connect", "list", "scan", or
+    "isolation" (a task's workers were confined less than strictly: ``detail`` says how)."""
 
     stage: str
     done: int = 0
     total: int = 0
     package: str = ""
     status: str = ""
+    detail: str = ""
 
 
 @dataclass
@@ -236,6 +241,12 @@ class ClusterRun:
         if output.entry_points:
             self.submit_batches(task, output.entry_points, pending)
         add_output(self.db, task, output, self.result)
+        isolation = str(output.summary.get("isolation", ""))
+        if output.database and not isolation.startswith("strict"):
+            level = isolation.split(":", 1)[0] or "unknown"
+            self.report(
+                ClusterProgress("isolation", package=task.package, status=level, detail=isolation)
+            )
         self.finished += 1
         self.report(
             ClusterProgress("scan", self.finished, self.submitted, task.package, output.status)
@@ -272,6 +283,7 @@ def add_output(db: Any, task: ScanTask, output: TaskOutput, result: ClusterRepor
         "reason": output.reason,
         "worker": output.worker,
         "elapsed_seconds": round(output.elapsed_seconds, 3),
+        "isolation": output.summary.get("isolation", ""),
     }
     result.tasks.append(record)
     if output.status == "failed" or not output.database:
@@ -288,7 +300,12 @@ def add_output(db: Any, task: ScanTask, output: TaskOutput, result: ClusterRepor
     with tempfile.TemporaryDirectory(prefix="apiprof-cluster-") as scratch:
         path = Path(scratch, "task.db")
         path.write_bytes(output.database)
-        if merge_into(db, path, task=merged).get("skipped"):
+        try:
+            added = merge_into(db, path, task=merged)
+        except ApiprofError as error:  # a worker's file is an input like any other
+            record["status"], record["reason"] = "refused", f"its database was refused: {error}"
+            return
+        if added.get("skipped"):
             record["status"] = "already added"
             return
     combine_summary(result.packages, output.summary)
@@ -298,9 +315,22 @@ def combine_summary(packages: dict[str, dict[str, Any]], summary: dict[str, Any]
     """Fold one task's scan summary into its package's (batches of one package add up)."""
     name = summary["package"]
     if name not in packages:
-        packages[name] = {**summary, "tasks": 1}
+        packages[name] = {
+            **summary,
+            "tasks": 1,
+            "warnings": list(summary.get("warnings", [])),
+            "blocked_at_import": {
+                m: list(r) for m, r in summary.get("blocked_at_import", {}).items()
+            },
+        }
         return
     total = packages[name]
+    levels = [total.get("isolation", ""), summary.get("isolation", "")]
+    total["isolation"] = " | ".join(dict.fromkeys(level for level in levels if level))
+    total["warnings"] += [w for w in summary.get("warnings", []) if w not in total["warnings"]]
+    for module, reasons in summary.get("blocked_at_import", {}).items():
+        known = total["blocked_at_import"].setdefault(module, [])
+        known += [reason for reason in reasons if reason not in known]
     for key in ("discovered", "profiled", "resumed_skipped"):
         total[key] += summary[key]
     total["elapsed_seconds"] = round(total["elapsed_seconds"] + summary["elapsed_seconds"], 3)

@@ -30,9 +30,14 @@ def run(spec: dict) -> None:
         return
     options = ScanOptions.from_json(spec["options"])
     if spec["batch_size"]:  # a package's first task: split it when it is large
-        with WorkerPool(1, options.worker_options()) as pool:
-            found = discover_package(pool, spec["package"], options)
-        names = sorted(entry.qualname for entry in found.discovery.entry_points)
+        with WorkerPool(1, options.worker_options(spec["package"])) as pool:
+            found, _ = discover_package(pool, spec["package"], options)
+        chosen = set(options.only)
+        names = sorted(
+            entry.qualname
+            for entry in found.discovery.entry_points
+            if not chosen or entry.qualname in chosen
+        )
         if len(names) > spec["batch_size"]:
             Path(spec["entry_points"]).write_text(json.dumps(names))
             options = replace(options, only=tuple(names[: spec["batch_size"]]))

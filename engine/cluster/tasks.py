@@ -86,7 +86,8 @@ def run_task(task: ScanTask) -> TaskOutput:
         spec = {
             "mode": "scan",
             "package": task.package,
-            "options": {**task.options, "only": list(task.only)},
+            # a batch's entry points, or else those the user chose with --only (if any)
+            "options": {**task.options, "only": list(task.only or task.options.get("only", ()))},
             "db": str(db_path),
             "summary": str(summary_path),
             "batch_size": 0 if task.only else task.batch_size,

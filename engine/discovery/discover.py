@@ -67,7 +67,12 @@ def discover(package: str) -> Discovery:
     candidates: dict[int, _Candidate] = {}
     for module in modules:
         for name, obj in _public_members(module, package):
-            _add_candidate(candidates, f"{module.__name__}.{name}", obj, module.__name__, package)
+            try:  # package objects may raise on any attribute access (a hostile ``__class__``)
+                _add_candidate(
+                    candidates, f"{module.__name__}.{name}", obj, module.__name__, package
+                )
+            except Exception:
+                continue
     entries = [_to_entry(candidate, package) for candidate in candidates.values()]
     entries.sort(key=lambda ep: ep.qualname)
     return Discovery(package, _version_of(package, root), entries, failures, missing)
@@ -318,14 +323,27 @@ def _belongs_to(obj: object, package: str) -> bool:
 def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, object]]:
     exported = getattr(module, "__all__", None)
     if isinstance(exported, (list, tuple)):
-        names = [n for n in exported if isinstance(n, str) and hasattr(module, n)]
-        return [(n, getattr(module, n)) for n in names if _entry_kind(getattr(module, n))]
+        # only names Python code can write: an entry like "../x" is no API (and no file name)
+        names = [n for n in exported if isinstance(n, str) and n.isidentifier()]
+        pairs = [(n, getattr(module, n, None)) for n in names]
+        return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
     members = []
     for name, obj in vars(module).items():
-        if name.startswith("_") or not _entry_kind(obj) or not _belongs_to(obj, package):
+        try:
+            if name.startswith("_") or not _entry_kind(obj) or not _belongs_to(obj, package):
+                continue
+        except Exception:  # an object that raises when inspected is no entry point
             continue
         members.append((name, obj))
     return members
+
+
+def _safe_kind(obj: object) -> EntryKind | None:
+    """:func:`_entry_kind`, or None for objects that raise when inspected."""
+    try:
+        return _entry_kind(obj)
+    except Exception:
+        return None
 
 
 def _entry_kind(obj: object) -> EntryKind | None:

@@ -4,8 +4,10 @@ Requests (scanner → worker) and replies (worker → scanner) are frozen datacl
 each is one line of UTF-8 JSON, ``{"type": NAME, "id": TASK_ID, "body": {...}}``, encoded and
 decoded by :mod:`apiprof.model.codec`, so a field is declared once, here or on the record it
 carries. The scanner trusts nothing a worker sends: a line longer than
-:data:`MAX_MESSAGE_BYTES`, JSON nested too deep, an unknown message type or a body that does not
-match its declared types is a :class:`ProtocolError`, which ends that worker — never the scan.
+:data:`MAX_MESSAGE_BYTES` (or more than :data:`MAX_TASK_BYTES` for one task), JSON nested too
+deep, an unknown message type or a body that does not match its declared types is a
+:class:`ProtocolError`, which ends that worker — never the scan. What a well-formed reply says is
+then checked against the task it answers (:mod:`~apiprof.engine.isolation.contract`).
 
 A request that fails carries a :class:`~apiprof.model.records.Failure` whose kind was decided
 where the failure happened (a timeout, a refusal of the guard, a crash), so the scanner never
@@ -14,8 +16,10 @@ infers it from message text.
 
 from __future__ import annotations
 
+import enum
 import json
 import os
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +37,10 @@ from apiprof.model.records import (
     Measurement,
 )
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """A line longer than this is a broken or hostile worker, not something to buffer."""
+MAX_TASK_BYTES = 48 * 1024 * 1024
+"""All a worker may send for one task (its final reply and every partial one together)."""
 
 
 class ProtocolError(Exception):
@@ -130,9 +136,47 @@ Request = Ping | Call | Calibrate | Discover | CaptureExamples | ProfileEntry | 
 
 @dataclass(frozen=True)
 class Ready:
-    """The first line a worker writes: it started and installed its guard."""
+    """The first line a worker writes: it started, confined itself and installed its reporter.
+    ``listener`` is the descriptor of its system-call filter's notifications (-1: none), for
+    the scanner to take before it sends the first request."""
 
     pid: int
+    listener: int = -1
+
+
+class Blame(enum.StrEnum):
+    """Whose code made an attempt."""
+
+    ENTRY = "entry"  # the entry point being profiled (or the request being answered)
+    IMPORT = "import"  # a module's top-level code, while it was being imported
+    THREAD = "thread"  # a background thread (of the entry point, or of an import: ``module``)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Something package code tried that the sandbox forbids, and whose code tried it."""
+
+    reason: str  # e.g. "tried to delete /home/me/notes.txt outside the sandbox"
+    blame: Blame = Blame.ENTRY
+    module: str = ""  # the module being imported (IMPORT, or a THREAD started by an import)
+
+    @property
+    def by_entry(self) -> bool:
+        """The entry point's own doing (its code, or a thread it started), not an import's."""
+        return self.blame is Blame.ENTRY or not self.module
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """Sent the moment the in-process reporter sees an attempt (so erasing a log later cannot
+    hide it)."""
+
+    attempt: Attempt
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The modules a request needs are imported: what follows is the request's own work."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +216,6 @@ class ScenarioOutcome:
     measurements: list[Measurement] = field(default_factory=list)
     edges: list[CallEdge] = field(default_factory=list)
     failure: Failure | None = None
-    blocked: list[str] = field(default_factory=list)  # what the guard refused meanwhile
     slowest_run_seconds: float = 0.0
 
 
@@ -223,6 +266,8 @@ class Refused:
 
 Reply = (
     Ready
+    | Attempted
+    | Imported
     | Pong
     | CallDone
     | Calibrated
@@ -243,6 +288,8 @@ REPLIES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         Ready,
+        Attempted,
+        Imported,
         Pong,
         CallDone,
         Calibrated,
@@ -255,7 +302,7 @@ REPLIES: dict[str, type] = {
         Refused,
     )
 }
-PARTIAL = (ScenarioOutcome,)
+PARTIAL = (ScenarioOutcome, Attempted, Imported)
 """Replies that come before a request's final reply."""
 
 
@@ -276,12 +323,20 @@ def encode(task_id: str, message: object) -> bytes:
     return (json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n").encode()
 
 
+_TIMER_SIGNALS = {signal.SIGALRM, signal.SIGPROF}
+
+
 def write_message(fd: int, task_id: str, message: object) -> None:
-    """Write one message to a raw file descriptor, retrying short writes."""
+    """Write one message to a raw file descriptor, retrying short writes. The call timers are
+    held off meanwhile, so a timeout cannot leave half a line on the pipe."""
     data = memoryview(encode(task_id, message))
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _TIMER_SIGNALS)
+    try:
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def decode(line: bytes, allowed: dict[str, type]) -> Envelope:
@@ -309,13 +364,23 @@ def decode(line: bytes, allowed: dict[str, type]) -> Envelope:
 
 
 class LineReader:
-    """Splits bytes arriving on a pipe into complete messages of the ``allowed`` types."""
+    """Splits bytes arriving on a pipe into complete messages of the ``allowed`` types, and
+    counts them: :meth:`start_task` sets how many more bytes may arrive."""
 
-    def __init__(self, allowed: dict[str, type]) -> None:
+    def __init__(self, allowed: dict[str, type], budget: int = MAX_TASK_BYTES) -> None:
         self.allowed = allowed
         self._buffer = bytearray()
+        self.budget = budget
+
+    def start_task(self, budget: int = MAX_TASK_BYTES) -> None:
+        self.budget = budget
 
     def feed(self, data: bytes) -> list[Envelope]:
+        self.budget -= len(data)
+        if self.budget < 0:
+            raise ProtocolError(
+                f"sent more than {MAX_TASK_BYTES // (1024 * 1024)} MiB for one task"
+            )
         self._buffer += data
         messages = []
         while (end := self._buffer.find(b"\n")) >= 0:

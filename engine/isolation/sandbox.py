@@ -1,23 +1,27 @@
-"""The guard installed inside scan workers: refuse dangerous operations and remember them.
+"""The reporter inside scan workers: name what package code tried, and whose code tried it.
 
-Scanning runs a package's code — its imports, its docstring examples, calls with synthesised
-arguments — and that code may delete files, talk to the network or spawn programs. Inside a
-worker (never in the scanning process) :func:`install_guard` adds a PEP 578 audit hook that
-makes such operations fail with :class:`SandboxViolation` and records each attempt, so the scan
-can report "blocked: tried to delete /home/me/notes.txt outside the sandbox".
+A PEP 578 audit hook sees what Python code asks for — opening a file for writing, deleting,
+connecting, starting a process, loading a native library — and turns each forbidden attempt
+into a sentence for the report ("tried to delete /home/me/notes.txt outside the sandbox") with
+its author: the entry point being profiled, a module's import, or a background thread of
+either (:meth:`Guard.blame`). Each attempt is sent to the scanner the moment it is seen, so
+erasing a log afterwards hides nothing.
 
-Allowed: reading anything, writing under the sandbox directory (the worker's cwd, HOME and
-TMPDIR) and to ``/dev/null``, loopback networking, signals to the worker itself. Blocked: writes,
-deletes, renames, ``chmod``/``mkdir`` outside the sandbox; non-loopback connections and name
-lookups; subprocesses, ``fork``/``exec``/``system``/``posix_spawn``; loading native libraries
-with ctypes; raising resource limits; SQLite databases outside the sandbox.
+**What this is not: the wall.** An audit hook runs inside the process it watches; code in that
+process can switch it off, and native code never passes through it (PEP 578 says as much). The
+wall is the operating system (:mod:`~apiprof.engine.isolation.confine`: namespaces, read-only
+mounts, an unprivileged uid) and the system-call filter that the scanner supervises from outside
+(:mod:`~apiprof.engine.isolation.supervisor`), which also reports what got past this hook. At
+the strict level the hook therefore only reports; at the process level, where there are no
+namespaces, it also refuses (``refuse=True``) as one more layer.
 
-**What this is not.** Audit hooks are a guard against accidents and careless code, not a
-security boundary: native code (a C extension, or ctypes memory writes) can bypass them, and
-Python code can still waste CPU or memory. It is one layer of defence in depth with the worker's
-resource limits (:func:`apply_limits`), its private temporary working directory, an
-allow-listed environment, and the parent's timeouts. Scan truly hostile code in a VM or
-container.
+Allowed: reading anything (except other processes' memory and environment), writing under the
+sandbox directory (the worker's cwd, HOME and TMPDIR) and to ``/dev/null``, loopback networking,
+signals to the worker itself. Forbidden: writes, deletes, renames, links, ``chmod`` and the like
+outside the sandbox; non-loopback connections and name lookups; subprocesses and ``exec``;
+loading native libraries with ctypes; raising resource limits.
+
+:func:`apply_limits` sets the worker's resource limits.
 """
 
 from __future__ import annotations
@@ -25,32 +29,46 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
+import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterable
+import urllib.parse
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+
+from apiprof.engine.isolation.protocol import Attempt, Blame
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _ALWAYS_WRITABLE = ("/dev/null",)
-_LOOPBACK_HOSTS = {"localhost", "localhost.localdomain", "ip6-localhost", "", None}
+_LOOPBACK_HOSTS = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", ""}
+_OTHER_PROCESS = re.compile(r"^/proc/(\d+)/(environ|mem|maps|auxv|root|cwd|fd|task|stack)\b")
 
 
 class SandboxViolation(PermissionError):
-    """Raised inside a worker when package code attempts an operation the sandbox forbids.
+    """Raised inside a worker when package code attempts an operation the sandbox forbids
+    (at the process isolation level, where the reporter also refuses).
 
     A ``PermissionError`` so careful code handles it like any refused operation; the attempt
-    is recorded either way, so swallowing the exception does not hide it from the report.
+    is reported either way, so swallowing the exception does not hide it.
     """
 
 
 @dataclass(frozen=True)
 class BlockedEvent:
-    """One refused operation: the audit event name and a sentence for people."""
+    """One forbidden attempt: the audit event, a sentence for people, and whose code it was."""
 
     event: str
     reason: str  # e.g. "tried to delete /tmp/canary outside the sandbox"
+    blame: Blame = Blame.ENTRY
+    module: str = ""
+
+    def attempt(self) -> Attempt:
+        return Attempt(self.reason, self.blame, self.module)
 
 
 @dataclass(frozen=True)
@@ -81,38 +99,59 @@ def apply_limits(limits: Limits) -> None:
     cap(resource.RLIMIT_CORE, 0)
 
 
-class Guard:
-    """The audit-hook policy: which operations are refused, and the log of refusals."""
+Report = Callable[[Attempt], None]
 
-    def __init__(self, sandbox_dir: str | Path, extra_writable: Iterable[str | Path] = ()) -> None:
+
+class Guard:
+    """The audit-hook policy: which operations are forbidden, who tried them, and the log."""
+
+    def __init__(
+        self,
+        sandbox_dir: str | Path,
+        extra_writable: Iterable[str | Path] = (),
+        *,
+        refuse: bool = True,
+        report: Report | None = None,
+    ) -> None:
         roots = [sandbox_dir, *extra_writable]
         self.writable_roots = tuple(os.path.realpath(os.fspath(r)) for r in roots)
+        self.refuse = refuse  # raise SandboxViolation (process level), or only report (strict)
+        self.report = report  # sends each attempt to the scanner as it happens
         self.events: list[BlockedEvent] = []
+        # whose work the main thread is doing outside imports: (ENTRY, "") or (IMPORT, module)
+        self.phase: tuple[Blame, str] = (Blame.ENTRY, "")
+        self.thread_origins: weakref.WeakKeyDictionary[threading.Thread, tuple[Blame, str]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._busy = threading.local()
-        self._handlers = {
+
+        def at(index: int) -> Callable[[tuple], object]:
+            return lambda a: a[index] if len(a) > index else None
+
+        def path(
+            verb: str, path_at: int, dir_fd_at: int | None = None, *, follow: bool = True
+        ) -> Callable[[tuple], None]:
+            dir_fd = at(dir_fd_at) if dir_fd_at is not None else (lambda a: None)
+            return lambda a: self._check_path(verb, a[path_at], dir_fd(a), follow=follow)
+
+        self._handlers: dict[str, Callable[[tuple], None]] = {
             "open": self._on_open,
-            "os.remove": lambda a: self._check_path("delete", a[0], a[1] if len(a) > 1 else None),
-            "os.rmdir": lambda a: self._check_path("delete", a[0], a[1] if len(a) > 1 else None),
-            "shutil.rmtree": lambda a: self._check_path("delete", a[0], a[1]),
+            "os.remove": path("delete", 0, 1, follow=False),
+            "os.rmdir": path("delete", 0, 1, follow=False),
+            "shutil.rmtree": path("delete", 0, 1, follow=False),
             "os.rename": self._on_rename,
             "shutil.move": self._on_rename,
-            "os.mkdir": lambda a: self._check_path(
-                "create a directory", a[0], a[2] if len(a) > 2 else None
-            ),
-            "os.chmod": lambda a: self._check_path(
-                "change permissions of", a[0], a[2] if len(a) > 2 else None
-            ),
-            "os.chown": lambda a: self._check_path(
-                "change the owner of", a[0], a[3] if len(a) > 3 else None
-            ),
-            "os.truncate": lambda a: self._check_path("truncate", a[0], None),
-            "os.utime": lambda a: self._check_path("change timestamps of", a[0], None),
-            "os.link": lambda a: self._check_path("create a link at", a[1], None),
-            "os.symlink": lambda a: self._check_path("create a symlink at", a[1], None),
-            "os.setxattr": lambda a: self._check_path("set attributes of", a[0], None),
-            "os.removexattr": lambda a: self._check_path("remove attributes of", a[0], None),
-            "shutil.copyfile": lambda a: self._check_path("write", a[1], None),
-            "shutil.copytree": lambda a: self._check_path("write", a[1], None),
+            "os.mkdir": path("create a directory at", 0, 2, follow=False),
+            "os.chmod": path("change permissions of", 0, 2),
+            "os.chown": path("change the owner of", 0, 3),
+            "os.truncate": path("truncate", 0),
+            "os.utime": path("change timestamps of", 0, 3),
+            "os.link": self._on_link,
+            "os.symlink": path("create a symlink at", 1, 2, follow=False),
+            "os.setxattr": path("set attributes of", 0),
+            "os.removexattr": path("remove attributes of", 0),
+            "shutil.copyfile": path("write", 1),
+            "shutil.copytree": path("write", 1),
             "shutil.unpack_archive": lambda a: self._check_path(
                 "unpack into", a[1] or os.getcwd(), None
             ),
@@ -122,6 +161,7 @@ class Guard:
             ),
             "socket.connect": lambda a: self._check_address("connect to", a[0], a[1]),
             "socket.sendto": lambda a: self._check_address("send data to", a[0], a[1]),
+            "socket.sendmsg": lambda a: self._check_address("send data to", a[0], a[1]),
             "socket.bind": lambda a: self._check_address("listen on", a[0], a[1]),
             "socket.getaddrinfo": lambda a: self._check_host(a[0]),
             "socket.gethostbyname": lambda a: self._check_host(a[0]),
@@ -172,13 +212,36 @@ class Guard:
             self._busy.active = False
 
     def take_events(self) -> list[BlockedEvent]:
-        """Return and forget the refusals recorded since the last call."""
+        """Return and forget the attempts recorded since the last call."""
         events, self.events = self.events, []
         return events
 
     def _block(self, event: str, reason: str) -> None:
-        self.events.append(BlockedEvent(event, reason))
-        raise SandboxViolation(f"apiprof sandbox: {reason}")
+        blame, module = self.blame()
+        blocked = BlockedEvent(event, reason, blame, module)
+        self.events.append(blocked)
+        if self.report is not None:
+            self.report(blocked.attempt())
+        if self.refuse:
+            raise SandboxViolation(f"apiprof sandbox: {reason}")
+
+    # -- whose code is it -------------------------------------------------------------------
+    def blame(self) -> tuple[Blame, str]:
+        """Who the code running now belongs to: a module being imported (its top-level code,
+        found on the stack), a background thread (of whoever started it), or the entry point."""
+        current = threading.current_thread()
+        if current is not threading.main_thread():
+            blame, module = self.thread_origins.get(current) or self.phase
+            return Blame.THREAD, module if blame is not Blame.ENTRY else ""
+        module = importing_module(sys._getframe(1))
+        if module:
+            return Blame.IMPORT, module
+        return self.phase
+
+    def remember_thread(self, thread: threading.Thread) -> None:
+        """Record who starts ``thread`` (called from ``Thread.start``, in the starting thread)."""
+        _, module = self.blame()
+        self.thread_origins[thread] = (Blame.IMPORT, module) if module else (Blame.ENTRY, "")
 
     # -- files ----------------------------------------------------------------------------
     def _on_open(self, args: tuple) -> None:
@@ -188,28 +251,53 @@ class Guard:
         )
         if writing:
             self._check_path("write", path, None)
+        elif isinstance(path, (str, bytes)):
+            self._check_other_process(os.fsdecode(path))
+
+    def _check_other_process(self, path: str) -> None:
+        """Reading another process's memory, environment or files is forbidden."""
+        match = _OTHER_PROCESS.match(os.path.normpath(path))
+        if match and int(match.group(1)) != os.getpid():
+            what = {"environ": "the environment", "mem": "the memory"}.get(match.group(2))
+            shown = what or f"/proc/{match.group(1)}/{match.group(2)}"
+            self._block("open", f"tried to read {shown} of process {match.group(1)}")
 
     def _on_rename(self, args: tuple) -> None:
-        self._check_path("move", args[0], args[2] if len(args) > 2 else None)
-        self._check_path("move a file to", args[1], args[3] if len(args) > 3 else None)
+        self._check_path("move", args[0], args[2] if len(args) > 2 else None, follow=False)
+        target = args[3] if len(args) > 3 else None
+        self._check_path("move a file to", args[1], target, follow=False)
+
+    def _on_link(self, args: tuple) -> None:
+        self._check_path("create a link to", args[0], args[2] if len(args) > 2 else None)
+        target = args[3] if len(args) > 3 else None
+        self._check_path("create a link at", args[1], target, follow=False)
 
     def _on_sqlite(self, args: tuple) -> None:
         target = args[0]
-        if (
-            isinstance(target, (str, bytes, os.PathLike))
-            and os.fsdecode(target)
-            not in (
-                ":memory:",
-                "",
-            )
-            and not os.fsdecode(target).startswith("file::memory:")
-        ):
-            self._check_path("open a database at", target, None)
+        if not isinstance(target, (str, bytes, os.PathLike)):
+            return
+        name = os.fsdecode(target)
+        if name in (":memory:", "") or name.startswith("file::memory:"):
+            return
+        if name.startswith("file:"):  # a URI: its path and mode, whatever uri= says
+            uri = urllib.parse.urlsplit(name)
+            query = urllib.parse.parse_qs(uri.query)
+            if "ro" in query.get("mode", []) or query.get("immutable") == ["1"]:
+                return
+            name = urllib.parse.unquote(uri.path) or name
+        self._check_path("open a database at", name, None)
 
-    def _check_path(self, verb: str, path: object, dir_fd: object) -> None:
-        if isinstance(path, int) or path is None:
-            return  # an already-open descriptor: its opening was checked
-        resolved = resolve_path(path, dir_fd)
+    def _check_path(self, verb: str, path: object, dir_fd: object, *, follow: bool = True) -> None:
+        if path is None:
+            return
+        if isinstance(path, int):  # a descriptor (fchmod, fchown...): where does it point?
+            try:
+                path = os.readlink(f"/proc/self/fd/{path}")
+            except OSError:
+                return
+            if not str(path).startswith("/"):
+                return  # a pipe or socket
+        resolved = resolve_path(path, dir_fd, follow=follow)
         if not self.is_writable(resolved):
             self._block(f"file:{verb}", f"tried to {verb} {resolved} outside the sandbox")
 
@@ -222,12 +310,19 @@ class Guard:
 
     # -- network ----------------------------------------------------------------------------
     def _check_address(self, verb: str, sock: object, address: object) -> None:
+        if address is None:  # a connected socket (sendmsg without an address)
+            return
         family = getattr(sock, "family", None)
         if family == getattr(socket, "AF_UNIX", object()):
             path = os.fsdecode(address) if isinstance(address, (str, bytes)) else ""
-            if path and not path.startswith("\0") and self.is_writable(resolve_path(path, None)):
+            if path.startswith("\0"):  # abstract: only the worker's own network namespace has it
                 return
-            self._block("socket", f"tried to {verb} the Unix socket {path or address!r}")
+            resolved = resolve_path(path, None) if path else repr(address)
+            if not (path and self.is_writable(resolved)):
+                self._block(
+                    "socket", f"tried to {verb} the Unix socket {resolved} outside the sandbox"
+                )
+            return
         host = address[0] if isinstance(address, tuple) and address else address
         if not is_loopback(host):
             self._block(
@@ -242,31 +337,67 @@ class Guard:
     # -- processes and native code ------------------------------------------------------------
     def _on_kill(self, args: tuple) -> None:
         pid = args[0]
-        if pid != os.getpid():
-            self._block("os.kill", f"tried to send signal {args[1]} to process {pid}")
+        if pid not in (os.getpid(), 0):
+            self._block("os.kill", f"tried to send {signal_name(args[1])} to process {pid}")
 
     def _on_dlopen(self, args: tuple) -> None:
         if args and args[0] is not None:  # ctypes itself opens the running interpreter (None)
             self._block("ctypes.dlopen", f"tried to load the native library {_short(args[0])}")
 
 
-def resolve_path(path: object, dir_fd: object) -> str:
-    """Absolute, symlink-free form of ``path`` (relative to ``dir_fd`` when one is given)."""
+def importing_module(frame: FrameType | None) -> str:
+    """The module whose top-level code is running (innermost on the stack), if the stack shows
+    an import in progress: a ``<module>`` frame called by the import system. ``exec`` of other
+    code, doctest examples included, has no import-system caller and does not count."""
+    while frame is not None:
+        caller = frame.f_back
+        if (
+            frame.f_code.co_name == "<module>"
+            and caller is not None
+            and caller.f_code.co_filename.startswith("<frozen importlib")
+        ):
+            name = frame.f_globals.get("__name__")
+            if isinstance(name, str):
+                return name
+        frame = caller
+    return ""
+
+
+def resolve_path(path: object, dir_fd: object, *, follow: bool = True) -> str:
+    """Absolute, symlink-free form of ``path`` (relative to ``dir_fd`` when one is given).
+    ``follow=False`` keeps a final symbolic link itself (what deleting or renaming acts on)."""
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
     if not os.path.isabs(text) and isinstance(dir_fd, int) and dir_fd >= 0:
         with contextlib.suppress(OSError):
             text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-    return os.path.realpath(text)
+    if follow:
+        return os.path.realpath(text)
+    folder, name = os.path.split(os.path.abspath(text))
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def is_loopback(host: object) -> bool:
+    """A loopback address or the local host's name. ``127.0.0.1.example.org`` is a host name
+    to look up, not an address: only a whole address counts."""
     if isinstance(host, bytes):
         host = host.decode(errors="replace")
-    if host in _LOOPBACK_HOSTS:
+    if host is None:
         return True
     if not isinstance(host, str):
         return False
-    return host.startswith("127.") or host in ("::1", "0:0:0:0:0:0:0:1")
+    if host.lower() in _LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def signal_name(number: object) -> str:
+    """``SIGKILL`` for 9; ``signal 99`` for a number that names no signal."""
+    with contextlib.suppress(ValueError, TypeError):
+        return signal.Signals(number).name  # type: ignore[arg-type]
+    return f"signal {number}"
 
 
 def _is_ip_literal(host: object) -> bool:
@@ -301,16 +432,31 @@ def _command(argv: object) -> str:
 _installed: Guard | None = None
 
 
-def install_guard(sandbox_dir: str | Path, extra_writable: Iterable[str | Path] = ()) -> Guard:
-    """Install the guard in this process for good (audit hooks cannot be removed).
+def install_guard(
+    sandbox_dir: str | Path,
+    extra_writable: Iterable[str | Path] = (),
+    *,
+    refuse: bool = True,
+    report: Report | None = None,
+) -> Guard:
+    """Install the reporter in this process for good (audit hooks cannot be removed), and make
+    ``threading.Thread.start`` record who starts each thread.
 
-    Call only inside a worker: after this, the process cannot spawn programs or write
-    outside ``sandbox_dir``.
+    Call only inside a worker: with ``refuse``, the process can no longer spawn programs or
+    write outside ``sandbox_dir``.
     """
     global _installed
     if _installed is not None:
         raise RuntimeError("the sandbox guard is already installed in this process")
-    guard = Guard(sandbox_dir, extra_writable)
+    guard = Guard(sandbox_dir, extra_writable, refuse=refuse, report=report)
+    start = threading.Thread.start
+
+    def start_remembered(thread: threading.Thread) -> None:
+        with contextlib.suppress(Exception):
+            guard.remember_thread(thread)
+        start(thread)
+
+    threading.Thread.start = start_remembered  # type: ignore[method-assign,assignment]
     sys.addaudithook(guard)
     _installed = guard
     return guard

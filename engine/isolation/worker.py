@@ -1,24 +1,32 @@
 """The worker: the only apiprof code that runs inside the sandbox, next to the scanned package.
 
 Started by :mod:`apiprof.engine.isolation.pool` as ``python -m apiprof.engine.isolation.worker``
-with a fresh temporary directory as cwd, an allow-listed environment, and two private pipes:
-requests arrive on ``--request-fd`` and replies leave on ``--result-fd``, one message per line
+(under bubblewrap at the strict isolation level, :mod:`~apiprof.engine.isolation.confine`) with
+a fresh sandbox directory as cwd, an allow-listed environment, and two private pipes: requests
+arrive on ``--request-fd`` and replies leave on ``--result-fd``, one message per line
 (:mod:`~apiprof.engine.isolation.protocol`). stdout and stderr belong to the package (the parent
 discards stdout and keeps the tail of stderr for crash reports), so nothing a package prints can
 corrupt a result.
 
-Start-up order matters: apiprof's own modules are imported first (they are trusted), then
-resource limits are applied and the sandbox guard installed, then requests are served.
+Start-up order matters: apiprof's own modules are imported first (they are trusted); then the
+worker confines itself — its own user namespace when bubblewrap ran as root, death with its
+parent, resource limits, the system-call filter (:mod:`~apiprof.engine.isolation.seccomp`),
+the reporter (:mod:`~apiprof.engine.isolation.sandbox`) — and says :class:`Ready`, naming its
+filter's listener for the scanner to take. It closes its own copy of the listener when the
+first request arrives, before any package code runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -26,9 +34,11 @@ from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import Discovery, discover, measurable, resolve_object
-from apiprof.engine.isolation import sandbox
+from apiprof.engine.isolation import sandbox, seccomp
 from apiprof.engine.isolation.protocol import (
     REQUESTS,
+    Attempted,
+    Blame,
     Calibrate,
     Calibrated,
     Call,
@@ -39,6 +49,7 @@ from apiprof.engine.isolation.protocol import (
     Discovered,
     EntryFinished,
     Failed,
+    Imported,
     LineReader,
     MeasureSettings,
     Ping,
@@ -53,6 +64,7 @@ from apiprof.engine.isolation.protocol import (
     SuiteFinished,
     write_message,
 )
+from apiprof.engine.isolation.syscalls import native_arch
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
@@ -82,7 +94,25 @@ class Worker:
 
     def handle(self, request: Request) -> Reply:
         handler: Callable[[Any], Reply] = getattr(self, f"on_{type(request).__name__}")
+        self.enter_phase(request)
         return handler(request)
+
+    def enter_phase(self, request: Request) -> None:
+        """Tell the reporter (and the scanner) whose code runs next. An entry point's module is
+        imported first, so what its top-level code tries is blamed on the import, not on the
+        entry point; discovery is importing throughout."""
+        package = request.package if isinstance(request, Discover) else ""
+        self.set_phase(Blame.IMPORT if package else Blame.ENTRY, package)
+        if isinstance(request, ProfileEntry):
+            self.set_phase(Blame.IMPORT, request.entry.module)
+            with contextlib.suppress(BaseException):  # the handler meets it again and reports it
+                importlib.import_module(request.entry.module)
+            self.set_phase(Blame.ENTRY, "")
+            self.emit(Imported())
+
+    def set_phase(self, blame: Blame, module: str) -> None:
+        if self.guard is not None:
+            self.guard.phase = (blame, module)
 
     # -- operations ---------------------------------------------------------------------------
     def on_Ping(self, request: Ping) -> Reply:
@@ -310,11 +340,12 @@ class Worker:
                 reply = Failed(failure_from(exc, Coverage.NO_ARGUMENTS, scenario, reason))
             else:
                 reply = Failed(failure_from(exc, Coverage.CRASHED, scenario, f"raised {problem}"))
-        blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
+        # every attempt already went to the scanner; those of this entry point (or its
+        # threads) fail the work, those of an import it triggered are the import's
+        events = self.guard.take_events() if self.guard else []
+        blocked = [event.reason for event in events if event.attempt().by_entry]
         if blocked:
             reply = Failed(Failure(Coverage.BLOCKED, blocked[0]))
-        if isinstance(reply, ScenarioOutcome):
-            return ScenarioOutcome(**{**vars(reply), "blocked": blocked})
         return reply
 
     def out_of_memory(self) -> Failure:
@@ -350,22 +381,26 @@ def _tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def serve(request_fd: int, result_fd: int, worker: Worker) -> None:
-    """Answer requests until the parent closes the request pipe."""
+def serve(request_fd: int, result_fd: int, worker: Worker, listener: int = -1) -> None:
+    """Answer requests until the parent closes the request pipe. The filter's ``listener`` is
+    closed when the first request arrives: by then the scanner holds its own copy."""
     reader = LineReader(REQUESTS)
-    write_message(result_fd, "", Ready(os.getpid()))
+    worker.send("", Ready(os.getpid(), listener))
     while True:
         data = os.read(request_fd, 1 << 16)
+        if listener >= 0:
+            os.close(listener)
+            listener = -1
         if not data:
             return
         for envelope in reader.feed(data):
             worker.task_id = envelope.id
             reply = answer(worker, envelope.message)
             try:
-                write_message(result_fd, envelope.id, reply)
+                worker.send(envelope.id, reply)
             except (TypeError, ValueError) as exc:  # unencodable result (e.g. NaN in a histogram)
                 failure = Failure(Coverage.CRASHED, f"apiprof could not encode its reply: {exc}")
-                write_message(result_fd, envelope.id, Failed(failure))
+                worker.send(envelope.id, Failed(failure))
 
 
 def answer(worker: Worker, request: Request) -> Reply:
@@ -393,21 +428,96 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-mb", type=int, default=2048)
     parser.add_argument("--cpu-seconds", type=int, default=600)
     parser.add_argument(
-        "--no-guard", action="store_true", help="skip the audit-hook guard (limits still apply)"
+        "--no-guard", action="store_true", help="skip the audit-hook reporter (limits still apply)"
+    )
+    parser.add_argument(
+        "--filter", choices=[*seccomp.Mode, "none"], default="none", help="system-call filter"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="the reporter names attempts without refusing them (the OS sandbox refuses)",
+    )
+    parser.add_argument(
+        "--user-namespace",
+        action="store_true",
+        help="enter a user namespace of its own first (bubblewrap ran as root, setpriv dropped uid)",
+    )
+    parser.add_argument(
+        "--parent", type=int, default=0, help="die with this parent process (process level)"
     )
     args = parser.parse_args(argv)
 
     sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
     timeouts.install_alarm_handler()
     timeouts.enable_stuck_call_stop()
+    if args.user_namespace:
+        enter_user_namespace()
+    if args.parent:
+        die_with_parent(args.parent)
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
-    guard = None if args.no_guard else sandbox.install_guard(args.sandbox)
-    worker = Worker(
-        guard,
-        args.memory_mb,
-        send=lambda task_id, message: write_message(args.result_fd, task_id, message),
-    )
-    serve(args.request_fd, args.result_fd, worker)
+    listener = -1
+    if args.filter != "none":
+        listener = seccomp.install_filter(native_arch() or "", seccomp.Mode(args.filter))
+    lock = threading.RLock()  # the reporter sends from whichever thread made the attempt
+
+    def send(task_id: str, message: Reply) -> None:
+        with lock:
+            write_message(args.result_fd, task_id, message)
+
+    worker = Worker(None, args.memory_mb, send=send)
+    if not args.no_guard:
+        worker.guard = sandbox.install_guard(
+            args.sandbox,
+            refuse=not args.report_only,
+            report=lambda attempt: send(worker.task_id, Attempted(attempt)),
+        )
+    serve(args.request_fd, args.result_fd, worker, listener)
+
+
+def enter_user_namespace() -> None:
+    """Become uid/gid 65534 of a user namespace of this process's own (bubblewrap ran as root
+    and ``setpriv`` already dropped to uid 65534 outside, so this grants nothing outside), then
+    give up the capabilities a new user namespace hands its creator."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, doing: str) -> None:
+        if result != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"{doing}: {os.strerror(code)}")
+
+    uid, gid = os.getuid(), os.getgid()
+    check(libc.unshare(0x10000000), "user namespaces are unavailable here: unshare(CLONE_NEWUSER)")
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        with open(f"/proc/self/{name}", "w") as stream:
+            stream.write(text)
+    pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 24, 47, 4
+    for capability in range(64):
+        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    check(libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0), "clearing ambient caps")
+
+    class Header(ctypes.Structure):
+        _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+    empty = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, for two 32-bit halves
+    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), empty), "capset")
+
+
+def die_with_parent(parent: int) -> None:
+    """Be killed when the scanner dies (process level: no PID namespace does it for us)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request above took effect
+        os._exit(1)
 
 
 if __name__ == "__main__":

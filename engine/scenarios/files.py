@@ -35,6 +35,8 @@ _SCENARIO_KEYS = {
     "enabled": bool,
 }
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+MAX_CODE = 65536
+"""Longest ``setup`` or ``call`` a scenario file may hold (characters)."""
 _TOML_TYPE = {
     int: "an integer",
     str: "a string",
@@ -58,6 +60,10 @@ def load_scenario_file(path: str | Path) -> list[ScenarioSpec]:
     except tomllib.TOMLDecodeError as error:
         line, problem = _toml_error_position(error)
         raise ScenarioFileError(str(path), line, f"not valid TOML: {problem}") from None
+    except RecursionError:
+        raise ScenarioFileError(
+            str(path), None, "arrays or tables nest deeper than apiprof reads; flatten them"
+        ) from None
     return _FileReader(path, text, data).read()
 
 
@@ -172,8 +178,16 @@ class _FileReader:
             )
 
     def check_code(self, where: tuple[str | int, ...], code: str) -> None:
+        if len(code) > MAX_CODE:
+            raise self.fail(
+                where,
+                f"`{where[-1]}` is longer than {MAX_CODE} characters; move the code into a module",
+            )
         try:
             compile(code, f"<{where[-1]}>", "exec", dont_inherit=True)
+        except (RecursionError, MemoryError):
+            problem = f"the Python code in `{where[-1]}` nests too deeply to compile; split it up"
+            raise self.fail(where, problem) from None
         except SyntaxError as error:
             line = self.line_of(where)
             if line is not None and error.lineno:

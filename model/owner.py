@@ -4,7 +4,8 @@ A scan row says ``running`` both while its process works and after that process 
 (``kill -9``, a power cut): nothing was left to mark it. ``--resume`` must continue only the
 second kind — two processes measuring the same entry points into one scan would double them.
 The scan row keeps the host, the pid and the process's start time (so a recycled pid is not
-mistaken for the scanner); :func:`still_running` checks them.
+mistaken for the scanner); :func:`still_running` checks them. Sandbox folders are named after
+their scanner the same way, so the next scan removes only a dead scanner's folders.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def process_start_time(pid: int) -> str:
         return fields[19].decode()
     except (OSError, IndexError):
         return ""
+
+
+def owner_of_row(row: tuple) -> ScanOwner | None:
+    """The owner recorded as ``(host, pid, process_started)``; None for scans older than that."""
+    host, pid, started = row
+    return ScanOwner(host, int(pid), started or "") if host and pid else None
 
 
 def this_process() -> ScanOwner:
