@@ -113,16 +113,26 @@ def test_the_folder_a_scan_starts_in_is_not_shown_to_workers(tmp_path, monkeypat
     root = Path(apiprof.__file__).resolve().parent
     if str(root.parent) not in sys.path:  # a checkout: the projects beside it stay hidden
         assert not [p for p in bound if root != Path(p) and root.is_relative_to(p)], bound
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
-    db, summary = tmp_path / "started-here.db", tmp_path / "summary.json"
-    command = [sys.executable, "-m", "apiprof.cli", "scan", "tiny_pkg", "--db", str(db)]
-    command += ["--isolation", "strict", "--summary-json", str(summary), *QUICK]
+    found = strict_scan(tmp_path, "tiny_pkg", *QUICK, cwd=private)
+    assert found["profiled"] >= 1
+
+
+def strict_scan(
+    tmp_path: Path, package: str, *options: str, cwd: Path | None = None, path: str = str(FIXTURES)
+) -> dict:
+    """Scan ``package`` at the strict level (``path`` as ``PYTHONPATH``) and return its summary."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"PYTHONPATH": path} if path else {})
+    db, summary = tmp_path / f"{package}.db", tmp_path / f"{package}.json"
+    command = [sys.executable, "-m", "apiprof.cli", "scan", package, "--db", str(db)]
+    command += ["--isolation", "strict", "--summary-json", str(summary), *options]
     out = subprocess.run(
-        command, cwd=private, env=env, capture_output=True, text=True, timeout=600, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(summary.read_text())["packages"][0]
-    assert found["isolation"].startswith("strict:") and found["profiled"] >= 1
+    assert found["isolation"].startswith("strict:")
+    return found
 
 
 def test_async_entry_points_run_on_the_workers_event_loop_under_strict_isolation(tmp_path):
@@ -131,15 +141,7 @@ def test_async_entry_points_run_on_the_workers_event_loop_under_strict_isolation
     system-call filter that is allowed, while the network rule stays as it is."""
     if strict_unavailable():
         pytest.skip(f"strict isolation is unavailable here: {strict_unavailable()}")
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
-    db, summary = tmp_path / "async.db", tmp_path / "async.json"
-    command = [sys.executable, "-m", "apiprof.cli", "scan", "async_pkg", "--db", str(db)]
-    command += ["--isolation", "strict", "--summary-json", str(summary)]
-    command += ["--sizes", "1,10", "--repeat", "1", "--quiet"]
-    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    found = json.loads(summary.read_text())["packages"][0]
-    assert found["isolation"].startswith("strict:")
+    found = strict_scan(tmp_path, "async_pkg", "--sizes", "1,10", "--repeat", "1", "--quiet")
     assert found["profiled"] == found["discovered"] == 3, found["not_profiled"]
 
 
@@ -151,13 +153,5 @@ def test_a_package_in_the_folder_a_scan_starts_in_is_scanned_from_there(tmp_path
     project = tmp_path / "project"
     project.mkdir(mode=0o755)
     shutil.copytree(FIXTURES / "tiny_pkg", project / "tiny_pkg")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    db, summary = tmp_path / "here.db", tmp_path / "here.json"
-    command = [sys.executable, "-m", "apiprof.cli", "scan", "tiny_pkg", "--db", str(db)]
-    command += ["--isolation", "strict", "--summary-json", str(summary), *QUICK]
-    out = subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    found = json.loads(summary.read_text())["packages"][0]
-    assert found["isolation"].startswith("strict:") and found["profiled"] >= 1
+    found = strict_scan(tmp_path, "tiny_pkg", *QUICK, cwd=project, path="")
+    assert found["profiled"] >= 1
