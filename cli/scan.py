@@ -41,6 +41,19 @@ exit codes: 0 done, 1 scan failed, 2 usage error (unknown package, bad scenario 
 """
 
 
+SOURCE_FLAGS = [
+    (
+        "stubs",
+        "do not type arguments from .pyi stubs (the package's own, types-* packages, typeshed)",
+    ),
+    ("docstring-types", "do not type arguments from docstrings (:param int x:, numpydoc, Google)"),
+    ("subclasses", "do not build instances from concrete subclasses and the package's factories"),
+    ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
+    ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
+]
+"""``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
+
+
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     from apiprof.engine.scan import ScanOptions
 
@@ -80,6 +93,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not synthesise arguments from annotations and defaults",
     )
+    for flag, what in SOURCE_FLAGS:
+        parser.add_argument(f"--no-{flag}", action="store_true", help=what)
     parser.add_argument(
         "--sizes",
         type=size_list,
@@ -186,6 +201,11 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bar and no summary table"
     )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="only list the public entry points of PACKAGE (discovery in a sandboxed worker), profile nothing",
+    )
 
 
 def scan_options(args: argparse.Namespace):
@@ -196,6 +216,11 @@ def scan_options(args: argparse.Namespace):
         bundled_scenarios=not args.no_bundled_scenarios,
         docstrings=not args.no_docstrings,
         synthesize=not args.no_synth,
+        stubs=not args.no_stubs,
+        docstring_types=not args.no_docstring_types,
+        subclasses=not args.no_subclasses,
+        heuristics=not args.no_heuristics,
+        capture=not args.no_capture,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,
@@ -212,8 +237,10 @@ def scan_options(args: argparse.Namespace):
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    from apiprof.engine.scan import busy_warnings, last_scan_status, scan
+    from apiprof.engine.scan import ScanInterrupted, busy_warnings, last_scan_status, scan
 
+    if args.list:
+        return list_entry_points(args)
     options = scan_options(args)
     if wants_cluster(args):
         return run_cluster_scan(args, options)
@@ -229,25 +256,57 @@ def run_scan(args: argparse.Namespace) -> int:
                     print(f"{package}: already finished in {args.db}; skipped (--resume)")
                 continue
             resume = status is not None
+        try:
+            if args.quiet:
+                summary = scan(
+                    package,
+                    db_path=args.db,
+                    options=options,
+                    resume=resume,
+                    progress=warn_isolation,
+                )
+            else:
+                with ScanProgressBar(package) as bar:
+                    summary = scan(
+                        package,
+                        db_path=args.db,
+                        options=options,
+                        resume=resume,
+                        progress=bar.update,
+                    )
+        except ScanInterrupted as stopped:  # keep what was measured, then exit as interrupted
+            summaries.append(stopped.summary)
+            write_summary_json(args.summary_json, summaries)
+            if not args.quiet:
+                print_scan_summary(stopped.summary)
+            raise
         if args.quiet:
-            summary = scan(
-                package, db_path=args.db, options=options, resume=resume, progress=warn_isolation
-            )
             for warning in busy_warnings(summary.disturbance):  # isolation's came as progress
                 print(f"{package}: warning: {warning}", file=sys.stderr)
         else:
-            with ScanProgressBar(package) as bar:
-                summary = scan(
-                    package, db_path=args.db, options=options, resume=resume, progress=bar.update
-                )
             print_scan_summary(summary)
         summaries.append(summary)
         # rewritten after each package: an interrupted run keeps the finished ones
-        if args.summary_json:
-            document = {"packages": [s.to_json() for s in summaries]}
-            Path(args.summary_json).write_text(
-                json.dumps(document, indent=2) + "\n", encoding="utf-8"
-            )
+        write_summary_json(args.summary_json, summaries)
+    return 0
+
+
+def write_summary_json(path: str | None, summaries: list) -> None:
+    if path:
+        document = {"packages": [s.to_json() for s in summaries]}
+        Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def list_entry_points(args: argparse.Namespace) -> int:
+    """``--list``: the public entry points of each package (discovery only, in a worker)."""
+    from apiprof.engine.scan import list_package
+
+    for package in args.packages:
+        discovery = list_package(package, options=scan_options(args))
+        for entry in discovery.entry_points:
+            print(f"{entry.qualname}{entry.signature}  [{entry.kind}]")
+        for module, error in discovery.import_failures.items():
+            print(f"# not importable: {module}: {error}")
     return 0
 
 
@@ -264,7 +323,8 @@ def warn_isolation(event) -> None:
 
 
 class ScanProgressBar:
-    """A rich progress display on stderr, fed by ``engine.scan.ScanProgress`` events."""
+    """A rich progress display on stderr, fed by ``engine.scan.ScanProgress`` events: the entry
+    point(s) running now and an estimate of the time left."""
 
     def __init__(self, package: str) -> None:
         from rich.console import Console
@@ -283,12 +343,15 @@ class ScanProgressBar:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
             TextColumn("{task.fields[current]}", style="dim"),
             console=Console(stderr=True),
             transient=True,
         )
         self.package = package
-        self.task = self.progress.add_task(f"{package}: starting workers", total=None, current="")
+        self.task = self.progress.add_task(
+            f"{package}: starting workers", total=None, current="", eta=""
+        )
 
     def __enter__(self) -> ScanProgressBar:
         self.progress.start()
@@ -307,6 +370,7 @@ class ScanProgressBar:
         labels = {
             "calibrate": "calibrating probes",
             "discover": "discovering entry points",
+            "capture": "capturing arguments from docstring examples",
             "tests": "running the test suite under the profiler (--tests)",
             "profile": "profiling",
         }
@@ -316,8 +380,25 @@ class ScanProgressBar:
                 description=f"{self.package}: {labels[event.stage]}",
                 total=event.total or None,
                 completed=event.done,
-                current=f"{event.qualname} ({event.status})" if event.qualname else "",
+                current=f"now: {', '.join(event.running)}" if event.running else "",
+                eta=f"~{format_seconds(event.eta_seconds)} left"
+                if event.eta_seconds is not None
+                else "",
             )
+
+
+def format_seconds(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+GROUP_NAMES = 8
+"""Entry points named per reason in the summary (the rest are counted)."""
 
 
 def print_scan_summary(summary) -> None:
@@ -341,7 +422,7 @@ def print_scan_summary(summary) -> None:
             table.add_column(
                 column,
                 justify="left" if column in ("entry point", "growth") else "right",
-                overflow="fold",
+                no_wrap=column == "entry point",  # names stay whole
             )
         for line in summary.most_expensive:
             table.add_row(
@@ -360,12 +441,7 @@ def print_scan_summary(summary) -> None:
         counts.add_row(status, str(n))
     console.print(counts)
     if summary.not_profiled:
-        missing = Table(title="Not profiled")
-        for column in ("entry point", "status", "reason"):
-            missing.add_column(column, overflow="fold")
-        for record in summary.not_profiled:
-            missing.add_row(record.qualname, str(record.status), record.reason)
-        console.print(missing)
+        print_reason_groups(console, summary)
     for module, error in summary.import_failures.items():
         console.print(f"[yellow]import failed[/yellow] {escape(module)}: {escape(error)}")
     for module, reasons in summary.blocked_at_import.items():
@@ -376,6 +452,25 @@ def print_scan_summary(summary) -> None:
         console.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if summary.tests is not None:
         print_suite_line(console, summary.tests)
+
+
+def print_reason_groups(console, summary) -> None:
+    """Entry points not profiled, one block per reason: the reason once, then the names
+    (whole, separated by commas, so lines break between names and never inside one)."""
+    from rich.markup import escape
+
+    console.print(f"\n[bold]Not profiled ({len(summary.not_profiled)}), by reason[/bold]")
+    for group in summary.groups():
+        names = list(group.qualnames)
+        shown = ", ".join(names[:GROUP_NAMES])
+        more = f" and {len(names) - GROUP_NAMES} more" if len(names) > GROUP_NAMES else ""
+        console.print(f"[bold]{len(names):>5}[/bold]  {group.status}: {escape(group.reason)}")
+        console.print(
+            f"       {escape(shown)}{more}", style="dim", overflow="ignore", soft_wrap=False
+        )
+    console.print(
+        "details (scenario, phase, where it raised): apiprof show NAME --traceback, or --summary-json"
+    )
 
 
 def print_suite_line(console, suite) -> None:

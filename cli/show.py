@@ -30,12 +30,38 @@ SHOW_EPILOG = """\
      (size null for unsized scenarios), for wall_ns, cpu_ns, alloc_incl_bytes and consume_*
   growth_class: e.g. "O(n)" or null;  growth: [{metric, scenario_id, growth_class, rel_error, r2,
             points, size_axis}]
-  scenario_count, scenarios: [{id, source, description, sizes}]
+  scenario_count, scenarios: [{id, source, description, sizes, setup, call, inputs}]
+  failures: [{scenario_id, phase, kind, reason, location, traceback}]  (why scenarios failed;
+     phase is collect, setup, call or consume)
 Statistics are null when a metric has no samples. Times are in ns, sizes in bytes.
 """
 
 
-def print_profile(data: dict[str, Any]) -> None:
+def print_inputs(scenario: dict[str, Any]) -> None:
+    """What a scenario ran, so it can be reproduced by hand: its inputs, else its code."""
+    if scenario.get("inputs"):
+        print(f"      inputs: {scenario['inputs']}")
+    elif scenario.get("source") in ("docstring", "file") and scenario.get("call"):
+        for line in scenario["call"].strip().splitlines()[:6]:
+            print(f"      >>> {line}")
+
+
+def print_failure(failure: dict[str, Any], *, args_traceback: bool = False) -> None:
+    where = f" [{failure['scenario_id']}" + (f", {failure['phase']}" if failure["phase"] else "")
+    where = (
+        f"{where}]"
+        if failure["scenario_id"]
+        else (f" [{failure['phase']}]" if failure["phase"] else "")
+    )
+    print(f"  {failure['kind']}{where}: {failure['reason']}")
+    if failure["location"]:
+        print(f"      at {failure['location']}")
+    if args_traceback and failure["traceback"]:
+        for line in failure["traceback"].splitlines():
+            print(f"      | {line}")
+
+
+def print_profile(data: dict[str, Any], *, traceback: bool = False) -> None:
     from apiprof.format import format_value, text_histogram, worth_showing
     from apiprof.model.histogram import Histogram
 
@@ -75,6 +101,11 @@ def print_profile(data: dict[str, Any]) -> None:
         for s in data["scenarios"]:
             sizes = f" sizes {', '.join(map(str, s['sizes']))}" if s["sizes"] else ""
             print(f"  {s['id']} [{s['source'] or '?'}]{sizes} {s['description']}".rstrip())
+            print_inputs(s)
+    if data.get("failures"):
+        print(f"\nfailed attempts ({len(data['failures'])}):")
+        for f in data["failures"]:
+            print_failure(f, args_traceback=traceback)
     if data["growth"]:
         print("\ngrowth:")
         for g in data["growth"]:
@@ -96,7 +127,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        print_profile(data)
+        print_profile(data, traceback=args.traceback)
     return 0
 
 
@@ -116,5 +147,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_db_argument(show)
     show.add_argument(
         "--json", action="store_true", help="print JSON with the stable fields listed below"
+    )
+    show.add_argument(
+        "--traceback",
+        action="store_true",
+        help="with each failed attempt, print the last frames of the worker's traceback",
     )
     show.set_defaults(handler=run_show)

@@ -8,12 +8,14 @@ buckets: [{bucket, low, high, count, sum, sum_sq}], sub_buckets: [{bucket, sub, 
 sum, sum_sq}]}} (typical: at the reference size); sizes [{scenario_id, size, metric, count,
 median, p90, mean}] (per scenario and size); growth_class; growth [{metric, scenario_id,
 growth_class, rel_error, r2, points, size_axis}] (time first); scenario_count; scenarios [{id,
-source, description, sizes}]. Statistics are null when a metric has no samples.
+source, description, sizes, setup, call, inputs}]; failures [{scenario_id, phase, kind, reason,
+location, traceback}]. Statistics are null when a metric has no samples.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 import sqlite_utils
@@ -87,6 +89,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
             ],
         }
     scenarios: dict[str, dict[str, Any]] = {}
+    ran = query.scenario_inputs(db, found.qualname)
     for piece in query.scenario_breakdown(db, found.qualname):
         entry = scenarios.setdefault(
             piece.scenario_id,
@@ -95,6 +98,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
                 "source": piece.source,
                 "description": piece.description,
                 "sizes": [],
+                **ran.get(piece.scenario_id, {"setup": "", "call": "", "inputs": ""}),
             },
         )
         if piece.size >= 0 and piece.size not in entry["sizes"]:
@@ -139,4 +143,5 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
         ],
         "scenario_count": found.scenarios,
         "scenarios": list(scenarios.values()),
+        "failures": [asdict(row) for row in query.failures(db, found.qualname)],
     }

@@ -178,6 +178,7 @@ def merge_into(
                     [qualname, package, status, reason, scan_ids.get(scan_id)],
                 )
             counts["coverage"] = len(coverage)
+            counts["failures"] = _merge_failures(conn, scan_ids)
             touched = [
                 r[0]
                 for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")
@@ -188,6 +189,29 @@ def merge_into(
     finally:
         conn.execute("DETACH DATABASE src")
     return counts
+
+
+def _merge_failures(conn: Any, scan_ids: dict[int, int | None]) -> int:
+    """The failed attempts behind each verdict the merge took from the source (its coverage row
+    now names the source's scan) replace the target's; returns the rows copied."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM src.sqlite_master")}
+    if "failures" not in tables:  # a source from before failures were kept
+        return 0
+    rows = conn.execute(
+        "SELECT qualname, position, scan_id, scenario_id, phase, kind, reason, location, "
+        "traceback FROM src.failures ORDER BY qualname, position"
+    ).fetchall()
+    verdicts = dict(conn.execute("SELECT qualname, scan_id FROM main.coverage").fetchall())
+    new_scans = {scan for scan in scan_ids.values() if scan is not None}
+    replaced = [[name] for name, scan in verdicts.items() if scan in new_scans]
+    conn.executemany("DELETE FROM main.failures WHERE qualname = ?", replaced)
+    taken = [
+        (row[0], row[1], scan_ids.get(row[2]), *row[3:])
+        for row in rows
+        if row[2] in scan_ids and verdicts.get(row[0]) == scan_ids[row[2]]
+    ]
+    conn.executemany(f"INSERT INTO main.failures VALUES ({', '.join('?' * 9)})", taken)
+    return len(taken)
 
 
 def _already_merged(conn: Any, task: MergedTask) -> bool:
@@ -249,6 +273,12 @@ def source_problems(source: sqlite_utils.Database) -> Iterator[str]:
             yield f"a coverage row's name {problem}"
         if status not in statuses:
             yield f"the coverage status {str(status)[:40]!r} of {qualname} is unknown"
+    if "failures" in source.table_names():  # the attempts behind a verdict (schema v7)
+        for qualname, kind in source.execute("SELECT qualname, kind FROM failures"):
+            if problem := qualname_problem(qualname):
+                yield f"a failure row's name {problem}"
+            if kind not in statuses:
+                yield f"the failure kind {str(kind)[:40]!r} of {qualname} is unknown"
     rows = source.execute(
         "SELECT qualname, metric, scenario_id, size, bucket, count, sum, sum_sq FROM buckets"
     )

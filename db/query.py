@@ -540,6 +540,7 @@ _CONTENT_TABLES = (
     "call_edges",
     "environments",
     "scans",
+    "failures",
 )
 
 
@@ -569,5 +570,42 @@ def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
             "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
             "WHERE s.source = ? OR b.scenario_id = ?",
             [str(ScenarioSource.COLLECTED)] * 2,
+        )
+    }
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One failed attempt behind an entry point's "not profiled" verdict."""
+
+    scenario_id: str
+    phase: str
+    kind: str
+    reason: str
+    location: str
+    traceback: str
+
+
+def failures(db: sqlite_utils.Database, qualname: str) -> list[FailureRow]:
+    """Every failed scenario or source stored for an API, in the order they were tried."""
+    if "failures" not in db.table_names():  # a database from before failures were kept
+        return []
+    rows = db.execute(
+        "SELECT scenario_id, phase, kind, reason, location, traceback FROM failures "
+        "WHERE qualname = ? ORDER BY position",
+        [qualname],
+    ).fetchall()
+    return [FailureRow(*(value or "" for value in row)) for row in rows]
+
+
+def scenario_inputs(db: sqlite_utils.Database, qualname: str) -> dict[str, dict[str, str]]:
+    """What each stored scenario of an API ran: {scenario id: {setup, call, inputs}}."""
+    columns = {column.name for column in db.table("scenarios").columns}
+    if "inputs" not in columns:
+        return {}
+    return {
+        row[0]: {"setup": row[1] or "", "call": row[2] or "", "inputs": row[3] or ""}
+        for row in db.execute(
+            "SELECT id, setup, call, inputs FROM scenarios WHERE qualname = ?", [qualname]
         )
     }

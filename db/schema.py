@@ -197,6 +197,27 @@ def _v8_sub_buckets(db: sqlite_utils.Database) -> None:
     db.table("scans").add_column("disturbance", str)  # JSON of model.records.Disturbance
 
 
+def _v9_failures_and_inputs(db: sqlite_utils.Database) -> None:
+    # Every failed scenario behind a "not profiled" verdict (phase, where it raised, the last
+    # frames of the traceback), and what a scenario ran, so a person can reproduce it by hand.
+    db.table("failures").create(
+        {
+            "qualname": str,
+            "position": int,  # order in which the attempts were made
+            "scan_id": int,
+            "scenario_id": str,
+            "phase": str,  # collect | setup | call | consume | ""
+            "kind": str,  # a coverage status
+            "reason": str,
+            "location": str,  # file:line in function
+            "traceback": str,
+        },
+        pk=("qualname", "position"),
+    )
+    for column in ("setup", "call", "inputs"):
+        db.table("scenarios").add_column(column, str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
@@ -206,6 +227,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v6_isolation_and_scan_uid,
     _v7_collection,
     _v8_sub_buckets,
+    _v9_failures_and_inputs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2

@@ -28,6 +28,7 @@ from apiprof.model.records import (
     NO_SIZE,
     Calibration,
     CallEdge,
+    CoverageRecord,
     Disturbance,
     EntryPoint,
     Environment,
@@ -229,10 +230,14 @@ def store_batch(
                         "source": str(s.source),
                         "description": s.description,
                         "size_axis": s.size_axis,
+                        "setup": s.setup,
+                        "call": s.call,
+                        "inputs": s.inputs,
                     }
                     for s in batch.scenarios
                 ),
                 pk="id",
+                alter=True,
             )
         db.conn.executemany(ADD_BUCKETS_SQL, bucket_rows(batch.measurements, environment_id))
         db.conn.executemany(
@@ -253,7 +258,37 @@ def store_batch(
                 ),
                 pk="qualname",
             )
+            store_failures(db, batch.coverage, scan_id)
         recompute_growth(db, {m.qualname for m in batch.measurements if m.size != NO_SIZE})
+
+
+def store_failures(
+    db: sqlite_utils.Database, records: Iterable[CoverageRecord], scan_id: int | None
+) -> None:
+    """Replace the stored failures of these entry points with the ones behind their new verdict."""
+    records = list(records)
+    names = [record.qualname for record in records]
+    if "failures" not in db.table_names() or not names:
+        return
+    db.execute(f"DELETE FROM failures WHERE qualname IN ({','.join('?' * len(names))})", names)
+    db.table("failures").insert_all(
+        (
+            {
+                "qualname": record.qualname,
+                "position": position,
+                "scan_id": scan_id,
+                "scenario_id": failure.scenario,
+                "phase": failure.phase,
+                "kind": str(failure.kind),
+                "reason": failure.reason,
+                "location": failure.location,
+                "traceback": failure.traceback,
+            }
+            for record in records
+            for position, failure in enumerate(record.failures)
+        ),
+        pk=("qualname", "position"),
+    )
 
 
 def _edge_rows(edges: Iterable[CallEdge]) -> list[tuple[str, str, int]]:

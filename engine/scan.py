@@ -26,8 +26,11 @@ time only while there are idle cores for every worker (workers compete for cores
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import itertools
 import json
 import os
+import re
 import sqlite3
 import time
 from collections import defaultdict
@@ -39,6 +42,7 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
+from apiprof.db.query import failures as failure_rows
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, immediate, open_db
 from apiprof.db.store import (
@@ -49,7 +53,7 @@ from apiprof.db.store import (
     store_entry_points,
     take_over_scan,
 )
-from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.discovery.discover import Discovery, import_name_of
 from apiprof.engine.isolation.confine import (
     Isolation,
     Level,
@@ -62,6 +66,8 @@ from apiprof.engine.isolation.protocol import (
     Blame,
     Calibrate,
     Calibrated,
+    Captured,
+    CaptureExamples,
     Discover,
     Discovered,
     EntryFinished,
@@ -69,7 +75,9 @@ from apiprof.engine.isolation.protocol import (
     ProfileEntry,
     Refused,
 )
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
+from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.testsuite import SuiteRun, resolve_suite_path, run_test_suite
 from apiprof.model.checks import qualname_problem, within
 from apiprof.model.owner import owner_of_row
@@ -81,6 +89,7 @@ from apiprof.model.records import (
     EntryKind,
     EntryPoint,
     Environment,
+    Failure,
     ScanBatch,
 )
 
@@ -110,6 +119,12 @@ class ScanOptions:
     bundled_scenarios: bool = True  # add the scenario file apiprof ships for the package, if any
     docstrings: bool = True  # run ``>>>`` examples as scenarios
     synthesize: bool = True  # synthesise arguments from annotations and defaults
+    # where argument types come from besides annotations (each switchable: --no-stubs ...)
+    stubs: bool = True  # .pyi stubs: the package's own, types-* packages, jedi's typeshed
+    docstring_types: bool = True  # :param int x:, numpydoc and Google sections
+    subclasses: bool = True  # concrete subclasses and factories for classes that won't build
+    heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
+    capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20
@@ -144,6 +159,11 @@ class ScanOptions:
         "bundled_scenarios",
         "docstrings",
         "synthesize",
+        "stubs",
+        "docstring_types",
+        "subclasses",
+        "heuristics",
+        "capture",
         "sizes",
         "repeat",
         "max_seconds",
@@ -168,12 +188,15 @@ class ScanOptions:
             return (*self.scenario_files, str(bundled))
         return self.scenario_files
 
+    @property
+    def argument_sources(self) -> list[str]:
+        """The enabled argument sources beyond annotations, as the worker names them."""
+        return [name for name in SOURCES if getattr(self, name)]
+
     def worker_options(self, package: str = "") -> WorkerOptions:
         """How workers run; ``package`` (and the files the scan reads) must be readable in them."""
-        env = {}
-        if self.python_path:
-            inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-            env["PYTHONPATH"] = os.pathsep.join([*map(str, self.python_path), *inherited])
+        paths = self.import_paths(package)
+        env = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
         location = package_location(package) if package else ""
         readable = [*map(str, self.python_path), *self.scenario_files, self.tests, location]
         return WorkerOptions(
@@ -186,6 +209,17 @@ class ScanOptions:
             max_tasks=self.tasks_per_worker,
             readable=tuple(os.path.abspath(p) for p in readable if p),
         )
+
+    def import_paths(self, package: str = "") -> list[str]:
+        """Where workers import from, as ``python -m`` and pytest would from here: the current
+        directory first when ``package`` is there (a package of the project being scanned;
+        any other folder stays out of the workers' sandbox), then ``python_path`` and the
+        inherited ``PYTHONPATH`` — every entry made absolute, since workers run in a sandbox
+        directory of their own."""
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        here = [os.getcwd()] if package and importable_from(os.getcwd(), package) else []
+        paths = [*here, *map(str, self.python_path), *inherited]
+        return list(dict.fromkeys(os.path.abspath(path) for path in paths))
 
     def validate(self) -> None:
         problems = []
@@ -216,17 +250,28 @@ class ScanOptions:
             raise errors.UsageError("; ".join(problems))
 
 
+def importable_from(folder: str, package: str) -> bool:
+    """Whether ``package``'s top-level module is in ``folder`` (found without importing it)."""
+    try:
+        return importlib.machinery.PathFinder.find_spec(package.split(".")[0], [folder]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
-    # "isolation", "calibrate", "discover", "tests" (only with --tests), "profile", "done"
+    # "isolation", "calibrate", "discover", "capture", "tests" (only with --tests), "profile",
+    # "done"
     stage: str
     done: int = 0
     total: int = 0
     qualname: str = ""  # the entry point just finished (profile stage)
     status: str = ""  # its coverage status; the level reached (isolation stage)
     detail: str = ""  # what that level consists of, and why it is not strict (isolation stage)
+    running: tuple[str, ...] = ()  # the entry points being profiled now
+    eta_seconds: float | None = None  # estimated seconds until the profile stage ends
 
 
 @dataclass(frozen=True)
@@ -239,6 +284,53 @@ class CostLine:
     alloc_median_bytes: float | None
     samples: int
     growth: str
+
+
+@dataclass(frozen=True)
+class ReasonGroup:
+    """Entry points not profiled for the same reason (details such as names and values
+    replaced by ``…``), for a summary people can read."""
+
+    status: Coverage
+    reason: str
+    qualnames: tuple[str, ...]
+
+
+_DETAILS = [
+    (re.compile(r" \[scenario [^\]]*\]"), ""),
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r'"[^"]*"'), '"…"'),
+    (re.compile(r"<[^<>]* at 0x[0-9a-f]+>"), "<…>"),
+    (re.compile(r"\b\d+(\.\d+)?\b"), "N"),
+]
+
+
+def reason_pattern(reason: str) -> str:
+    """A reason with its particulars (names, values, numbers) replaced, so alike ones group."""
+    for pattern, replacement in _DETAILS:
+        reason = pattern.sub(replacement, reason)
+    return reason.split("; ")[0].strip()
+
+
+def group_by_reason(records: Sequence[CoverageRecord]) -> list[ReasonGroup]:
+    groups: dict[tuple[Coverage, str], list[str]] = defaultdict(list)
+    for record in records:
+        groups[(record.status, reason_pattern(record.reason))].append(record.qualname)
+    return sorted(
+        (ReasonGroup(status, reason, tuple(names)) for (status, reason), names in groups.items()),
+        key=lambda group: (-len(group.qualnames), group.status, group.reason),
+    )
+
+
+def failure_json(failure: Failure) -> dict[str, str]:
+    """A failure as ``--summary-json`` lists it."""
+    return {
+        "scenario": failure.scenario,
+        "phase": failure.phase,
+        "kind": str(failure.kind),
+        "reason": failure.reason,
+        "location": failure.location,
+    }
 
 
 @dataclass(frozen=True)
@@ -274,6 +366,10 @@ class ScanSummary:
             counts[str(record.status)] = counts.get(str(record.status), 0) + 1
         return counts
 
+    def groups(self) -> list[ReasonGroup]:
+        """The entry points not profiled, grouped by status and reason (largest group first)."""
+        return group_by_reason(self.not_profiled)
+
     @property
     def profiled_fraction(self) -> float:
         return self.profiled / self.discovered if self.discovered else 0.0
@@ -291,8 +387,22 @@ class ScanSummary:
             "profiled_fraction": round(self.profiled_fraction, 4),
             "coverage": self.coverage_counts,
             "not_profiled": [
-                {"qualname": r.qualname, "status": str(r.status), "reason": r.reason}
+                {
+                    "qualname": r.qualname,
+                    "status": str(r.status),
+                    "reason": r.reason,
+                    "failures": [failure_json(f) for f in r.failures],
+                }
                 for r in self.not_profiled
+            ],
+            "not_profiled_by_reason": [
+                {
+                    "status": str(group.status),
+                    "reason": group.reason,
+                    "count": len(group.qualnames),
+                    "entry_points": list(group.qualnames),
+                }
+                for group in self.groups()
             ],
             "import_failures": dict(self.import_failures),
             "resumed_skipped": self.resumed_skipped,
@@ -319,6 +429,14 @@ class Plan:
     skipped: int = 0  # entry points a resumed scan had finished already
 
 
+class ScanInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or ``kill``) stopped a scan; ``summary`` is what it had stored by then."""
+
+    def __init__(self, summary: ScanSummary) -> None:
+        super().__init__()
+        self.summary = summary
+
+
 def scan(
     package: str,
     *,
@@ -327,14 +445,20 @@ def scan(
     resume: bool = False,
     progress: Callable[[ScanProgress], None] | None = None,
 ) -> ScanSummary:
-    """Profile every public entry point of ``package`` into the database at ``db_path``."""
+    """Profile every public entry point of ``package`` into the database at ``db_path``.
+
+    ``package`` may be a distribution name (``python-dateutil``); it is scanned under its
+    import name. Interrupted, it raises :class:`ScanInterrupted` carrying the summary so far.
+    """
     options = options or ScanOptions()
     options.validate()
+    package = import_name_of(package)
     report = progress or (lambda event: None)
     check_scenario_files(options.scenario_files)
     options = with_absolute_suite_path(options)
     started = time.monotonic()
     warnings = [note] if (note := clean_up_after_killed_scans().describe()) else []
+    created = not Path(db_path).exists()
     db = open_db(db_path, timeout=options.db_timeout)
     try:
         return _scan(db, package, db_path, options, resume, report, started, warnings)
@@ -345,7 +469,10 @@ def scan(
             f"{db_path} 'PRAGMA integrity_check'), restore a copy or use another --db"
         ) from exc
     finally:
+        empty = created and not scans_stored(db)
         db.conn.close()
+        if empty:  # nothing was scanned: leave no empty database behind
+            remove_database(db_path)
 
 
 def _scan(
@@ -374,6 +501,8 @@ def _scan(
     scan_id = int(resumed["id"]) if resumed is not None else 0
     status = "interrupted"
     seen = Disturbance()  # other load seen while measuring
+    interrupted = False
+    found: Discovered | None = None
     try:
         with WorkerPool(options.jobs, options.worker_options(package)) as pool:
             confinement = pool.settle()
@@ -389,6 +518,7 @@ def _scan(
             )
             report(ScanProgress("discover"))
             found, discovery_result = discover_package(pool, package, options, warnings)
+            package = found.discovery.package
             blocked_at_import = ImportAttempts()
             blocked_at_import.add(discovery_result.attempts)
             if resumed is not None:
@@ -404,12 +534,13 @@ def _scan(
                     isolation,
                 )
             store_entry_points(db, found.discovery.entry_points)
-            plan = plan_scan(
-                found, options, done=completed_entry_points(db, scan_id) if resumed else set()
-            )
-            plan.known += blocked_at_import.records()
+            done = completed_entry_points(db, scan_id) if resumed else set()
+            captured: list[CapturedCall] = []
+            if options.capture and len(done) < len(found.discovery.entry_points):
+                report(ScanProgress("capture"))
+                captured = capture_in_worker(pool, found, blocked_at_import)
             suite = None
-            if options.tests and plan.requests:
+            if options.tests and len(done) < len(found.discovery.entry_points):
                 report(ScanProgress("tests"))
                 suite = run_test_suite(
                     found.discovery.package,
@@ -419,7 +550,12 @@ def _scan(
                     timeout=options.tests_timeout,
                     max_seconds=options.max_seconds,
                     calibration=calibration,
+                    entries=found.discovery.entry_points,
+                    capture=options.capture,
                 )
+                captured += suite.captured
+            plan = plan_scan(found, options, done=done, captured=captured)
+            plan.known += blocked_at_import.records()
             batches = bucket_results(
                 run_plan(pool, plan, options, calibration), suite, blocked_at_import
             )
@@ -434,28 +570,38 @@ def _scan(
                     batches.close()  # stops the run at once, as store_results expects
 
             try:
-                status = store_results(db, noted(), plan, scan_id, environment.id, package, report)
+                status = store_results(
+                    db, noted(), plan, scan_id, environment.id, package, report, options.jobs
+                )
             finally:
                 record_scan_conditions(db, scan_id, calibration.machine_speed_ns, seen)
             warnings += busy_warnings(seen)
             workers = pool.started + (suite is not None)
+    except KeyboardInterrupt:
+        if not scan_id or found is None:  # nothing of this run is stored yet
+            raise
+        interrupted = True
     finally:
         if scan_id and status != "finished":  # stopped before store_results could say so
             with contextlib.suppress(sqlite3.Error):
                 finish_scan(db, scan_id, "interrupted")
+    assert found is not None  # set before anything could be stored
     elapsed = time.monotonic() - started
-    result = summarize_scan(
-        db,
-        found,
-        scan_id,
-        str(db_path),
-        status,
-        plan.skipped,
-        elapsed,
-        workers,
-        tests=suite,
-        only=set(options.only),
-    )
+    if interrupted:  # what was stored by then, for the summary an interrupted scan still writes
+        result = summarize_scan(db, found, scan_id, str(db_path), status, 0, elapsed, 0)
+    else:
+        result = summarize_scan(
+            db,
+            found,
+            scan_id,
+            str(db_path),
+            status,
+            plan.skipped,
+            elapsed,
+            workers,
+            tests=suite,
+            only=set(options.only),
+        )
     result = replace(
         result,
         machine_speed_ns=calibration.machine_speed_ns,
@@ -464,8 +610,42 @@ def _scan(
         blocked_at_import=blocked_at_import.reasons(found.discovery.package, db),
         warnings=warnings,
     )
+    if interrupted:
+        raise ScanInterrupted(result)
     report(ScanProgress("done", result.discovered, result.discovered))
     return result
+
+
+def scans_stored(db: sqlite_utils.Database) -> bool:
+    """Whether the database holds any scan (True when it cannot tell: keep the file then)."""
+    try:
+        return db.execute("SELECT 1 FROM scans LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return True
+
+
+def remove_database(db_path: str | Path) -> None:
+    """Delete a database file this scan created and its SQLite side files."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(f"{db_path}{suffix}").unlink()
+
+
+def capture_in_worker(
+    pool: WorkerPool, found: Discovered, blocked_at_import: ImportAttempts
+) -> list[CapturedCall]:
+    """Arguments the entry points receive in the package's docstring examples (run in a
+    sandboxed worker); nothing when that worker fails or runs out of time. What the imports
+    it makes try is recorded like any other import's."""
+    discovery = found.discovery
+    request = CaptureExamples(discovery.package, discovery.entry_points, CAPTURE_BUDGET)
+    result = pool.request(request, timeout=CAPTURE_BUDGET + 60)
+    blocked_at_import.add(result.attempts)
+    return list(result.reply.calls) if isinstance(result.reply, Captured) else []
+
+
+CAPTURE_BUDGET = 90.0
+"""Seconds all docstring examples may run while their arguments are captured."""
 
 
 def claim_resumed_scan(
@@ -552,10 +732,12 @@ def store_results(
     environment_id: str,
     package: str,
     report: Callable[[ScanProgress], None],
+    jobs: int = 1,
 ) -> str:
     """Store each entry point's batch in its own transaction as it arrives; returns the scan's
     final status ("finished", or "interrupted" when anything — Ctrl-C included — stops it)."""
     status = "interrupted"
+    tracker = ProgressTracker([r.entry.qualname for r in plan.requests], jobs)
     try:
         store_batch(
             db,
@@ -564,14 +746,11 @@ def store_results(
             package=package,
             scan_id=scan_id,
         )
-        report(ScanProgress("profile", 0, len(plan.requests)))
-        for done, (qualname, batch) in enumerate(batches, start=1):
+        report(tracker.event())
+        for qualname, batch in batches:
             store_batch(db, batch, environment_id=environment_id, package=package, scan_id=scan_id)
-            report(
-                ScanProgress(
-                    "profile", done, len(plan.requests), qualname, str(batch.coverage[0].status)
-                )
-            )
+            tracker.finished(qualname, str(batch.coverage[0].status))
+            report(tracker.event())
         status = "finished"
     finally:
         batches.close()  # stops the run: busy workers are killed at once
@@ -581,6 +760,46 @@ def store_results(
             if status == "finished":
                 raise  # otherwise an error is on its way already; it is the one to report
     return status
+
+
+class ProgressTracker:
+    """Which entry points are running now and when the rest should be done.
+
+    The pool starts tasks in plan order and starts the next one as soon as one finishes, so the
+    ones running are the first ``jobs`` of the plan that have not finished. The ETA is the mean
+    time per finished entry point so far times those left, divided among the workers' finishes.
+    """
+
+    def __init__(self, order: list[str], jobs: int, clock: Callable[[], float] = time.monotonic):
+        self.order, self.jobs, self.clock = order, max(jobs, 1), clock
+        self.done: set[str] = set()
+        self.started = clock()
+        self.last = ("", "")
+
+    def finished(self, qualname: str, status: str) -> None:
+        self.done.add(qualname)
+        self.last = (qualname, status)
+
+    def running(self) -> tuple[str, ...]:
+        pending = (name for name in self.order if name not in self.done)
+        return tuple(itertools.islice(pending, self.jobs))
+
+    def eta_seconds(self) -> float | None:
+        if not self.done:
+            return None
+        per_entry = (self.clock() - self.started) / len(self.done)
+        return per_entry * (len(self.order) - len(self.done))
+
+    def event(self) -> ScanProgress:
+        return ScanProgress(
+            "profile",
+            len(self.done),
+            len(self.order),
+            self.last[0],
+            self.last[1],
+            running=self.running(),
+            eta_seconds=self.eta_seconds(),
+        )
 
 
 def claim_write_access(db: sqlite_utils.Database, db_path: str | Path) -> None:
@@ -624,10 +843,11 @@ def discover_package(
     """Import the package in a worker and list its entry points; read the scenario files here.
     What the worker listed is checked: names that are not Python names inside the package are
     dropped (and said in ``warnings``)."""
-    specs = check_scenario_files(
-        [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
-    )
-    result = pool.request(Discover(package, []), timeout=options.discovery_timeout)
+    files = [str(Path(p).resolve()) for p in options.scenario_files_for(package)]
+    specs = check_scenario_files(files)
+    # the worker checks the files' targets against what it imported (a typo is refused, with
+    # the names it meant); the specs kept are those parsed here
+    result = pool.request(Discover(package, files), timeout=options.discovery_timeout)
     found = expect(result, Discovered, f"discovering {package!r}")
     discovery, dropped = checked_discovery(found.discovery, package)
     if dropped and warnings is not None:
@@ -673,20 +893,41 @@ def expect(result: TaskResult, kind: type[T], doing: str) -> T:
     raise errors.MeasurementError(f"{doing} failed in the sandboxed worker: {why}")
 
 
+def module_failure(module: str, error: str, dependency: str) -> CoverageRecord:
+    """Why a module's entry points are missing: an optional dependency that is not installed
+    (its own category, not a fault of the package), or a failed import."""
+    if dependency:
+        return CoverageRecord(
+            module,
+            Coverage.MISSING_DEPENDENCY,
+            f"{module} needs {dependency}, which is not installed here (an optional dependency); "
+            f"install it to profile this module",
+        )
+    return CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
+
+
 def plan_scan(
-    found: Discovered, options: ScanOptions, done: Set[str] = frozenset(), *, profile: bool = True
+    found: Discovered,
+    options: ScanOptions,
+    done: Set[str] = frozenset(),
+    *,
+    profile: bool = True,
+    captured: Sequence[CapturedCall] = (),
 ) -> Plan:
     """One task per entry point: collect its docstring/synthesised scenarios, add its file
     scenarios, profile them all. Scenario files may also target names discovery did not list."""
     discovery = found.discovery
     known = [
-        CoverageRecord(module, Coverage.IMPORT_FAILED, f"importing {module} failed: {error}")
+        module_failure(module, error, discovery.missing_dependencies.get(module, ""))
         for module, error in sorted(discovery.import_failures.items())
         if module not in done
     ]
     file_specs: dict[str, list[ScenarioSpec]] = defaultdict(list)
     for spec in found.specs:
         file_specs[spec.qualname].append(spec)
+    calls: dict[str, list[CapturedCall]] = defaultdict(list)
+    for call in captured:
+        calls[call.qualname].append(call)
     entries = {entry.qualname: entry for entry in discovery.entry_points}
     if options.only:
         entries = {name: entry for name, entry in entries.items() if name in options.only}
@@ -707,6 +948,8 @@ def plan_scan(
             synthesize=options.synthesize,
             sizes=list(options.sizes),
             profile=profile,
+            sources=options.argument_sources,
+            captured=calls.get(qualname, []),
         )
         requests.append(request)
     return Plan(requests, known, skipped)
@@ -744,10 +987,10 @@ def bucket_results(
     blocked_at_import: ImportAttempts | None = None,
 ) -> Generator[tuple[str, ScanBatch], None, None]:
     """One batch per entry point: the measurements of its scenarios (the test suite's among
-    them, when ``suite`` reached it) and its coverage verdict. An entry point whose code, or a
-    thread it started, tried something forbidden is blocked and keeps no measurements: they
-    describe runs whose forbidden operations were refused (and a worker that may have lied).
-    What an import tried goes to the module's row (``blocked_at_import``)."""
+    them, when ``suite`` reached it), its coverage verdict and every failure behind it. An entry
+    point whose code, or a thread it started, tried something forbidden is blocked and keeps no
+    measurements: they describe runs whose forbidden operations were refused (and a worker that
+    may have lied). What an import tried goes to the module's row (``blocked_at_import``)."""
     blocked_at_import = blocked_at_import or ImportAttempts()
     for result in results:
         qualname = result.task.id
@@ -757,6 +1000,10 @@ def bucket_results(
             describe_attempt(a) for a in result.attempts if a.blame is Blame.ENTRY or not a.module
         ]
         outcomes: list[tuple[Coverage, str]] = []
+        failures: list[Failure] = []
+        finished = result.reply if isinstance(result.reply, EntryFinished) else None
+        if finished is not None:
+            failures += finished.failures
         for partial in result.partials:
             spec = partial.scenario
             batch.scenarios.append(spec.to_scenario())
@@ -768,9 +1015,13 @@ def bucket_results(
             else:
                 reason = f"{partial.failure.reason} [scenario {spec.id}]"
                 outcomes.append((partial.failure.kind, reason))
+                failures.append(replace(partial.failure, scenario=spec.id))
         # the task as a whole failed: collection, or the worker died
         if (failure := result.failure) is not None:
             outcomes.append((failure.kind, failure.reason))
+            failures.append(failure)
+        elif finished is not None and not result.partials and finished.unscenarioed:
+            outcomes.append((finished.unscenarioed.kind, finished.unscenarioed.reason))
         if own:
             batch.measurements, batch.edges = [], []
             broke = (
@@ -781,6 +1032,8 @@ def bucket_results(
             if suite is not None:
                 outcomes += suite.add_to_batch(batch, qualname, outcomes)
             record = combine_outcomes(qualname, outcomes)
+        if record.status != Coverage.PROFILED:
+            record = replace(record, failures=tuple(failures))
         batch.coverage = [record, *blocked_at_import.records()]
         yield qualname, batch
 
@@ -842,20 +1095,40 @@ def find_resumable_scan(db: sqlite_utils.Database, package: str) -> dict[str, An
 def last_scan_status(db_path: str | Path, package: str) -> str | None:
     """Status of the package's newest scan in the database ("running", "interrupted",
     "finished"), or None when the file or the package's scans do not exist."""
+    rows = _stored_rows(
+        db_path, "SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", package
+    )
+    return rows[0][0] if rows else None
+
+
+def _stored_rows(db_path: str | Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows of one query on a database opened read-only; [] when the file does not exist."""
     if not Path(db_path).exists():
-        return None
+        return []
     db = open_db(db_path, readonly=True)
     try:
-        row = db.execute(
-            "SELECT status FROM scans WHERE package = ? ORDER BY id DESC LIMIT 1", [package]
-        ).fetchone()
+        return db.execute(sql, list(params)).fetchall()
     finally:
         db.conn.close()
-    return row[0] if row else None
 
 
 def completed_entry_points(db: sqlite_utils.Database, scan_id: int) -> set[str]:
     return {r[0] for r in db.execute("SELECT qualname FROM coverage WHERE scan_id = ?", [scan_id])}
+
+
+def stored_failures(db: sqlite_utils.Database, qualname: str) -> tuple[Failure, ...]:
+    """The failures stored behind an entry point's verdict, as records."""
+    return tuple(
+        Failure(
+            Coverage(row.kind) if row.kind in Coverage.__members__.values() else Coverage.CRASHED,
+            row.reason,
+            row.traceback,
+            scenario=row.scenario_id,
+            phase=row.phase,
+            location=row.location,
+        )
+        for row in failure_rows(db, qualname)
+    )
 
 
 def summarize_scan(
@@ -887,6 +1160,7 @@ def summarize_scan(
             q,
             Coverage(coverage[q][0]) if q in coverage else Coverage.SKIPPED,
             coverage.get(q, ("", "not reached"))[1],
+            stored_failures(db, q),
         )
         for q in names
         if coverage.get(q, ("",))[0] != Coverage.PROFILED
@@ -922,25 +1196,68 @@ def summarize_scan(
     )
 
 
-def write_scenario_scaffold(
-    package: str, path: str | Path, *, options: ScanOptions | None = None, overwrite: bool = False
-) -> tuple[int, int]:
-    """Write a scaffold scenario file for the entry points no scenario source covers.
+def list_package(package: str, *, options: ScanOptions | None = None) -> Discovery:
+    """Discover a package's entry points in a sandboxed worker, without profiling anything."""
+    options = options or ScanOptions()
+    package = import_name_of(package)
+    with WorkerPool(1, options.worker_options(package)) as pool:
+        found, _ = discover_package(pool, package, options)
+    return found.discovery
 
-    Discovery and scenario collection run in sandboxed workers (one task per entry point, as
-    in a scan, without profiling); returns ``(entries written, entry points discovered)``.
+
+def write_scenario_scaffold(
+    package: str,
+    path: str | Path,
+    *,
+    options: ScanOptions | None = None,
+    overwrite: bool = False,
+    db_path: str | Path | None = None,
+) -> tuple[int, int]:
+    """Write a scaffold scenario file for the entry points still missing a profile.
+
+    Missing means: not profiled in ``db_path`` when that database has a scan of the package
+    (its stored reasons are used), else not covered by any scenario source. Collection runs in
+    sandboxed workers (one task per entry point, as in a scan, without profiling) and brings
+    back each missing entry point's reason and the best arguments found for it. Returns
+    ``(entries written, entry points discovered)``.
     """
-    from apiprof.engine.scenarios.scaffold import write_scaffold
+    from apiprof.engine.scenarios.scaffold import Missing, write_scaffold
 
     options = options or ScanOptions()
     check_scenario_files(options.scenario_files)
+    package = import_name_of(package)
+    stored = stored_coverage(db_path, package) if db_path else {}
     with WorkerPool(options.jobs, options.worker_options(package)) as pool:
-        found, _ = discover_package(pool, package, options)
-        plan = plan_scan(found, options, profile=False)
-        covered = {
-            r.task.id
-            for r in run_plan(pool, plan, options, None)
-            if isinstance(r.reply, EntryFinished) and r.reply.specs
-        }
-    written = write_scaffold(found.discovery, covered, Path(path), overwrite=overwrite)
+        found, _discovery_result = discover_package(pool, package, options)
+        done = {q for q, (status, _) in stored.items() if status == Coverage.PROFILED}
+        plan = plan_scan(found, options, done=done, profile=False)
+        covered, missing = set(done), {}
+        for result in run_plan(pool, plan, options, None):
+            reply = result.reply
+            if not isinstance(reply, EntryFinished):
+                why = result.failure.reason if result.failure else ""
+                missing[result.task.id] = Missing(why)
+                continue
+            if reply.specs and result.task.id not in stored:
+                covered.add(result.task.id)
+                continue
+            status, reason = stored.get(result.task.id, ("", ""))
+            failure = reply.unscenarioed or (reply.failures[0] if reply.failures else None)
+            if not reason and failure is not None:
+                status, reason = str(failure.kind), failure.reason
+            location = next((f.location for f in reply.failures if f.location), "")
+            missing[result.task.id] = Missing(
+                f"{status}: {reason}" if status else reason, location, tuple(reply.partial)
+            )
+    written = write_scaffold(
+        found.discovery, covered, Path(path), overwrite=overwrite, missing=missing
+    )
     return written, len(found.discovery.entry_points)
+
+
+def stored_coverage(db_path: str | Path, package: str) -> dict[str, tuple[str, str]]:
+    """qualname -> (status, reason) stored for the package, {} without a database or scan."""
+    rows = _stored_rows(
+        db_path, "SELECT qualname, status, reason FROM coverage WHERE package = ?", package
+    )
+    return {qualname: (status, reason) for qualname, status, reason in rows}

@@ -18,10 +18,12 @@ from typing import Any
 from apiprof import errors
 from apiprof.engine.isolation.pool import TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import MeasureSettings, RunSuite, SuiteFinished
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.model.records import (
     Calibration,
     CallEdge,
     Coverage,
+    EntryPoint,
     Measurement,
     ScanBatch,
     Scenario,
@@ -47,6 +49,9 @@ class SuiteRun:
     edges: dict[str, list[CallEdge]] = field(default_factory=dict)  # by calling entry point
     # profiled through the suite alone (filled when bucketing)
     only_by_tests: set[str] = field(default_factory=set)
+    captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
+    seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
+    notes: list[str] = field(default_factory=list)  # what apiprof changed to run it (options)
 
     @property
     def reached(self) -> list[str]:
@@ -72,6 +77,9 @@ class SuiteRun:
             **{k: self.outcomes.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
             "blocked": list(self.blocked),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "seconds_per_run": [round(seconds, 2) for seconds in self.seconds],
+            "captured_entry_points": len({c.qualname for c in self.captured if c.payload}),
         }
 
     def add_to_batch(
@@ -109,6 +117,8 @@ def run_test_suite(
     timeout: float,
     max_seconds: float,
     calibration: Calibration,
+    entries: Sequence[EntryPoint] = (),
+    capture: bool = True,
 ) -> SuiteRun:
     """Profile the package's pytest suite with every entry point as a target.
 
@@ -119,7 +129,9 @@ def run_test_suite(
     """
     suite = SuiteRun(path, f"{ScenarioSource.TESTS}:{Path(path).name}")
     settings = MeasureSettings(calibration=calibration, max_seconds=max_seconds)
-    request = RunSuite(package, path, suite.scenario_id, targets, settings)
+    request = RunSuite(
+        package, path, suite.scenario_id, targets, settings, capture=capture, entries=list(entries)
+    )
     with WorkerPool(1, worker_options) as pool:
         result = pool.request(request, timeout=timeout)
     reply = result.reply
@@ -129,6 +141,9 @@ def run_test_suite(
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
         suite.blocked = sorted({*reply.blocked, *(a.reason for a in result.attempts)})
+        suite.captured = list(reply.captured)
+        suite.seconds = list(reply.seconds)
+        suite.notes = list(reply.notes)
         if not reply.problem:
             for measurement in reply.measurements:
                 suite.measurements.setdefault(measurement.qualname, []).append(measurement)

@@ -81,6 +81,10 @@ class Coverage(enum.StrEnum):
     TIMED_OUT = "timed_out"
     MEMORY = "memory"  # exceeded the worker's memory cap
     SKIPPED = "skipped"  # excluded by the user or by policy (e.g. interactive/blocking APIs)
+    # its module needs an optional dependency that is not installed (not a fault of the package)
+    MISSING_DEPENDENCY = "missing_dependency"
+    # this interpreter cannot measure it (e.g. a C-only class's constructor on Python 3.11)
+    UNSUPPORTED = "unsupported"
 
 
 class EntryKind(enum.StrEnum):
@@ -97,6 +101,11 @@ class ScenarioSource(enum.StrEnum):
     FILE = "file"  # a user-written scenario file
     DOCSTRING = "docstring"  # ``>>>`` examples in the API's docstring
     SYNTHESIZED = "synthesized"  # arguments generated from annotations and defaults
+    STUBS = "stubs"  # arguments typed by stub files (.pyi beside the code, types-*, typeshed)
+    DOCSTRING_TYPES = "docstring_types"  # typed by the docstring (Sphinx, numpydoc, Google)
+    FACTORIES = "factories"  # an instance from a concrete subclass or a factory of the package
+    HEURISTICS = "heuristics"  # typed from parameter names and how the body uses them
+    CAPTURED = "captured"  # arguments recorded while the test suite or docstring examples ran
     TESTS = "tests"  # the package's own test suite
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
 
@@ -129,6 +138,9 @@ class Scenario:
     source: ScenarioSource
     description: str = ""
     size_axis: str = ""  # name of the size parameter ("n"), empty when there is none
+    setup: str = ""  # the code run before measuring (unmeasured)
+    call: str = ""  # the measured code
+    inputs: str = ""  # the arguments as a person reads them, to reproduce the call by hand
 
 
 def _cpu_model() -> str:
@@ -256,15 +268,28 @@ class CallEdge:
     count: int
 
 
+class Phase(enum.StrEnum):
+    """Where in a scenario something went wrong."""
+
+    COLLECT = "collect"  # building the scenario: arguments, an instance to call a method on
+    SETUP = "setup"  # the scenario's setup code
+    CALL = "call"  # the measured call
+    CONSUME = "consume"  # iterating the lazy result of the call
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why something could not be measured: the kind, decided where it went wrong (a timeout,
-    a refusal of the sandbox, a crash...), a sentence for a person, and the last frames of the
-    traceback when code raised."""
+    a refusal of the sandbox, a crash...), a sentence for a person, and — when code raised —
+    the scenario, the phase, where the exception was raised and the last frames of the
+    traceback."""
 
     kind: Coverage
     reason: str
     traceback: str = ""
+    scenario: str = ""  # the scenario id ("" when no scenario was involved)
+    phase: str = ""  # a Phase value, or ""
+    location: str = ""  # "file:line in function" of the innermost frame of the package
 
 
 @dataclass(frozen=True)
@@ -272,6 +297,7 @@ class CoverageRecord:
     qualname: str
     status: Coverage
     reason: str = ""
+    failures: tuple[Failure, ...] = ()  # every failing scenario or source, in the order tried
 
 
 @dataclass

@@ -204,6 +204,13 @@ INSERT = "INSERT INTO buckets VALUES (?, 'wall_ns', 'forged', -1, ?, ?, ?, ?, ?)
             ),
             "not a dotted Python name",
         ),
+        (
+            (
+                "INSERT INTO failures (qualname, position, scan_id, kind) "
+                "VALUES ('json/../x', 0, 1, 'crashed')",
+            ),
+            "a failure row's name",
+        ),
     ],
 )
 def test_merge_refuses_numbers_outside_physical_sense_and_bad_names(tmp_path, forged, reason):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def check_fallback_and_refusal(tmp_path: Path, why: str, **how) -> None:
     assert out.returncode == 2, out.stderr[-2000:]
     assert "--isolation strict cannot be met here" in out.stderr and why in out.stderr
     assert "Traceback" not in out.stderr and summary is None
-    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM scans").fetchone() == (0,)
+    assert not db.exists()  # nothing was scanned: the database it created is not left behind
 
 
 def test_without_bubblewrap_the_scan_says_so_and_strict_refuses(tmp_path):
@@ -112,13 +113,45 @@ def test_the_folder_a_scan_starts_in_is_not_shown_to_workers(tmp_path, monkeypat
     root = Path(apiprof.__file__).resolve().parent
     if str(root.parent) not in sys.path:  # a checkout: the projects beside it stay hidden
         assert not [p for p in bound if root != Path(p) and root.is_relative_to(p)], bound
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
-    db, summary = tmp_path / "started-here.db", tmp_path / "summary.json"
-    command = [sys.executable, "-m", "apiprof.cli", "scan", "tiny_pkg", "--db", str(db)]
-    command += ["--isolation", "strict", "--summary-json", str(summary), *QUICK]
+    found = strict_scan(tmp_path, "tiny_pkg", *QUICK, cwd=private)
+    assert found["profiled"] >= 1
+
+
+def strict_scan(
+    tmp_path: Path, package: str, *options: str, cwd: Path | None = None, path: str = str(FIXTURES)
+) -> dict:
+    """Scan ``package`` at the strict level (``path`` as ``PYTHONPATH``) and return its summary."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"PYTHONPATH": path} if path else {})
+    db, summary = tmp_path / f"{package}.db", tmp_path / f"{package}.json"
+    command = [sys.executable, "-m", "apiprof.cli", "scan", package, "--db", str(db)]
+    command += ["--isolation", "strict", "--summary-json", str(summary), *options]
     out = subprocess.run(
-        command, cwd=private, env=env, capture_output=True, text=True, timeout=600, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(summary.read_text())["packages"][0]
-    assert found["isolation"].startswith("strict:") and found["profiled"] >= 1
+    assert found["isolation"].startswith("strict:")
+    return found
+
+
+def test_async_entry_points_run_on_the_workers_event_loop_under_strict_isolation(tmp_path):
+    """A coroutine is awaited on the worker's own event loop, whose creation opens a local
+    socket pair (its wake-up channel) and whose tasks write to it: under bubblewrap and the
+    system-call filter that is allowed, while the network rule stays as it is."""
+    if strict_unavailable():
+        pytest.skip(f"strict isolation is unavailable here: {strict_unavailable()}")
+    found = strict_scan(tmp_path, "async_pkg", "--sizes", "1,10", "--repeat", "1", "--quiet")
+    assert found["profiled"] == found["discovered"] == 3, found["not_profiled"]
+
+
+def test_a_package_in_the_folder_a_scan_starts_in_is_scanned_from_there(tmp_path):
+    """A project's own package, not installed: the scan imports it from the current folder, as
+    ``python -m`` and pytest would, and that folder is bound into the workers (still strict)."""
+    if strict_unavailable():
+        pytest.skip(f"strict isolation is unavailable here: {strict_unavailable()}")
+    project = tmp_path / "project"
+    project.mkdir(mode=0o755)
+    shutil.copytree(FIXTURES / "tiny_pkg", project / "tiny_pkg")
+    found = strict_scan(tmp_path, "tiny_pkg", *QUICK, cwd=project, path="")
+    assert found["profiled"] >= 1

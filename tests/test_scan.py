@@ -243,6 +243,7 @@ def test_sizes_measured_before_a_timeout_are_kept(tmp_path):
         scenario_files=(str(FIXTURES / "tiny_pkg" / "explosive_scenarios.toml"),),
         docstrings=False,
         synthesize=False,
+        capture=False,
         bundled_scenarios=False,
         call_timeout=1.0,
     )
@@ -271,6 +272,7 @@ def test_a_size_whose_calls_near_the_timeout_is_the_last_one_tried(tmp_path):
         scenario_files=(str(FIXTURES / "tiny_pkg" / "slowing_scenarios.toml"),),
         docstrings=False,
         synthesize=False,
+        capture=False,
         bundled_scenarios=False,
         call_timeout=1.0,
         max_seconds=0.5,

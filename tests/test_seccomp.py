@@ -23,6 +23,8 @@ from apiprof.engine.isolation.protocol import (
     Attempt,
     Attempted,
     Call,
+    Captured,
+    CaptureExamples,
     EntryFinished,
     Ping,
     Pong,
@@ -32,11 +34,14 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.isolation.supervisor import Supervisor, WorkerView, resolve_in_root
 from apiprof.engine.isolation.syscalls import AUDIT_ARCH, TABLES, native_arch
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
+    Coverage,
     EntryKind,
     EntryPoint,
+    Failure,
     Measurement,
     Metric,
     ScenarioSource,
@@ -286,6 +291,18 @@ def test_a_reply_may_only_concern_its_own_task():
     assert violation(Ping(), Pong(1, "/")) == ""
     assert "more than 8192 characters" in violation(Ping(), Attempted(Attempt("x" * 9000)))
     assert "not a Python name" in violation(Ping(), Attempted(Attempt("x", module="../x")))
+
+
+def test_captured_arguments_and_failed_attempts_are_checked_too():
+    request = CaptureExamples("pkg", [ENTRY])
+    own = CapturedCall("pkg.f", "", "doc:pkg.f#1")
+    assert violation(request, Captured([own])) == ""
+    foreign = CapturedCall("other.g", "", "doc:pkg.f#1")
+    assert "captured arguments of other.g" in violation(request, Captured([own, foreign]))
+    forged = Failure(Coverage.CRASHED, "raised", scenario="synth:pkg.f\x1b[2J")
+    entry = ProfileEntry("pkg", ENTRY)
+    assert "control characters" in violation(entry, EntryFinished(failures=[forged]))
+    assert violation(entry, EntryFinished(failures=[Failure(Coverage.CRASHED, "raised")])) == ""
 
 
 def test_take_listener_refuses_a_descriptor_the_process_does_not_have():

@@ -32,6 +32,7 @@ from apiprof.model.records import (
     EntryKind,
     EntryPoint,
     Environment,
+    Failure,
     Measurement,
     Metric,
     ScanBatch,
@@ -136,6 +137,28 @@ def test_merge_keeps_profiled_over_a_failure(tmp_path):
         == "profiled"
     )
     db.conn.close()
+
+
+def test_merge_carries_the_failures_behind_each_verdict_it_takes(tmp_path):
+    failed, later, out = tmp_path / "failed.db", tmp_path / "later.db", tmp_path / "out.db"
+    why = Failure(Coverage.NO_ARGUMENTS, "raised KeyError", "Traceback ...", "synth:pkg.f", "call")
+    write_scan(
+        failed, ScanBatch(coverage=[CoverageRecord("pkg.f", Coverage.NO_ARGUMENTS, "x", (why,))])
+    )
+    merge_files(out, [failed])
+    db = open_db(out, readonly=True)
+    assert [(f.scenario_id, f.phase, f.reason) for f in query.failures(db, "pkg.f")] == [
+        ("synth:pkg.f", "call", "raised KeyError")
+    ]
+    db.conn.close()
+    write_scan(later, sample_batch())  # profiled now: its verdict wins and has no failures
+    merge_files(out, [later])
+    fresh = tmp_path / "fresh.db"
+    merge_files(fresh, [later, failed])  # the other order: the failure arrives second
+    for merged in (out, fresh):
+        db = open_db(merged, readonly=True)
+        assert query.failures(db, "pkg.f") == [], "a failure never outlives a profiled verdict"
+        db.conn.close()
 
 
 def test_a_version_1_file_is_migrated_on_open_and_keeps_its_data(tmp_path):

@@ -6,6 +6,7 @@ import datetime
 import enum
 import io
 import sys
+import tempfile
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -119,15 +120,22 @@ def test_variants_offer_other_flavours():
     assert (second.args[8], second.args[9]) == ("b", Colour.BLUE)
 
 
-def test_unannotated_parameters_are_guessed_from_names_only():
+def test_unannotated_parameters_are_guessed_from_names_and_siblings():
     assert guess_from_name("text") is str and guess_from_name("n") is int
     assert guess_from_name("handle") is None
+    # the sibling's default ("x") says `handle` is probably a string too: a heuristic
+    result = synthesize("synth_subjects.unguessable", 10)
+    assert isinstance(result.args[0], str) and result.source is ScenarioSource.HEURISTICS
     with pytest.raises(CannotSynthesize, match="parameter 'handle' has no annotation or default"):
-        synthesize("synth_subjects.unguessable", 10)
-    with pytest.raises(CannotSynthesize, match="file path"):
-        synthesize("synth_subjects.takes_path", 10)
+        synthesize("synth_subjects.unguessable", 10, sources=())
     with pytest.raises(CannotSynthesize, match="iterator"):
         synthesize("synth_subjects.takes_iterator", 10)
+
+
+def test_paths_are_real_files_in_the_temporary_directory():
+    (where,), _ = synthesize_arguments("synth_subjects.takes_path", 10)
+    assert isinstance(where, Path) and where.is_file() and where.read_text().strip()
+    assert str(where).startswith(tempfile.gettempdir())
 
 
 def test_unknown_types_fall_back_to_hypothesis():
@@ -234,9 +242,9 @@ def test_a_one_word_string_is_tried_when_prose_and_other_union_members_are_refus
     assert args[0].isalpha() and target(*args) == args[0].upper()
 
 
-def test_stdlib_names_imported_for_type_checking_give_the_real_reason():
-    with pytest.raises(CannotSynthesize, match="file path"):
-        synthesize("typed_pkg.read_config", 10)
+def test_stdlib_names_imported_for_type_checking_resolve():
+    (path,), _ = synthesize_arguments("typed_pkg.read_config", 10)
+    assert isinstance(path, Path) and path.is_file()
 
 
 def test_keys_and_set_members_of_any_type_are_hashable():

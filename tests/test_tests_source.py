@@ -38,6 +38,7 @@ def tests_only_scan(tmp_path_factory):
     options = ScanOptions(
         docstrings=False,
         synthesize=False,
+        capture=False,
         bundled_scenarios=False,
         repeat=3,
         tests=str(SUITE),

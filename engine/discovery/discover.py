@@ -9,10 +9,14 @@ walked. An object exported under several public paths gets the shortest as its c
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import pkgutil
+import re
+import sys
 import types
 import typing
 import warnings
@@ -34,6 +38,8 @@ class Discovery:
     version: str  # importlib.metadata version, else __version__, else ""
     entry_points: list[EntryPoint] = field(default_factory=list)
     import_failures: dict[str, str] = field(default_factory=dict)  # module -> "ExcType: message"
+    # modules that need an optional dependency which is not installed: module -> its name
+    missing_dependencies: dict[str, str] = field(default_factory=dict)
 
     def entry(self, qualname: str) -> EntryPoint | None:
         """The entry point with this canonical name or alias, if any."""
@@ -50,8 +56,14 @@ def describe_exception(error: BaseException) -> str:
 
 def discover(package: str) -> Discovery:
     """Import ``package`` and every public submodule, and list its public entry points."""
+    package = import_name_of(package)
     root = _import_root(package)
     modules, failures = _import_public_modules(root)
+    missing = {
+        module: dependency
+        for module, error in failures.items()
+        if (dependency := missing_dependency(error, package))
+    }
     candidates: dict[int, _Candidate] = {}
     for module in modules:
         for name, obj in _public_members(module, package):
@@ -63,37 +75,170 @@ def discover(package: str) -> Discovery:
                 continue
     entries = [_to_entry(candidate, package) for candidate in candidates.values()]
     entries.sort(key=lambda ep: ep.qualname)
-    return Discovery(package, _version_of(package, root), entries, failures)
+    return Discovery(package, _version_of(package, root), entries, failures, missing)
+
+
+def missing_dependency(error: str, package: str) -> str:
+    """The module an import failure says is missing, when it is not part of ``package`` (an
+    optional extra that is not installed); "" otherwise."""
+    prefix = "ModuleNotFoundError: No module named "
+    if not error.startswith(prefix):
+        return ""
+    name = error.removeprefix(prefix).strip().strip("'\"")
+    top = package.split(".")[0]
+    return "" if name == top or name.startswith(top + ".") else name
+
+
+def optional_dependency(error: BaseException, package: str) -> str:
+    """The dependency ``package``'s distribution declares (an extra, mostly) whose absence
+    ``error`` or an exception it chains from reports — networkx imports numpy inside the
+    functions that need it — or "" (a module name made up by synthesised arguments is not one)."""
+    declared = declared_requirements(package.split(".")[0])
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        # the error itself, or a message that quotes one (a failure to build an argument)
+        names = re.findall(r"No module named '([\w.]+)'", str(current))
+        if isinstance(current, ModuleNotFoundError) and current.name:
+            names.insert(0, current.name)
+        for name in names:
+            if _normalized(name.split(".")[0]) in declared:
+                return name.split(".")[0]
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+@functools.cache
+def declared_requirements(package: str) -> frozenset[str]:
+    """Normalised names of every requirement (extras included) of the distributions that
+    provide ``package``."""
+    metadata = importlib.metadata
+    names: set[str] = set()
+    for distribution in metadata.packages_distributions().get(package, [package]):
+        try:
+            requirements = metadata.requires(distribution) or []
+        except metadata.PackageNotFoundError:
+            continue
+        names.update(
+            _normalized(re.split(r"[\s\[;<>=!~(]", line, maxsplit=1)[0]) for line in requirements
+        )
+    return frozenset(names)
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def resolve_object(qualname: str) -> object:
-    """The object a dotted name refers to: import the longest module prefix, getattr the rest."""
+    """The object a dotted name refers to, walked the way the package itself exports it.
+
+    Each step prefers the attribute (``dateutil.parser.isoparser`` is the class the package
+    exports, not the submodule of the same name) and falls back to importing a submodule;
+    a step that leads nowhere is retried the other way, so ``pkg.mod.name`` still works when an
+    attribute shadows the module ``pkg.mod``.
+    """
     parts = qualname.split(".")
-    for split in range(len(parts), 0, -1):
-        module_name = ".".join(parts[:split])
-        try:
-            obj: object = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name and (
-                module_name == error.name or module_name.startswith(error.name + ".")
-            ):
-                continue  # this prefix is not a module: try a shorter one
-            raise
-        for attribute in parts[split:]:
-            try:
-                obj = getattr(obj, attribute)
-            except AttributeError:
-                raise UsageError(
-                    f"cannot resolve {qualname!r}: {module_name!r} has no attribute path "
-                    f"{'.'.join(parts[split:])!r}; check the spelling against `apiprof-scan --list`"
-                ) from None
+    try:
+        root: object = importlib.import_module(parts[0])
+    except ModuleNotFoundError as error:
+        if error.name == parts[0]:
+            raise UsageError(
+                f"cannot resolve {qualname!r}: no importable module prefix; is the package installed?"
+            ) from None
+        raise
+    found = _walk(root, parts, 1)
+    if found is _MISSING:
+        raise UsageError(
+            f"cannot resolve {qualname!r}: no attribute path {'.'.join(parts[1:])!r} from "
+            f"{parts[0]!r}; list the package's entry points with `apiprof-scan {parts[0]} --list`"
+        )
+    return found
+
+
+_MISSING = object()
+
+
+def _walk(obj: object, parts: list[str], index: int) -> object:
+    """``parts[index:]`` resolved from ``obj`` (attribute first, then submodule); _MISSING if
+    neither way reaches the end. An import error of a submodule that exists propagates."""
+    if index == len(parts):
         return obj
-    raise UsageError(
-        f"cannot resolve {qualname!r}: no importable module prefix; is the package installed?"
-    )
+    name = parts[index]
+    candidates: list[object] = []
+    try:
+        candidates.append(getattr(obj, name))
+    except AttributeError:
+        pass
+    except Exception:  # a property of a module that raises: not a path to walk
+        pass
+    if inspect.ismodule(obj):
+        module_name = ".".join(parts[: index + 1])
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            submodule_missing = bool(error.name and module_name.startswith(error.name))
+            if not submodule_missing and not candidates:
+                raise
+        else:
+            if not candidates or module is not candidates[0]:
+                candidates.append(module)
+    for candidate in candidates:
+        found = _walk(candidate, parts, index + 1)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+def measurable(obj: object) -> object:
+    """The object whose calls the profiler times for an entry point: the function behind a
+    ``functools.cached_property`` (the descriptor itself runs no code of its own)."""
+    if isinstance(obj, functools.cached_property):
+        return obj.func
+    return obj
 
 
 # -- importing -------------------------------------------------------------------------------
+
+
+def import_name_of(name: str) -> str:
+    """The import name for ``name``: itself when it imports, else the top-level module of the
+    installed distribution so named (``python-dateutil`` → ``dateutil``), else itself."""
+    top = name.split(".")[0]
+    if top.isidentifier():
+        try:
+            if importlib.util.find_spec(top) is not None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    try:
+        distribution = importlib.metadata.distribution(name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return name
+    tops = _top_level_modules(distribution)
+    return tops[0] if len(tops) == 1 else name
+
+
+def _top_level_modules(distribution: importlib.metadata.Distribution) -> list[str]:
+    listed = (distribution.read_text("top_level.txt") or "").split()
+    if listed:
+        return sorted({name for name in listed if not name.startswith("_")})
+    tops = set()
+    for file in distribution.files or ():
+        first = file.parts[0]
+        if first.endswith((".dist-info", ".egg-info", ".data")) or first in ("..", "__pycache__"):
+            continue
+        name = first.removesuffix(".py") if len(file.parts) == 1 else first
+        is_module = len(file.parts) > 1 or first.endswith(".py")
+        if is_module and name.isidentifier() and not name.startswith("_"):
+            tops.add(name)
+    return sorted(tops)
+
+
+def _searched_paths() -> str:
+    shown = [path or "(current directory)" for path in sys.path[:8]]
+    more = f" and {len(sys.path) - 8} more" if len(sys.path) > 8 else ""
+    return ", ".join(shown) + more
 
 
 def _import_root(package: str) -> types.ModuleType:
@@ -104,8 +249,9 @@ def _import_root(package: str) -> types.ModuleType:
     except ModuleNotFoundError as error:
         if error.name and package.startswith(error.name):
             raise PackageNotFound(
-                f"no package named {package!r} is importable here; install it into the environment "
-                f"apiprof runs in (e.g. `pip install {package}`) or check the spelling"
+                f"no package named {package!r} is importable here (searched {_searched_paths()}); "
+                f"install it into the environment apiprof runs in (e.g. `pip install {package}`), "
+                "run apiprof-scan from the directory that holds it, or check the spelling"
             ) from None
         raise PackageNotFound(
             f"importing {package!r} failed: {describe_exception(error)}; "
@@ -207,7 +353,21 @@ def _entry_kind(obj: object) -> EntryKind | None:
         return EntryKind.BUILTIN
     if inspect.isfunction(obj) or (callable(obj) and hasattr(obj, "__wrapped__")):
         return EntryKind.FUNCTION
+    if is_compiled_function(obj):
+        return EntryKind.BUILTIN
     return None
+
+
+def is_compiled_function(obj: object) -> bool:
+    """A function compiled to C by Cython (``msgpack.unpackb``) or a similar tool: a routine that
+    is neither a Python function nor a CPython builtin, but keeps a function's introspection."""
+    return (
+        callable(obj)
+        and not inspect.isclass(obj)
+        and inspect.isroutine(obj)
+        and not isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType))
+        and type(obj).__name__.endswith(("function_or_method", "cython_function"))
+    )
 
 
 def _member_kind(raw: object) -> EntryKind | None:
@@ -223,6 +383,8 @@ def _member_kind(raw: object) -> EntryKind | None:
     ):
         return EntryKind.METHOD
     if callable(raw) and hasattr(raw, "__wrapped__") and not inspect.isclass(raw):
+        return EntryKind.METHOD
+    if is_compiled_function(raw):
         return EntryKind.METHOD
     return None
 

@@ -18,6 +18,8 @@ from apiprof.engine.isolation.protocol import (
     Calibrated,
     Call,
     CallDone,
+    Captured,
+    CaptureExamples,
     Discover,
     Discovered,
     EntryFinished,
@@ -33,6 +35,7 @@ from apiprof.engine.isolation.protocol import (
     ScenarioOutcome,
     SuiteFinished,
 )
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.checks import bucket_row_problem, qualname_problem, scenario_id_problem
 from apiprof.model.records import NO_SIZE, CallEdge, Measurement, ScenarioSource
@@ -42,6 +45,7 @@ FINAL: dict[type, type] = {
     Call: CallDone,
     Calibrate: Calibrated,
     Discover: Discovered,
+    CaptureExamples: Captured,
     ProfileEntry: EntryFinished,
     RunSuite: SuiteFinished,
 }
@@ -77,9 +81,17 @@ def violation(request: Request, message: object) -> str:
         for spec in message.specs:
             if problem := collected_spec_problem(request, spec):
                 return problem
+        for failure in message.failures:  # stored and shown: ids must be ids
+            if failure.scenario and (problem := scenario_id_problem(failure.scenario)):
+                return f"sent a failed attempt under {problem}"
     if isinstance(message, SuiteFinished):
         assert isinstance(request, RunSuite)
-        return suite_problem(request, message)
+        return suite_problem(request, message) or captured_problem(
+            message.captured, set(request.targets)
+        )
+    if isinstance(message, Captured):
+        assert isinstance(request, CaptureExamples)
+        return captured_problem(message.calls, {entry.qualname for entry in request.entries})
     if isinstance(message, Calibrated):
         costs = [*message.calibration.overhead_ns.values()]
         costs += message.calibration.cpu_overhead_ns.values()
@@ -126,6 +138,18 @@ def collected_spec_problem(request: ProfileEntry, spec: ScenarioSpec) -> str:
         return f"sent {problem}"
     if any(size < 1 for size in spec.sizes):
         return f"sent a scenario of {entry} with sizes below 1"
+    return ""
+
+
+def captured_problem(calls: list[CapturedCall], allowed: set[str]) -> str:
+    """Captured arguments may only be of the entry points the task was given (each goes to
+    that entry point's own worker to be replayed)."""
+    for call in calls:
+        if call.qualname not in allowed:
+            what = (
+                call.qualname if not qualname_problem(call.qualname) else repr(call.qualname[:120])
+            )
+            return f"sent captured arguments of {what}, which its task did not watch"
     return ""
 
 

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.synth import PartialArgument
 from apiprof.model.codec import DecodeError, from_data, to_data
 from apiprof.model.records import (
     NO_SIZE,
@@ -102,7 +104,19 @@ class ProfileEntry:
     synthesize: bool = True
     sizes: list[int] = field(default_factory=list)
     profile: bool = True
+    # argument sources beyond annotations (engine.scenarios.synth.SOURCES), the enabled ones
+    sources: list[str] = field(default_factory=list)
+    captured: list[CapturedCall] = field(default_factory=list)  # calls seen in examples/tests
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+@dataclass(frozen=True)
+class CaptureExamples:
+    """Run the package's docstring examples and record the arguments its entry points get."""
+
+    package: str
+    entries: list[EntryPoint] = field(default_factory=list)
+    budget: float = 90.0
 
 
 @dataclass(frozen=True)
@@ -114,9 +128,12 @@ class RunSuite:
     scenario_id: str
     targets: list[str] = field(default_factory=list)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    capture: bool = True  # record the arguments entry points receive in the warm-up run
+    # the entry points with their source locations, matched however the suite imports them
+    entries: list[EntryPoint] = field(default_factory=list)
 
 
-Request = Ping | Call | Calibrate | Discover | ProfileEntry | RunSuite
+Request = Ping | Call | Calibrate | Discover | CaptureExamples | ProfileEntry | RunSuite
 
 # -- replies: worker -> scanner ------------------------------------------------------------------
 
@@ -189,6 +206,11 @@ class Discovered:
 
 
 @dataclass(frozen=True)
+class Captured:
+    calls: list[CapturedCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class ScenarioOutcome:
     """One size of one scenario: its measurements, or why there are none (sent at once, so a
     later crash of the worker loses nothing already measured)."""
@@ -209,6 +231,9 @@ class EntryFinished:
 
     specs: list[ScenarioSpec] = field(default_factory=list)
     unscenarioed: Failure | None = None
+    failures: list[Failure] = field(default_factory=list)  # every failed attempt to collect
+    # when only collecting and nothing worked: the best value found per parameter (scaffolds)
+    partial: list[PartialArgument] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -223,6 +248,9 @@ class SuiteFinished:
     blocked: list[str] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     problem: str = ""  # why no test ran, when none did
+    captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
+    seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
+    notes: list[str] = field(default_factory=list)  # e.g. options dropped for absent plugins
 
 
 @dataclass(frozen=True)
@@ -249,6 +277,7 @@ Reply = (
     | CallDone
     | Calibrated
     | Discovered
+    | Captured
     | ScenarioOutcome
     | EntryFinished
     | SuiteFinished
@@ -257,7 +286,8 @@ Reply = (
 )
 
 REQUESTS: dict[str, type] = {
-    cls.__name__: cls for cls in (Ping, Call, Calibrate, Discover, ProfileEntry, RunSuite)
+    cls.__name__: cls
+    for cls in (Ping, Call, Calibrate, Discover, CaptureExamples, ProfileEntry, RunSuite)
 }
 REPLIES: dict[str, type] = {
     cls.__name__: cls
@@ -269,6 +299,7 @@ REPLIES: dict[str, type] = {
         CallDone,
         Calibrated,
         Discovered,
+        Captured,
         ScenarioOutcome,
         EntryFinished,
         SuiteFinished,

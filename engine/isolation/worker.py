@@ -22,19 +22,18 @@ import argparse
 import contextlib
 import functools
 import importlib
-import io
+import importlib.util
 import os
 import signal
 import sys
 import threading
 import time
 import traceback
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.discover import Discovery, discover, resolve_object
+from apiprof.engine.discovery.discover import Discovery, discover, measurable, resolve_object
 from apiprof.engine.isolation import sandbox, seccomp
 from apiprof.engine.isolation.protocol import (
     REQUESTS,
@@ -44,6 +43,8 @@ from apiprof.engine.isolation.protocol import (
     Calibrated,
     Call,
     CallDone,
+    Captured,
+    CaptureExamples,
     Discover,
     Discovered,
     EntryFinished,
@@ -65,11 +66,15 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.isolation.syscalls import native_arch
 from apiprof.engine.measure import calibrate, profiler
-from apiprof.engine.scenarios.collect import collect_scenarios
-from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.capture import capture_examples
+from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
-from apiprof.errors import ApiprofError
-from apiprof.model.records import NO_SIZE, Coverage, Failure, ScenarioSource
+from apiprof.engine.scenarios.synth import PartialArgument, partial_arguments
+from apiprof.engine.scenarios.testrun import SuiteRunner
+from apiprof.engine.scenarios.trial import failure_from
+from apiprof.errors import ApiprofError, MeasurementError
+from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
 
 Send = Callable[[str, Reply], None]
 
@@ -123,7 +128,14 @@ class Worker:
         """Import the package and list entry points; parse scenario files (their specs)."""
         found = discover(request.package)
         specs = [spec for path in request.scenario_files for spec in load_scenario_file(path)]
+        known = [name for ep in found.entry_points for name in (ep.qualname, *ep.aliases)]
+        check_targets(specs, known)
         return Discovered(found, specs)
+
+    def on_CaptureExamples(self, request: CaptureExamples) -> Reply:
+        """Run the docstring examples, recording the arguments entry points receive."""
+        discovery = Discovery(request.package, "", list(request.entries))
+        return Captured(capture_examples(discovery, budget=request.budget))
 
     def on_Calibrate(self, request: Calibrate) -> Reply:
         return Calibrated(calibrate.calibrate())
@@ -147,20 +159,29 @@ class Worker:
         assert isinstance(collected, EntryFinished)
         specs = [*request.specs, *collected.specs]
         if not request.profile:  # collection only (`apiprof scenarios init`)
-            return EntryFinished(specs, collected.unscenarioed)
+            partial = [] if specs else self.attempt_partial(request)
+            return EntryFinished(specs, collected.unscenarioed, collected.failures, partial)
         if not specs:
-            return Failed(self.no_scenario_failure(collected.unscenarioed))
+            why = self.no_scenario_failure(collected.unscenarioed)
+            return EntryFinished(unscenarioed=why, failures=collected.failures)
         for spec in specs:
             for size in scenario_sizes(spec):
                 work = functools.partial(self.profile_size, spec, size, request.settings)
-                outcome = self.attempt(work, source=spec.source)
+                outcome = self.attempt(work, source=spec.source, scenario=spec.id)
                 if isinstance(outcome, Failed):
                     outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
                 assert isinstance(outcome, ScenarioOutcome)
                 self.emit(outcome)
                 if outcome.failure or too_slow_to_grow(outcome, request.settings):
                     break
-        return EntryFinished(unscenarioed=collected.unscenarioed)
+        return EntryFinished(unscenarioed=collected.unscenarioed, failures=collected.failures)
+
+    def attempt_partial(self, request: ProfileEntry) -> list[PartialArgument]:
+        """The best arguments found for an entry point nothing could call (for a scaffold)."""
+        try:
+            return partial_arguments(request.entry.qualname, tuple(request.sources))
+        except Exception:  # the package's code misbehaved while building: nothing to offer
+            return []
 
     def no_scenario_failure(self, why: Failure | None) -> Failure:
         """Why an entry point has nothing to profile, said for the coverage report."""
@@ -177,23 +198,32 @@ class Worker:
         return why
 
     def collect_for_entry(self, request: ProfileEntry) -> EntryFinished:
-        if not (request.docstrings or request.synthesize):
+        if not (request.docstrings or request.synthesize or request.captured):
             why = Failure(
                 Coverage.NO_ARGUMENTS, "docstring examples and argument synthesis are off"
             )
             return EntryFinished([], why)
-        specs, unscenarioed = collect_scenarios(
+        gathered = gather_scenarios(
             Discovery(request.package, "", [request.entry]),
             (),
             docstrings=request.docstrings,
             synthesize=request.synthesize,
             sizes=tuple(request.sizes or DEFAULT_SIZES),
+            sources=tuple(request.sources),
+            captured=request.captured,
         )
-        return EntryFinished(specs, unscenarioed.get(request.entry.qualname))
+        qualname = request.entry.qualname
+        return EntryFinished(
+            gathered.specs,
+            gathered.unscenarioed().get(qualname),
+            gathered.failures.get(qualname, []),
+        )
 
     def profile_size(self, spec: ScenarioSpec, size: int, settings: MeasureSettings) -> Reply:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
-        targets = [profiler.Target(name, resolve_object(name)) for name in spec.measured]
+        targets = [
+            profiler.Target(name, measurable(resolve_object(name))) for name in spec.measured
+        ]
         limit = settings.call_timeout
         setup = timeouts.limit_each_call(
             lambda: compile_scenario(spec, size if spec.size_axis else None), limit
@@ -220,7 +250,13 @@ class Worker:
             calibration=settings.calibration,
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
-            why = Failure(Coverage.NO_ARGUMENTS, "its scenario ran but never called it")
+            why = Failure(
+                Coverage.NO_ARGUMENTS,
+                "its scenario ran but never called it (the call reached other code: an "
+                "override in a subclass, a cached result, or a different copy of the module)",
+                scenario=spec.id,
+                phase=Phase.CALL,
+            )
             return ScenarioOutcome(spec, size, failure=why)
         return ScenarioOutcome(
             spec,
@@ -233,43 +269,31 @@ class Worker:
 
     def on_RunSuite(self, request: RunSuite) -> Reply:
         """Run the package's own pytest suite under the profiler: one scenario whose targets are
-        every entry point. pytest runs in this process once unprofiled (warm-up, test outcomes),
-        then once per profiler pass (repeat 1); failing tests and tests the guard refuses count
-        as failures, not as errors of the scenario."""
-        try:
-            import pytest
-        except ImportError as exc:
+        every entry point. pytest runs in this process once unprofiled (warm-up, test outcomes,
+        argument capture), then once per profiler pass (repeat 1); failing tests and tests the
+        guard refuses count as failures, not as errors of the scenario."""
+        if importlib.util.find_spec("pytest") is None:
             return Failed(
                 Failure(
                     Coverage.SKIPPED,
-                    f"pytest is not installed where {request.package} is scanned "
-                    f"({exc}); install pytest into that environment or scan without --tests",
+                    f"pytest is not installed where {request.package} is scanned; install "
+                    "pytest into that environment or scan without --tests",
                 )
             )
+        suite = SuiteRunner(request.path, request.package)
+        captured = suite.warm_up(request.targets, request.capture)
         targets, unresolved = [], []
-        for name in request.targets:
+        for name in request.targets:  # looked up now: the copy the suite imported
             try:
-                obj = resolve_object(name)
+                obj = measurable(resolve_object(name))
                 profiler.resolve_site(obj)
             # a name the suite cannot be measured on; its own scenarios report why
             except Exception:
                 unresolved.append(name)
                 continue
             targets.append(profiler.Target(name, obj))
-        runs: list[TestTally] = []
-        output = io.StringIO()
-        args = [request.path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler"]
-
-        def run_suite() -> None:
-            tally = TestTally()
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                tally.exit_code = int(pytest.main(args, plugins=[tally]))
-            runs.append(tally)
-
-        # unprofiled warm-up: imports, collection and assertion rewriting stay out of the passes
-        run_suite()
         report = profiler.profile(
-            run_suite,
+            suite.run,
             targets,
             scenario_id=request.scenario_id,
             repeat=1,
@@ -280,25 +304,22 @@ class Worker:
             consume=False,
         )
         blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
-        first = runs[0]  # the warm-up: its outcomes are the suite's, unaffected by the probes
-        problem = ""
-        if not any(first.outcomes[k] for k in ("passed", "failed")):  # collection or usage failed
-            tail = [line for line in output.getvalue().splitlines() if line.strip()][-3:]
-            problem = f"pytest exited with code {first.exit_code} without running a test" + (
-                f": {' | '.join(tail)[:400]}" if tail else ""
-            )
+        first = suite.runs[0]  # the warm-up: its outcomes are the suite's, unaffected by probes
         return SuiteFinished(
-            runs=len(runs) - 1,
+            runs=len(suite.runs) - 1,
             exit_code=first.exit_code,
             outcomes=dict(first.outcomes),
             measurements=report.measurements,
             edges=report.edges,
             blocked=sorted(set(blocked)),
             unresolved=unresolved,
-            problem=problem,
+            problem=suite.problem(),
+            captured=captured,
+            seconds=suite.seconds,
+            notes=suite.notes,
         )
 
-    def attempt(self, work: Callable[[], Reply], source: str = "") -> Reply:
+    def attempt(self, work: Callable[[], Reply], source: str = "", scenario: str = "") -> Reply:
         """Run ``work``; what went wrong becomes a :class:`Failed` reply whose kind is decided
         here, where the exception is caught. Refusals of the guard outrank anything measured:
         numbers from a call that was refused something describe a failed call."""
@@ -313,14 +334,17 @@ class Worker:
         except sandbox.SandboxViolation as exc:
             reason = str(exc).removeprefix("apiprof sandbox: ")
             reply = Failed(Failure(Coverage.BLOCKED, reason))
+        except (
+            MeasurementError
+        ) as exc:  # the profiler cannot time it here (not the package's fault)
+            reply = Failed(Failure(Coverage.UNSUPPORTED, str(exc)))
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}".strip()[:500]
-            if source == ScenarioSource.SYNTHESIZED:
+            if source in MADE_UP:  # arguments apiprof made up: another source may do better
                 reason = f"synthesised arguments were rejected ({problem})"
-                reply = Failed(Failure(Coverage.NO_ARGUMENTS, reason))
+                reply = Failed(failure_from(exc, Coverage.NO_ARGUMENTS, scenario, reason))
             else:
-                tail = _tail(traceback.format_exc())
-                reply = Failed(Failure(Coverage.CRASHED, f"raised {problem}", tail))
+                reply = Failed(failure_from(exc, Coverage.CRASHED, scenario, f"raised {problem}"))
         # every attempt already went to the scanner; those of this entry point (or its
         # threads) fail the work, those of an import it triggered are the import's
         events = self.guard.take_events() if self.guard else []
@@ -331,6 +355,18 @@ class Worker:
 
     def out_of_memory(self) -> Failure:
         return Failure(Coverage.MEMORY, f"ran out of memory (worker cap {self.memory_mb} MiB)")
+
+
+MADE_UP = frozenset(
+    {
+        ScenarioSource.SYNTHESIZED,
+        ScenarioSource.STUBS,
+        ScenarioSource.DOCSTRING_TYPES,
+        ScenarioSource.FACTORIES,
+        ScenarioSource.HEURISTICS,
+    }
+)
+"""Sources whose arguments apiprof made up: when a call rejects them, that is no crash."""
 
 
 def too_slow_to_grow(outcome: ScenarioOutcome, settings: MeasureSettings) -> bool:
@@ -344,26 +380,6 @@ def too_slow_to_grow(outcome: ScenarioOutcome, settings: MeasureSettings) -> boo
 def scenario_sizes(spec: ScenarioSpec) -> list[int]:
     """The sizes a scenario runs at: its size axis values, or just ``NO_SIZE``."""
     return list(spec.sizes) if spec.size_axis and spec.sizes else [NO_SIZE]
-
-
-class TestTally:
-    """A pytest plugin that counts the outcomes of one run of a test suite."""
-
-    def __init__(self) -> None:
-        self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
-        self.exit_code = -1
-
-    def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.failed:
-            self.outcomes["failed" if report.when == "call" else "errors"] += 1
-        elif report.skipped:
-            self.outcomes["skipped"] += 1
-        elif report.when == "call":
-            self.outcomes["passed"] += 1
-
-    def pytest_collectreport(self, report: Any) -> None:
-        if report.failed:
-            self.outcomes["errors"] += 1
 
 
 def _tail(text: str, lines: int = 12) -> str:

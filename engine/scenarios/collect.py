@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, describe_exception, resolve_object
+from apiprof.engine.scenarios.capture import (
+    CapturedCall,
+    can_resize,
+    capture_problems,
+    captured_spec,
+    through_example_specs,
+)
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
+from apiprof.engine.scenarios.factories import concrete_subclasses
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
+from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage, Failure
@@ -16,7 +28,45 @@ from apiprof.model.records import Coverage, Failure
 # -- combining sources -----------------------------------------------------------------------
 
 
+@dataclass
+class Gathered:
+    """Every scenario the sources produced, and each failed attempt per entry point (the
+    synthesised call that was rejected, the docstring example that raised...)."""
+
+    specs: list[ScenarioSpec]
+    failures: dict[str, list[Failure]]
+
+    def unscenarioed(self) -> dict[str, Failure]:
+        """For each entry point no scenario covers: one failure summing up why."""
+        covered = {q for spec in self.specs for q in (spec.qualname, *spec.targets)}
+        return {
+            qualname: summarize_failures(why)
+            for qualname, why in self.failures.items()
+            if qualname not in covered
+        }
+
+
+def summarize_failures(why: Sequence[Failure]) -> Failure:
+    """One failure standing for several (the only one keeps its details)."""
+    if not why:
+        return Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
+    if len(why) == 1:
+        return why[0]
+    return Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
+
+
 def collect_scenarios(
+    discovery: Discovery,
+    scenario_files: Sequence[Path] = (),
+    **options: Any,
+) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
+    """All scenarios for a discovered package, and why each uncovered entry point has none
+    (see :func:`gather_scenarios` for the options)."""
+    gathered = gather_scenarios(discovery, scenario_files, **options)
+    return gathered.specs, gathered.unscenarioed()
+
+
+def gather_scenarios(
     discovery: Discovery,
     scenario_files: Sequence[Path] = (),
     *,
@@ -24,8 +74,10 @@ def collect_scenarios(
     synthesize: bool = True,
     sizes: Sequence[int] = DEFAULT_SIZES,
     check: bool = True,
-) -> tuple[list[ScenarioSpec], dict[str, Failure]]:
-    """All scenarios for a discovered package, and why each uncovered entry point has none.
+    sources: Sequence[str] = SOURCES,
+    captured: Sequence[CapturedCall] = (),
+) -> Gathered:
+    """All scenarios for a discovered package, and every failed attempt.
 
     File scenarios are taken as written. Docstring and synthesised scenarios are tried once at
     the smallest size (``check``; this runs the package's code, so only inside the sandboxed
@@ -41,11 +93,36 @@ def collect_scenarios(
             reason = f"import failed: {describe_exception(error)}"
             failures[entry.qualname].append(Failure(Coverage.IMPORT_FAILED, reason))
     public = {id(identity_of(obj)): qualname for qualname, obj in objects.items()}
+    by_entry: dict[str, list[CapturedCall]] = {}
+    for call in captured:
+        by_entry.setdefault(call.qualname, []).append(call)
     for entry in discovery.entry_points:
         if entry.qualname not in objects:
             continue
+        obj = objects[entry.qualname]
+        if inspect.isclass(obj) and inspect.isabstract(obj):  # nothing can call it as it is
+            subclasses = ", ".join(sub.__qualname__ for sub in concrete_subclasses(obj)[:3])
+            failures[entry.qualname].append(
+                Failure(
+                    Coverage.SKIPPED,
+                    "abstract class: it cannot be instantiated"
+                    + (
+                        f"; its concrete subclasses ({subclasses}) are profiled"
+                        if subclasses
+                        else ""
+                    ),
+                )
+            )
+            continue
+        calls = by_entry.get(entry.qualname, [])
+        kept_captures = replay_captures(calls, tuple(sizes), check=check)
+        specs.extend(kept_captures)
+        if calls and not kept_captures:
+            failures[entry.qualname].append(_capture_failure(calls, check))
         if synthesize:
-            spec, failure = find_synthesized_scenario(entry.qualname, tuple(sizes), check=check)
+            spec, failure = find_synthesized_scenario(
+                entry.qualname, tuple(sizes), check=check, sources=tuple(sources)
+            )
             if spec is not None:
                 specs.append(spec)
             elif failure is not None:
@@ -59,25 +136,72 @@ def collect_scenarios(
                 why = [reason] if reason else []
                 why += [f"{spec.id} {failure.reason}" for spec, failure in rejected]
                 kind = worst([failure.kind for _, failure in rejected])
-                failures[entry.qualname].append(
-                    Failure(kind, "docstring examples: " + "; ".join(why))
-                )
+                summary = Failure(kind, "docstring examples: " + "; ".join(why))
+                if len(rejected) == 1:  # keep its details (phase, location, traceback)
+                    summary = replace(rejected[0][1], reason=summary.reason)
+                failures[entry.qualname].append(summary)
             specs.extend(kept)
-    covered = {qualname for spec in specs for qualname in (spec.qualname, *spec.targets)}
-    unscenarioed = {
-        qualname: Failure(worst([f.kind for f in why]), "; ".join(f.reason for f in why))
-        if why
-        else Failure(Coverage.NO_ARGUMENTS, "no scenario source was enabled")
-        for qualname, why in failures.items()
-        if qualname not in covered
-    }
-    return specs, unscenarioed
+        if calls and not any(entry.qualname in spec.measured for spec in specs):
+            specs.extend(_through_examples(calls, check=check))
+    return Gathered(specs, failures)
 
 
-_SEVERITY = (Coverage.IMPORT_FAILED, Coverage.MEMORY, Coverage.TIMED_OUT)
+def _through_examples(calls: Sequence[CapturedCall], *, check: bool) -> list[ScenarioSpec]:
+    """The examples that called an entry point nothing else could, kept if they run."""
+    found = through_example_specs(calls)
+    return [spec for spec in found if not check or try_scenario(spec, calls=1)[0] is None]
+
+
+def replay_captures(
+    calls: Sequence[CapturedCall], sizes: tuple[int, ...], *, check: bool = True
+) -> list[ScenarioSpec]:
+    """Scenarios replaying the captured calls that run (at most two): sized when a list or
+    string argument can be stretched and the call still runs at the largest size."""
+    kept: list[ScenarioSpec] = []
+    for index, call in enumerate((c for c in calls if c.payload), start=1):
+        if len(kept) >= MAX_CAPTURED_SCENARIOS:
+            break
+        unsized = captured_spec(call, index)
+        if not check:
+            kept.append(unsized)
+            continue
+        if try_scenario(unsized)[0] is not None:
+            continue
+        if sizes and can_resize(call):
+            sized = captured_spec(call, index, sizes)
+            if all(try_scenario(sized, size, calls=1)[0] is None for size in (sizes[0], sizes[-1])):
+                kept.append(sized)
+                continue
+        kept.append(unsized)
+    return kept
+
+
+MAX_CAPTURED_SCENARIOS = 2
+
+
+def _capture_failure(calls: Sequence[CapturedCall], check: bool) -> Failure:
+    problem = capture_problems(calls)
+    if problem:
+        return Failure(Coverage.NO_ARGUMENTS, f"captured arguments: {problem}")
+    first = next(c for c in calls if c.payload)
+    failure = try_scenario(captured_spec(first, 1))[0] if check else None
+    why = failure.reason if failure else "did not run"
+    return Failure(
+        Coverage.NO_ARGUMENTS, f"captured arguments from {first.origin} {first.shown}: replay {why}"
+    )
+
+
+_SEVERITY = (
+    Coverage.IMPORT_FAILED,
+    Coverage.MISSING_DEPENDENCY,
+    Coverage.MEMORY,
+    Coverage.TIMED_OUT,
+    Coverage.SKIPPED,
+)
 
 
 def worst(kinds: Sequence[Coverage]) -> Coverage:
     """The kind that best explains several failures of one entry point's candidate scenarios:
-    an import failure, then running out of memory or time; otherwise it lacks arguments."""
+    an import failure, a missing optional dependency, then running out of memory or time;
+    otherwise it lacks arguments."""
     return next((kind for kind in _SEVERITY if kind in kinds), Coverage.NO_ARGUMENTS)

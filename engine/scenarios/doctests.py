@@ -10,6 +10,7 @@ left out.
 from __future__ import annotations
 
 import ast
+import contextlib
 import doctest
 import importlib
 import inspect
@@ -120,11 +121,31 @@ def does_io(tree: ast.AST) -> str:
 
 
 def module_globals_setup(module: str) -> str:
-    """Setup code giving an example its module's globals, as doctest does."""
+    """Setup code giving an example its module's globals, as doctest does (see
+    :func:`example_globals`)."""
     return (
-        f"globals().update({{name: value for name, value in vars(__import__('importlib')"
-        f".import_module({module!r})).items() if not name.startswith('__')}})\n"
+        "from apiprof.engine.scenarios.doctests import example_globals\n"
+        f"globals().update(example_globals({module!r}))\n"
     )
+
+
+def example_globals(module: str) -> dict[str, object]:
+    """What an example in ``module`` may use: the package itself and its public names (examples
+    are often written after ``from package import *``: pyparsing's use ``Word`` everywhere),
+    then the module's own globals, which win."""
+    top = module.split(".")[0]
+    names: dict[str, object] = {}
+    with contextlib.suppress(Exception):
+        package = importlib.import_module(top)
+        exported = getattr(package, "__all__", None)
+        public = vars(package)
+        chosen = exported if isinstance(exported, (list, tuple)) else list(public)
+        names.update({n: public[n] for n in chosen if not n.startswith("_") and n in public})
+        names[top] = package
+    with contextlib.suppress(Exception):
+        own = vars(importlib.import_module(module))
+        names.update({name: value for name, value in own.items() if not name.startswith("__")})
+    return names
 
 
 def docstring_scenarios(
@@ -142,7 +163,7 @@ def docstring_scenarios(
         getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None) or entry.module
     )
     setup = module_globals_setup(module)
-    namespace = _namespace_of(module)
+    namespace = example_globals(module)
     specs, reasons = [], []
     for block in blocks:
         if block.skipped:
@@ -162,13 +183,6 @@ def docstring_scenarios(
         )
         setup += block.code  # later blocks may use what this one defined
     return specs, "; ".join(reasons)
-
-
-def _namespace_of(module: str) -> dict[str, object]:
-    try:
-        return dict(vars(importlib.import_module(module)))
-    except Exception:
-        return {}
 
 
 def identity_of(obj: object) -> object:

@@ -14,7 +14,7 @@ from typing import Any
 
 from apiprof.engine.scenarios.locate import locate_keys
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, FORMAT_VERSION, ScenarioSpec
-from apiprof.errors import ScenarioFileError
+from apiprof.errors import ScenarioFileError, UsageError
 from apiprof.model.records import ScenarioSource
 
 # -- scenario files --------------------------------------------------------------------------
@@ -267,3 +267,28 @@ def render_literal(value: Any) -> str:
     if isinstance(value, (str, int, float, bool)):
         return repr(value)
     return f"__import__('datetime').{type(value).__name__}.fromisoformat({value.isoformat()!r})"
+
+
+def check_targets(specs: list[ScenarioSpec], known: list[str]) -> None:
+    """Refuse scenarios whose ``target`` (or ``targets``) names nothing: a typo would otherwise
+    measure nothing, silently. ``known`` are the discovered names (canonical and aliases);
+    a name outside them must still resolve (a private helper a scenario measures on purpose)."""
+    from apiprof.engine.discovery.discover import resolve_object
+
+    names = set(known)
+    for spec in specs:
+        for target in dict.fromkeys((spec.qualname, *spec.targets)):
+            if target in names:
+                continue
+            try:
+                resolve_object(target)
+                continue
+            except Exception:
+                pass
+            close = difflib.get_close_matches(target, known, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            file_name, _, name = spec.id.removeprefix("file:").partition("#")
+            raise UsageError(
+                f"{file_name}: scenario {name!r} targets {target!r}, which does not exist{hint} "
+                "(list the entry points with `apiprof-scan PACKAGE --list`)"
+            )

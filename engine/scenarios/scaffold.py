@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from apiprof.engine.discovery.discover import Discovery
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, FORMAT_VERSION
+from apiprof.engine.scenarios.synth import PartialArgument
 from apiprof.errors import UsageError
 from apiprof.model.records import EntryKind, EntryPoint
 
@@ -31,39 +34,68 @@ package = "{package}"
 """
 
 
+@dataclass(frozen=True)
+class Missing:
+    """Why an entry point still needs a hand-written scenario, and what was found for it."""
+
+    reason: str = ""  # the coverage status and reason ("no_arguments: parameter 'x' ...")
+    location: str = ""  # where its scenario raised, when one did
+    partial: tuple[PartialArgument, ...] = ()  # the best values found per parameter
+
+
 def write_scaffold(
-    discovery: Discovery, covered: set[str], path: str | Path, *, overwrite: bool = False
+    discovery: Discovery,
+    covered: set[str],
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    missing: Mapping[str, Missing] | None = None,
 ) -> int:
-    """Write the template file; returns how many entries it holds."""
+    """Write the template file for the entry points not ``covered``; returns how many entries
+    it holds. ``missing`` adds each one's reason and best partial arguments."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise UsageError(
             f"{path} already exists; choose another path or pass --force to replace it"
         )
-    missing = [ep for ep in discovery.entry_points if ep.qualname not in covered]
+    todo = [ep for ep in discovery.entry_points if ep.qualname not in covered]
     version = f" {discovery.version}" if discovery.version else ""
     parts = [_HEADER.format(format=FORMAT_VERSION, package=discovery.package, version=version)]
-    parts.extend(render_template(ep) for ep in missing)
+    parts.extend(render_template(ep, (missing or {}).get(ep.qualname)) for ep in todo)
     path.write_text("\n".join(parts), encoding="utf-8")
-    return len(missing)
+    return len(todo)
 
 
-def render_template(entry: EntryPoint) -> str:
-    """One disabled ``[[scenario]]`` table with the signature in a comment."""
+def render_template(entry: EntryPoint, missing: Missing | None = None) -> str:
+    """One disabled ``[[scenario]]`` table: the signature and why it is missing in comments,
+    the best values found already filled in, ``...`` where a person must decide."""
     parameters = _required_parameters(entry)
+    found = {p.name: p for p in missing.partial} if missing else {}
     owner, _, member = entry.qualname.rpartition(".")
     setup = [f"import {entry.module}"]
     if entry.kind in (EntryKind.METHOD, EntryKind.PROPERTY):
-        setup.append(f"obj = {owner}(...)  # an instance to call the method on")
+        receiver = found.get("obj")
+        note = receiver.note if receiver else "an instance to call the method on"
+        setup.append(f"obj = {owner}(...)  # {_one_line(note)}")
         callee = f"obj.{member}"
     else:
         callee = entry.qualname
-    setup.extend(f"{name} = ...  # {annotation or 'a value'}" for name, annotation, _ in parameters)
+    if found and not parameters:  # no signature text, but synthesis found parameters
+        parameters = [(p.name, "", p.keyword) for p in missing.partial if p.name != "obj"]  # type: ignore[union-attr]
+    for name, annotation, _ in parameters:
+        known = found.get(name)
+        code = known.code if known else "..."
+        note = known.note if known else (annotation or "a value")
+        setup.append(f"{name} = {code}  # {_one_line(note)}")
     arguments = ", ".join(f"{name}={name}" if keyword else name for name, _, keyword in parameters)
     call = callee if entry.kind is EntryKind.PROPERTY else f"{callee}({arguments})"
     comment = f"# {entry.qualname}{entry.signature}" + (
         f"\n#   {entry.summary}" if entry.summary else ""
     )
+    if missing and missing.reason:
+        comment += f"\n# not profiled: {_one_line(missing.reason, 300)}"
+    if missing and missing.location:
+        comment += f"\n#   raised at {missing.location}"
     return (
         f"{comment}\n"
         "[[scenario]]\n"
@@ -72,9 +104,14 @@ def render_template(entry: EntryPoint) -> str:
         "enabled = false\n"
         f'# size_axis = "n"\n'
         f"# sizes = {list(DEFAULT_SIZES)}\n"
-        f"setup = '''\n" + "\n".join(setup) + "\n'''\n"
+        "setup = '''\n" + "\n".join(setup).replace("'''", '"""') + "\n'''\n"
         f"call = {_toml_string(call)}\n"
     )
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _required_parameters(entry: EntryPoint) -> list[tuple[str, str, bool]]:

@@ -36,6 +36,7 @@ class ScenarioSpec:
     sizes: tuple[int, ...] = ()
     targets: tuple[str, ...] = ()  # qualnames measured inside `call`; empty means (qualname,)
     repeat: int | None = None
+    inputs: str = ""  # the arguments as a person reads them (synthesised, captured)
 
     @property
     def measured(self) -> tuple[str, ...]:
@@ -43,7 +44,16 @@ class ScenarioSpec:
         return self.targets or (self.qualname,)
 
     def to_scenario(self) -> Scenario:
-        return Scenario(self.id, self.qualname, self.source, self.description, self.size_axis)
+        return Scenario(
+            self.id,
+            self.qualname,
+            self.source,
+            self.description,
+            self.size_axis,
+            self.setup,
+            self.call,
+            self.inputs,
+        )
 
 
 # -- running ---------------------------------------------------------------------------------

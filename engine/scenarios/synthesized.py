@@ -8,26 +8,33 @@ the same ``(qualname, n, seed, variant)``, and the measured call is ``target(*ar
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 import typing
+from dataclasses import replace
 from typing import Any
 
+from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.capture import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,
+    SOURCES,
     UNSIZED_CONSUME_LIMIT,
     CannotSynthesize,
     Synthesis,
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, failure_kind, quiet_stdio, try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
-MAX_VARIANTS = 6
+MAX_VARIANTS = 8
+HEAVY_MAX_SIZE = 100
+"""Largest size for a synthesised argument made of objects built one by one."""
 """At most this many argument flavours are tried before giving up on an entry point."""
 
 
@@ -56,6 +63,23 @@ def raised_by_design(qualname: str) -> str:
     return ast.unparse(exc)
 
 
+def raises_its_argument(synthesis: Synthesis) -> str:
+    """The exception class, when the call raises the exception (or an instance of the
+    exception class) it was given — ``reraise(tp, value)`` does its job by raising."""
+    given = [*synthesis.args, *synthesis.kwargs.values()]
+    try:
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
+            synthesis.target(*synthesis.args, **synthesis.kwargs)
+    except timeouts.CallTimeout:  # as slow as the trial that failed: no claim
+        return ""
+    except Exception as error:
+        if any(error is value or type(error) is value for value in given):
+            return type(error).__name__
+    except BaseException:  # KeyboardInterrupt, SystemExit: not the call's job
+        return ""
+    return ""
+
+
 def synthesized_spec(
     qualname: str,
     sizes: tuple[int, ...],
@@ -65,13 +89,15 @@ def synthesized_spec(
     variant: int = 0,
     lazy: bool = False,
     raises: str = "",
+    sources: tuple[str, ...] = SOURCES,
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
-        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, variant={variant})\n"
+        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, "
+        f"variant={variant}, sources={tuple(sources)!r})\n"
     )
     call = "target(*args, **kwargs)"
     if lazy:
@@ -80,25 +106,36 @@ def synthesized_spec(
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
+    if synthesis.heavy:  # n objects built one by one: a thousand is slow to make and measure
+        sizes = tuple(size for size in sizes if size <= HEAVY_MAX_SIZE) or sizes[:1]
     description = f"synthesised arguments (variant {variant})" + (
         ", result iterated" if lazy else ""
     )
+    if synthesis.used and synthesis.source is not ScenarioSource.SYNTHESIZED:
+        description += f"; types from {synthesis.describe_sources()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     return ScenarioSpec(
         id=f"synth:{qualname}",
         qualname=qualname,
-        source=ScenarioSource.SYNTHESIZED,
+        source=synthesis.source,
         description=description,
         setup=setup,
         call=call,
         size_axis="n" if synthesis.sized else "",
         sizes=sizes if synthesis.sized else (),
+        inputs=f"{qualname}{shown_arguments(synthesis.args, synthesis.kwargs)}"
+        + (f" at n = {sizes[0]}" if synthesis.sized and sizes else ""),
     )
 
 
 def find_synthesized_scenario(
-    qualname: str, sizes: tuple[int, ...], *, seed: int = 0, check: bool = True
+    qualname: str,
+    sizes: tuple[int, ...],
+    *,
+    seed: int = 0,
+    check: bool = True,
+    sources: tuple[str, ...] = SOURCES,
 ) -> tuple[ScenarioSpec | None, Failure | None]:
     """The first argument variant that builds (and, with ``check``, runs): (spec, None) or
     (None, why not).
@@ -110,7 +147,7 @@ def find_synthesized_scenario(
     variant, choices = 0, 1
     while variant < min(choices, MAX_VARIANTS):
         try:
-            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant)
+            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
         except Exception as error:  # this flavour cannot be built; a later one may
             reason = (
                 str(error)
@@ -118,31 +155,38 @@ def find_synthesized_scenario(
                 else f"building them raised {describe_exception(error)}"
             )
             first_failure = first_failure or Failure(
-                Coverage.NO_ARGUMENTS, f"{NO_ARGUMENTS}{reason}"
+                failure_kind(error, qualname), f"{NO_ARGUMENTS}{reason}"
             )
             variant += 1
             continue
         # flavours differ per variant (a union member may have none)
         choices = max(choices, synthesis.choices)
-        spec = synthesized_spec(qualname, sizes, synthesis, seed=seed, variant=variant)
+        build = functools.partial(
+            synthesized_spec,
+            qualname,
+            sizes,
+            synthesis,
+            seed=seed,
+            variant=variant,
+            sources=sources,
+        )
+        spec = build()
         if not check:
             return spec, None
         failure, result = try_scenario(spec)
         if failure is None and is_lazy(result):
-            spec = synthesized_spec(
-                qualname, sizes, synthesis, seed=seed, variant=variant, lazy=True
-            )
+            spec = build(lazy=True)
             failure, result = try_scenario(spec)
         if failure is None:
             return spec, None
-        if raises := raised_by_design(qualname):
-            spec = synthesized_spec(
-                qualname, sizes, synthesis, seed=seed, variant=variant, raises=raises
-            )
+        # out of time or memory: no second call to see what it raises
+        rejected = failure.kind == Coverage.NO_ARGUMENTS
+        if rejected and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
+            spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
-        first_failure = first_failure or Failure(
-            failure.kind, f"synthesised arguments were rejected: the call {failure.reason}"
+        first_failure = first_failure or replace(
+            failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
         )
         variant += 1
     return None, first_failure

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
+import traceback
 from collections.abc import Iterator
+from dataclasses import replace
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.discover import describe_exception
+from apiprof.engine.discovery.discover import describe_exception, optional_dependency
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
-from apiprof.model.records import Coverage, Failure
+from apiprof.model.records import Coverage, Failure, Phase
 
 TRIAL_SECONDS = 5.0
 """A trial call that takes longer than this is abandoned (its scenario is dropped)."""
@@ -32,25 +35,81 @@ def try_scenario(
     result: object = None
     stage = "setup"
     try:
-        with timeouts.alarm(TRIAL_SECONDS), _quiet_stdio():
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             run = compile_scenario(spec, size)
             for attempt in range(calls):
                 stage = "call" if attempt == 0 else "repeated call"
                 result = run()
     except timeouts.CallTimeout:
         return Failure(
-            Coverage.TIMED_OUT, f"took longer than {TRIAL_SECONDS:g} s on a trial call"
+            Coverage.TIMED_OUT,
+            f"took longer than {TRIAL_SECONDS:g} s on a trial call",
+            scenario=spec.id,
+            phase=Phase.SETUP if stage == "setup" else Phase.CALL,
         ), None
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit from argparse-style mains, too
-        kind = Coverage.MEMORY if isinstance(error, MemoryError) else Coverage.NO_ARGUMENTS
-        return Failure(kind, f"raised {describe_exception(error)} in {stage}"), None
+        failure = failure_from(error, failure_kind(error, spec.qualname), spec.id)
+        return replace(failure, reason=f"raised {describe_exception(error)} in {stage}"), None
     return None, result
 
 
+def failure_kind(error: BaseException, qualname: str) -> Coverage:
+    """What an exception a candidate call raised says: out of memory, an optional dependency of
+    the package that is not installed, or (most often) arguments that do not work."""
+    if isinstance(error, MemoryError):
+        return Coverage.MEMORY
+    if optional_dependency(error, qualname):
+        return Coverage.MISSING_DEPENDENCY
+    return Coverage.NO_ARGUMENTS
+
+
+def failure_from(
+    error: BaseException, kind: Coverage, scenario: str = "", reason: str = ""
+) -> Failure:
+    """A :class:`Failure` for an exception a scenario raised: its phase (read off the
+    traceback: setup code, the measured call, or iterating the result), where it was raised
+    (the innermost frame outside apiprof) and the last frames of the traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    phase = ""
+    for frame in frames:
+        if frame.filename.startswith("<setup of"):
+            phase = Phase.SETUP
+        elif frame.filename.startswith("<call of"):
+            phase = Phase.CALL
+        elif frame.name == "consume" and frame.filename.endswith("synth.py") and phase:
+            phase = Phase.CONSUME
+    if not phase and scenario:
+        phase = Phase.COLLECT
+    outside = [f for f in frames if not _is_apiprof(f.filename) and not f.filename.startswith("<")]
+    where = outside[-1] if outside else (frames[-1] if frames else None)
+    location = f"{where.filename}:{where.lineno} in {where.name}" if where else ""
+    lines = traceback.format_exception(type(error), error, error.__traceback__)
+    tail = "".join(lines[-TRACEBACK_FRAMES * 2 - 1 :]).rstrip()
+    return Failure(
+        kind,
+        reason or f"raised {describe_exception(error)}",
+        tail[-TRACEBACK_CHARS:],
+        scenario=scenario,
+        phase=str(phase),
+        location=location,
+    )
+
+
+TRACEBACK_FRAMES = 5
+"""Frames of a traceback kept with a failure (the innermost ones)."""
+TRACEBACK_CHARS = 4000
+
+_APIPROF_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def _is_apiprof(filename: str) -> bool:
+    return os.path.realpath(filename).startswith(_APIPROF_ROOT + os.sep)
+
+
 @contextlib.contextmanager
-def _quiet_stdio() -> Iterator[None]:
+def quiet_stdio() -> Iterator[None]:
     """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
     stdin = sys.stdin
     sys.stdin = io.StringIO()

@@ -1,0 +1,430 @@
+"""Argument capture: the arguments public entry points really receive — while the package's
+docstring examples or its own test suite run — recorded and replayed as ordinary scenarios.
+
+A profile hook (``sys.setprofile``; only while capturing, inside a sandboxed worker) watches the
+code objects of the package's Python entry points. On entry it pickles the call's arguments at
+once (a later mutation must not change what was seen), keeping a few distinct calls per entry
+point. A capture is replayed in isolation: setup unpickles the arguments, the call is the
+entry point itself. Where a captured value is a list or a string, a sized variant repeats it to
+length ``n``, so growth can be fitted. Arguments that cannot be copied (open files,
+generators, locks) are not replayed; the report names the example or test that passed them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import inspect
+import pickle
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
+from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
+from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import EntryKind, EntryPoint, ScenarioSource
+
+MAX_CALLS = 3
+"""Distinct argument sets kept per entry point."""
+
+MAX_PAYLOAD = 256 * 1024
+"""Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
+
+
+@dataclass(frozen=True)
+class CapturedCall:
+    """One call of an entry point as it happened: pickled arguments and where they came from."""
+
+    qualname: str
+    payload: str  # base64 of pickle.dumps((args, kwargs)); "" when they could not be copied
+    origin: str  # "doc:pkg.f#1" (a docstring example) or "tests:path::test_name"
+    shown: str = ""  # the arguments as a person reads them (reprs, shortened)
+    problem: str = ""  # why the arguments could not be copied
+
+
+Location = tuple[str, str]
+"""Where code lives, the same for every copy of a package: (path from the package's top
+directory, e.g. ``dateutil/parser/_parser.py``; the code's qualified name)."""
+
+
+@dataclass
+class Recorder:
+    """The profile hook: records calls of the watched code, found by :data:`Location` so the
+    installed copy, a source tree and an editable install all match."""
+
+    watched: dict[Location, list[tuple[str, str]]]  # location -> [(qualname, how)]
+    tops: frozenset[str] = frozenset()  # top-level package names the locations are under
+    origin: str = ""
+    calls: dict[str, list[CapturedCall]] = field(default_factory=dict)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """The ``sys.setprofile`` hook (Python 3.11)."""
+        if event == "call":
+            self.seen_start(frame.f_code, frame)
+
+    def targets(self, code: types.CodeType) -> list[tuple[str, str]]:
+        found = self._known.get(code)
+        if found is None:
+            found = self._known[code] = self.watched.get(location_of(code, self.tops), [])
+        return found
+
+    def seen_start(self, code: types.CodeType, frame: types.FrameType) -> bool:
+        """Record the call starting in ``frame``; False when ``code`` needs no more watching
+        (not an entry point, or all its calls are kept)."""
+        targets = self.targets(code)
+        wanted = False
+        for qualname, how in targets:
+            kept = self.calls.setdefault(qualname, [])
+            if len([c for c in kept if c.payload]) >= MAX_CALLS:
+                continue
+            wanted = True
+            args, kwargs = _arguments(frame)
+            if how.startswith("init:"):  # a constructor: the class is called anew on replay
+                if not args or type(args[0]).__qualname__ != how.removeprefix("init:"):
+                    continue
+                args = args[1:]
+            elif how == "classmethod":
+                args = args[1:]
+            self.record(qualname, args, kwargs)
+        return wanted
+
+    def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        shown = shown_arguments(args, kwargs)
+        try:
+            data = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            if not any(c.problem for c in self.calls[qualname]):
+                problem = f"{type(error).__name__}: {error}"[:200]
+                self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
+            return
+        if len(data) > MAX_PAYLOAD:
+            return
+        key = (qualname, hashlib.sha1(data).hexdigest())
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        payload = base64.b64encode(data).decode("ascii")
+        self.calls[qualname].append(CapturedCall(qualname, payload, self.origin, shown))
+
+    def results(self) -> list[CapturedCall]:
+        return [call for calls in self.calls.values() for call in calls]
+
+
+def _arguments(frame: types.FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    code = frame.f_code
+    names = code.co_varnames
+    positional = code.co_argcount
+    keyword_only = code.co_kwonlyargcount
+    local = frame.f_locals
+    args = [local[name] for name in names[:positional] if name in local]
+    kwargs = {
+        name: local[name] for name in names[positional : positional + keyword_only] if name in local
+    }
+    index = positional + keyword_only
+    if code.co_flags & inspect.CO_VARARGS:
+        args.extend(local.get(names[index], ()))
+        index += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(local.get(names[index], {}))
+    return tuple(args), kwargs
+
+
+def shown_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 160) -> str:
+    """``(1, 'a', key=2)``: the arguments as a person reads them, shortened."""
+    parts = [_short_repr(value) for value in args]
+    parts += [f"{name}={_short_repr(value)}" for name, value in kwargs.items()]
+    text = f"({', '.join(parts)})"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short_repr(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def location_of(code: types.CodeType, tops: frozenset[str]) -> Location:
+    """The :data:`Location` of a code object (``("", "")`` outside the packages ``tops``)."""
+    parts = code.co_filename.replace("\\", "/").split("/")
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] in tops:
+            return "/".join(parts[index:]), code.co_qualname
+    return "", ""
+
+
+def watch_list(qualnames: Sequence[str]) -> dict[Location, list[tuple[str, str]]]:
+    """Where the code of each entry point that can be captured lives, and how it is called."""
+    watched: dict[Location, list[tuple[str, str]]] = {}
+    tops = frozenset(qualname.split(".")[0] for qualname in qualnames)
+    for qualname in qualnames:
+        try:
+            obj = resolve_object(qualname)
+        except Exception:
+            continue
+        owner_name = qualname.rpartition(".")[0]
+        raw: object = obj
+        how = "function"
+        if inspect.isclass(obj):
+            raw, how = vars(obj).get("__init__"), f"init:{obj.__qualname__}"
+        else:
+            try:
+                owner = resolve_object(owner_name)
+            except Exception:
+                owner = None
+            if inspect.isclass(owner):
+                static = inspect.getattr_static(owner, qualname.rpartition(".")[2], None)
+                if isinstance(static, classmethod):
+                    raw, how = static.__func__, "classmethod"
+                elif isinstance(static, staticmethod):
+                    raw = static.__func__
+                elif isinstance(static, property):
+                    raw = static.fget
+                else:
+                    raw = measurable(static if static is not None else obj)
+        code = getattr(inspect.unwrap(raw), "__code__", None) if callable(raw) else None
+        if isinstance(code, types.CodeType):
+            location = location_of(code, tops)
+            if location[0]:
+                watched.setdefault(location, []).append((qualname, how))
+    return watched
+
+
+def recorder_for(qualnames: Sequence[str]) -> Recorder:
+    """A recorder watching these entry points (imports their package to find the code)."""
+    return Recorder(watch_list(qualnames), frozenset(q.split(".")[0] for q in qualnames))
+
+
+@contextlib.contextmanager
+def capturing(recorder: Recorder) -> Iterator[Recorder]:
+    """Record calls while the block runs. With ``sys.monitoring`` (3.12+) every code object
+    that is not a watched entry point is switched off after its first start, so the code
+    around runs at nearly full speed; on 3.11 a ``sys.setprofile`` hook sees every call."""
+    monitoring = getattr(sys, "monitoring", None)
+    tool = _free_tool(monitoring) if monitoring is not None else None
+    if monitoring is None or tool is None:
+        previous = sys.getprofile()
+        sys.setprofile(recorder)
+        try:
+            yield recorder
+        finally:
+            sys.setprofile(previous)
+        return
+    busy = [False]
+
+    def on_start(code: types.CodeType, offset: int) -> object:
+        if busy[0]:
+            return None
+        busy[0] = True
+        try:
+            wanted = recorder.seen_start(code, sys._getframe(1))
+        finally:
+            busy[0] = False
+        return None if wanted else monitoring.DISABLE
+
+    monitoring.register_callback(tool, monitoring.events.PY_START, on_start)
+    monitoring.set_events(tool, monitoring.events.PY_START)
+    try:
+        yield recorder
+    finally:
+        monitoring.set_events(tool, 0)
+        monitoring.register_callback(tool, monitoring.events.PY_START, None)
+        monitoring.free_tool_id(tool)
+        monitoring.restart_events()  # what DISABLE switched off counts again for other tools
+
+
+def _free_tool(monitoring: Any) -> int | None:
+    for tool in (4, 3, 5, 1, 0, 2):
+        if monitoring.get_tool(tool) is None:
+            monitoring.use_tool_id(tool, "apiprof-capture")
+            return tool
+    return None
+
+
+# -- replay -------------------------------------------------------------------------------------
+
+
+def replay_call(
+    qualname: str, payload: str, n: int | None = None
+) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
+    """``(target, args, kwargs)`` of a captured call; with ``n``, its largest list or string
+    argument repeated or cut to length ``n``."""
+    args, kwargs = pickle.loads(base64.b64decode(payload))
+    obj = resolve_object(qualname)
+    target: Callable[..., object]
+    owner_name, _, member = qualname.rpartition(".")
+    owner = _quiet_resolve(owner_name)
+    static = inspect.getattr_static(owner, member, None) if inspect.isclass(owner) else None
+    if isinstance(static, property) and static.fget is not None:
+        target = static.fget
+    elif static is not None and not isinstance(static, (classmethod, staticmethod)):
+        target = _callable(measurable(static))
+    else:
+        target = _callable(obj)
+    if n is not None:
+        args, kwargs = resized(args, kwargs, n)
+    return target, args, kwargs
+
+
+def _callable(obj: object) -> Callable[..., object]:
+    if not callable(obj):
+        raise TypeError(f"{obj!r} is not callable")
+    return obj
+
+
+def _quiet_resolve(name: str) -> object:
+    try:
+        return resolve_object(name) if "." in name else None
+    except Exception:
+        return None
+
+
+def sized_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | str, int] | None:
+    """Which argument (position or keyword) is the longest list, tuple or string, and its length."""
+    best: tuple[int | str, int] | None = None
+    keyed: list[tuple[int | str, Any]] = [*enumerate(args), *kwargs.items()]
+    for key, value in keyed:
+        sized = isinstance(value, (list, tuple, str, bytes)) and len(value) > 0
+        if sized and (best is None or len(value) > best[1]):
+            best = (key, len(value))
+    return best
+
+
+def resized(
+    args: tuple[Any, ...], kwargs: dict[str, Any], n: int
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments with the longest sequence argument repeated (or cut) to length ``n``."""
+    found = sized_index(args, kwargs)
+    if found is None:
+        return args, kwargs
+    key, length = found
+    value = args[key] if isinstance(key, int) else kwargs[key]
+    grown = (value * (n // length + 1))[:n]
+    if isinstance(key, int):
+        return (*args[:key], grown, *args[key + 1 :]), kwargs
+    return args, {**kwargs, key: grown}
+
+
+def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> ScenarioSpec:
+    """The scenario replaying a captured call: with ``sizes``, its longest list or string
+    argument resized to each size (see :func:`resized`), else exactly as captured."""
+    sized = bool(sizes)
+    size = "n" if sized else "None"
+    return ScenarioSpec(
+        id=f"captured:{call.qualname}#{index}",
+        qualname=call.qualname,
+        source=ScenarioSource.CAPTURED,
+        description=f"arguments captured from {call.origin}: {call.shown}"
+        + (", longest argument resized to n" if sized else ""),
+        setup=(
+            "from apiprof.engine.scenarios.capture import replay_call\n"
+            f"target, args, kwargs = replay_call({call.qualname!r}, {call.payload!r}, {size})\n"
+        ),
+        call="target(*args, **kwargs)",
+        size_axis="n" if sized else "",
+        sizes=tuple(sizes) if sized else (),
+        inputs=f"{call.qualname}{call.shown}",
+    )
+
+
+def can_resize(call: CapturedCall) -> bool:
+    """Whether a captured call has a list or string argument a size axis could stretch."""
+    args, kwargs = pickle.loads(base64.b64decode(call.payload))
+    return sized_index(args, kwargs) is not None
+
+
+def capture_problems(calls: Sequence[CapturedCall]) -> str:
+    """Why captured calls of an entry point cannot be replayed, for the coverage report."""
+    broken = [call for call in calls if call.problem]
+    if not broken:
+        return ""
+    call = broken[0]
+    return (
+        f"{call.origin} calls it with {call.shown}, but those arguments cannot be copied "
+        f"({call.problem}); write a scenario that builds them in its setup"
+    )
+
+
+def through_example_specs(calls: Sequence[CapturedCall], limit: int = 1) -> list[ScenarioSpec]:
+    """Scenarios that run the docstring examples which called an entry point and measure that
+    entry point's calls inside them: for arguments that cannot be copied (a parser, a frame of
+    a code generator) or whose copies do not replay, the example that produced them does.
+    Suite origins need none: the ``--tests`` scenario already measures whatever the suite calls."""
+    specs: list[ScenarioSpec] = []
+    for origin in dict.fromkeys(call.origin for call in calls):
+        spec = _example_spec(origin)
+        if spec is None:
+            continue
+        qualname = calls[0].qualname
+        specs.append(
+            replace(
+                spec,
+                id=f"through:{qualname}#{origin}",
+                qualname=qualname,
+                source=ScenarioSource.CAPTURED,
+                description=f"its calls inside {origin} (the example of {spec.qualname}), "
+                "which builds arguments that cannot be copied",
+                targets=(qualname,),
+                inputs=next((c.shown for c in calls if c.origin == origin), ""),
+            )
+        )
+        if len(specs) >= limit:
+            break
+    return specs
+
+
+def _example_spec(origin: str) -> ScenarioSpec | None:
+    """The docstring scenario ``doc:QUALNAME#K`` rebuilt from its entry point, or None."""
+    if not origin.startswith("doc:"):
+        return None
+    qualname = origin.removeprefix("doc:").rpartition("#")[0]
+    try:
+        obj = resolve_object(qualname)
+    except Exception:
+        return None
+    module = getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None)
+    entry = EntryPoint(qualname, qualname.split(".")[0], module or "", EntryKind.FUNCTION)
+    found, _ = docstring_scenarios(entry, obj, {})
+    return next((spec for spec in found if spec.id == origin), None)
+
+
+# -- capturing from docstring examples ------------------------------------------------------------
+
+EXAMPLES_BUDGET = 90.0
+"""Seconds all docstring examples of a package may take together while capturing."""
+
+
+def capture_examples(
+    discovery: Discovery, *, budget: float = EXAMPLES_BUDGET
+) -> list[CapturedCall]:
+    """Run every docstring example of the package (as docstring scenarios run: each block once,
+    quietly, with the trial time limit) and record the arguments its entry points receive."""
+    recorder = recorder_for([entry.qualname for entry in discovery.entry_points])
+    if not recorder.watched:
+        return []
+    objects = {}
+    for entry in discovery.entry_points:
+        with contextlib.suppress(Exception):
+            objects[entry.qualname] = resolve_object(entry.qualname)
+    public = {id(identity_of(obj)): qualname for qualname, obj in objects.items()}
+    deadline = time.monotonic() + budget
+    for entry in discovery.entry_points:
+        if entry.qualname not in objects:
+            continue
+        specs, _ = docstring_scenarios(entry, objects[entry.qualname], public)
+        for spec in specs:
+            if time.monotonic() > deadline:
+                return recorder.results()
+            recorder.origin = spec.id
+            with capturing(recorder):
+                try_scenario(spec, calls=1)
+    return recorder.results()

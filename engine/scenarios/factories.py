@@ -1,0 +1,215 @@
+"""Concrete subclasses and factories: other ways to get an instance of a class the package
+defines, when calling the class itself does not work (it is abstract, or rejects made-up
+arguments).
+
+*Subclasses*: the package's concrete subclasses of the class — for a receiver, those that
+inherit the method being profiled unchanged first, so the call still runs the base class's code.
+*Factories*: the package's own callables whose return type fits — a classmethod returning
+``cls(...)`` (``Version.parse``), a function annotated, stubbed or documented as returning the
+class, or one whose body returns ``TheClass(...)``: a small type-directed search of the
+package's own API.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import inspect
+import pkgutil
+import sys
+import typing
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from apiprof.engine.scenarios.heuristics import function_tree
+
+MAX_SUBCLASSES = 8
+MAX_FACTORIES = 6
+
+
+def concrete_subclasses(cls: type, member: str = "") -> list[type]:
+    """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
+    unchanged (when given), public ones, then fewer required constructor arguments. (One that
+    overrides ``member`` still serves: the base class's function is then called on it.)"""
+    top = (cls.__module__ or "").split(".")[0]
+    _import_package(top)
+    found: list[type] = []
+    seen: set[int] = set()
+    pending: list[type] = list(type.__subclasses__(cls))
+    while pending:
+        sub = pending.pop(0)
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        pending.extend(type.__subclasses__(sub))
+        if (sub.__module__ or "").split(".")[0] != top or inspect.isabstract(sub):
+            continue
+        found.append(sub)
+    inherits = {id(sub) for sub in found if member and _static(sub, member) is _static(cls, member)}
+    found.sort(
+        key=lambda sub: (
+            id(sub) not in inherits,  # runs the base class's own code when called as usual
+            sub.__name__.startswith("_"),
+            _required(sub),
+            sub.__name__,
+        )
+    )
+    return found[:MAX_SUBCLASSES]
+
+
+def _static(cls: type, member: str) -> object:
+    try:
+        return inspect.getattr_static(cls, member)
+    except AttributeError:
+        return None
+
+
+def _required(cls: type) -> int:
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return 99
+    return sum(
+        1
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )
+
+
+def factories_for(
+    cls: type, return_types: Callable[[object], list[Any]]
+) -> list[Callable[..., Any]]:
+    """The package's callables that return an instance of ``cls`` (or a subclass), best first:
+    the class's own alternative constructors, then functions of the package.
+    ``return_types(callable)`` gives the declared return types (annotation, stub, docstring)."""
+    found: list[Callable[..., Any]] = []
+    for name, raw in sorted(vars(cls).items()):
+        if name.startswith("_") or not isinstance(raw, classmethod):
+            continue
+        method = getattr(cls, name)
+        if _returns_instance(raw.__func__, cls, return_types(method), own_class=True):
+            found.append(method)
+    top = (cls.__module__ or "").split(".")[0]
+    for function in _package_functions(top):
+        if function is cls or len(found) >= MAX_FACTORIES:
+            continue
+        if _returns_instance(function, cls, return_types(function), own_class=False):
+            found.append(function)
+    return found[:MAX_FACTORIES]
+
+
+def _returns_instance(
+    function: Callable[..., Any], cls: type, declared: list[Any], *, own_class: bool
+) -> bool:
+    for annotation in declared:
+        if annotation == "Self" and own_class:
+            return True
+        if inspect.isclass(annotation) and issubclass(annotation, cls):
+            return True
+        origin = typing.get_origin(annotation)
+        if origin is typing.Union and any(
+            inspect.isclass(arg) and issubclass(arg, cls) for arg in typing.get_args(annotation)
+        ):
+            return True
+    tree = function_tree(inspect.unwrap(function))
+    if tree is None:
+        return False
+    names = {"cls"} if own_class else set()
+    names.update(
+        name
+        for name, value in getattr(function, "__globals__", {}).items()
+        if inspect.isclass(value) and issubclass(value, cls)
+    )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            called = node.value.func
+            if isinstance(called, ast.Name) and called.id in names:
+                return True
+    return False
+
+
+@functools.cache
+def _import_package(top: str) -> tuple[str, ...]:
+    """Import the package's public modules (as discovery does) so subclasses and factories
+    defined anywhere in it are visible; returns the module names."""
+    try:
+        root = importlib.import_module(top)
+    except Exception:
+        return ()
+    names = [top]
+    for info in pkgutil.walk_packages(
+        getattr(root, "__path__", []), top + ".", onerror=lambda _: None
+    ):
+        if any(
+            part.startswith("_") or part in ("tests", "test") for part in info.name.split(".")[1:]
+        ):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(info.name)
+        except Exception:
+            continue
+        names.append(info.name)
+    return tuple(names)
+
+
+def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
+    seen: set[int] = set()
+    for module_name in _import_package(top):
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name, value in sorted(vars(module).items()):
+            if name.startswith("_") or id(value) in seen or not inspect.isfunction(value):
+                continue
+            if (value.__module__ or "").split(".")[0] != top:
+                continue
+            seen.add(id(value))
+            yield value
+
+
+@dataclass(frozen=True)
+class Produced:
+    """Annotation marker: the value an inverse function of the package returns (``packb``'s
+    output for ``unpackb``, ``dumps``' for ``loads``), built with synthesised arguments."""
+
+    producer: Callable[..., Any]
+
+
+INVERSE_WORDS = [
+    ("unpack", "pack"),
+    ("loads", "dumps"),
+    ("load", "dump"),
+    ("deserialize", "serialize"),
+    ("decode", "encode"),
+    ("decompress", "compress"),
+    ("unescape", "escape"),
+    ("unquote", "quote"),
+    ("parse", "format"),
+    ("from_", "to_"),
+    ("decrypt", "encrypt"),
+    ("inflate", "deflate"),
+]
+"""Name pairs where the second function makes what the first one reads."""
+
+
+def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
+    """The package's functions whose name is the inverse of ``function``'s (``packb`` for
+    ``unpackb``): their output is realistic input for it."""
+    name = getattr(function, "__name__", "") or ""
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    top = sys.modules.get((getattr(function, "__module__", "") or "").split(".")[0])
+    found: list[Callable[..., Any]] = []
+    for reader, maker in INVERSE_WORDS:
+        if reader not in name:
+            continue
+        wanted = name.replace(reader, maker, 1)
+        for namespace in (module, top):
+            candidate = getattr(namespace, wanted, None) if namespace is not None else None
+            if callable(candidate) and candidate is not function and candidate not in found:
+                found.append(candidate)
+    return found

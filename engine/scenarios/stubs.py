@@ -1,0 +1,312 @@
+"""Stub annotations: the types an untyped package's ``.pyi`` stubs give its functions.
+
+Stubs are looked for, in order, beside the module (a package's own ``.pyi`` files, e.g. for a C
+extension, or the typed ``.py`` source a mypyc-compiled module ships beside itself), in an installed ``<package>-stubs`` distribution (what ``types-*`` packages
+install), and in the third-party stubs of the typeshed copy that ships with jedi. A stub that
+re-exports a name (``from ._parser import parse as parse``) is followed to where it is defined;
+``@overload`` variants each contribute their annotations, in order. Reading stubs runs no code
+of the package beyond importing modules it already imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import importlib.machinery
+import importlib.util
+import inspect
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apiprof.engine.scenarios.typetext import DEFAULT_NAMES, evaluate_node, module_namespace
+
+MAX_HOPS = 4
+"""Re-exports followed at most this many times (stubs may import in circles)."""
+
+
+@dataclass(frozen=True)
+class StubSignature:
+    """What the stubs say about one callable: candidate annotations per parameter (one per
+    overload that has it, first overload first) and the return types."""
+
+    parameters: dict[str, list[Any]] = field(default_factory=dict)
+    returns: list[Any] = field(default_factory=list)
+    origin: str = ""  # the stub file it came from
+    signature: inspect.Signature | None = None  # the first overload's, for callables without one
+
+
+def stub_signature(obj: object, qualname: str = "") -> StubSignature | None:
+    """The stub's view of ``obj`` (found by its defining module and qualified name, else by
+    the public ``qualname`` it is scanned under); None when no stub describes it."""
+    for module, path in _stub_locations(obj, qualname):
+        found = _find_in_stub(module, path, MAX_HOPS)
+        if found is not None:
+            stub_module, definitions = found
+            return _signature_from(definitions, stub_module)
+    return None
+
+
+def _stub_locations(obj: object, qualname: str) -> Iterator[tuple[str, list[str]]]:
+    target = obj.__func__ if isinstance(obj, (classmethod, staticmethod)) else obj
+    if isinstance(target, property) and target.fget is not None:
+        target = target.fget
+    suffix: list[str] = ["__init__"] if inspect.isclass(target) else []
+    module = getattr(target, "__module__", None)
+    inner = getattr(target, "__qualname__", None)
+    if isinstance(module, str) and isinstance(inner, str) and "<" not in inner:
+        yield module, [*inner.split("."), *suffix]
+    parts = qualname.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        yield ".".join(parts[:split]), [*parts[split:], *suffix]
+
+
+@dataclass
+class _Stub:
+    module: str
+    tree: ast.Module
+    names: dict[str, Any]  # what annotations in the stub may refer to
+
+
+def _find_in_stub(module: str, path: list[str], hops: int) -> tuple[_Stub, list[ast.AST]] | None:
+    stub = load_stub(module)
+    if stub is None or not path:
+        return None
+    body: list[ast.stmt] = stub.tree.body
+    for depth, name in enumerate(path):
+        found = [node for node in _flatten(body) if _defines(node, name)]
+        if not found and depth == 0 and hops > 0:
+            source = _imported_from(stub, name)
+            if source is not None:
+                other, original = source
+                return _find_in_stub(other, [original, *path[1:]], hops - 1)
+        if not found:
+            return None
+        if depth == len(path) - 1:
+            return stub, list(found)
+        classes = [node for node in found if isinstance(node, ast.ClassDef)]
+        if not classes:
+            return None
+        body = classes[0].body
+    return None
+
+
+def _flatten(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a stub body, looking inside ``if sys.version_info ...:`` blocks."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _flatten(node.body)
+            yield from _flatten(node.orelse)
+        else:
+            yield node
+
+
+def _defines(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+        node.name == name
+    )
+
+
+def _imported_from(stub: _Stub, name: str) -> tuple[str, str] | None:
+    for node in _flatten(stub.tree.body):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) == name:
+                return _absolute(stub.module, node), alias.name
+    return None
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    is_package = _is_package(module)
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _is_package(module: str) -> bool:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    return bool(spec and spec.submodule_search_locations)
+
+
+def _signature_from(definitions: list[ast.AST], stub: _Stub) -> StubSignature:
+    parameters: dict[str, list[Any]] = {}
+    returns: list[Any] = []
+    signature = None
+    for node in definitions:
+        if isinstance(node, ast.ClassDef):
+            returns.append(stub.names.get(node.name))
+            continue
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = node.args
+        if signature is None:
+            signature = _runtime_signature(arguments)
+        every = [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            *filter(None, (arguments.vararg, arguments.kwarg)),
+        ]
+        for argument in every:
+            if argument.annotation is None:
+                continue
+            value = evaluate_node(argument.annotation, stub.names)
+            if value is not None:
+                parameters.setdefault(argument.arg, []).append(value)
+        if node.returns is not None:
+            value = evaluate_node(node.returns, stub.names)
+            if value is not None:
+                returns.append(value)
+    return StubSignature(parameters, [r for r in returns if r is not None], stub.module, signature)
+
+
+def _runtime_signature(arguments: ast.arguments) -> inspect.Signature | None:
+    """The parameter list a stub gives (names, kinds, which have defaults), without ``self``."""
+    kind = inspect.Parameter
+    positional = [*arguments.posonlyargs, *arguments.args]
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = [
+        kind(
+            argument.arg,
+            kind.POSITIONAL_ONLY
+            if index < len(arguments.posonlyargs)
+            else kind.POSITIONAL_OR_KEYWORD,
+            default=None if index >= first_default else kind.empty,
+        )
+        for index, argument in enumerate(positional)
+        if argument.arg not in ("self", "cls")
+    ]
+    if arguments.vararg:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        parameters.append(
+            kind(argument.arg, kind.KEYWORD_ONLY, default=kind.empty if default is None else None)
+        )
+    if arguments.kwarg:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    try:
+        return inspect.Signature(parameters)
+    except ValueError:
+        return None
+
+
+# -- finding and reading stub files -----------------------------------------------------------
+
+
+@functools.cache
+def load_stub(module: str) -> _Stub | None:
+    """The parsed stub of ``module`` and the names its annotations can use (cached)."""
+    path = find_stub_file(module)
+    if path is None:
+        return None
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    runtime = sys.modules.get(module)
+    names = module_namespace(runtime)
+    names.update(_stub_imports(module, tree))
+    for node in _flatten(tree.body):  # aliases (`_FileOrStr: TypeAlias = bytes | str | IO[str]`)
+        target, value = _alias(node)
+        if target and value is not None and target not in names:
+            evaluated = evaluate_node(value, names)
+            if evaluated is not None:
+                names[target] = evaluated
+    return _Stub(module, tree, names)
+
+
+def _alias(node: ast.stmt) -> tuple[str, ast.expr | None]:
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id, node.value
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and not isinstance(node.value, ast.Call)
+    ):
+        return node.targets[0].id, node.value
+    return "", None
+
+
+def _stub_imports(module: str, tree: ast.Module) -> dict[str, Any]:
+    """Runtime objects for the names a stub imports, where they exist (``_typeshed`` does not:
+    its names are mapped by :mod:`~apiprof.engine.scenarios.typetext`)."""
+    names: dict[str, Any] = {}
+    for node in _flatten(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                loaded = _import_quietly(alias.name)
+                if loaded is not None:
+                    names[alias.asname or alias.name.split(".")[0]] = (
+                        loaded if alias.asname else _import_quietly(alias.name.split(".")[0])
+                    )
+        elif isinstance(node, ast.ImportFrom):
+            source = _import_quietly(_absolute(module, node))
+            for alias in node.names:
+                if source is not None and hasattr(source, alias.name):
+                    names[alias.asname or alias.name] = getattr(source, alias.name)
+                elif alias.name in DEFAULT_NAMES:
+                    names[alias.asname or alias.name] = DEFAULT_NAMES[alias.name]
+    return names
+
+
+def _import_quietly(name: str) -> Any:
+    if not name or name.split(".")[0] in ("_typeshed", "typing_extensions", "_cffi_backend"):
+        return importlib.import_module("typing") if name == "typing_extensions" else None
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def find_stub_file(module: str) -> Path | None:
+    """Where the stub for ``module`` is: beside it, in ``<top>-stubs``, or in jedi's typeshed."""
+    for candidate in _candidates(module):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _candidates(module: str) -> Iterator[Path]:
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin and spec.origin not in ("built-in", "frozen"):
+        origin = Path(spec.origin)
+        yield origin.with_name(origin.name.split(".")[0] + ".pyi")
+        if origin.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            # compiled by mypyc (or Cython's pure-Python mode): the typed source ships beside it
+            yield origin.with_name(origin.name.split(".")[0] + ".py")
+    top, rest = parts[0], parts[1:]
+    for root in (*map(Path, filter(None, sys.path)), *typeshed_roots(top)):
+        base = root / f"{top}-stubs" if root.name != top else root
+        if root.name != top and not base.is_dir():
+            continue
+        yield base.joinpath(*rest).with_suffix(".pyi") if rest else base / "__init__.pyi"
+        yield base.joinpath(*rest, "__init__.pyi")
+
+
+@functools.cache
+def typeshed_roots(top: str) -> tuple[Path, ...]:
+    """``<typeshed>/stubs/<distribution>/<top>`` directories of jedi's typeshed copy."""
+    try:
+        spec = importlib.util.find_spec("jedi")
+    except (ImportError, ValueError):
+        return ()
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    stubs = Path(next(iter(spec.submodule_search_locations))) / "third_party" / "typeshed" / "stubs"
+    if not stubs.is_dir():
+        return ()
+    return tuple(sorted(path for path in stubs.glob(f"*/{top}") if path.is_dir()))

@@ -1,0 +1,300 @@
+"""Running a package's own pytest suite inside a worker, as real suites come.
+
+Real suites carry options in their configuration (``addopts`` in pytest.ini, pyproject.toml,
+tox.ini or setup.cfg) that need plugins the scanning environment may lack — ``--cov`` without
+pytest-cov makes pytest refuse to start. Options of plugins that are not installed are dropped
+(and the report says which); a suite whose options still do not parse runs without its
+``addopts``. Suites import the package from wherever they like (the installed copy, the source
+tree beside them, an editable install): the warm-up run's argument capture matches entry points
+by where their code lives inside the package, and the profiled runs look the entry points up
+after the suite has imported them.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import importlib.util
+import io
+import shlex
+import sys
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apiprof.engine.scenarios.capture import CapturedCall, Recorder, capturing, recorder_for
+
+PLUGIN_OPTIONS: dict[str, str] = {
+    "--cov": "pytest_cov",
+    "--no-cov": "pytest_cov",
+    "-n": "xdist",
+    "--numprocesses": "xdist",
+    "--dist": "xdist",
+    "--maxprocesses": "xdist",
+    "--boxed": "xdist",
+    "--timeout": "pytest_timeout",
+    "--benchmark": "pytest_benchmark",
+    "--reruns": "pytest_rerunfailures",
+    "--only-rerun": "pytest_rerunfailures",
+    "--html": "pytest_html",
+    "--self-contained-html": "pytest_html",
+    "--mypy": "pytest_mypy",
+    "--flake8": "pytest_flake8",
+    "--black": "pytest_black",
+    "--isort": "pytest_isort",
+    "--pylint": "pytest_pylint",
+    "--randomly": "pytest_randomly",
+    "--doctest-plus": "pytest_doctestplus",
+    "--doctest-rst": "pytest_doctestplus",
+    "--mpl": "pytest_mpl",
+    "--asyncio-mode": "pytest_asyncio",
+    "--memray": "pytest_memray",
+    "--codspeed": "pytest_codspeed",
+}
+"""Option prefixes of common pytest plugins, and the module that must be importable for them."""
+
+TAKES_VALUE = frozenset(
+    {
+        "-n",
+        "--numprocesses",
+        "--dist",
+        "--cov-report",
+        "--cov-config",
+        "--cov-fail-under",
+        "--timeout",
+        "--reruns",
+        "--html",
+        "--randomly-seed",
+        "-p",
+        "--asyncio-mode",
+        "--maxprocesses",
+    }
+)
+"""Options whose value may come as the next word (``-n 4``)."""
+
+
+QUIET_WARNINGS = [
+    "-W",
+    "ignore::pytest.PytestDeprecationWarning",
+    "-W",
+    "ignore::pytest.PytestConfigWarning",
+]
+"""A suite's ``filterwarnings = error`` must not turn warnings of plugins installed here (not
+the suite's own choice) into errors before a single test runs."""
+
+
+@dataclass
+class SuiteArguments:
+    args: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def suite_arguments(path: str) -> SuiteArguments:
+    """pytest arguments for the suite at ``path``: quiet, no cache written, and the ini file's
+    ``addopts`` without options of plugins that are not installed."""
+    args = [path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler", *QUIET_WARNINGS]
+    found = read_addopts(Path(path))
+    if found is None:
+        return SuiteArguments(args)
+    addopts, source = found
+    kept, dropped = filter_options(addopts)
+    if not dropped:
+        return SuiteArguments(args)
+    notes = [
+        f"dropped {' '.join(words)} from the addopts of {source}: pytest plugin {module!r} "
+        "is not installed here"
+        for module, words in dropped.items()
+    ]
+    return SuiteArguments([*args, "-o", f"addopts={shlex.join(kept)}"], notes)
+
+
+def read_addopts(start: Path) -> tuple[list[str], str] | None:
+    """``addopts`` of the pytest configuration that applies at ``start`` and its file name,
+    searched upward as pytest does (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
+    directory = start if start.is_dir() else start.parent
+    for folder in (directory, *directory.parents):
+        for name, read in _READERS:
+            candidate = folder / name
+            if candidate.is_file():
+                try:
+                    value = read(candidate)
+                except (OSError, ValueError, configparser.Error, tomllib.TOMLDecodeError):
+                    continue
+                if value is not None:
+                    return value, str(candidate)
+    return None
+
+
+def _ini_section(section: str) -> Callable[[Path], list[str] | None]:
+    def read(path: Path) -> list[str] | None:
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(path, encoding="utf-8")
+        if not parser.has_section(section):
+            return None
+        return shlex.split(parser.get(section, "addopts", fallback=""))
+
+    return read
+
+
+def _pyproject(path: Path) -> list[str] | None:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    options = data.get("tool", {}).get("pytest", {}).get("ini_options")
+    if options is None:
+        return None
+    addopts = options.get("addopts", "")
+    return list(addopts) if isinstance(addopts, list) else shlex.split(addopts)
+
+
+_READERS: list[tuple[str, Callable[[Path], list[str] | None]]] = [
+    ("pytest.ini", _ini_section("pytest")),
+    (".pytest.ini", _ini_section("pytest")),
+    ("pyproject.toml", _pyproject),
+    ("tox.ini", _ini_section("pytest")),
+    ("setup.cfg", _ini_section("tool:pytest")),
+]
+
+
+def filter_options(words: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``words`` without the options of plugins that cannot be imported here: (kept, dropped
+    words by plugin module)."""
+    kept: list[str] = []
+    dropped: dict[str, list[str]] = {}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        option = word.split("=", 1)[0]
+        takes_next = (
+            option in TAKES_VALUE
+            and "=" not in word
+            and index + 1 < len(words)
+            and not words[index + 1].startswith("-")
+        )
+        group = [word, words[index + 1]] if takes_next else [word]
+        module = _plugin_of(option, group)
+        if module and not _importable(module):
+            dropped.setdefault(module, []).extend(group)
+        else:
+            kept.extend(group)
+        index += len(group)
+    return kept, dropped
+
+
+def _plugin_of(option: str, group: list[str]) -> str:
+    if option == "-p" and len(group) == 2 and not group[1].startswith("no:"):
+        return group[1]
+    if option.startswith("-p") and len(option) > 2 and not option[2:].startswith("no:"):
+        return option[2:]
+    for prefix, module in PLUGIN_OPTIONS.items():
+        if option == prefix or (prefix.startswith("--") and option.startswith(prefix + "-")):
+            return module
+    return ""
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class TestTally:
+    """A pytest plugin that counts the outcomes of one run of a test suite, and tells the
+    argument recorder (if any) which test is running."""
+
+    __test__ = False  # not a test class, whatever pytest collects
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
+        self.exit_code = -1
+        self.recorder = recorder
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.origin = f"tests:{item.nodeid}"
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            self.outcomes["failed" if report.when == "call" else "errors"] += 1
+        elif report.skipped:
+            self.outcomes["skipped"] += 1
+        elif report.when == "call":
+            self.outcomes["passed"] += 1
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.outcomes["errors"] += 1
+
+
+@dataclass
+class SuiteRunner:
+    """Runs the suite in this process, any number of times, keeping outcomes and times."""
+
+    path: str
+    package: str
+    output: io.StringIO = field(default_factory=io.StringIO)
+    runs: list[TestTally] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        prepared = suite_arguments(self.path)
+        self.args, self.notes = prepared.args, list(prepared.notes)
+
+    def run(self, recorder: Recorder | None = None) -> None:
+        import pytest
+
+        tally = TestTally(recorder)
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
+            tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
+        self.seconds.append(time.perf_counter() - started)
+        if tally.exit_code == 4 and not self.runs and "unrecognized arguments" in self.tail():
+            # options apiprof cannot place: run the suite without its configured addopts
+            self.notes.append(
+                "pytest rejected the suite's configured options "
+                f"({self.tail(1)}); ran it without its addopts"
+            )
+            self.args = [*self.args, "-o", "addopts="]
+            self.seconds.pop()
+            return self.run(recorder)
+        self.runs.append(tally)
+        return None
+
+    def warm_up(self, qualnames: Sequence[str], capture: bool) -> list[CapturedCall]:
+        """The first, unprofiled run: imports, collection, assertion rewriting — and, with
+        ``capture``, the arguments the entry points receive. The package's modules are
+        forgotten before it, so the suite imports the copy it means to test."""
+        recorder = recorder_for(qualnames) if capture else None
+        forget_package(self.package)
+        if recorder is None:
+            self.run()
+            return []
+        with capturing(recorder):
+            self.run(recorder)
+        return recorder.results()
+
+    def tail(self, lines: int = 3) -> str:
+        text = [line for line in self.output.getvalue().splitlines() if line.strip()]
+        return " | ".join(text[-lines:])[:400]
+
+    def problem(self) -> str:
+        """Why the suite gave nothing to measure ("" when tests ran)."""
+        first = self.runs[0]
+        if any(first.outcomes[k] for k in ("passed", "failed")):
+            return ""
+        tail = self.tail()
+        return f"pytest exited with code {first.exit_code} without running a test" + (
+            f": {tail}" if tail else ""
+        )
+
+
+def forget_package(package: str) -> None:
+    """Drop the package's modules from ``sys.modules`` so the next import finds them anew."""
+    top = package.split(".")[0]
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        del sys.modules[name]
