@@ -101,7 +101,8 @@ def test_recursion_and_exceptions_pair_correctly(probes):
 
 
 def test_active_time_subtracts_own_entry_and_nested_probes_exactly(probes):
-    """seeds/001 in closed form, on hand-made records: (cpu, wall) per entry, (wall, cpu) per
+    """The active-time rule (docs/mechanisms.rst) in closed form, on hand-made records: (cpu,
+    wall) per entry, (wall, cpu) per
     exit; CPU read at the first entry and the last exit only."""
     handle = probes.watch(spin)
     probes.pause()

@@ -10,8 +10,8 @@ same probes — the ``sys.monitoring`` callbacks (3.12+) or trampolines (3.11) a
 Only Python functions are watched live (on 3.11 only plain ones, not generators): C-level
 callables are timed at their call sites, which only a scan's allocation pass knows.
 
-Per-call active time follows seeds/001 in closed form, one function at a time: elapsed time,
-minus the inside overhead of the call's own entry probe (measured live on an empty reference
+Per-call active time is the "Active time" rule of docs/mechanisms.rst in closed form, one
+function at a time: elapsed time, minus the inside overhead of the call's own entry probe (measured live on an empty reference
 function when the probes open), minus the full cost of each nested probed call of the same
 function (recursion). Records are swapped for fresh ones when read, so reading never races a
 probe; a record always holds one placeholder entry first, because an exit probe looks at the
