@@ -102,8 +102,7 @@ def test_recursion_and_exceptions_pair_correctly(probes):
 
 def test_active_time_subtracts_own_entry_and_nested_probes_exactly(probes):
     """The active-time rule (docs/mechanisms.rst) in closed form, on hand-made records: (cpu,
-    wall) per entry, (wall, cpu) per
-    exit; CPU read at the first entry and the last exit only."""
+    wall) per entry, (wall, cpu) per exit; CPU read at the first entry and the last exit only."""
     handle = probes.watch(spin)
     probes.pause()
     probes.inside_ns, probes.inside_sampled_ns, probes.inside_cpu_ns = 10.0, 30.0, 20.0
