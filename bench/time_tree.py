@@ -5,8 +5,8 @@ graph of a few hundred functions walked with the time locality of real phases), 
 tree and times, for several window sizes, the tree's answer against one pass over every sample,
 side by side in this run, and checks that the counts are identical at P = 100 %: first the
 counts alone (what the tree answers), then a whole report (the counts plus top stacks and the
-roll-up into inclusive and exclusive function totals, which costs the same both ways and grows
-with the number of distinct stacks in the window, not with its samples). A last part goes
+inclusive and exclusive function totals: the tree adds up its nodes' pre-aggregated totals, the
+linear pass rolls the window's distinct stacks up frame by frame). A last part goes
 through the recording file as ``apiprof window`` does — ``window_report`` on the stored tree,
 read node by node — versus a pass over the file's samples with the same roll-up. Times are CPU
 seconds of this process (medians), so a busy machine's waiting does not count.
@@ -37,7 +37,7 @@ from apiprof.tracing.timetree import (
     int_array,
     query,
 )
-from apiprof.tracing.window import summarize, window_report
+from apiprof.tracing.window import Summary, summarize, summarize_window, window_report
 
 WINDOW_SHARES = (0.001, 0.01, 0.1, 0.5, 1.0)
 INTERVAL_NS = 1_000_000
@@ -108,14 +108,17 @@ def bench_memory(n: int, unique: int, repeat: int, shape: TreeShape) -> None:
     duration = times[-1] + 1
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    tree = MemoryTree(times, stacks, shape, end=duration)
+    tree = MemoryTree(times, stacks, shape, end=duration, table=table)
     build = time.perf_counter() - started
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kept = sum(len(node.kept[0]) for node in tree.nodes.values() if node.kept is not None)
+    inner = [node for node in tree.nodes.values() if node.kept is not None]
+    kept = sum(len(node.kept[0]) for node in inner if node.kept is not None)
+    totals = sum(len(node.functions[0]) for node in inner if node.functions is not None)
     print(
         f"\n{n:,} samples ({len(set(stacks)):,} distinct stacks, {duration / 1e9:,.0f} s at 1 ms, 2"
         f" threads), tree {shape.describe()}: built in {build:.1f} s, {len(tree.nodes):,} nodes,"
-        f" {kept:,} kept (stack, count) pairs, peak RSS +{(rss_after - rss_before) / 1024:,.0f} MiB"
+        f" {kept:,} kept (stack, count) pairs, {totals:,} function totals,"
+        f" peak RSS +{(rss_after - rss_before) / 1024:,.0f} MiB"
     )
     print(
         f"  {'window':>8}  {'counts: tree':>12}  {'linear pass':>11}  {'speed-up':>8}"
@@ -129,22 +132,39 @@ def bench_memory(n: int, unique: int, repeat: int, shape: TreeShape) -> None:
             timed(lambda s=s: count_linearly(times, stacks, *s), max(1, repeat // 2))[0]
             for s in spans
         )
-        # a report: the counts plus top stacks and the per-function roll-up, both ways
-        rollup_s = (
-            statistics.median(
-                timed(lambda s=s: summarize(tree.window(*s).stacks, table), repeat)[0]
-                for s in spans
-            )
-            - tree_s
+        # a report: the counts plus top stacks and the function totals; the tree's totals are
+        # pre-aggregated per node, a linear pass rolls its window's stacks up itself
+        report_s = statistics.median(
+            timed(lambda s=s: tree_summary(tree, table, *s), repeat)[0] for s in spans
         )
-        same = all(tree.window(*s).stacks == count_linearly(times, stacks, *s) for s in spans[:1])
-        report_s, linear_report_s = tree_s + rollup_s, linear_s + rollup_s
+        linear_counts = [count_linearly(times, stacks, *s) for s in spans]
+        rollup_s = statistics.median(
+            timed(lambda c=c: summarize(c, table), repeat)[0] for c in linear_counts
+        )
+        linear_report_s = linear_s + rollup_s
+        same = all(same_report(tree, table, times, stacks, *s) for s in spans[:1])
         print(
             f"  {share:>8.1%}  {tree_s * 1e3:>10.2f}ms  {linear_s * 1e3:>9.0f}ms"
             f"  {linear_s / tree_s:>7.0f}×  {report_s * 1e3:>10.2f}ms"
             f"  {linear_report_s * 1e3:>6.0f}ms  {linear_report_s / report_s:>7.0f}×  "
             + ("identical" if same else "DIFFERENT")
         )
+
+
+def tree_summary(tree: MemoryTree, table: StackTable, start: int, end: int) -> Summary:
+    """What ``window_report`` computes from the tree's answer."""
+    return summarize_window(tree.window(start, end), table)
+
+
+def same_report(
+    tree: MemoryTree, table: StackTable, times: array[int], stacks: array[int], start: int, end: int
+) -> bool:
+    """The tree's counts and report equal the linear pass's (P = 100 %)."""
+    counts = count_linearly(times, stacks, start, end)
+    window = tree.window(start, end)
+    return window.stacks == counts and tree_summary(tree, table, start, end) == summarize(
+        counts, table
+    )
 
 
 def bench_file(n: int, unique: int, repeat: int, shape: TreeShape) -> None:

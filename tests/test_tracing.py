@@ -17,7 +17,13 @@ from apiprof.tracing.recording import FORMAT_VERSION, Marker, Recording, write_r
 from apiprof.tracing.sampler import Sampler, ThreadInfo
 from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
 from apiprof.tracing.timetree import MemoryTree, TreeShape, count_linearly, query
-from apiprof.tracing.window import parse_time, short_file, window_report
+from apiprof.tracing.window import (
+    parse_time,
+    short_file,
+    summarize,
+    summarize_window,
+    window_report,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROGRAM = FIXTURES / "traced_program.py"
@@ -232,6 +238,66 @@ def test_read_only_reader_builds_the_tree_in_memory(tmp_path):
             times, stacks, 100_000, 500_000
         )
         assert recording.conn.execute("SELECT COUNT(*) FROM trees").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("keep_percent", [100, 60])
+def test_tree_function_totals_equal_the_roll_up_of_its_counts(tmp_path, keep_percent):
+    """The totals a report adds up from the tree's nodes are those of the stacks it counted
+    (at P = 100 those of every sample in the window), in memory and through the file."""
+    path = tmp_path / "s.trace"
+    shape = TreeShape(leaf_size=64, fanout=2, keep_percent=keep_percent)
+    times = synthetic_recording(path, tree=shape)
+    with Recording(path) as recording:
+        table, stored = recording.stacks, recording.tree(shape)
+        _, stacks, _ = recording.sample_arrays()
+        memory = MemoryTree(times, stacks, shape, end=recording.duration_ns, table=table)
+        assert all(node.functions is not None for node in memory.walk() if not node.leaf)
+        for lo, hi in [(0, 5_000_000), (1_234_567, 2_345_678), (0, 700_000), (10, 20)]:
+            for answer in (query(stored, lo, hi, table), memory.window(lo, hi)):
+                assert summarize_window(answer, table) == summarize(answer.stacks, table)
+                if keep_percent == 100:
+                    linear = count_linearly(times, stacks, lo, hi)
+                    assert summarize_window(answer, table) == summarize(linear, table)
+
+
+def downgrade_to_format_1(path: Path) -> None:
+    """Make ``path`` a file as apiprof wrote it before function totals (trace format 1)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE tree_nodes DROP COLUMN functions")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+def test_format_1_files_are_upgraded_when_writable(tmp_path):
+    path = tmp_path / "old.trace"
+    synthetic_recording(path, tree=TreeShape())
+    expected = window_report(path, 1_000_000, 4_000_000)
+    downgrade_to_format_1(path)
+    with Recording(path) as recording:
+        assert recording.version == FORMAT_VERSION == recording.meta["format_version"]
+        assert recording.conn.execute("SELECT COUNT(*) FROM trees").fetchone()[0] == 0
+    assert window_report(path, 1_000_000, 4_000_000) == expected  # the tree is rebuilt
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT_VERSION
+    assert conn.execute("SELECT COUNT(*) FROM tree_nodes WHERE functions IS NOT NULL").fetchone()
+    conn.close()
+
+
+def test_format_1_files_that_cannot_be_written_are_read_as_they_are(tmp_path, monkeypatch):
+    path = tmp_path / "old.trace"
+    synthetic_recording(path, tree=TreeShape())
+    expected = window_report(path, 1_000_000, 4_000_000)
+    downgrade_to_format_1(path)
+    before = path.read_bytes()
+    monkeypatch.setattr(Recording, "_upgrade", lambda self: None)  # as on a read-only disk
+    with Recording(path) as recording:
+        assert recording.version == 1
+        tree = recording.tree(TreeShape())
+        assert all(node.functions is None for node in tree.children(tree.root()))
+        assert window_report(recording, 1_000_000, 4_000_000) == expected
+    assert path.read_bytes() == before
 
 
 def test_markers_and_threads_round_trip(tmp_path):

@@ -6,6 +6,11 @@ tree leaf name its samples by a ``seq`` range. The format has its own version
 (``PRAGMA user_version`` and ``meta.format_version``): readers refuse files from a newer
 apiprof and upgrade older ones in place when they can write them.
 
+Format 2 added the function totals of inner tree nodes (``tree_nodes.functions``). Opening a
+format 1 file that can be written upgrades it: the column is added and its trees, which lack
+the totals, are dropped, to be rebuilt on the next report. A read-only format 1 file is read as
+it is, its reports summing the window's stacks into function totals (slower, same numbers).
+
 Tables::
 
     meta(key, value)                          JSON values: format, started_at, interval_ns, ...
@@ -15,8 +20,10 @@ Tables::
     samples(seq, t_ns, thread, stack)
     markers(id, event, thread, start_ns, end_ns, threshold_ns)   end_ns NULL: still running
     trees(id, leaf_size, fanout, keep_percent, samples, end_ns)
-    tree_nodes(tree, id, parent, start_ns, end_ns, first_seq, stop_seq, kept)
-                                              kept NULL = leaf; else int64 LE stack ids then counts
+    tree_nodes(tree, id, parent, start_ns, end_ns, first_seq, stop_seq, kept, functions)
+                                              kept NULL = leaf; else int64 LE stack ids then counts;
+                                              functions: int64 LE frame ids, then their
+                                              inclusive, then exclusive samples (kept stacks')
 """
 
 from __future__ import annotations
@@ -31,13 +38,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from apiprof.errors import TraceFileError
 from apiprof.tracing.sampler import ThreadInfo
 from apiprof.tracing.stacks import Frame, StackTable
-from apiprof.tracing.timetree import DEFAULT_SHAPE, Node, TreeShape, build_tree, int_array
+from apiprof.tracing.timetree import (
+    DEFAULT_SHAPE,
+    IntArray,
+    Node,
+    TreeShape,
+    build_tree,
+    int_array,
+)
 
 FORMAT = "apiprof-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +75,7 @@ CREATE TABLE trees (
 CREATE TABLE tree_nodes (
     tree INTEGER NOT NULL, id INTEGER NOT NULL, parent INTEGER NOT NULL,
     start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-    first_seq INTEGER NOT NULL, stop_seq INTEGER NOT NULL, kept BLOB,
+    first_seq INTEGER NOT NULL, stop_seq INTEGER NOT NULL, kept BLOB, functions BLOB,
     PRIMARY KEY (tree, id)) WITHOUT ROWID;
 CREATE INDEX tree_children ON tree_nodes (tree, parent, start_ns);
 CREATE INDEX markers_start ON markers (start_ns);
@@ -93,19 +109,15 @@ class Marker:
         )
 
 
-def pack_ints(values: Iterable[int]) -> bytes:
-    packed = int_array(values)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tobytes()
+def pack_arrays(arrays: Sequence[IntArray]) -> bytes:
+    """Equal-length int64 arrays one after the other, little-endian."""
+    return np.concatenate(arrays).astype("<i8").tobytes()
 
 
-def unpack_ints(blob: bytes) -> array[int]:
-    values = int_array()
-    values.frombytes(blob)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return values
+def unpack_arrays(blob: bytes, parts: int) -> list[IntArray]:
+    """The arrays of :func:`pack_arrays` (views of the blob: no copy)."""
+    values = np.frombuffer(blob, dtype="<i8").astype(np.int64, copy=False)
+    return np.split(values, parts)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -284,6 +296,28 @@ class Recording:
             )
         self.writable = writable
         self._stacks: StackTable | None = None
+        self.version = version
+        if version < FORMAT_VERSION:
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a format 1 file to format 2 if it can be written; else read it as format 1."""
+        writer = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")
+            writer.execute("ALTER TABLE tree_nodes ADD COLUMN functions BLOB")
+            writer.execute("DELETE FROM tree_nodes")  # trees without totals: rebuilt on use
+            writer.execute("DELETE FROM trees")
+            writer.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('format_version', ?)", (FORMAT_VERSION,)
+            )
+            writer.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+            writer.execute("COMMIT")
+        except sqlite3.OperationalError:  # read-only file or directory, or locked: read as is
+            return
+        finally:
+            writer.close()
+        self.version = self.meta["format_version"] = FORMAT_VERSION
 
     def __enter__(self) -> Recording:
         return self
@@ -387,11 +421,11 @@ class Recording:
         ).fetchone()
         if row is None or row[1] != self.sample_count:  # a tree of an unfinished recording
             return None
-        return StoredTree(self.conn, row[0], shape, row[2])
+        return StoredTree(self.conn, row[0], shape, row[2], functions=self.version >= 2)
 
     def _store_tree(self, shape: TreeShape) -> StoredTree:
         times, stacks, _ = self.sample_arrays()
-        return _store_tree(self.conn, times, stacks, self.duration_ns, shape)
+        return _store_tree(self.conn, times, stacks, self.stacks, self.duration_ns, shape)
 
     def _memory_tree(self, shape: TreeShape) -> StoredTree:
         """Build the tree into a private in-memory database (the file is read-only)."""
@@ -402,13 +436,14 @@ class Recording:
             "INSERT INTO samples VALUES (?, ?, ?, ?)",
             zip(range(len(times)), times, threads, stacks, strict=True),
         )
-        return _store_tree(memory, times, stacks, self.duration_ns, shape)
+        return _store_tree(memory, times, stacks, self.stacks, self.duration_ns, shape)
 
 
 def _store_tree(
     conn: sqlite3.Connection,
     times: Sequence[int],
     stacks: Sequence[int],
+    table: StackTable,
     end: int,
     shape: TreeShape,
 ) -> StoredTree:
@@ -418,7 +453,7 @@ def _store_tree(
     rows: list[tuple[Any, ...]] = []
 
     def insert() -> None:
-        conn.executemany("INSERT INTO tree_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany("INSERT INTO tree_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         rows.clear()
 
     with conn:
@@ -434,14 +469,20 @@ def _store_tree(
         assert tree_id is not None
 
         def emit(node: Node) -> None:
-            kept = None if node.kept is None else pack_ints([*node.kept[0], *node.kept[1]])
+            kept = None if node.kept is None else pack_arrays(node.kept)
+            functions = None if node.functions is None else pack_arrays(node.functions)
             rows.append(
-                (tree_id, node.id, node.parent, node.start, node.end, node.first, node.stop, kept)
+                (
+                    tree_id,
+                    *(node.id, node.parent, node.start, node.end, node.first, node.stop),
+                    kept,
+                    functions,
+                )
             )
             if len(rows) >= FLUSH_ROWS:
                 insert()
 
-        build_tree(times, stacks, shape, emit, end=end)
+        build_tree(times, stacks, shape, emit, end=end, table=table)
         insert()
     return StoredTree(conn, tree_id, shape, end)
 
@@ -450,30 +491,41 @@ class StoredTree:
     """A time tree read node by node from its recording (what ``apiprof window`` queries)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, tree_id: int, shape: TreeShape, end_ns: int
+        self,
+        conn: sqlite3.Connection,
+        tree_id: int,
+        shape: TreeShape,
+        end_ns: int,
+        *,
+        functions: bool = True,
     ) -> None:
         self.conn, self.id, self.shape, self.end_ns = conn, tree_id, shape, end_ns
-
-    _COLUMNS = "id, parent, start_ns, end_ns, first_seq, stop_seq, kept"
+        # a format 1 file has no function totals (read-only, so it was not upgraded)
+        self._columns = "id, parent, start_ns, end_ns, first_seq, stop_seq, kept, " + (
+            "functions" if functions else "NULL"
+        )
 
     @staticmethod
     def _node(row: tuple[Any, ...]) -> Node:
-        node_id, parent, start, end, first, stop, kept = row
+        node_id, parent, start, end, first, stop, kept, functions = row
         if kept is None:
             return Node(node_id, parent, start, end, first, stop, None)
-        values = unpack_ints(kept)
-        half = len(values) // 2
-        return Node(node_id, parent, start, end, first, stop, (values[:half], values[half:]))
+        stacks, counts = unpack_arrays(kept, 2)
+        totals = None
+        if functions is not None:
+            frames, inclusive, exclusive = unpack_arrays(functions, 3)
+            totals = frames, inclusive, exclusive
+        return Node(node_id, parent, start, end, first, stop, (stacks, counts), totals)
 
     def root(self) -> Node:
         row = self.conn.execute(
-            f"SELECT {self._COLUMNS} FROM tree_nodes WHERE tree = ? AND id = 0", (self.id,)
+            f"SELECT {self._columns} FROM tree_nodes WHERE tree = ? AND id = 0", (self.id,)
         ).fetchone()
         return self._node(row)
 
     def children(self, node: Node) -> list[Node]:
         rows = self.conn.execute(
-            f"SELECT {self._COLUMNS} FROM tree_nodes WHERE tree = ? AND parent = ? ORDER BY start_ns",
+            f"SELECT {self._columns} FROM tree_nodes WHERE tree = ? AND parent = ? ORDER BY start_ns",
             (self.id, node.id),
         )
         return [self._node(row) for row in rows]

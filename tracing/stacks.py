@@ -12,7 +12,7 @@ thread of a slow request) without re-reading samples, and reports show where eac
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
@@ -154,6 +154,22 @@ class StackTable:
             outer = self.function_path(prefix)
             path = self._paths[stack] = outer if frame_id in outer else (*outer, frame_id)
         return path
+
+    def function_totals(self, counts: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+        """Samples per frame id of stack counts: inclusive (the function anywhere on the stack,
+        once per sample) and exclusive (the innermost frame). Costs the number of distinct
+        stacks times their depth, whatever the number of samples."""
+        inclusive: dict[int, int] = {}
+        exclusive: dict[int, int] = {}
+        get_inclusive, get_exclusive, stacks = inclusive.get, exclusive.get, self.stacks
+        for stack, count in counts.items():
+            if stack == EMPTY_STACK:
+                continue
+            for frame_id in self.function_path(stack):
+                inclusive[frame_id] = get_inclusive(frame_id, 0) + count
+            frame_id = stacks[stack][1]
+            exclusive[frame_id] = get_exclusive(frame_id, 0) + count
+        return inclusive, exclusive
 
     def roots(self) -> list[int]:
         """Per stack id: its one-frame root stack (a thread frame for sampled stacks)."""

@@ -21,8 +21,8 @@ from typing import Any
 from apiprof.errors import UsageError
 from apiprof.format import format_ns
 from apiprof.tracing.recording import Marker, Recording
-from apiprof.tracing.stacks import EMPTY_STACK, Frame, StackTable
-from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, query
+from apiprof.tracing.stacks import Frame, StackTable
+from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query, top_counts
 
 DEFAULT_TOP = 10
 
@@ -261,19 +261,6 @@ def _function_json(row: FunctionRow) -> dict[str, Any]:
     return {**_frame_json(row.frame), "inclusive": row.inclusive, "exclusive": row.exclusive}
 
 
-def inclusive_totals(counts: dict[int, int], stacks: StackTable) -> dict[int, int]:
-    """Samples per frame id with the function anywhere on the stack (once per sample).
-
-    Costs the number of distinct stacks in the window times their depth, whatever the number
-    of samples.
-    """
-    totals = [0] * len(stacks.frames)
-    for path, count in zip(map(stacks.function_path, counts), counts.values()):
-        for frame_id in path:
-            totals[frame_id] += count
-    return {frame_id: total for frame_id, total in enumerate(totals) if total}
-
-
 def top_items(counts: dict[int, int], top: int) -> list[tuple[int, int]]:
     """The ``top`` largest counts, ties to the smaller id. Finds the cut among the bare counts
     first (compared in C), so only the few items at or above it are sorted."""
@@ -296,24 +283,34 @@ class Summary:
 
 def summarize(counts: dict[int, int], stacks: StackTable, top: int = DEFAULT_TOP) -> Summary:
     """Top stacks, top functions (by inclusive and by exclusive samples) and samples per thread
-    of window counts."""
-    table, frames = stacks.stacks, stacks.frames
-    inclusive = inclusive_totals(counts, stacks)
-    threads = {f: n for f, n in inclusive.items() if frames[f].is_thread}
-    for frame_id in threads:
-        del inclusive[frame_id]
-    exclusive: dict[int, int] = {}
-    for stack, count in counts.items():
-        if stack != EMPTY_STACK:
-            frame_id = table[stack][1]
-            exclusive[frame_id] = exclusive.get(frame_id, 0) + count
+    of window counts, rolled up from their stacks."""
+    return _summary(top_items(counts, top), *stacks.function_totals(counts), stacks, top)
 
-    def best(by: dict[int, int]) -> list[tuple[int, int]]:
-        return top_items(by, top)
+
+def summarize_window(counts: WindowCounts, stacks: StackTable, top: int = DEFAULT_TOP) -> Summary:
+    """The same summary of a tree query's answer, from the function totals the tree added up
+    (when the query had the stack table)."""
+    if counts.inclusive is None or counts.exclusive is None:
+        return summarize(counts.stacks, stacks, top)
+    ranked = top_counts(counts.counts, top)
+    return _summary(ranked, counts.inclusive, counts.exclusive, stacks, top)
+
+
+def _summary(
+    ranked: list[tuple[int, int]],
+    inclusive: dict[int, int],
+    exclusive: dict[int, int],
+    stacks: StackTable,
+    top: int,
+) -> Summary:
+    frames = stacks.frames
+    threads = {f: n for f, n in inclusive.items() if frames[f].is_thread}
+    inclusive = {f: n for f, n in inclusive.items() if f not in threads}
 
     def function_rows(by: dict[int, int]) -> tuple[FunctionRow, ...]:
         return tuple(
-            FunctionRow(frames[f], inclusive.get(f, 0), exclusive.get(f, 0)) for f, _ in best(by)
+            FunctionRow(frames[f], inclusive.get(f, 0), exclusive.get(f, 0))
+            for f, _ in top_items(by, top)
         )
 
     def stack_row(stack: int, count: int) -> StackRow:
@@ -323,10 +320,10 @@ def summarize(counts: dict[int, int], stacks: StackTable, top: int = DEFAULT_TOP
         return StackRow(count, None, path)
 
     return Summary(
-        stacks=tuple(stack_row(stack, count) for stack, count in best(counts)),
+        stacks=tuple(stack_row(stack, count) for stack, count in ranked),
         by_inclusive=function_rows(inclusive),
         by_exclusive=function_rows(exclusive),
-        by_thread=tuple((frames[f].function, n) for f, n in best(threads) if n),
+        by_thread=tuple((frames[f].function, n) for f, n in top_items(threads, top) if n),
     )
 
 
@@ -381,13 +378,15 @@ def _report(
             f"the window must end after it starts (from {start / 1e9:g} s to {end / 1e9:g} s);"
             f" this trace spans 0–{duration / 1e9:.3f} s"
         )
-    counts = query(recording.tree(shape), start, end)
-    stacks, samples = counts.stacks, counts.samples
+    counts = query(recording.tree(shape), start, end, recording.stacks)
+    samples = counts.samples
     chosen: tuple[str, ...] = ()
-    if threads:
-        stacks, chosen = select_threads(stacks, recording.stacks, threads)
+    if threads:  # the tree's function totals are of all threads: sum the chosen ones' stacks
+        stacks, chosen = select_threads(counts.stacks, recording.stacks, threads)
+        summary = summarize(stacks, recording.stacks, top)
         samples = sum(stacks.values())
-    summary = summarize(stacks, recording.stacks, top)
+    else:
+        summary = summarize_window(counts, recording.stacks, top)
     names = {t.number: t.name for t in recording.threads}
     markers = tuple(
         m
