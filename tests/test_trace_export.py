@@ -3,14 +3,22 @@ valid per the documented format, and both faithful to the recording."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
+from test_sphinx_browser import CHROMIUM, chromium
 
 from apiprof.tracing.export import export, to_chrome_trace, to_speedscope
 from apiprof.tracing.recording import Marker, Recording, write_recording
@@ -199,3 +207,97 @@ def test_unknown_format_is_refused(recording, tmp_path):
 
     with pytest.raises(UsageError, match="speedscope, chrome"):
         export(recording, "pprof", tmp_path / "x")
+
+
+# -- the exports opened in a real viewer ---------------------------------------------------
+# speedscope is a static web app: `.ci/run` unpacks its npm package's build into the viewer
+# cache, and the tests serve it from loopback to headless Chromium. Perfetto's UI is not
+# vendorable offline (it loads its trace processor from the network), and headless Chromium
+# does not serve its own chrome://tracing viewer (the page load is aborted), so the Chrome
+# trace-event file is opened in speedscope's trace-event importer: a real consumer of the format.
+
+SPEEDSCOPE_VERSION = "1.25.0"
+VIEWERS = Path(
+    os.environ.get("APIPROF_VIEWER_CACHE", str(Path.home() / ".cache" / "apiprof" / "viewers"))
+)
+SPEEDSCOPE = VIEWERS / f"speedscope-{SPEEDSCOPE_VERSION}"
+# a sandwich-view row: total, self, the frame's file (title) and its name
+SANDWICH_ROW = re.compile(
+    r"<tr[^>]*><td[^>]*>([^<]*)<div.*?</td><td[^>]*>([^<]*)<div.*?</td>"
+    r'<td(?: title="([^"]*)")?[^>]*><span[^>]*></span>([^<]*)</td></tr>'
+)
+
+
+@pytest.fixture(scope="module")
+def viewer(recording, tmp_path_factory) -> Iterator[str]:
+    """speedscope and both exports, served from loopback: the base URL."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    if not (SPEEDSCOPE / "index.html").is_file():
+        pytest.skip(f"speedscope {SPEEDSCOPE_VERSION} is not in {VIEWERS} (.ci/run fetches it)")
+    site = tmp_path_factory.mktemp("viewer") / "site"
+    shutil.copytree(SPEEDSCOPE, site)
+    export(recording, "speedscope", site / "e.speedscope.json")
+    # not *.chrome.json: speedscope takes that name for Chrome's DevTools profile format
+    export(recording, "chrome", site / "e.trace-events.json")
+    handler = functools.partial(QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def open_in_speedscope(url: str, profile: Path) -> str:
+    """The page speedscope rendered for the profile at ``url``, in its sandwich view."""
+    return chromium(
+        "--dump-dom", "--virtual-time-budget=15000", f"{url}&view=sandwich", profile=profile
+    )
+
+
+def sandwich(dom: str) -> dict[str, tuple[str, str, str]]:
+    """Function name → (total, self, file) as the sandwich view shows them."""
+    assert "Something went wrong" not in dom, dom[-3000:]
+    rows = {name: (total, own, file) for total, own, file, name in SANDWICH_ROW.findall(dom)}
+    assert rows, dom[-3000:]
+    return rows
+
+
+@pytest.mark.slow
+def test_speedscope_shows_our_frames_threads_and_times(viewer, tmp_path):
+    dom = open_in_speedscope(
+        f"{viewer}/index.html#profileURL=/e.speedscope.json", tmp_path / "profile"
+    )
+    assert "<title>e.trace - speedscope</title>" in dom
+    # the profile chooser lists each thread and the marked events
+    for name in ("MainThread (thread 0)", "pool (thread 1)", "marked events"):
+        assert f"<span>{name}</span>" in dom
+    # MainThread: 10 ms in main → load → parse, 10 ms in main → load, 10 ms in main
+    assert sandwich(dom) == {
+        "parse": ("10.00ms (33%)", "10.00ms (33%)", "p.py"),
+        "load": ("20.00ms (67%)", "10.00ms (33%)", "app.py"),
+        "main": ("30.00ms (100%)", "10.00ms (33%)", "app.py"),
+    }
+
+
+@pytest.mark.slow
+def test_chrome_trace_events_open_in_a_trace_event_viewer(viewer, tmp_path):
+    dom = open_in_speedscope(
+        f"{viewer}/index.html#profileURL=/e.trace-events.json", tmp_path / "profile"
+    )
+    for name in ("python (pid 321), MainThread (tid 4001)", "python (pid 321), pool (tid 4002)"):
+        assert f"<span>{name}</span>" in dom
+    # a slice's name is its function, followed by its arguments (file and line)
+    assert sandwich(dom) == {
+        'parse {"file":"p.py","line":3}': ("10.00ms (33%)", "10.00ms (33%)", ""),
+        'load {"file":"app.py","line":10}': ("20.00ms (67%)", "10.00ms (33%)", ""),
+        'main {"file":"app.py","line":1}': ("30.00ms (100%)", "10.00ms (33%)", ""),
+    }
