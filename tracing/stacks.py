@@ -61,6 +61,8 @@ class StackTable:
         self._by_codes: dict[tuple[int, tuple[CodeType, ...]], int] = {}
         self._paths: dict[int, tuple[int, ...]] = {}
         self._roots: list[int] = []
+        self._thread_frames: list[int] = []
+        self._thread_frames_seen = 0
         for frame in frames:
             self.frame_id(frame)
         for prefix, frame_id in stacks:
@@ -170,6 +172,15 @@ class StackTable:
             frame_id = stacks[stack][1]
             exclusive[frame_id] = get_exclusive(frame_id, 0) + count
         return inclusive, exclusive
+
+    def thread_frames(self) -> list[int]:
+        """The ids of the thread frames (cached: frames are only ever appended)."""
+        frames, found = self.frames, self._thread_frames
+        for frame_id in range(self._thread_frames_seen, len(frames)):
+            if frames[frame_id].is_thread:
+                found.append(frame_id)
+        self._thread_frames_seen = len(frames)
+        return found
 
     def roots(self) -> list[int]:
         """Per stack id: its one-frame root stack (a thread frame for sampled stacks)."""

@@ -25,13 +25,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from apiprof.errors import UsageError
-from apiprof.tracing.stacks import StackTable
+from apiprof.tracing.stacks import EMPTY_STACK, StackTable
 
 Action = Literal["skipped", "merged", "descended", "enumerated"]
 IntArray = npt.NDArray[np.int64]
@@ -300,7 +301,8 @@ def query(
     they have them, from their stacks where not: leaves, trees of older trace files)."""
     result = WindowCounts(start, end)
     parts: list[Counts] = []  # (stacks, counts) to add up
-    functions: list[FunctionTotals] = []  # function totals to add up
+    inclusive: list[Counts] = []  # (frame ids, samples) to add up
+    exclusive: list[Counts] = []
     leaves: Counter[int] = Counter()  # the samples read from leaves, rolled up once at the end
 
     pending: list[Node] = [source.root()]
@@ -313,11 +315,9 @@ def query(
         if node.kept is not None and inside:
             parts.append(node.kept)
             if table is not None:
-                functions.append(
-                    node.functions
-                    if node.functions is not None
-                    else pack_totals(*table.function_totals(as_dict(node.kept)))
-                )
+                frames, inner, own = node.functions or roll_up(node.kept, table)
+                inclusive.append((frames, inner))
+                exclusive.append((frames, own))
             result.samples += node.samples
             result.unattributed += node.samples - node.kept_samples
             result.visits.append(Visit(node.start, node.end, node.samples, "merged"))
@@ -339,24 +339,56 @@ def query(
     if leaves:
         parts.append(pack_counts(leaves))
         if table is not None:
-            functions.append(pack_totals(*table.function_totals(leaves)))
-    result.counts = add_counts([ids for ids, _ in parts], [counts for _, counts in parts])
+            frames, inner, own = roll_up(pack_counts(leaves), table)
+            inclusive.append((frames, inner))
+            exclusive.append((frames, own))
+    result.counts = add_parts(parts)
     if table is not None:
-        frames = [f[0] for f in functions]
-        result.inclusive = as_dict(add_counts(frames, [f[1] for f in functions]))
-        result.exclusive = as_dict(add_counts(frames, [f[2] for f in functions]))
+        result.inclusive = as_dict(add_parts(inclusive))
+        result.exclusive = as_dict(add_parts(exclusive))
     return result
+
+
+def add_parts(parts: list[Counts]) -> Counts:
+    return add_counts([ids for ids, _ in parts], [counts for _, counts in parts])
 
 
 def add_counts(ids: list[IntArray], counts: list[IntArray]) -> Counts:
     """Sum counts by id over parts (each part's ids distinct): ``(ids, sums)``, ids ascending,
     zero sums left out. One ``bincount`` over the concatenated parts (exact: its float64
-    weights hold whole numbers up to 2**53)."""
+    weights hold whole numbers up to 2**53), over the ids themselves when they are many, else
+    over their ranks (a ``bincount`` costs the largest id: tens of thousands of stacks)."""
     if not ids:
         return ints(()), ints(())
-    sums = np.bincount(np.concatenate(ids), weights=np.concatenate(counts))
-    found = np.flatnonzero(sums)
-    return found.astype(np.int64), sums[found].astype(np.int64)
+    every, weights = np.concatenate(ids), np.concatenate(counts)
+    if len(every) >= SPARSE_IDS:
+        sums = np.bincount(every, weights=weights)
+        found = np.flatnonzero(sums)
+        return found.astype(np.int64), sums[found].astype(np.int64)
+    distinct, rank = np.unique(every, return_inverse=True)
+    sums = np.bincount(rank, weights=weights).astype(np.int64)
+    kept = sums != 0
+    return distinct[kept].astype(np.int64), sums[kept]
+
+
+SPARSE_IDS = 4096
+"""Under this many (id, count) pairs to add, sorting them beats a ``bincount`` over every id."""
+
+
+def roll_up(counts: Counts, table: StackTable) -> FunctionTotals:
+    """Function totals of stack counts, from their (cached) function paths: what a node that
+    keeps no totals (a leaf, a node of an older trace file) contributes to a window's."""
+    framed = counts[0] != EMPTY_STACK  # the empty stack has no frames
+    ids, numbers = counts[0][framed], counts[1][framed]
+    paths = [table.function_path(stack) for stack in ids.tolist()]
+    inclusive = add_counts(
+        [ints(chain.from_iterable(paths))], [np.repeat(numbers, [len(p) for p in paths])]
+    )
+    rows = table.stacks
+    innermost = add_counts([ints(rows[stack][1] for stack in ids.tolist())], [numbers])
+    own = np.zeros(len(inclusive[0]), dtype=np.int64)
+    own[np.searchsorted(inclusive[0], innermost[0])] = innermost[1]
+    return inclusive[0], inclusive[1], own
 
 
 def top_counts(counts: Counts, top: int) -> list[tuple[int, int]]:

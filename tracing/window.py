@@ -304,8 +304,10 @@ def _summary(
     top: int,
 ) -> Summary:
     frames = stacks.frames
-    threads = {f: n for f, n in inclusive.items() if frames[f].is_thread}
-    inclusive = {f: n for f, n in inclusive.items() if f not in threads}
+    threads = {f: inclusive[f] for f in stacks.thread_frames() if f in inclusive}
+    inclusive = dict(inclusive)
+    for frame_id in threads:
+        del inclusive[frame_id]
 
     def function_rows(by: dict[int, int]) -> tuple[FunctionRow, ...]:
         return tuple(
