@@ -111,7 +111,7 @@ def bench_memory(n: int, unique: int, repeat: int, shape: TreeShape) -> None:
     tree = MemoryTree(times, stacks, shape, end=duration, table=table)
     build = time.perf_counter() - started
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    inner = [node for node in tree.nodes.values() if node.kept is not None]
+    inner = [node for node in tree.nodes.values() if node.inner]
     kept = sum(len(node.kept[0]) for node in inner if node.kept is not None)
     totals = sum(len(node.functions[0]) for node in inner if node.functions is not None)
     print(

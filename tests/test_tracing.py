@@ -295,7 +295,7 @@ def test_format_1_files_that_cannot_be_written_are_read_as_they_are(tmp_path, mo
     with Recording(path) as recording:
         assert recording.version == 1
         tree = recording.tree(TreeShape())
-        assert all(node.functions is None for node in tree.children(tree.root()))
+        assert all(tree.contents(node)[1] is None for node in tree.children(tree.root()))
         assert window_report(recording, 1_000_000, 4_000_000) == expected
     assert path.read_bytes() == before
 

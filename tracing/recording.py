@@ -45,6 +45,8 @@ from apiprof.tracing.sampler import ThreadInfo
 from apiprof.tracing.stacks import Frame, StackTable
 from apiprof.tracing.timetree import (
     DEFAULT_SHAPE,
+    Counts,
+    FunctionTotals,
     IntArray,
     Node,
     TreeShape,
@@ -501,31 +503,36 @@ class StoredTree:
     ) -> None:
         self.conn, self.id, self.shape, self.end_ns = conn, tree_id, shape, end_ns
         # a format 1 file has no function totals (read-only, so it was not upgraded)
-        self._columns = "id, parent, start_ns, end_ns, first_seq, stop_seq, kept, " + (
-            "functions" if functions else "NULL"
-        )
+        self._contents = "kept, " + ("functions" if functions else "NULL")
+
+    # nodes are read without their kept counts and totals: only merged nodes need those
+    _COLUMNS = "id, parent, start_ns, end_ns, first_seq, stop_seq, kept IS NOT NULL"
 
     @staticmethod
     def _node(row: tuple[Any, ...]) -> Node:
-        node_id, parent, start, end, first, stop, kept, functions = row
-        if kept is None:
-            return Node(node_id, parent, start, end, first, stop, None)
+        node_id, parent, start, end, first, stop, inner = row
+        return Node(node_id, parent, start, end, first, stop, None, inner=bool(inner))
+
+    def contents(self, node: Node) -> tuple[Counts, FunctionTotals | None]:
+        kept, functions = self.conn.execute(
+            f"SELECT {self._contents} FROM tree_nodes WHERE tree = ? AND id = ?",
+            (self.id, node.id),
+        ).fetchone()
         stacks, counts = unpack_arrays(kept, 2)
-        totals = None
-        if functions is not None:
-            frames, inclusive, exclusive = unpack_arrays(functions, 3)
-            totals = frames, inclusive, exclusive
-        return Node(node_id, parent, start, end, first, stop, (stacks, counts), totals)
+        if functions is None:
+            return (stacks, counts), None
+        frames, inclusive, exclusive = unpack_arrays(functions, 3)
+        return (stacks, counts), (frames, inclusive, exclusive)
 
     def root(self) -> Node:
         row = self.conn.execute(
-            f"SELECT {self._columns} FROM tree_nodes WHERE tree = ? AND id = 0", (self.id,)
+            f"SELECT {self._COLUMNS} FROM tree_nodes WHERE tree = ? AND id = 0", (self.id,)
         ).fetchone()
         return self._node(row)
 
     def children(self, node: Node) -> list[Node]:
         rows = self.conn.execute(
-            f"SELECT {self._columns} FROM tree_nodes WHERE tree = ? AND parent = ? ORDER BY start_ns",
+            f"SELECT {self._COLUMNS} FROM tree_nodes WHERE tree = ? AND parent = ? ORDER BY start_ns",
             (self.id, node.id),
         )
         return [self._node(row) for row in rows]

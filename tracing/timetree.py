@@ -83,7 +83,8 @@ class Node:
 
     ``kept`` is None for a leaf; for an inner node it holds ``(stack ids, counts)`` of the top
     stacks, most frequent first. ``functions`` holds the function totals of those kept stacks
-    (None for leaves, and for inner nodes of a tree built without a stack table).
+    (None for leaves, and for inner nodes of a tree built without a stack table). A node read
+    from a file leaves both out (None) until a query merges it: see ``TreeSource.contents``.
     """
 
     id: int
@@ -94,6 +95,7 @@ class Node:
     stop: int
     kept: Counts | None
     functions: FunctionTotals | None = None
+    inner: bool = False
 
     @property
     def samples(self) -> int:
@@ -101,7 +103,7 @@ class Node:
 
     @property
     def leaf(self) -> bool:
-        return self.kept is None
+        return not self.inner
 
     @property
     def kept_samples(self) -> int:
@@ -212,7 +214,7 @@ class _Builder:
                     else self._totals(dict(zip(top_stacks, top_counts, strict=True)))
                 )
             )
-        self.emit(Node(node_id, parent, start, end, first, stop, kept, functions))
+        self.emit(Node(node_id, parent, start, end, first, stop, kept, functions, inner=True))
         return full, inclusive, exclusive
 
 
@@ -249,6 +251,10 @@ class TreeSource(Protocol):
     def root(self) -> Node: ...
 
     def children(self, node: Node) -> Sequence[Node]: ...
+
+    def contents(self, node: Node) -> tuple[Counts, FunctionTotals | None]:
+        """An inner node's kept counts and function totals (read only for merged nodes)."""
+        ...
 
     def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int]]: ...
 
@@ -312,16 +318,17 @@ def query(
             result.visits.append(Visit(node.start, node.end, node.samples, "skipped"))
             continue
         inside = start <= node.start and node.end <= end
-        if node.kept is not None and inside:
-            parts.append(node.kept)
+        if node.inner and inside:
+            kept, functions = source.contents(node)
+            parts.append(kept)
             if table is not None:
-                frames, inner, own = node.functions or roll_up(node.kept, table)
+                frames, inner, own = functions or roll_up(kept, table)
                 inclusive.append((frames, inner))
                 exclusive.append((frames, own))
             result.samples += node.samples
-            result.unattributed += node.samples - node.kept_samples
+            result.unattributed += node.samples - int(kept[1].sum())
             result.visits.append(Visit(node.start, node.end, node.samples, "merged"))
-        elif node.kept is not None:
+        elif node.inner:
             result.visits.append(Visit(node.start, node.end, node.samples, "descended"))
             pending.extend(reversed(source.children(node)))  # visit in time order
         else:
@@ -446,6 +453,10 @@ class MemoryTree:
 
     def children(self, node: Node) -> Sequence[Node]:
         return self._children.get(node.id, [])
+
+    def contents(self, node: Node) -> tuple[Counts, FunctionTotals | None]:
+        assert node.kept is not None
+        return node.kept, node.functions
 
     def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int]]:
         return self.times[node.first : node.stop], self.stacks[node.first : node.stop]
