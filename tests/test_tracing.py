@@ -428,6 +428,21 @@ def test_trace_runs_the_program_and_keeps_its_exit_code(traced):
 
 
 @pytest.mark.slow
+def test_the_traced_program_does_not_see_numpy_loaded_by_the_recorder(tmp_path):
+    """The time tree uses NumPy, but only once the program has ended: while it runs, the
+    program's modules are its own (a program that checks for NumPy or measures its start-up
+    must not see apiprof's)."""
+    script = tmp_path / "looks.py"
+    script.write_text("import sys\nprint('numpy loaded:', 'numpy' in sys.modules)\n")
+    run = subprocess.run(
+        [*APIPROF, "trace", "-o", str(tmp_path / "looks.trace"), "--", sys.executable, str(script)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "numpy loaded: False" in run.stdout
+
+
+@pytest.mark.slow
 def test_window_json_names_the_busy_function(traced):
     path, _ = traced
     run = subprocess.run(

@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from apiprof.errors import TraceFileError
 from apiprof.tracing.sampler import ThreadInfo
 from apiprof.tracing.stacks import Frame, StackTable
@@ -113,11 +111,15 @@ class Marker:
 
 def pack_arrays(arrays: Sequence[IntArray]) -> bytes:
     """Equal-length int64 arrays one after the other, little-endian."""
+    import numpy as np
+
     return np.concatenate(arrays).astype("<i8").tobytes()
 
 
 def unpack_arrays(blob: bytes, parts: int) -> list[IntArray]:
     """The arrays of :func:`pack_arrays` (views of the blob: no copy)."""
+    import numpy as np
+
     values = np.frombuffer(blob, dtype="<i8").astype(np.int64, copy=False)
     return np.split(values, parts)
 

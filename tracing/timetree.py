@@ -26,16 +26,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
-from typing import Literal, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from apiprof.errors import UsageError
 from apiprof.tracing.stacks import EMPTY_STACK, StackTable
 
+# NumPy is imported where arrays are made, not here: the recorder imports this module inside
+# the traced program, which should not load (or pay ~0.1-0.4 s for) NumPy while it runs.
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    IntArray = npt.NDArray[np.int64]
+else:
+    IntArray = Any
 Action = Literal["skipped", "merged", "descended", "enumerated"]
-IntArray = npt.NDArray[np.int64]
 Counts = tuple[IntArray, IntArray]
 """(ids, counts), ids distinct: a node's kept stacks, or a window's stacks."""
 FunctionTotals = tuple[IntArray, IntArray, IntArray]
@@ -43,6 +48,8 @@ FunctionTotals = tuple[IntArray, IntArray, IntArray]
 
 
 def ints(values: Iterable[int]) -> IntArray:
+    import numpy as np
+
     return np.fromiter(values, dtype=np.int64)
 
 
@@ -365,6 +372,8 @@ def add_counts(ids: list[IntArray], counts: list[IntArray]) -> Counts:
     zero sums left out. One ``bincount`` over the concatenated parts (exact: its float64
     weights hold whole numbers up to 2**53), over the ids themselves when they are many, else
     over their ranks (a ``bincount`` costs the largest id: tens of thousands of stacks)."""
+    import numpy as np
+
     if not ids:
         return ints(()), ints(())
     every, weights = np.concatenate(ids), np.concatenate(counts)
@@ -385,6 +394,8 @@ SPARSE_IDS = 4096
 def roll_up(counts: Counts, table: StackTable) -> FunctionTotals:
     """Function totals of stack counts, from their (cached) function paths: what a node that
     keeps no totals (a leaf, a node of an older trace file) contributes to a window's."""
+    import numpy as np
+
     framed = counts[0] != EMPTY_STACK  # the empty stack has no frames
     ids, numbers = counts[0][framed], counts[1][framed]
     paths = [table.function_path(stack) for stack in ids.tolist()]
@@ -400,6 +411,8 @@ def roll_up(counts: Counts, table: StackTable) -> FunctionTotals:
 
 def top_counts(counts: Counts, top: int) -> list[tuple[int, int]]:
     """The ``top`` largest ``(id, count)`` pairs, most first, ties to the smaller id."""
+    import numpy as np
+
     ids, numbers = counts
     if len(numbers) > top:
         chosen = numbers >= np.partition(numbers, len(numbers) - top)[len(numbers) - top]
