@@ -19,7 +19,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 import accuracy  # noqa: E402  (bench/accuracy.py: the truth and the scan command)
 
 pytestmark = pytest.mark.slow
-ALLOC_SLACK = 256  # bytes: the interpreter's own allocations a call may carry (test_alloc.py)
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +32,13 @@ def shown(tmp_path_factory):
     return truth, docs
 
 
-def test_allocation_bytes_are_exact_but_for_bookkeeping(shown):
+def test_allocation_bytes_are_exact(shown):
     pytest.importorskip("apiprof.engine.measure._alloccount")
     _, docs = shown
     for name, truth in accuracy.alloc_truth().items():
         metrics = docs[name]["metrics"]
-        # exact but for the interpreter's own bookkeeping, the bound test_alloc.py states: one
-        # of the 20 calls can carry a few dozen bytes more (seen: +72 B once), and the estimate
-        # within a sub-bucket then spreads that call's excess over its neighbours
         for figure in ("median", "p90"):
-            shown = metrics["alloc_incl_bytes"][figure]
-            assert truth <= shown <= truth + ALLOC_SLACK, (name, figure, shown, truth)
+            assert metrics["alloc_incl_bytes"][figure] == truth, (name, figure)
 
 
 def test_times_are_near_the_truth(shown):
