@@ -1,0 +1,199 @@
+"""From a timing pass's raw records to per-call WALL and CPU active times (docs/mechanisms.rst):
+the probes' inside overhead measured live by the pass's reference calls, preempted intervals,
+and the active-time arithmetic (one sweep for calls that never overlap).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from apiprof.engine.measure.activetime import CLOSES, OPENS, ProbeEvent, active_times
+from apiprof.engine.measure.passlog import CPU_SUFFIX, SAMPLED, PassLog
+from apiprof.engine.measure.probes import CSite, Site
+
+
+@dataclass(frozen=True)
+class CallCosts:
+    """Per-call active times of one site in one pass (ns): WALL for every call in order of the
+    calls' ends, CPU for the calls whose CPU clock was sampled."""
+
+    wall_ns: list[float]
+    cpu_ns: list[float]
+
+
+def probe_kinds(site: Site, hooked: bool = False) -> tuple[str, str]:
+    """Calibration keys of a site's entry and exit probes (without the CPU suffix)."""
+    if isinstance(site, CSite):
+        return ("c_enter", "c_exit")
+    return ("hook_enter", "hook_exit") if hooked else ("enter", "exit")
+
+
+def reference_overheads(log: PassLog) -> tuple[dict[str, float], dict[str, float]]:
+    """Inside overheads measured live by the pass's reference calls (wall, CPU): the medians of
+    the raw exit − entry intervals of an empty function, per probe flavour."""
+    enters, exits = log.reference
+    plain, sampled, sampled_cpu = [], [], []
+    for i in range(0, min(len(enters), len(exits)), 2):
+        interval = exits[i] - enters[i + 1]
+        if enters[i] >= 0 and exits[i + 1] >= 0:
+            sampled.append(interval)
+            sampled_cpu.append(exits[i + 1] - enters[i])
+        else:
+            plain.append(interval)
+    wall: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    if len(plain) >= 5:
+        wall["enter"] = statistics.median(plain)
+    if len(sampled) >= 5:
+        wall["enter" + CPU_SUFFIX] = statistics.median(sampled)
+        cpu["enter" + CPU_SUFFIX] = statistics.median(sampled_cpu)
+    return wall, cpu
+
+
+def pass_overheads(
+    log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Calibrated overheads with the pass's live inside figures in place of the calibrated ones.
+    A probe pair's full cost (entry + exit) stays the calibrated one: only nested calls pay it."""
+    out = []
+    for calibrated, live in zip((overhead_ns, cpu_overhead_ns), reference_overheads(log)):
+        merged = dict(calibrated)
+        for enter_key, inside in live.items():
+            exit_key = enter_key.replace("enter", "exit")
+            full = calibrated.get(enter_key, 0.0) + calibrated.get(exit_key, 0.0)
+            merged[enter_key] = inside
+            merged[exit_key] = max(0.0, full - inside)
+        out.append(merged)
+    return out[0], out[1]
+
+
+def measure_calls(
+    log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
+) -> list[CallCosts]:
+    """Turn a pass's raw records into per-call WALL and CPU active times (docs/mechanisms.rst), one
+    :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's
+    live inside overheads (:func:`pass_overheads`) and its preempted intervals.
+
+    A thread's CPU time inside a call cannot exceed the call's wall time, but the CPU clock is a
+    system call whose cost varies with what ran before it far more than the wall clock's (a
+    short call after it runs colder than the reference function the overhead is measured on).
+    So each sampled call's CPU figure is capped at its own WALL figure: single-threaded code
+    reads CPU ≈ WALL, and only time off the CPU (blocking, sleeping) makes CPU lower.
+    """
+    wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)
+    out = []
+    for index, site in enumerate(log.sites):
+        hooked = bool(log.hooked and log.hooked[index])
+        kinds = probe_kinds(site, hooked)
+        if not hooked and _one_at_a_time(log.enters[index], log.exits[index]):
+            out.append(_sequential_costs(log, index, kinds[0], wall_overhead, cpu_overhead))
+        else:
+            out.append(_nested_costs(log, index, kinds, wall_overhead, cpu_overhead))
+    return out
+
+
+def _nested_costs(
+    log: PassLog,
+    index: int,
+    kinds: tuple[str, str],
+    wall_overhead: Mapping[str, float],
+    cpu_overhead: Mapping[str, float],
+) -> CallCosts:
+    """The general case (recursion, hook-timed sites): the active-time arithmetic (docs/mechanisms.rst) over events."""
+    wall_events, cpu_events = _events_of(log, index, kinds)
+    calls = active_times(wall_events, wall_overhead, log.preempted)
+    cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
+    sampled_wall = [call.active for call in calls if call.name == SAMPLED]
+    if len(sampled_wall) == len(cpu):
+        cpu = [min(c, w) for c, w in zip(cpu, sampled_wall)]
+    return CallCosts([call.active for call in calls], cpu)
+
+
+def _one_at_a_time(enters: Sequence[int], exits: Sequence[int]) -> bool:
+    """Whether a site's calls never overlap (no recursion): each exit comes before the next
+    entry. Then no other probe falls inside a call (the co-stack rule keeps the group's other
+    sites off its stack) and the arithmetic reduces to :func:`_sequential_costs`."""
+    if len(enters) != len(exits):
+        return False
+    walls_in, walls_out = enters[1::2], exits[0::2]
+    return all(a <= b for a, b in zip(walls_in, walls_out)) and all(
+        b <= a for b, a in zip(walls_out, walls_in[1:])
+    )
+
+
+def _sequential_costs(
+    log: PassLog,
+    index: int,
+    enter_kind: str,
+    wall_overhead: Mapping[str, float],
+    cpu_overhead: Mapping[str, float],
+) -> CallCosts:
+    """Active times of calls that do not overlap: elapsed − the call's own entry probe −
+    preempted time inside it (the same figures as :func:`_nested_costs`, computed in one sweep:
+    a pass holds thousands of calls)."""
+    enters, exits = log.enters[index], log.exits[index]
+    plain = wall_overhead.get(enter_kind, 0.0)
+    sampled = wall_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
+    cpu_inside = cpu_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
+    windows = sorted(log.preempted)
+    window = 0
+    wall, cpu = [], []
+    for start, end, cpu_in, cpu_out in zip(enters[1::2], exits[0::2], enters[0::2], exits[1::2]):
+        away = 0.0
+        while window < len(windows) and windows[window][1] <= start:
+            window += 1
+        later = window
+        while later < len(windows) and windows[later][0] < end:
+            lo, hi = windows[later]
+            away += max(0.0, min(end, hi) - max(start, lo))
+            later += 1
+        active = max(0.0, end - start - (sampled if cpu_in >= 0 else plain) - away)
+        wall.append(active)
+        if cpu_in >= 0 and cpu_out >= 0:
+            cpu.append(min(max(0.0, cpu_out - cpu_in - cpu_inside), active))
+    return CallCosts(wall, cpu)
+
+
+def _events_of(
+    log: PassLog, index: int, kinds: tuple[str, str]
+) -> tuple[list[ProbeEvent], list[ProbeEvent]]:
+    """Wall- and CPU-clock event lists of one site; 'filtered' events for hook-timed sites."""
+    enter_kind, exit_kind = kinds
+    raw_in, raw_out = log.enters[index], log.exits[index]
+    tick_in, tick_out = log.ticks[index] if index < len(log.ticks) else ([], [])
+    probes = [
+        (raw_in[i + 1], raw_in[i], OPENS, tick_in[i // 2] if tick_in else 0)
+        for i in range(0, len(raw_in) - 1, 2)
+    ]
+    probes += [
+        (raw_out[i], raw_out[i + 1], CLOSES, tick_out[i // 2] if tick_out else 0)
+        for i in range(0, len(raw_out) - 1, 2)
+    ]
+    probes.sort(key=lambda p: (p[3], p[0]))
+    wall_events, cpu_events = [], []
+    open_stack: list[list] = []  # [wall, cpu, tick, hook calls used by nested target calls]
+    for wall, cpu, kind, tick in probes:
+        name = enter_kind if kind == OPENS else exit_kind
+        sampled = SAMPLED if kind == OPENS and cpu >= 0 else ""
+        wall_events.append(ProbeEvent(wall, name + CPU_SUFFIX if cpu >= 0 else name, kind, sampled))
+        if kind == OPENS:
+            open_stack.append([wall, cpu, tick, 0])
+            continue
+        if not open_stack:
+            continue
+        w0, c0, t0, nested = open_stack.pop()
+        if c0 >= 0 and cpu >= 0:
+            cpu_events += [
+                ProbeEvent(c0, enter_kind + CPU_SUFFIX, OPENS),
+                ProbeEvent(cpu, exit_kind + CPU_SUFFIX, CLOSES),
+            ]
+        if tick_in:
+            filtered = tick - t0 - 1 - nested
+            wall_events += [ProbeEvent(w0, "filtered")] * filtered
+            if c0 >= 0:
+                cpu_events += [ProbeEvent(c0, "filtered")] * filtered
+            if open_stack:
+                open_stack[-1][3] += tick - t0 + 1
+    return wall_events, cpu_events
