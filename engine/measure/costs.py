@@ -10,8 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apiprof.engine.measure.activetime import CLOSES, OPENS, ProbeEvent, active_times
+from apiprof.engine.measure.clockgrain import Dither
 from apiprof.engine.measure.passlog import CPU_SUFFIX, SAMPLED, PassLog
 from apiprof.engine.measure.probes import CSite, Site
+
+SHIFT_MIN_CALLS = 16
+"""Sampled and unsampled calls a site needs before the CPU clock's cost to a call is measured."""
 
 
 @dataclass(frozen=True)
@@ -32,14 +36,16 @@ def probe_kinds(site: Site, hooked: bool = False) -> tuple[str, str]:
 
 def reference_overheads(log: PassLog) -> tuple[dict[str, float], dict[str, float]]:
     """Inside overheads measured live by the pass's reference calls (wall, CPU): the medians of
-    the raw exit − entry intervals of an empty function, per probe flavour."""
+    the raw exit − entry intervals of an empty function, per probe flavour, each interval
+    dithered by its clock's step (:mod:`~apiprof.engine.measure.clockgrain`)."""
     enters, exits = log.reference
+    wall_dither, cpu_dither = Dither(log.clock_steps[0], 1), Dither(log.clock_steps[1], 2)
     plain, sampled, sampled_cpu = [], [], []
     for i in range(0, min(len(enters), len(exits)), 2):
-        interval = exits[i] - enters[i + 1]
+        interval = exits[i] - enters[i + 1] + wall_dither()
         if enters[i] >= 0 and exits[i + 1] >= 0:
             sampled.append(interval)
-            sampled_cpu.append(exits[i + 1] - enters[i])
+            sampled_cpu.append(exits[i + 1] - enters[i] + cpu_dither())
         else:
             plain.append(interval)
     wall: dict[str, float] = {}
@@ -76,11 +82,8 @@ def measure_calls(
     :func:`~apiprof.engine.measure.activetime.active_times` evaluation per clock, with the pass's
     live inside overheads (:func:`pass_overheads`) and its preempted intervals.
 
-    A thread's CPU time inside a call cannot exceed the call's wall time, but the CPU clock is a
-    system call whose cost varies with what ran before it far more than the wall clock's (a
-    short call after it runs colder than the reference function the overhead is measured on).
-    So each sampled call's CPU figure is capped at its own WALL figure: single-threaded code
-    reads CPU ≈ WALL, and only time off the CPU (blocking, sleeping) makes CPU lower.
+    Every figure is then finished by :func:`_finish`: dithered by its clock's step, sampled
+    calls corrected for what reading the CPU clock cost them, CPU capped at WALL.
     """
     wall_overhead, cpu_overhead = pass_overheads(log, overhead_ns, cpu_overhead_ns)
     out = []
@@ -105,10 +108,8 @@ def _nested_costs(
     wall_events, cpu_events = _events_of(log, index, kinds)
     calls = active_times(wall_events, wall_overhead, log.preempted)
     cpu = [call.active for call in active_times(cpu_events, cpu_overhead)]
-    sampled_wall = [call.active for call in calls if call.name == SAMPLED]
-    if len(sampled_wall) == len(cpu):
-        cpu = [min(c, w) for c, w in zip(cpu, sampled_wall)]
-    return CallCosts([call.active for call in calls], cpu)
+    sampled = [call.name == SAMPLED for call in calls]
+    return _finish(log, [call.active for call in calls], sampled, cpu)
 
 
 def _one_at_a_time(enters: Sequence[int], exits: Sequence[int]) -> bool:
@@ -139,7 +140,9 @@ def _sequential_costs(
     cpu_inside = cpu_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
     windows = sorted(log.preempted)
     window = 0
-    wall, cpu = [], []
+    wall: list[float] = []
+    flags: list[bool] = []
+    cpu: list[float] = []
     for start, end, cpu_in, cpu_out in zip(enters[1::2], exits[0::2], enters[0::2], exits[1::2]):
         away = 0.0
         while window < len(windows) and windows[window][1] <= start:
@@ -149,10 +152,41 @@ def _sequential_costs(
             lo, hi = windows[later]
             away += max(0.0, min(end, hi) - max(start, lo))
             later += 1
-        active = max(0.0, end - start - (sampled if cpu_in >= 0 else plain) - away)
-        wall.append(active)
+        wall.append(max(0.0, end - start - (sampled if cpu_in >= 0 else plain) - away))
+        flags.append(cpu_in >= 0)
         if cpu_in >= 0 and cpu_out >= 0:
-            cpu.append(min(max(0.0, cpu_out - cpu_in - cpu_inside), active))
+            cpu.append(max(0.0, cpu_out - cpu_in - cpu_inside))
+    return _finish(log, wall, flags, cpu)
+
+
+def _finish(log: PassLog, wall: list[float], sampled: list[bool], cpu: list[float]) -> CallCosts:
+    """The last steps shared by both paths, on one site's calls in order (``sampled[k]``: call
+    ``k`` read the CPU clock; ``cpu`` holds those calls' CPU figures, in the same order):
+
+    1. each figure gets its clock's dither (:class:`~apiprof.engine.measure.clockgrain.Dither`),
+       so medians of readings on a coarse clock are not pinned to its steps;
+    2. reading the CPU clock (a system call) leaves the call that follows it slower — colder
+       caches and branch predictors after the kernel entry, a cost the empty reference function
+       cannot show. Its size is the difference between the median WALL of the site's sampled
+       and unsampled calls in this pass, which are the same calls but for the reading (picked at
+       random); it is taken off the sampled calls' WALL and CPU figures (both clocks ran during
+       it). Needs ``SHIFT_MIN_CALLS`` of each; a site whose calls are all sampled (long calls,
+       where the cost is a small fraction) keeps its figures;
+    3. a thread's CPU time inside a call cannot exceed the call's wall time: each CPU figure is
+       capped at its own call's WALL figure (single-threaded code reads CPU ≈ WALL; only time
+       off the CPU — blocking, sleeping — makes CPU lower).
+    """
+    wall_dither, cpu_dither = Dither(log.clock_steps[0], 3), Dither(log.clock_steps[1], 4)
+    wall = [max(0.0, w + wall_dither()) for w in wall]
+    cpu = [max(0.0, c + cpu_dither()) for c in cpu]
+    sampled_wall = [w for w, flag in zip(wall, sampled) if flag]
+    plain_wall = [w for w, flag in zip(wall, sampled) if not flag]
+    shift = 0.0
+    if len(sampled_wall) >= SHIFT_MIN_CALLS and len(plain_wall) >= SHIFT_MIN_CALLS:
+        shift = max(0.0, statistics.median(sampled_wall) - statistics.median(plain_wall))
+    if len(sampled_wall) == len(cpu):
+        cpu = [max(0.0, min(c, w) - shift) for c, w in zip(cpu, sampled_wall)]
+    wall = [max(0.0, w - shift) if flag else w for w, flag in zip(wall, sampled)]
     return CallCosts(wall, cpu)
 
 

@@ -59,6 +59,8 @@ class PassLog:
     probes: str = ""  # "c" or "python" for monitoring passes
     # per site: 1 in how many calls read the CPU clock (the weight of each CPU sample)
     cpu_every: list[int] = field(default_factory=list)
+    # steps (ns) of the wall and thread-CPU clocks the records were read on (clockgrain)
+    clock_steps: tuple[int, int] = (1, 1)
 
     @property
     def preempted_ns(self) -> int:

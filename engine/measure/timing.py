@@ -30,6 +30,7 @@ import time
 import types
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from apiprof.engine.measure.clockgrain import cpu_step, wall_step
 from apiprof.engine.measure.instrument import Instrumented, call_reference, choose_mechanisms
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.passlog import (
@@ -84,6 +85,7 @@ def run_timing_pass(
         0,
         [([], []) for _ in sites],
     )
+    log.clock_steps = (wall_step(), cpu_step())
     log.cpu_every = [SAMPLE_EVERY if cpu_every is None else max(cpu_every, 1)] * len(sites)
     kinds = choose_mechanisms(sites, mechanism)
     log.hooked = [kind == "setprofile" for kind in kinds]
