@@ -99,7 +99,8 @@ def alloc_truth() -> dict[str, int]:
 
 def scan(db: Path, extra: list[str]) -> float:
     scan_cmd = Path(sys.executable).with_name("apiprof-scan")
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
+    paths = [str(FIXTURES), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     started = time.perf_counter()
     subprocess.run(
         [

@@ -125,4 +125,11 @@ def test_sequential_calls_take_the_short_path_to_the_same_figures():
     short = costs._sequential_costs(log, 0, "enter", wall, cpu)
     general = costs._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
     assert short == general
+    # 4 of 200 calls were preempted: left out (they read high even with the time subtracted)
+    assert len(short.wall_ns) == 196 and short.wall_ns[1] == 102 - 7
+    # when many calls were preempted they all stay, with the switched-out time subtracted
+    log.preempted += [(1_000 * k + 10, 1_000 * k + 20) for k in range(10, 80)]
+    short = costs._sequential_costs(log, 0, "enter", wall, cpu)
+    assert short == costs._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
+    assert len(short.wall_ns) == 200
     assert short.wall_ns[1] == 101 - 7 - 30  # the second call lost 30 ns to preemption
