@@ -56,9 +56,10 @@ def test_a_cheap_call_gets_thousands_of_samples(shown):
     # samples (1 in 16 calls here) are weighted by the calls they stand for: about WALL's count
     assert counts[0] >= 500, counts
     assert counts[0] / 3 <= counts[1] <= counts[0] * 3, counts
-    # the CPU time of single-threaded code is not above its wall time
+    # the CPU time of single-threaded code is not above its wall time (the sampled calls' cost
+    # of reading the CPU clock is taken off; what is left is the noise of two medians)
     medians = (leaf["cpu_ns"]["median"], leaf["wall_ns"]["median"])
-    assert medians[0] <= medians[1] * 1.5, medians
+    assert medians[0] <= medians[1] * 1.1, medians
     mid = docs["mid"]["metrics"]
     assert mid["wall_ns"]["count"] >= 20  # the minimum runs hold for a ~100 µs call
 

@@ -13,6 +13,19 @@ from collections.abc import Callable, Hashable, Mapping
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.probes import PATTERN_MASK, ProbeId, Record
 
+PASS_MODULES: set[int] = set()
+"""ids of the namespaces of the modules that run a pass: the profile hook ignores the C calls
+their code makes (the pass's own loop), see :func:`run_by_the_pass`."""
+
+
+def run_by_the_pass(namespace: dict[str, object]) -> None:
+    """Mark a module's code (its ``globals()``) as the pass's own: the profile hook does not
+    take its calls of builtins for the scenario's."""
+    PASS_MODULES.add(id(namespace))
+
+
+run_by_the_pass(globals())
+
 
 def c_monitoring_callbacks(probe) -> dict[str, Callable[..., object]]:
     """The C probe's callbacks, by sys.monitoring event name."""
@@ -113,7 +126,7 @@ def make_profile_hook(
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
     lookup = c_ids.get
     failed = (check or PassCheck("timing pass")).callback_failed
-    own_globals = globals()
+    own = PASS_MODULES
     count = 0
 
     def hook(frame, event, arg):
@@ -137,7 +150,7 @@ def make_profile_hook(
                     x.append(now)
                     x.append(cpu() if enters[i] and enters[i][-2] >= 0 else -1)
                     ticks[i][1].append(count)
-            elif frame.f_globals is own_globals:  # the pass's own loop calling builtins
+            elif id(frame.f_globals) in own:  # the pass's own loop calling builtins
                 return
             elif event == "c_call":
                 try:

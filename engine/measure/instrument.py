@@ -36,6 +36,7 @@ from apiprof.engine.measure.callbacks import (
     c_monitoring_callbacks,
     make_monitoring_callbacks,
     make_profile_hook,
+    run_by_the_pass,
 )
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.passlog import PassLog
@@ -66,6 +67,8 @@ MECHANISM = (
     if HAS_MONITORING
     else "trampolines (sys.setprofile for generators/C)"
 )
+
+run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario's
 
 
 def reference_function() -> None:

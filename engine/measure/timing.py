@@ -30,6 +30,7 @@ import time
 import types
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from apiprof.engine.measure.callbacks import run_by_the_pass
 from apiprof.engine.measure.clockgrain import cpu_step, wall_step
 from apiprof.engine.measure.instrument import Instrumented, call_reference, choose_mechanisms
 from apiprof.engine.measure.invariants import PassCheck
@@ -45,6 +46,8 @@ from apiprof.engine.measure.passlog import (
 )
 from apiprof.engine.measure.probes import Record, Site, cpu_pattern
 from apiprof.engine.measure.switches import SwitchSource
+
+run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario's
 
 
 def run_timing_pass(
