@@ -13,7 +13,8 @@ construction: the bytes a plain, unprofiled call requests from the allocators (t
 the scan uses, read around the call in this process).
 
 Targets: ``mid`` (a ≥1000-call parent) within ±5%, ``leaf`` (a 100–200 ns function) within ±15%,
-allocation bytes exact. "cpu w" is the CPU histogram's weighted count (each sampled call counts
+allocation bytes exact, and the CPU median of this single-threaded code at most 5% above the
+WALL median ("cpu/wall"). "cpu w" is the CPU histogram's weighted count (each sampled call counts
 as the calls it stands for; about the WALL count). ``--busy`` repeats the check with two CPU-bound processes running beside
 the scan (ended when it ends) and prints both ratios.
 
@@ -41,6 +42,7 @@ sys.path.insert(0, str(FIXTURES))
 import groundtruth_pkg as gt  # noqa: E402
 
 TIME_TARGETS = {"mid": 0.05, "leaf": 0.15}  # allowed |reported / truth − 1|
+CPU_OVER_WALL = 1.05  # single-threaded code: the CPU median is not above the WALL median
 CALLS = {"mid": "gt.mid(1000)", "leaf": "gt.leaf(3)"}
 HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
 
@@ -99,7 +101,8 @@ def alloc_truth() -> dict[str, int]:
 
 def scan(db: Path, extra: list[str]) -> float:
     scan_cmd = Path(sys.executable).with_name("apiprof-scan")
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
+    paths = [str(FIXTURES), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     started = time.perf_counter()
     subprocess.run(
         [
@@ -183,6 +186,17 @@ def report(label: str, rows: dict[str, dict]) -> bool:
             f"{name:13} {r['truth_before']:12.1f} {r['truth_after']:12.1f} {r['median']:10.1f} "
             f"{ratios[0]:6.3f}–{ratios[1]:6.3f} {r['samples']:8d} {cpu} {r['cpu_samples']:6d} "
             f"{'±' + format(target, '.0%'):>7} {'PASS' if passed else 'MISS'}"
+        )
+    for name in TIME_TARGETS:
+        r = rows[name]
+        if r["cpu_median"] is None:
+            continue
+        ratio = r["cpu_median"] / r["median"]
+        passed = ratio <= CPU_OVER_WALL
+        ok &= passed
+        print(
+            f"{name + ' cpu/wall':13} {'':12} {'':12} {'':10} {ratio:13.3f} {'':8} {'':9} {'':6} "
+            f"{'≤' + format(CPU_OVER_WALL, '.2f'):>7} {'PASS' if passed else 'MISS'}"
         )
     for name in ("parent_alloc", "child_alloc"):
         r = rows[name]

@@ -26,7 +26,7 @@ import sys
 import time
 
 from apiprof.engine.measure.calibrate import measure_calibration
-from apiprof.engine.measure.timing import HAS_C_PROBES
+from apiprof.engine.measure.instrument import HAS_C_PROBES
 
 CALLS = 2000
 INSIDE_TARGET, FULL_TARGET = 60, 150

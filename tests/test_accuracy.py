@@ -19,7 +19,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 import accuracy  # noqa: E402  (bench/accuracy.py: the truth and the scan command)
 
 pytestmark = pytest.mark.slow
-ALLOC_SLACK = 256  # bytes: the interpreter's own allocations a call may carry (test_alloc.py)
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +32,13 @@ def shown(tmp_path_factory):
     return truth, docs
 
 
-def test_allocation_bytes_are_exact_but_for_bookkeeping(shown):
+def test_allocation_bytes_are_exact(shown):
     pytest.importorskip("apiprof.engine.measure._alloccount")
     _, docs = shown
     for name, truth in accuracy.alloc_truth().items():
         metrics = docs[name]["metrics"]
-        # exact but for the interpreter's own bookkeeping, the bound test_alloc.py states: one
-        # of the 20 calls can carry a few dozen bytes more (seen: +72 B once), and the estimate
-        # within a sub-bucket then spreads that call's excess over its neighbours
         for figure in ("median", "p90"):
-            shown = metrics["alloc_incl_bytes"][figure]
-            assert truth <= shown <= truth + ALLOC_SLACK, (name, figure, shown, truth)
+            assert metrics["alloc_incl_bytes"][figure] == truth, (name, figure)
 
 
 def test_times_are_near_the_truth(shown):
@@ -61,9 +56,10 @@ def test_a_cheap_call_gets_thousands_of_samples(shown):
     # samples (1 in 16 calls here) are weighted by the calls they stand for: about WALL's count
     assert counts[0] >= 500, counts
     assert counts[0] / 3 <= counts[1] <= counts[0] * 3, counts
-    # the CPU time of single-threaded code is not above its wall time
+    # the CPU time of single-threaded code is not above its wall time (the sampled calls' cost
+    # of reading the CPU clock is taken off; what is left is the noise of two medians)
     medians = (leaf["cpu_ns"]["median"], leaf["wall_ns"]["median"])
-    assert medians[0] <= medians[1] * 1.5, medians
+    assert medians[0] <= medians[1] * 1.1, medians
     mid = docs["mid"]["metrics"]
     assert mid["wall_ns"]["count"] >= 20  # the minimum runs hold for a ~100 µs call
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from apiprof.engine.measure.activetime import CLOSES, OPENS, ProbeEvent, active_time, active_times
+from apiprof.engine.measure.costs import measure_calls, pass_overheads
+from apiprof.engine.measure.passlog import PassLog
 from apiprof.engine.measure.probes import PySite
-from apiprof.engine.measure.timing import PassLog, measure_calls, pass_overheads
 
 OVERHEAD = {"enter": 3, "exit": 2}
 SWITCHED = [(1000, 1190), (1225, 1411)]
@@ -108,7 +109,7 @@ def test_live_reference_replaces_calibrated_inside_overhead():
 def test_sequential_calls_take_the_short_path_to_the_same_figures():
     """Calls that never overlap are computed in one sweep; it gives what the general active-time
     arithmetic gives, preempted intervals and CPU capping included."""
-    from apiprof.engine.measure import timing
+    from apiprof.engine.measure import costs
 
     enters, exits = [], []
     for k in range(200):
@@ -120,8 +121,15 @@ def test_sequential_calls_take_the_short_path_to_the_same_figures():
     log.preempted = [(1_020, 1_050), (5_090, 6_010), (90_000, 90_050)]
     wall = {"enter": 7, "enter+cpu": 11}
     cpu = {"enter+cpu": 3}
-    assert timing._one_at_a_time(enters, exits)
-    short = timing._sequential_costs(log, 0, "enter", wall, cpu)
-    general = timing._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
+    assert costs._one_at_a_time(enters, exits)
+    short = costs._sequential_costs(log, 0, "enter", wall, cpu)
+    general = costs._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
     assert short == general
+    # 4 of 200 calls were preempted: left out (they read high even with the time subtracted)
+    assert len(short.wall_ns) == 196 and short.wall_ns[1] == 102 - 7
+    # when many calls were preempted they all stay, with the switched-out time subtracted
+    log.preempted += [(1_000 * k + 10, 1_000 * k + 20) for k in range(10, 80)]
+    short = costs._sequential_costs(log, 0, "enter", wall, cpu)
+    assert short == costs._nested_costs(log, 0, ("enter", "exit"), wall, cpu)
+    assert len(short.wall_ns) == 200
     assert short.wall_ns[1] == 101 - 7 - 30  # the second call lost 30 ns to preemption

@@ -58,13 +58,45 @@ def test_parent_and_child_attribution():
     parent_in, parent_ex = res.incl[code(gt.parent_alloc)], res.excl[code(gt.parent_alloc)]
     child_in, child_ex = res.incl[code(gt.child_alloc)], res.excl[code(gt.child_alloc)]
     own, child = gt.PARENT_BYTES + HEADER, gt.CHILD_BYTES + HEADER
-    assert res.runs == 5 and parent_in.count == 5 and child_in.count == 5
+    # bytes come from the runs after the first (it pays one-off interpreter bookkeeping)
+    assert res.runs == 5 and parent_in.count == 4 and child_in.count == 4
+    assert res.calls[code(gt.parent_alloc)] == 5
     assert own + child <= parent_in.percentile(50) <= own + child + SLACK
     # C callees (bytearray, len) stay with the caller
     assert own <= parent_ex.percentile(50) <= own + SLACK
     assert child <= child_in.mean <= child + SLACK
     assert child_ex.mean == child_in.mean  # no Python callees
     assert res.shares_stack(code(gt.parent_alloc), code(gt.child_alloc))
+
+
+@needs_extension
+def test_first_run_bookkeeping_is_not_counted():
+    # a fresh call site pays the interpreter's one-off bookkeeping the first time it runs under
+    # the hook (72 B on 3.12): the figures are the exact request of every later call
+    def scenario():
+        return gt.parent_alloc()
+
+    res = run_allocation_pass(scenario, [code(scenario), code(gt.parent_alloc)], repeat=4)
+    least = gt.PARENT_BYTES + gt.CHILD_BYTES + 2 * HEADER
+    for key in (code(scenario), code(gt.parent_alloc)):
+        incl = res.incl[key]
+        assert incl.count == 3 and incl.percentile(0) == incl.percentile(100), key
+        assert least <= incl.percentile(50) <= least + SLACK
+    # test_accuracy.py checks the figure against the bytes of a plain call, to the byte
+
+
+@needs_extension
+def test_a_function_called_only_in_the_first_run_keeps_its_bytes():
+    seen = []
+
+    def scenario():
+        if not seen:
+            seen.append(gt.child_alloc())
+
+    res = run_allocation_pass(scenario, [code(gt.child_alloc)], repeat=3)
+    child = res.incl[code(gt.child_alloc)]
+    assert child.count == 1
+    assert gt.CHILD_BYTES + HEADER <= child.percentile(50) <= gt.CHILD_BYTES + HEADER + SLACK
 
 
 @needs_extension
@@ -143,7 +175,7 @@ def test_generator_closed_early_costs_what_a_loop_costs():
     failure as an unraisable exception and charge its allocations to the target)."""
     res = run_allocation_pass(_early_exit_all, [code(_early_exit_all)], repeat=5)
     incl = res.incl[code(_early_exit_all)]
-    assert incl.count == 5
+    assert incl.count == 4  # the runs after the first
     assert incl.percentile(100) < 2048  # genexpr, frame, range iterator: ~1 KiB, not 75 KiB
 
 

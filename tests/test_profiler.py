@@ -8,6 +8,7 @@ import groundtruth_pkg as gt
 import pytest
 
 from apiprof.engine.measure.calibrate import calibrate
+from apiprof.engine.measure.costs import PREEMPTED_SHARE
 from apiprof.engine.measure.profiler import Target, profile
 from apiprof.model.records import Calibration, Metric
 
@@ -41,7 +42,9 @@ def test_every_target_that_ran_gets_all_metrics(report):
             assert set(by_metric(report, metric)) == names, metric
     assert all(m.scenario_id == "gt:basic" and m.size == 7 for m in report.measurements)
     assert by_metric(report, Metric.CALLS)["gt.leaf"].mean == gt.LEAF_CALLS
-    assert by_metric(report, Metric.WALL)["gt.leaf"].count == 3 * gt.LEAF_CALLS
+    # every call timed, but for the few a preemption hit (left out: costs.PREEMPTED_SHARE)
+    timed = by_metric(report, Metric.WALL)["gt.leaf"].count
+    assert 3 * gt.LEAF_CALLS * (1 - PREEMPTED_SHARE) <= timed <= 3 * gt.LEAF_CALLS
 
 
 def test_groups_respect_the_costack_rule(report):

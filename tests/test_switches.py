@@ -7,10 +7,12 @@ import time
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine.measure import switches, timing
-from apiprof.engine.measure.probes import PySite
+from apiprof.engine.measure import switches
+from apiprof.engine.measure.costs import measure_calls
+from apiprof.engine.measure.passlog import Budget, PassLog
+from apiprof.engine.measure.probes import PySite, Record
 from apiprof.engine.measure.switches import Stretch
-from apiprof.engine.measure.timing import Budget, PassLog, measure_calls, run_timing_pass
+from apiprof.engine.measure.timing import run_timing_pass
 
 
 def perf_or_skip() -> switches.PerfSwitches:
@@ -38,7 +40,7 @@ def test_perf_records_a_sleep_as_a_voluntary_switch():
 def test_preempted_intervals_are_subtracted_from_the_calls_they_fall_in():
     """Fake clock: a call from 1000 to 2000 ns preempted 1200..1500 is 700 ns active; the call
     after it is untouched (the active-time arithmetic with the switched-out intervals of a live pass)."""
-    log = PassLog([PySite(gt.leaf)], [timing.Record()], [timing.Record()], 1)
+    log = PassLog([PySite(gt.leaf)], [Record()], [Record()], 1)
     log.enters[0] += [-1, 1000, -1, 3000]
     log.exits[0] += [2000, -1, 3400, -1]
     log.preempted = [(1200, 1500)]

@@ -9,7 +9,9 @@ import time
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine.measure import timing
+from apiprof.engine.measure import callbacks, instrument
+from apiprof.engine.measure.costs import measure_calls
+from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site
 from apiprof.engine.measure.timing import run_timing_pass
 
@@ -23,7 +25,9 @@ def probe_counter(monkeypatch):
     """Counts every probe invocation, whatever event or function triggered it."""
     counts = {"n": 0}
     factory = (
-        timing.make_monitoring_callbacks if timing.HAS_MONITORING else timing.make_profile_hook
+        callbacks.make_monitoring_callbacks
+        if instrument.HAS_MONITORING
+        else callbacks.make_profile_hook
     )
 
     def counting(*args):
@@ -38,14 +42,14 @@ def probe_counter(monkeypatch):
 
         return {k: wrap(v) for k, v in made.items()} if isinstance(made, dict) else wrap(made)
 
-    name = "make_monitoring_callbacks" if timing.HAS_MONITORING else "make_profile_hook"
-    monkeypatch.setattr(timing, name, counting)
-    monkeypatch.setattr(timing, "HAS_C_PROBES", False)  # count the Python callbacks
+    name = "make_monitoring_callbacks" if instrument.HAS_MONITORING else "make_profile_hook"
+    monkeypatch.setattr(instrument, name, counting)
+    monkeypatch.setattr(instrument, "HAS_C_PROBES", False)  # count the Python callbacks
     return counts
 
 
 @pytest.mark.skipif(
-    not timing.HAS_MONITORING,
+    not instrument.HAS_MONITORING,
     reason="3.11 probes plain functions by trampoline: there are no event callbacks to count "
     "(isolation on 3.11 is checked by test_uninstrumented_function_runs_at_full_speed)",
 )
@@ -87,7 +91,7 @@ def test_uninstrumented_function_runs_at_full_speed():
         # the Python probes make the contrast large (the C probes cost ~0.1 µs per leaf call)
         run_timing_pass(
             lambda out=first: out.append(mid_ns()), [PySite(gt.leaf)], repeat=1, probes="python"
-        ) if timing.HAS_MONITORING else run_timing_pass(
+        ) if instrument.HAS_MONITORING else run_timing_pass(
             lambda out=first: out.append(mid_ns()), [PySite(gt.leaf)], repeat=1
         )
         leaking.append(first[0])
@@ -143,7 +147,7 @@ def test_c_functions_and_classes_are_timed_at_their_call_sites():
     callers = {normalize_callable(len): {scenario.__code__}, gt.Counter: {scenario.__code__}}
     log = run_timing_pass(scenario, sites, callers, repeat=3)
     assert calls_recorded(log, 0) == (3, 3)
-    if timing.HAS_MONITORING:
+    if instrument.HAS_MONITORING:
         assert calls_recorded(log, 1) == (3, 3)
 
 
@@ -191,14 +195,14 @@ def test_cpu_clock_is_sampled_for_short_calls_and_read_for_long_ones():
         for _ in range(4):
             busy()
 
-    budget = timing.Budget(min_runs=3, seconds=0.0, max_seconds=60.0, warmup=True)
+    budget = Budget(min_runs=3, seconds=0.0, max_seconds=60.0, warmup=True)
     log = run_timing_pass(scenario, [PySite(gt.leaf), PySite(busy)], budget=budget)
     leaf_sampled = sum(1 for c in log.enters[0][0::2] if c >= 0)
     busy_sampled = [c >= 0 for c in log.enters[1][0::2]]
     # a random 1 in 16 of the 192 leaf calls (deterministic seed; the bounds allow any seed)
     assert 2 <= leaf_sampled <= 40
     assert busy_sampled == [True] * 12  # decided in the unrecorded warm-up run: every call
-    (leaf_costs, busy_costs) = timing.measure_calls(log, {}, {})
+    (leaf_costs, busy_costs) = measure_calls(log, {}, {})
     assert len(leaf_costs.wall_ns) == 3 * 64 and len(leaf_costs.cpu_ns) == leaf_sampled
     assert len(busy_costs.cpu_ns) == 12 and min(busy_costs.wall_ns) >= 50_000
 
@@ -219,7 +223,9 @@ def _raises():
     raise KeyError("x")
 
 
-@pytest.mark.skipif(not timing.HAS_C_PROBES, reason="the _timing extension (3.12+) is not built")
+@pytest.mark.skipif(
+    not instrument.HAS_C_PROBES, reason="the _timing extension (3.12+) is not built"
+)
 def test_c_probes_record_what_the_python_probes_record():
     sites = [PySite(gt.leaf), PySite(gt.countdown), PySite(_raises), CSite(len)]
     callers = {normalize_callable(len): {_probe_scenario.__code__}}
@@ -238,12 +244,14 @@ def test_c_probes_record_what_the_python_probes_record():
             assert all(w >= 0 for w in walls)
             # an exit reads the CPU clock exactly when its entry did
             assert [c >= 0 for c in enters[0::2]] == [c >= 0 for c in exits[1::2]]
-    c_costs = timing.measure_calls(logs["c"], {}, {})
-    py_costs = timing.measure_calls(logs["python"], {}, {})
+    c_costs = measure_calls(logs["c"], {}, {})
+    py_costs = measure_calls(logs["python"], {}, {})
     assert [len(c.wall_ns) for c in c_costs] == [len(c.wall_ns) for c in py_costs]
 
 
-@pytest.mark.skipif(not timing.HAS_C_PROBES, reason="the _timing extension (3.12+) is not built")
+@pytest.mark.skipif(
+    not instrument.HAS_C_PROBES, reason="the _timing extension (3.12+) is not built"
+)
 def test_c_probe_samples_the_cpu_clock_at_the_asked_rate():
     log = run_timing_pass(
         lambda: [gt.leaf(1) for _ in range(4000)], [PySite(gt.leaf)], repeat=1, cpu_every=16

@@ -16,7 +16,7 @@ Keys: ``enter``/``exit`` (Python sites: sys.monitoring on 3.12+, trampolines on 
 profile hook) and ``filtered`` (one hook call for a non-target event). Each has a ``+cpu``
 variant for probes that also read the thread-CPU clock (``cpu_overhead_ns`` holds only those).
 Timing passes replace the Python sites' ``inside`` figures with ones measured live in the pass
-(:func:`~apiprof.engine.measure.timing.pass_overheads`); the stored calibration is the provenance. Each figure is the median
+(:func:`~apiprof.engine.measure.costs.pass_overheads`); the stored calibration is the provenance. Each figure is the median
 of interleaved rounds, so a noisy machine moves it little; the same is done on the thread-CPU
 clock for ``cpu_overhead_ns``.
 """
@@ -32,11 +32,13 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.measure.alloc import counter_name
+from apiprof.engine.measure.instrument import MECHANISM
 from apiprof.engine.measure.iocount import io_mechanism
 from apiprof.engine.measure.machine import machine_speed_ns
+from apiprof.engine.measure.passlog import CPU_SUFFIX
 from apiprof.engine.measure.probes import HAS_MONITORING, CSite, PySite, Site
 from apiprof.engine.measure.switches import switch_mechanism
-from apiprof.engine.measure.timing import CPU_SUFFIX, MECHANISM, run_timing_pass
+from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.records import Calibration
 
 ROUNDS = 9

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from apiprof.engine.measure.callbacks import make_monitoring_callbacks
+from apiprof.engine.measure.passlog import REFERENCE_EVERY, SAMPLE_EVERY
 from apiprof.engine.measure.probes import (
     HAS_MONITORING,
     ProbeId,
@@ -41,11 +43,6 @@ from apiprof.engine.measure.probes import (
     release_tool_id,
     resolve_site,
     restore_code,
-)
-from apiprof.engine.measure.timing import (
-    REFERENCE_EVERY,
-    SAMPLE_EVERY,
-    make_monitoring_callbacks,
 )
 from apiprof.errors import MeasurementError
 

@@ -15,7 +15,7 @@ tests and the benchmarks call:
    (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
 
 Each timing pass measures for a time budget with a minimum number of runs
-(:class:`~apiprof.engine.measure.timing.Budget`), and is preceded by a short reference workload
+(:class:`~apiprof.engine.measure.passlog.Budget`), and is preceded by a short reference workload
 (:mod:`~apiprof.engine.measure.machine`) whose slowdown, with the preempted runs, is reported
 as the report's :class:`~apiprof.model.records.Disturbance`.
 """
@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
+from apiprof.engine.measure.costs import measure_calls
 from apiprof.engine.measure.machine import reference_check_ns
+from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import PySite, Site, resolve_site
 from apiprof.engine.measure.switches import open_switches
-from apiprof.engine.measure.timing import Budget, measure_calls, run_timing_pass
+from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
     BUSY_FACTOR,

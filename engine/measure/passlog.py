@@ -1,0 +1,67 @@
+"""What a timing pass records and how long it runs: the :class:`PassLog` every mechanism fills,
+the :class:`Budget` it runs for, and the sampling constants the probes and the arithmetic share.
+
+Records (constant-time lookup, docs/mechanisms.rst): one
+:class:`~apiprof.engine.measure.probes.Record` per site, indexed by dense id. Entry appends
+``(cpu, wall)`` with the wall clock read last, exit ``(wall, cpu)`` with it read first. ``cpu``
+is the thread-CPU clock, or -1 when that call was not sampled: the clock is a system call
+(~0.3–0.6 µs), so it is read on *every* call only for sites whose calls are long (median ≥
+``LONG_NS`` in the warm-up run, where two reads are a small, subtracted fraction) and on a
+random 1 in ``SAMPLE_EVERY`` calls otherwise — at one rate for the whole pass
+(``PassLog.cpu_every``). Each CPU sample is stored with that rate as its weight, so CPU
+histograms of passes sampled at different rates merge into an unbiased picture of the same
+calls the WALL metric covers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from apiprof.engine.measure.probes import Record, Site
+
+LONG_NS = 20_000
+SAMPLE_EVERY = 16
+REFERENCE_EVERY = 4  # every 4th reference call also reads the CPU clock
+REFERENCE_CALLS = 128
+STRETCH_SECONDS = 0.002
+MAX_STRETCH_RUNS = 4096
+CPU_SUFFIX = "+cpu"  # calibration key suffix of probes that also read the thread-CPU clock
+SAMPLED = "cpu"  # name of the wall-clock opening event of a call whose CPU clock was read
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long one timing pass measures: at least ``min_runs`` recorded runs and ``seconds``
+    of runs, never past ``max_seconds`` (an expensive scenario keeps at least one run)."""
+
+    min_runs: int = 20
+    seconds: float = 0.0
+    max_seconds: float = 2.0
+    warmup: bool = True
+
+
+@dataclass
+class PassLog:
+    """Raw probe records of one timing pass, indexed by the sites' dense ids. ``ticks[i]`` holds
+    the hook-call counter at each entry / exit of a ``setprofile`` site (empty otherwise);
+    ``reference`` the (entries, exits) of the empty reference function; ``preempted`` the
+    intervals the thread was preempted (perf records), which :func:`measure_calls` subtracts."""
+
+    sites: list[Site]
+    enters: list[Record]
+    exits: list[Record]
+    runs: int
+    ticks: list[tuple[list[int], list[int]]] = field(default_factory=list)
+    hooked: list[bool] = field(default_factory=list)
+    reference: tuple[Record, Record] = field(default_factory=lambda: (Record(), Record()))
+    preempted: list[tuple[int, int]] = field(default_factory=list)
+    disturbed_runs: int = 0
+    probes: str = ""  # "c" or "python" for monitoring passes
+    # per site: 1 in how many calls read the CPU clock (the weight of each CPU sample)
+    cpu_every: list[int] = field(default_factory=list)
+    # steps (ns) of the wall and thread-CPU clocks the records were read on (clockgrain)
+    clock_steps: tuple[int, int] = (1, 1)
+
+    @property
+    def preempted_ns(self) -> int:
+        return sum(back - out for out, back in self.preempted)
