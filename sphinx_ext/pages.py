@@ -54,6 +54,7 @@ from apiprof.sphinx_ext.views import (
     lab_and_collected,
     other_metrics,
     scenario_table,
+    slice_figures,
     view_growth,
     view_summary,
 )
@@ -358,6 +359,7 @@ def render_api_page(
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.slices(qualname)
+    figures = slice_figures(slices)
     edges = profiles.read(query.call_edges, qualname) or {"callers": [], "callees": []}
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
@@ -390,8 +392,8 @@ def render_api_page(
             }
         ),
         side_by_side=lab_and_collected(slices),
-        scenarios=scenario_table(slices),
-        growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),
+        scenarios=scenario_table(slices, figures),
+        growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices, figures),
         provenance=profiles.read(query.provenance, qualname) or [],
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),

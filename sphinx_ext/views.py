@@ -369,6 +369,15 @@ def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
     return rows(body)
 
 
+SliceFigures = dict[int, tuple[float, float]]
+"""(median, p90) of each scenario slice's histogram, keyed by the slice's ``id``."""
+
+
+def slice_figures(slices: list[ScenarioSlice]) -> SliceFigures:
+    """Each slice's median and p90, computed once for a page's scenario table and growth charts."""
+    return {id(piece): piece.histogram.percentiles((50, 90)) for piece in slices}
+
+
 @dataclass(frozen=True)
 class ScenarioTable:
     """One row per scenario and size, one column per metric: the medians side by side."""
@@ -377,8 +386,11 @@ class ScenarioTable:
     body: Markup  # "" when there is no scenario
 
 
-def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
+def scenario_table(
+    slices: list[ScenarioSlice], figures: SliceFigures | None = None
+) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
+    figures = slice_figures(slices) if figures is None else figures
     metrics = [
         m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
     ]
@@ -400,21 +412,21 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
                 cell(source_label(first.source, scenario_id), rowspan=span),
             ]
         cells.append("" if size == NO_SIZE else str(size))
-        cells += [_scenario_cell(m, by_metric.get(m)) for m in metrics]
+        cells += [_scenario_cell(m, by_metric.get(m), figures) for m in metrics]
         body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> Markup:
+def _scenario_cell(metric: Metric, piece: ScenarioSlice | None, figures: SliceFigures) -> Markup:
     """The median, with p90 and the number of calls as its tooltip."""
     if piece is None or not worth_showing(metric, piece.histogram):
         return cell("—")
-    hist = piece.histogram
-    median, p90 = hist.percentiles((50, 90))
+    median, p90 = figures[id(piece)]
     return cell(
         format_value(metric, median),
-        title=_("p90 %(p90)s · %(n)s calls") % {"p90": format_value(metric, p90), "n": hist.count},
+        title=_("p90 %(p90)s · %(n)s calls")
+        % {"p90": format_value(metric, p90), "n": piece.histogram.count},
     )
 
 
@@ -501,24 +513,28 @@ CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
 
 
 def view_growth(
-    qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
+    qualname: str,
+    rows: list[GrowthRow],
+    slices: list[ScenarioSlice],
+    figures: SliceFigures | None = None,
 ) -> list[GrowthView]:
     """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
     time) and the allocation fit get a chart — the median cost at each measured size, which is
     what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
+    figures = slice_figures(slices) if figures is None else figures
     charted: set[tuple[str, Metric]] = set()
     for row in rows:
         time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
         if row.metric in CHARTED and not (row.metric.is_time and time_done):
             charted.add((row.scenario_id, row.metric))
     return [
-        _growth_view(qualname, row, slices, (row.scenario_id, row.metric) in charted)
+        _growth_view(qualname, row, slices, figures, (row.scenario_id, row.metric) in charted)
         for row in rows
     ]
 
 
 def _growth_view(
-    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], chart: bool
+    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
 ) -> GrowthView:
     fit = GrowthFit(
         row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
@@ -540,7 +556,7 @@ def _growth_view(
             Markup(""),
         )
     points = sorted(
-        (float(s.size), s.histogram.median)
+        (float(s.size), figures[id(s)][0])
         for s in slices
         if s.scenario_id == row.scenario_id
         and s.metric == row.metric
