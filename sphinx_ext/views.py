@@ -369,13 +369,19 @@ def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
     return rows(body)
 
 
-SliceFigures = dict[int, tuple[float, float]]
-"""(median, p90) of each scenario slice's histogram, keyed by the slice's ``id``."""
+class SliceFigures:
+    """The median and p90 of scenario slices, each computed once (on first use) for a page's
+    scenario table and growth charts."""
 
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[ScenarioSlice, tuple[float, ...]]] = {}
 
-def slice_figures(slices: list[ScenarioSlice]) -> SliceFigures:
-    """Each slice's median and p90, computed once for a page's scenario table and growth charts."""
-    return {id(piece): piece.histogram.percentiles((50, 90)) for piece in slices}
+    def __call__(self, piece: ScenarioSlice) -> tuple[float, ...]:
+        """(median, p90) of ``piece``'s histogram."""
+        found = self._known.get(id(piece))
+        if found is None or found[0] is not piece:
+            found = self._known[id(piece)] = (piece, piece.histogram.percentiles((50, 90)))
+        return found[1]
 
 
 @dataclass(frozen=True)
@@ -390,7 +396,7 @@ def scenario_table(
     slices: list[ScenarioSlice], figures: SliceFigures | None = None
 ) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
-    figures = slice_figures(slices) if figures is None else figures
+    figures = figures or SliceFigures()
     metrics = [
         m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
     ]
@@ -422,7 +428,7 @@ def _scenario_cell(metric: Metric, piece: ScenarioSlice | None, figures: SliceFi
     """The median, with p90 and the number of calls as its tooltip."""
     if piece is None or not worth_showing(metric, piece.histogram):
         return cell("—")
-    median, p90 = figures[id(piece)]
+    median, p90 = figures(piece)
     return cell(
         format_value(metric, median),
         title=_("p90 %(p90)s · %(n)s calls")
@@ -465,8 +471,10 @@ def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
     """Per metric, the lab's figures next to those measured in real programs; empty unless the
     API has both."""
     collected = merge_by_metric([s for s in slices if is_collected(s)])
+    if not collected:  # most APIs: no need to merge the lab's slices
+        return ()
     lab = merge_by_metric([s for s in slices if not is_collected(s)])
-    if not collected or not lab:
+    if not lab:
         return ()
     return tuple(
         SideBySideRow(metric_label(m), _side_cell(m, lab.get(m)), _side_cell(m, collected.get(m)))
@@ -521,7 +529,7 @@ def view_growth(
     """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
     time) and the allocation fit get a chart — the median cost at each measured size, which is
     what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
-    figures = slice_figures(slices) if figures is None else figures
+    figures = figures or SliceFigures()
     charted: set[tuple[str, Metric]] = set()
     for row in rows:
         time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
@@ -556,7 +564,7 @@ def _growth_view(
             Markup(""),
         )
     points = sorted(
-        (float(s.size), figures[id(s)][0])
+        (float(s.size), figures(s)[0])
         for s in slices
         if s.scenario_id == row.scenario_id
         and s.metric == row.metric
