@@ -7,6 +7,7 @@ never disagree about a number.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
 from apiprof.model.records import Metric
@@ -43,7 +44,10 @@ def format_bytes(n: float | None) -> str:
     return _scaled(n, _BYTE_UNITS)
 
 
+@lru_cache(maxsize=4096)
 def format_value(metric: Metric, value: float | None) -> str:
+    """A value of ``metric`` for people. Memoised: docs pages format the same bucket bounds,
+    axis ticks and medians thousands of times."""
     if metric.is_time:
         return format_ns(value)
     if metric is Metric.CALLS:
@@ -58,6 +62,7 @@ def worth_showing(metric: Metric, hist: Histogram | None) -> bool:
     return hist is not None and bool(hist) and not (metric.is_io and hist.total == 0)
 
 
+@lru_cache(maxsize=1024)
 def format_bucket_range(metric: Metric, index: int) -> str:
     """``"1.0 µs – 2.0 µs"`` style label for a bucket."""
     low, high = bucket_bounds(index)

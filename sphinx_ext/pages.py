@@ -47,6 +47,7 @@ from apiprof.sphinx_ext.profiles import Profiles, profiles_for
 from apiprof.sphinx_ext.render import render, render_legend
 from apiprof.sphinx_ext.rst_inline import inline_rst_html
 from apiprof.sphinx_ext.views import (
+    SliceFigures,
     detail_metric,
     growth_phrase,
     growth_rank,
@@ -326,14 +327,15 @@ def _index_row(
     hist = summary.time_histogram
     metric = summary.time_metric
     strip = heat_strip(metric, hist, width=120) if hist and metric else Markup("")
+    median, p90 = hist.percentiles((50, 90)) if hist else (None, None)
     return IndexRow(
         qualname=summary.qualname,
         url=writer.builder.get_relative_uri(INDEX_PAGE, names[summary.qualname]),
         doc_url=_doc_url(writer, INDEX_PAGE, locations.get(summary.qualname)),
-        time=format_ns(summary.time_median_ns),
-        time_key=_key(summary.time_median_ns),
-        p90=format_ns(summary.time_p90_ns),
-        p90_key=_key(summary.time_p90_ns),
+        time=format_ns(median),
+        time_key=_key(median),
+        p90=format_ns(p90),
+        p90_key=_key(p90),
         alloc=format_bytes(summary.alloc_median_bytes),
         alloc_key=_key(summary.alloc_median_bytes),
         growth=growth_phrase(summary.growth),
@@ -358,6 +360,7 @@ def render_api_page(
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.slices(qualname)
+    figures = SliceFigures()
     edges = profiles.read(query.call_edges, qualname) or {"callers": [], "callees": []}
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
@@ -390,8 +393,8 @@ def render_api_page(
             }
         ),
         side_by_side=lab_and_collected(slices),
-        scenarios=scenario_table(slices),
-        growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices),
+        scenarios=scenario_table(slices, figures),
+        growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices, figures),
         provenance=profiles.read(query.provenance, qualname) or [],
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),

@@ -36,7 +36,23 @@ def _environment() -> jinja2.Environment:
     environment.install_gettext_callables(  # type: ignore[attr-defined]
         _, ngettext, newstyle=True
     )
+    # the same new-style semantics called directly (a page asks for ~50 words, and jinja's
+    # wrappers route every one through two context calls)
+    environment.globals.update(
+        _=_markup_gettext, gettext=_markup_gettext, ngettext=_markup_ngettext
+    )
     return environment
+
+
+def _markup_gettext(message: str, **variables: Any) -> Markup:
+    """jinja2's new-style ``gettext`` under autoescape: the translation is trusted markup and
+    always a format string, its variables escaped."""
+    return Markup(_(message)) % variables
+
+
+def _markup_ngettext(singular: str, plural: str, num: int, **variables: Any) -> Markup:
+    variables.setdefault("num", num)
+    return Markup(ngettext(singular, plural, num)) % variables
 
 
 def render(template: str, **context: Any) -> str:

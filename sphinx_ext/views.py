@@ -35,29 +35,46 @@ KNOWN_METRICS = {TIME, *(str(m) for m in Metric)}
 PERCENTILES = (10, 50, 90, 99)
 
 
+# The label functions translate only the words they return (a drill-down page asks for
+# thousands of labels); each case keeps its literal ``_()`` call for message extraction.
+
+
 def metric_label(metric: Metric) -> str:
-    return {
-        Metric.WALL: _("wall time"),
-        Metric.CPU: _("CPU time (sampled calls)"),
-        Metric.ALLOC_INCL: _("allocated (inclusive)"),
-        Metric.ALLOC_EXCL: _("allocated (exclusive)"),
-        Metric.CALLS: _("calls per run"),
-        Metric.IO_READ: _("I/O read"),
-        Metric.IO_WRITE: _("I/O written"),
-    }[metric]
+    match metric:
+        case Metric.WALL:
+            return _("wall time")
+        case Metric.CPU:
+            return _("CPU time (sampled calls)")
+        case Metric.ALLOC_INCL:
+            return _("allocated (inclusive)")
+        case Metric.ALLOC_EXCL:
+            return _("allocated (exclusive)")
+        case Metric.CALLS:
+            return _("calls per run")
+        case Metric.IO_READ:
+            return _("I/O read")
+        case Metric.IO_WRITE:
+            return _("I/O written")
+    raise KeyError(metric)
 
 
 def coverage_text(coverage: str) -> str:
-    words: dict[str, str] = {
-        Coverage.NO_ARGUMENTS: _("needs arguments apiprof could not make up"),
-        Coverage.IMPORT_FAILED: _("its module could not be imported"),
-        Coverage.BLOCKED: _("the sandbox blocked an operation it tried"),
-        Coverage.CRASHED: _("every call crashed or raised"),
-        Coverage.TIMED_OUT: _("calls timed out"),
-        Coverage.MEMORY: _("calls exceeded the memory cap"),
-        Coverage.SKIPPED: _("skipped by policy"),
-    }
-    return words.get(coverage, coverage.replace("_", " "))
+    match coverage:
+        case Coverage.NO_ARGUMENTS:
+            return _("needs arguments apiprof could not make up")
+        case Coverage.IMPORT_FAILED:
+            return _("its module could not be imported")
+        case Coverage.BLOCKED:
+            return _("the sandbox blocked an operation it tried")
+        case Coverage.CRASHED:
+            return _("every call crashed or raised")
+        case Coverage.TIMED_OUT:
+            return _("calls timed out")
+        case Coverage.MEMORY:
+            return _("calls exceeded the memory cap")
+        case Coverage.SKIPPED:
+            return _("skipped by policy")
+    return coverage.replace("_", " ")
 
 
 def source_label(source: str, scenario_id: str = "") -> str:
@@ -65,13 +82,16 @@ def source_label(source: str, scenario_id: str = "") -> str:
     programs (in-the-wild collection)."""
     if ScenarioSource.COLLECTED in (source, scenario_id):
         return _("measured in real programs")
-    words: dict[str, str] = {
-        ScenarioSource.FILE: _("lab scan: scenario file"),
-        ScenarioSource.DOCSTRING: _("lab scan: docstring example"),
-        ScenarioSource.SYNTHESIZED: _("lab scan: made-up arguments"),
-        ScenarioSource.TESTS: _("lab scan: test suite"),
-    }
-    return words.get(source, _("lab scan"))
+    match source:
+        case ScenarioSource.FILE:
+            return _("lab scan: scenario file")
+        case ScenarioSource.DOCSTRING:
+            return _("lab scan: docstring example")
+        case ScenarioSource.SYNTHESIZED:
+            return _("lab scan: made-up arguments")
+        case ScenarioSource.TESTS:
+            return _("lab scan: test suite")
+    return _("lab scan")
 
 
 def unprofiled_reason(summary: ApiSummary | None) -> str:
@@ -174,29 +194,32 @@ def view_metric(
     histogram: bool = True,
     strip: bool = False,
     large: bool = False,
+    figures: tuple[float, float, float] | None = None,
 ) -> MetricView:
-    median = hist.median
-    p10, p90 = hist.percentile(10), hist.percentile(90)
+    """``figures`` are the histogram's (p10, median, p90) when the caller has them already."""
+    p10, median, p90 = figures or hist.percentiles((10, 50, 90))
     label = metric_label(metric)
+    samples = hist.count
+    median_text, p10_text, p90_text = (format_value(metric, v) for v in (median, p10, p90))
     title = _(
         "%(name)s: %(metric)s, %(samples)s calls, median %(median)s, p10–p90 %(p10)s – %(p90)s"
     ) % {
         "name": qualname,
         "metric": label,
-        "samples": hist.count,
-        "median": format_value(metric, median),
-        "p10": format_value(metric, p10),
-        "p90": format_value(metric, p90),
+        "samples": samples,
+        "median": median_text,
+        "p10": p10_text,
+        "p90": p90_text,
     }
     size = {"width": 480, "height": 120} if large else {}
     counts = hist.counts()
     return MetricView(
         metric=metric,
         label=label,
-        median=format_value(metric, median),
-        p10=format_value(metric, p10),
-        p90=format_value(metric, p90),
-        samples=hist.count,
+        median=median_text,
+        p10=p10_text,
+        p90=p90_text,
+        samples=samples,
         histogram_svg=Markup(
             svg.histogram_svg(
                 counts, metric, title=title, marker=median, words=graphic_words(), **size
@@ -310,13 +333,12 @@ class MetricDetail:
 def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetail:
     total = hist.count
     counts = hist.counts()
+    at = dict(zip(PERCENTILES, hist.percentiles(PERCENTILES), strict=True))
     return MetricDetail(
-        view=view_metric(qualname, metric, hist, large=True),
+        view=view_metric(qualname, metric, hist, large=True, figures=(at[10], at[50], at[90])),
         mean=format_value(metric, hist.mean),
         stdev=format_value(metric, hist.stdev),
-        percentile_rows=rows(
-            ({}, (f"p{q}", format_value(metric, hist.percentile(q)))) for q in PERCENTILES
-        ),
+        percentile_rows=rows(({}, (f"p{q}", format_value(metric, at[q]))) for q in PERCENTILES),
         bucket_rows=rows(
             (
                 {"data-bucket": str(index), "data-count": str(n)},
@@ -335,18 +357,31 @@ def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetai
 def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
     """Rows for the measurements a page does not draw (sampled CPU time next to wall time,
     exclusive allocation, calls per run, I/O): label, median, p10–p90, calls."""
-    return rows(
-        (
-            {"data-metric": str(metric)},
+    body = []
+    for metric, hist in histograms.items():
+        p10, median, p90 = (format_value(metric, v) for v in hist.percentiles((10, 50, 90)))
+        body.append(
             (
-                metric_label(metric),
-                "≈" + format_value(metric, hist.median),
-                f"{format_value(metric, hist.percentile(10))} – {format_value(metric, hist.percentile(90))}",
-                hist.count,
-            ),
+                {"data-metric": str(metric)},
+                (metric_label(metric), f"≈{median}", f"{p10} – {p90}", hist.count),
+            )
         )
-        for metric, hist in histograms.items()
-    )
+    return rows(body)
+
+
+class SliceFigures:
+    """The median and p90 of scenario slices, each computed once (on first use) for a page's
+    scenario table and growth charts."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[ScenarioSlice, tuple[float, ...]]] = {}
+
+    def __call__(self, piece: ScenarioSlice) -> tuple[float, ...]:
+        """(median, p90) of ``piece``'s histogram."""
+        found = self._known.get(id(piece))
+        if found is None or found[0] is not piece:
+            found = self._known[id(piece)] = (piece, piece.histogram.percentiles((50, 90)))
+        return found[1]
 
 
 @dataclass(frozen=True)
@@ -357,8 +392,11 @@ class ScenarioTable:
     body: Markup  # "" when there is no scenario
 
 
-def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
+def scenario_table(
+    slices: list[ScenarioSlice], figures: SliceFigures | None = None
+) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
+    figures = figures or SliceFigures()
     metrics = [
         m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
     ]
@@ -380,21 +418,21 @@ def scenario_table(slices: list[ScenarioSlice]) -> ScenarioTable:
                 cell(source_label(first.source, scenario_id), rowspan=span),
             ]
         cells.append("" if size == NO_SIZE else str(size))
-        cells += [_scenario_cell(m, by_metric.get(m)) for m in metrics]
+        cells += [_scenario_cell(m, by_metric.get(m), figures) for m in metrics]
         body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None) -> Markup:
+def _scenario_cell(metric: Metric, piece: ScenarioSlice | None, figures: SliceFigures) -> Markup:
     """The median, with p90 and the number of calls as its tooltip."""
     if piece is None or not worth_showing(metric, piece.histogram):
         return cell("—")
-    hist = piece.histogram
+    median, p90 = figures(piece)
     return cell(
-        format_value(metric, hist.median),
+        format_value(metric, median),
         title=_("p90 %(p90)s · %(n)s calls")
-        % {"p90": format_value(metric, hist.percentile(90)), "n": hist.count},
+        % {"p90": format_value(metric, p90), "n": piece.histogram.count},
     )
 
 
@@ -420,9 +458,10 @@ def _side_cell(metric: Metric, hist: Histogram | None) -> SideCell | None:
     if not worth_showing(metric, hist):
         return None
     assert hist is not None
+    median, p90 = hist.percentiles((50, 90))
     return SideCell(
-        format_value(metric, hist.median),
-        format_value(metric, hist.percentile(90)),
+        format_value(metric, median),
+        format_value(metric, p90),
         hist.count,
         heat_strip(metric, hist, width=120),
     )
@@ -432,8 +471,10 @@ def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
     """Per metric, the lab's figures next to those measured in real programs; empty unless the
     API has both."""
     collected = merge_by_metric([s for s in slices if is_collected(s)])
+    if not collected:  # most APIs: no need to merge the lab's slices
+        return ()
     lab = merge_by_metric([s for s in slices if not is_collected(s)])
-    if not collected or not lab:
+    if not lab:
         return ()
     return tuple(
         SideBySideRow(metric_label(m), _side_cell(m, lab.get(m)), _side_cell(m, collected.get(m)))
@@ -480,24 +521,28 @@ CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
 
 
 def view_growth(
-    qualname: str, rows: list[GrowthRow], slices: list[ScenarioSlice]
+    qualname: str,
+    rows: list[GrowthRow],
+    slices: list[ScenarioSlice],
+    figures: SliceFigures | None = None,
 ) -> list[GrowthView]:
     """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
     time) and the allocation fit get a chart — the median cost at each measured size, which is
     what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
+    figures = figures or SliceFigures()
     charted: set[tuple[str, Metric]] = set()
     for row in rows:
         time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
         if row.metric in CHARTED and not (row.metric.is_time and time_done):
             charted.add((row.scenario_id, row.metric))
     return [
-        _growth_view(qualname, row, slices, (row.scenario_id, row.metric) in charted)
+        _growth_view(qualname, row, slices, figures, (row.scenario_id, row.metric) in charted)
         for row in rows
     ]
 
 
 def _growth_view(
-    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], chart: bool
+    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
 ) -> GrowthView:
     fit = GrowthFit(
         row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
@@ -519,7 +564,7 @@ def _growth_view(
             Markup(""),
         )
     points = sorted(
-        (float(s.size), s.histogram.median)
+        (float(s.size), figures(s)[0])
         for s in slices
         if s.scenario_id == row.scenario_id
         and s.metric == row.metric

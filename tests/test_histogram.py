@@ -108,6 +108,19 @@ def test_percentile_error_within_stated_bound():
         assert abs(estimate - true) / true < 0.25  # what it achieves on smooth data
 
 
+def test_percentiles_answer_each_q_as_percentile_does():
+    rng = random.Random(5)
+    hist = Histogram.of(rng.lognormvariate(6, 1.5) for _ in range(2000))
+    # older rows without sub-buckets merged in: those buckets answer from the bucket alone
+    hist.merge(Histogram.from_buckets(Histogram.of([3, 5, 900, 70_000]).rows()))
+    qs = (0, 10, 33.3, 50, 90, 99, 100)
+    assert hist.percentiles(qs) == tuple(hist.percentile(q) for q in qs)
+    assert Histogram.of([10] * 50 + [1000] * 50).percentiles((25, 90)) == (10, 1000)
+    assert all(math.isnan(v) for v in Histogram().percentiles((10, 90)))
+    with pytest.raises(ValueError):
+        hist.percentiles((50, 101))
+
+
 def test_rows_round_trip():
     hist = Histogram.of([0, 1, 2, 3, 100, 100])
     assert Histogram.from_buckets(hist.rows()).buckets == hist.buckets
