@@ -9,6 +9,7 @@ source each argument's type came from.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class BuildContext:
     heavy: bool = False  # a sized argument holds n objects built one by one (not plain values)
     # where each argument's type came from: "parameter" -> source (for the description)
     used: dict[str, ScenarioSource] = field(default_factory=dict)
+    # a sibling call giving the receiver its input, made before each measured call (warmup.py)
+    warmup: Callable[[], None] | None = None
 
     def inner(self, variant: int) -> BuildContext:
         """A context for one member of a union: its own variant, the same everything else."""

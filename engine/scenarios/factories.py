@@ -175,9 +175,11 @@ def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
 @dataclass(frozen=True)
 class Produced:
     """Annotation marker: the value an inverse function of the package returns (``packb``'s
-    output for ``unpackb``, ``dumps``' for ``loads``), built with synthesised arguments."""
+    output for ``unpackb``, ``dumps``' for ``loads``, ``Packer.pack``'s for a method of
+    ``Unpacker``), built with synthesised arguments."""
 
     producer: Callable[..., Any]
+    owner: type | None = None  # producer is a method of this class: called on an instance
 
 
 INVERSE_WORDS = [
@@ -212,4 +214,50 @@ def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
             candidate = getattr(namespace, wanted, None) if namespace is not None else None
             if callable(candidate) and candidate is not function and candidate not in found:
                 found.append(candidate)
+    return found
+
+
+def inverse_class_producers(function: Callable[..., Any]) -> list[Produced]:
+    """For a method of a reading class (``Unpacker``, ``Decoder``), the making method of the
+    package's inverse class (``Packer.pack``, ``Encoder.encode``): what it makes is realistic
+    input for any method of the reader (``Unpacker.feed``)."""
+    owner = owner_class(function)
+    if owner is None:
+        return []
+    lowered = owner.__name__.lower()
+    found: list[Produced] = []
+    for reader, maker in INVERSE_WORDS:
+        if reader.endswith("_") or reader not in lowered:
+            continue
+        wanted = lowered.replace(reader, maker, 1)
+        for cls in _package_classes_named(owner, wanted):
+            method = getattr(cls, maker, None)
+            if callable(method):
+                found.append(Produced(method, cls))
+    return found
+
+
+def owner_class(function: Callable[..., Any]) -> type | None:
+    """The class a function found on a class belongs to (Python or compiled), else None."""
+    owner = getattr(function, "__objclass__", None)
+    if inspect.isclass(owner):
+        return owner
+    qualname = getattr(function, "__qualname__", "") or ""
+    if "." not in qualname or "<locals>" in qualname:
+        return None
+    value: Any = sys.modules.get(getattr(function, "__module__", "") or "")
+    for part in qualname.split(".")[:-1]:
+        value = getattr(value, part, None)
+    return value if inspect.isclass(value) else None
+
+
+def _package_classes_named(beside: type, lowered: str) -> list[type]:
+    """Classes whose lowercased name is ``lowered``, in ``beside``'s module or its package."""
+    module = sys.modules.get(beside.__module__ or "")
+    top = sys.modules.get((beside.__module__ or "").split(".")[0])
+    found: list[type] = []
+    for namespace in (module, top):
+        for name, value in vars(namespace).items() if namespace is not None else ():
+            if name.lower() == lowered and inspect.isclass(value) and value not in found:
+                found.append(value)
     return found

@@ -21,7 +21,11 @@ from apiprof.engine.scenarios.building import (
     rotated,
 )
 from apiprof.engine.scenarios.doctypes import docstring_types
-from apiprof.engine.scenarios.factories import Produced, inverse_producers
+from apiprof.engine.scenarios.factories import (
+    Produced,
+    inverse_class_producers,
+    inverse_producers,
+)
 from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
@@ -115,6 +119,8 @@ def parameter_candidates(
     if "subclasses" in sources and plain and _is_first_required(signature, parameter):
         for producer in inverse_producers(target):  # realistic encoded input comes first
             found.append((Produced(producer), ScenarioSource.FACTORIES))
+        for produced in inverse_class_producers(target):
+            found.append((produced, ScenarioSource.FACTORIES))
     if "stubs" in sources:
         stub = stub_signature(target)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:

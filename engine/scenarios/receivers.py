@@ -14,6 +14,7 @@ from typing import Any
 from apiprof.engine.discovery.discover import is_compiled_function, resolve_object
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.instances import construct
+from apiprof.engine.scenarios.warmup import warm_receiver
 
 
 def resolve_target(
@@ -36,6 +37,7 @@ def resolve_target(
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
     instance = receiver(owner, context)
+    context.warmup = warm_receiver(instance, owner, member, context)
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
     if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":

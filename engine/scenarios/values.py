@@ -147,7 +147,11 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
             raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
         return _build_value(resolved, context, name, rng)
     if isinstance(tp, Produced):
-        value = instances.call_with_arguments(tp.producer, context)
+        producer = tp.producer
+        if tp.owner is not None:  # a method: made on an instance of its class
+            maker = instances.construct(tp.owner, context)
+            producer = getattr(maker, getattr(producer, "__name__", ""))
+        value = instances.call_with_arguments(producer, context)
         if value is None:
             raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
         context.sized |= isinstance(value, (str, bytes))
