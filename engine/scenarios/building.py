@@ -8,8 +8,9 @@ source each argument's type came from.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,18 @@ class BuildContext:
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:
         self.used.setdefault(parameter, source)
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """Building one candidate: the credits it gave are withdrawn when it fails, so the
+        description names the sources of what was used, not of what was tried."""
+        before = set(self.used)
+        try:
+            yield
+        except CannotSynthesize:
+            for name in set(self.used) - before:
+                del self.used[name]
+            raise
 
     def rng(self, parameter: str) -> random.Random:
         return random.Random(f"{self.seed}/{self.qualname}/{parameter}")

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from apiprof.engine.scenarios.fields import fields_required
 from apiprof.engine.scenarios.heuristics import function_tree
 
 MAX_SUBCLASSES = 8
@@ -68,11 +69,13 @@ def _static(cls: type, member: str) -> object:
 
 
 def _required(cls: type) -> int:
+    """Arguments a constructor needs: required parameters and the fields it lists (fewer
+    first, so a leaf of a tree of node classes is tried before a node that nests others)."""
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
         return 99
-    return sum(
+    return fields_required(cls) + sum(
         1
         for p in signature.parameters.values()
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)

@@ -31,7 +31,8 @@ def construct(cls: type, context: BuildContext) -> object:
         problems.append(f"{cls.__qualname__} is abstract")
     else:
         try:
-            return call_with_arguments(cls, context)
+            with context.attempt():
+                return call_with_arguments(cls, context)
         except CannotSynthesize as error:
             problems.append(str(error))
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
@@ -42,7 +43,8 @@ def construct(cls: type, context: BuildContext) -> object:
         ]
         for alternative in rotated(alternatives, context.variant):
             try:
-                instance = call_with_arguments(alternative, context)
+                with context.attempt():
+                    instance = call_with_arguments(alternative, context)
             except CannotSynthesize:
                 continue
             if is_instance(instance, cls):

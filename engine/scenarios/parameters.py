@@ -26,6 +26,7 @@ from apiprof.engine.scenarios.factories import (
     inverse_class_producers,
     inverse_producers,
 )
+from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
@@ -55,6 +56,10 @@ def arguments_for(
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
         if parameter.kind is parameter.VAR_POSITIONAL:
+            fields = declared_fields(target, parameter.name)
+            if fields:  # the class lists what its positional arguments are
+                args.extend(_build_field(target, name, context) for name in fields)
+                continue
             element = _element_annotation(parameter, hints)
             if element is not None and element not in (
                 Any,
@@ -70,6 +75,22 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+def _build_field(cls: Any, name: str, context: BuildContext) -> Any:
+    """A value for one field a class lists for its constructor (see :mod:`.fields`)."""
+    problems = []
+    for annotation, annotated in field_candidates(cls, name):
+        try:
+            with context.attempt():
+                value = build(annotation, context, name)
+        except CannotSynthesize as error:
+            problems.append(str(error))
+            continue
+        source = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
+        context.credit(f"{name_of(cls)}.{name}", source)
+        return value
+    raise CannotSynthesize(f"field {name!r} of {name_of(cls)}: {problems[0]}")
 
 
 def build_parameter(
@@ -91,7 +112,8 @@ def build_parameter(
     problems = []
     for annotation, source in rotated(candidates, turn):
         try:
-            value = build(annotation, context, parameter.name)
+            with context.attempt():
+                value = build(annotation, context, parameter.name)
         except CannotSynthesize as error:
             problems.append(str(error))
             continue
