@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
@@ -71,3 +72,14 @@ def test_nodes_get_the_fields_their_class_lists_typed_by_its_annotations(gathere
     # the base class's methods run on a concrete node that has its fields
     count = spec_for(gathered, "gaps_pkg.nodes.Call.count_nodes")
     assert try_scenario(count)[1] >= 1
+
+
+def test_credits_of_a_candidate_that_failed_are_withdrawn():
+    context = BuildContext("gaps_pkg.nodes.Loop", 10, 0, 0)
+    context.credit("kept", ScenarioSource.STUBS)
+    with pytest.raises(CannotSynthesize), context.attempt():
+        context.credit("tried", ScenarioSource.HEURISTICS)
+        raise CannotSynthesize("this candidate does not build")
+    with context.attempt():
+        context.credit("used", ScenarioSource.FACTORIES)
+    assert context.used == {"kept": ScenarioSource.STUBS, "used": ScenarioSource.FACTORIES}
