@@ -35,6 +35,12 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
     """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
     unchanged (when given), public ones, then fewer required constructor arguments. (One that
     overrides ``member`` still serves: the base class's function is then called on it.)"""
+    return list(_concrete_subclasses(cls, member))
+
+
+@functools.cache
+def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
+    """Cached: building one tree of objects asks again for every node of the same class."""
     top = (cls.__module__ or "").split(".")[0]
     _import_package(top)
     found: list[type] = []
@@ -58,7 +64,7 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
             sub.__name__,
         )
     )
-    return found[:MAX_SUBCLASSES]
+    return tuple(found[:MAX_SUBCLASSES])
 
 
 def _static(cls: type, member: str) -> object:
@@ -88,6 +94,15 @@ def factories_for(
     """The package's callables that return an instance of ``cls`` (or a subclass), best first:
     the class's own alternative constructors, then functions of the package.
     ``return_types(callable)`` gives the declared return types (annotation, stub, docstring)."""
+    return list(_factories_for(cls, return_types))
+
+
+@functools.cache
+def _factories_for(
+    cls: type, return_types: Callable[[object], list[Any]]
+) -> tuple[Callable[..., Any], ...]:
+    """Cached: reading every function of the package is the costly part of building an object,
+    and one tree of objects asks for the same classes many times."""
     found: list[Callable[..., Any]] = []
     for name, raw in sorted(vars(cls).items()):
         if name.startswith("_") or not isinstance(raw, classmethod):
@@ -101,7 +116,7 @@ def factories_for(
             continue
         if _returns_instance(function, cls, return_types(function), own_class=False):
             found.append(function)
-    return found[:MAX_FACTORIES]
+    return tuple(found[:MAX_FACTORIES])
 
 
 def _returns_instance(
