@@ -83,3 +83,8 @@ def test_credits_of_a_candidate_that_failed_are_withdrawn():
     with context.attempt():
         context.credit("used", ScenarioSource.FACTORIES)
     assert context.used == {"kept": ScenarioSource.STUBS, "used": ScenarioSource.FACTORIES}
+
+
+def test_without_heuristics_a_field_only_its_name_describes_is_anything():
+    spec, failure = find_synthesized_scenario("gaps_pkg.nodes.Call", (10,), sources=("subclasses",))
+    assert failure is None and "Call.args: synthesized" in spec.description

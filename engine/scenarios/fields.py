@@ -37,17 +37,18 @@ def declared_fields(cls: object, parameter: str) -> tuple[str, ...]:
     return ()
 
 
-def field_candidates(cls: type, name: str) -> list[tuple[Any, bool]]:
-    """Candidate types for one field: ``(type, annotated)``, the class's annotation first, then
-    what the name suggests."""
+def field_candidates(cls: type, name: str, guess: bool = True) -> list[tuple[Any, bool]]:
+    """Candidate types for one field: ``(type, typed)``, the class's annotation first, then
+    (with ``guess``: the heuristics source) what the name suggests (not ``typed``), else
+    anything (as for a field annotated ``Any``)."""
     found: list[tuple[Any, bool]] = []
     hint = class_hints(cls).get(name)
     if hint is not None and hint not in (Any, object):
         found.append((hint, True))
-    guess = guess_from_name(name)
-    if guess is not None:
-        found.append((guess, False))
-    return found or [(Any, False)]
+    guessed = guess_from_name(name) if guess else None
+    if guessed is not None:
+        found.append((guessed, False))
+    return found or [(Any, True)]
 
 
 def class_hints(cls: type) -> dict[str, Any]:

@@ -80,14 +80,14 @@ def arguments_for(
 def _build_field(cls: Any, name: str, context: BuildContext) -> Any:
     """A value for one field a class lists for its constructor (see :mod:`.fields`)."""
     problems = []
-    for annotation, annotated in field_candidates(cls, name):
+    for annotation, typed in field_candidates(cls, name, "heuristics" in context.sources):
         try:
             with context.attempt():
                 value = build(annotation, context, name)
         except CannotSynthesize as error:
             problems.append(str(error))
             continue
-        source = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
+        source = ScenarioSource.SYNTHESIZED if typed else ScenarioSource.HEURISTICS
         context.credit(f"{name_of(cls)}.{name}", source)
         return value
     raise CannotSynthesize(f"field {name!r} of {name_of(cls)}: {problems[0]}")
