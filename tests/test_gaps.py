@@ -26,8 +26,13 @@ def spec_for(gathered, qualname):
     return specs[0]
 
 
-def test_every_entry_point_of_the_fixture_is_profiled(gathered):
+def test_every_entry_point_of_the_fixture_is_profiled_or_says_why(gathered):
     missing = gathered.unscenarioed()
+    header = missing.pop("gaps_pkg.Unpacker.read_header")  # says what feeding it first did
+    assert header.kind is Coverage.NO_ARGUMENTS and header.reason.startswith(
+        "synthesised arguments were rejected: the call raised OutOfData"
+    )
+    assert "; with Unpacker.feed(b'" in header.reason and "raised ValueError" in header.reason
     assert set(missing) == {"gaps_pkg.nodes.Node", "gaps_pkg.nodes.Expr"}
     for failure in missing.values():  # abstract by convention: said so, not "no arguments"
         assert failure.kind is Coverage.SKIPPED

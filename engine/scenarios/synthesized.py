@@ -161,6 +161,7 @@ def find_synthesized_scenario(
     """
     first_failure: Failure | None = None
     variant, choices = 0, 1
+    fed = False  # a failure with a fed receiver was added to the reason
     while variant < min(choices, MAX_VARIANTS):
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
@@ -201,6 +202,13 @@ def find_synthesized_scenario(
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
+        if first_failure is not None and isinstance(synthesis.warmup, Warmup) and not fed:
+            fed = True  # say what feeding the receiver first did too, once
+            first_failure = replace(
+                first_failure,
+                reason=f"{first_failure.reason}; with {synthesis.warmup.shown} before each "
+                f"call, the call {failure.reason}",
+            )
         first_failure = first_failure or replace(
             failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
         )
