@@ -34,7 +34,7 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances
+from apiprof.engine.scenarios import instances, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
@@ -47,14 +47,6 @@ from apiprof.engine.scenarios.heuristics import (
     infer_from_usage,
 )
 from apiprof.engine.scenarios.signatures import package_classes
-from apiprof.engine.scenarios.typetext import (
-    BinaryFileMarker,
-    DirectoryMarker,
-    PathMarker,
-    TextFileMarker,
-    evaluate_type,
-    module_namespace,
-)
 
 _LEAVES = (int, float, complex, str, bytes, bool, type(None))
 
@@ -195,13 +187,13 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if tp in _SPECIAL_VALUES:
         return _SPECIAL_VALUES[tp](context, name, rng)
     if (
-        tp is TextFileMarker
+        tp is typetext.TextFileMarker
         or tp in (typing.TextIO, io.StringIO, io.TextIOBase)
         or (origin is typing.IO and args == (str,))
     ):
         context.sized = context.files = True
         return io.StringIO(_json_text(rng, n))
-    if tp in (BinaryFileMarker, typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (
+    if tp in (typetext.BinaryFileMarker, typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (
         origin is typing.IO and args == (bytes,)
     ):
         context.sized = context.files = True
@@ -300,8 +292,8 @@ def _traceback(context: BuildContext, name: str, rng: random.Random) -> types.Tr
 
 
 _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = {
-    PathMarker: _sandbox_file,
-    DirectoryMarker: _sandbox_directory,
+    typetext.PathMarker: _sandbox_file,
+    typetext.DirectoryMarker: _sandbox_directory,
     SocketMarker: _loopback_socket,
     TracebackMarker: _traceback,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
@@ -326,8 +318,8 @@ def _named_string(name: str) -> str | None:
 def _resolve_forward(tp: str | typing.ForwardRef, context: BuildContext) -> Any:
     text = tp.__forward_arg__ if isinstance(tp, typing.ForwardRef) else tp
     module = sys.modules.get(context.qualname.split(".")[0])
-    names = {**module_namespace(module), **package_classes(context.qualname)}
-    return evaluate_type(text, names)
+    names = {**typetext.module_namespace(module), **package_classes(context.qualname)}
+    return typetext.evaluate_type(text, names)
 
 
 def _is_protocol(tp: Any) -> bool:
