@@ -47,7 +47,11 @@ SOURCE_FLAGS = [
         "do not type arguments from .pyi stubs (the package's own, types-* packages, typeshed)",
     ),
     ("docstring-types", "do not type arguments from docstrings (:param int x:, numpydoc, Google)"),
-    ("subclasses", "do not build instances from concrete subclasses and the package's factories"),
+    (
+        "subclasses",
+        "do not build instances from concrete subclasses and the package's factories, nor feed "
+        "receivers through their input method",
+    ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
 ]

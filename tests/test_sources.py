@@ -20,8 +20,9 @@ from apiprof.engine.scenarios.capture import capture_examples, captured_spec, re
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.doctypes import docstring_types, read_type
 from apiprof.engine.scenarios.heuristics import guess_from_name, infer_from_usage, usage_of
+from apiprof.engine.scenarios.partial import partial_arguments
 from apiprof.engine.scenarios.stubs import stub_signature
-from apiprof.engine.scenarios.synth import CannotSynthesize, partial_arguments, synthesize
+from apiprof.engine.scenarios.synth import CannotSynthesize, synthesize
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.engine.scenarios.typetext import PathMarker, TextFileMarker, evaluate_type
 from apiprof.model.records import ScenarioSource

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from apiprof.engine.scenarios import synth
+from apiprof.engine.scenarios import signatures, synth
+from apiprof.engine.scenarios.heuristics import guess_from_name
+from apiprof.engine.scenarios.signatures import package_classes
 from apiprof.engine.scenarios.spec import compile_scenario
 from apiprof.engine.scenarios.synth import (
     CannotSynthesize,
-    guess_from_name,
     synthesize,
     synthesize_arguments,
 )
@@ -158,7 +159,7 @@ def test_c_functions_without_signature_use_their_docstring_line(monkeypatch):
     def no_signature(obj):
         raise ValueError("no signature found for builtin")
 
-    monkeypatch.setattr(synth.inspect, "signature", no_signature)  # as on Pythons before 3.13
+    monkeypatch.setattr(signatures.inspect, "signature", no_signature)  # as on Pythons before 3.13
     # doc: "encode_basestring(string)"
     args, _ = synthesize_arguments("json.encoder.encode_basestring", 12)
     assert len(args) == 1 and isinstance(args[0], str) and len(args[0]) == 12
@@ -215,9 +216,9 @@ def test_annotations_imported_only_for_type_checking_resolve_to_the_packages_cla
 
     target, args, _ = synth.synthesize_call("typed_pkg.render_with", 10)
     assert isinstance(args[0], typed_pkg.Engine) and target(*args) == "engine" * 3
-    assert synth.package_classes("typed_pkg.users")["Engine"] is typed_pkg.Engine
+    assert package_classes("typed_pkg.users")["Engine"] is typed_pkg.Engine
     # only the annotated function's own package
-    assert "Engine" not in synth.package_classes("json")
+    assert "Engine" not in package_classes("json")
 
 
 def test_forwarded_any_args_get_no_positional_values():

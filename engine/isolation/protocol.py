@@ -25,8 +25,8 @@ from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery
 from apiprof.engine.scenarios.capture import CapturedCall
+from apiprof.engine.scenarios.partial import PartialArgument
 from apiprof.engine.scenarios.spec import ScenarioSpec
-from apiprof.engine.scenarios.synth import PartialArgument
 from apiprof.model.codec import DecodeError, from_data, to_data
 from apiprof.model.records import (
     NO_SIZE,

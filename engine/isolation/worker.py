@@ -69,8 +69,8 @@ from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
+from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
-from apiprof.engine.scenarios.synth import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.testrun import SuiteRunner
 from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError

@@ -23,7 +23,7 @@ from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import Coverage, Failure
+from apiprof.model.records import Coverage, Failure, Phase
 
 # -- combining sources -----------------------------------------------------------------------
 
@@ -101,18 +101,7 @@ def gather_scenarios(
             continue
         obj = objects[entry.qualname]
         if inspect.isclass(obj) and inspect.isabstract(obj):  # nothing can call it as it is
-            subclasses = ", ".join(sub.__qualname__ for sub in concrete_subclasses(obj)[:3])
-            failures[entry.qualname].append(
-                Failure(
-                    Coverage.SKIPPED,
-                    "abstract class: it cannot be instantiated"
-                    + (
-                        f"; its concrete subclasses ({subclasses}) are profiled"
-                        if subclasses
-                        else ""
-                    ),
-                )
-            )
+            failures[entry.qualname].append(_abstract(obj, "it cannot be instantiated"))
             continue
         calls = by_entry.get(entry.qualname, [])
         kept_captures = replay_captures(calls, tuple(sizes), check=check)
@@ -126,7 +115,7 @@ def gather_scenarios(
             if spec is not None:
                 specs.append(spec)
             elif failure is not None:
-                failures[entry.qualname].append(failure)
+                failures[entry.qualname].append(_abstract_by_its_word(obj, failure) or failure)
         if docstrings:
             found, reason = docstring_scenarios(entry, objects[entry.qualname], public)
             trials = [(spec, try_scenario(spec)[0] if check else None) for spec in found]
@@ -144,6 +133,27 @@ def gather_scenarios(
         if calls and not any(entry.qualname in spec.measured for spec in specs):
             specs.extend(_through_examples(calls, check=check))
     return Gathered(specs, failures)
+
+
+def _abstract(cls: type, why: str) -> Failure:
+    subclasses = ", ".join(sub.__qualname__ for sub in concrete_subclasses(cls)[:3])
+    return Failure(
+        Coverage.SKIPPED,
+        f"abstract class: {why}"
+        + (f"; its concrete subclasses ({subclasses}) are profiled" if subclasses else ""),
+    )
+
+
+def _abstract_by_its_word(obj: object, failure: Failure) -> Failure | None:
+    """A class abstract by convention rather than by ``abc``: its constructor refuses with an
+    error saying it is abstract (``TypeError: abstract nodes are not instantiable``,
+    ``NotImplementedError: ... is an abstract base class``) while subclasses of it exist."""
+    if not inspect.isclass(obj) or failure.phase != Phase.CALL:
+        return None
+    if "abstract" not in failure.reason.lower() or not concrete_subclasses(obj):
+        return None
+    said = failure.reason.removeprefix("synthesised arguments were rejected: the call ")
+    return replace(_abstract(obj, f"its constructor refuses ({said})"), scenario=failure.scenario)
 
 
 def _through_examples(calls: Sequence[CapturedCall], *, check: bool) -> list[ScenarioSpec]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from apiprof.engine.scenarios.fields import fields_required
 from apiprof.engine.scenarios.heuristics import function_tree
 
 MAX_SUBCLASSES = 8
@@ -34,6 +35,12 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
     """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
     unchanged (when given), public ones, then fewer required constructor arguments. (One that
     overrides ``member`` still serves: the base class's function is then called on it.)"""
+    return list(_concrete_subclasses(cls, member))
+
+
+@functools.cache
+def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
+    """Cached: building one tree of objects asks again for every node of the same class."""
     top = (cls.__module__ or "").split(".")[0]
     _import_package(top)
     found: list[type] = []
@@ -57,7 +64,7 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
             sub.__name__,
         )
     )
-    return found[:MAX_SUBCLASSES]
+    return tuple(found[:MAX_SUBCLASSES])
 
 
 def _static(cls: type, member: str) -> object:
@@ -68,11 +75,13 @@ def _static(cls: type, member: str) -> object:
 
 
 def _required(cls: type) -> int:
+    """Arguments a constructor needs: required parameters and the fields it lists (fewer
+    first, so a leaf of a tree of node classes is tried before a node that nests others)."""
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
         return 99
-    return sum(
+    return fields_required(cls) + sum(
         1
         for p in signature.parameters.values()
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
@@ -85,6 +94,15 @@ def factories_for(
     """The package's callables that return an instance of ``cls`` (or a subclass), best first:
     the class's own alternative constructors, then functions of the package.
     ``return_types(callable)`` gives the declared return types (annotation, stub, docstring)."""
+    return list(_factories_for(cls, return_types))
+
+
+@functools.cache
+def _factories_for(
+    cls: type, return_types: Callable[[object], list[Any]]
+) -> tuple[Callable[..., Any], ...]:
+    """Cached: reading every function of the package is the costly part of building an object,
+    and one tree of objects asks for the same classes many times."""
     found: list[Callable[..., Any]] = []
     for name, raw in sorted(vars(cls).items()):
         if name.startswith("_") or not isinstance(raw, classmethod):
@@ -98,7 +116,7 @@ def factories_for(
             continue
         if _returns_instance(function, cls, return_types(function), own_class=False):
             found.append(function)
-    return found[:MAX_FACTORIES]
+    return tuple(found[:MAX_FACTORIES])
 
 
 def _returns_instance(
@@ -175,9 +193,11 @@ def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
 @dataclass(frozen=True)
 class Produced:
     """Annotation marker: the value an inverse function of the package returns (``packb``'s
-    output for ``unpackb``, ``dumps``' for ``loads``), built with synthesised arguments."""
+    output for ``unpackb``, ``dumps``' for ``loads``, ``Packer.pack``'s for a method of
+    ``Unpacker``), built with synthesised arguments."""
 
     producer: Callable[..., Any]
+    owner: type | None = None  # producer is a method of this class: called on an instance
 
 
 INVERSE_WORDS = [
@@ -212,4 +232,50 @@ def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
             candidate = getattr(namespace, wanted, None) if namespace is not None else None
             if callable(candidate) and candidate is not function and candidate not in found:
                 found.append(candidate)
+    return found
+
+
+def inverse_class_producers(function: Callable[..., Any]) -> list[Produced]:
+    """For a method of a reading class (``Unpacker``, ``Decoder``), the making method of the
+    package's inverse class (``Packer.pack``, ``Encoder.encode``): what it makes is realistic
+    input for any method of the reader (``Unpacker.feed``)."""
+    owner = owner_class(function)
+    if owner is None:
+        return []
+    lowered = owner.__name__.lower()
+    found: list[Produced] = []
+    for reader, maker in INVERSE_WORDS:
+        if reader.endswith("_") or reader not in lowered:
+            continue
+        wanted = lowered.replace(reader, maker, 1)
+        for cls in _package_classes_named(owner, wanted):
+            method = getattr(cls, maker, None)
+            if callable(method):
+                found.append(Produced(method, cls))
+    return found
+
+
+def owner_class(function: Callable[..., Any]) -> type | None:
+    """The class a function found on a class belongs to (Python or compiled), else None."""
+    owner = getattr(function, "__objclass__", None)
+    if inspect.isclass(owner):
+        return owner
+    qualname = getattr(function, "__qualname__", "") or ""
+    if "." not in qualname or "<locals>" in qualname:
+        return None
+    value: Any = sys.modules.get(getattr(function, "__module__", "") or "")
+    for part in qualname.split(".")[:-1]:
+        value = getattr(value, part, None)
+    return value if inspect.isclass(value) else None
+
+
+def _package_classes_named(beside: type, lowered: str) -> list[type]:
+    """Classes whose lowercased name is ``lowered``, in ``beside``'s module or its package."""
+    module = sys.modules.get(beside.__module__ or "")
+    top = sys.modules.get((beside.__module__ or "").split(".")[0])
+    found: list[type] = []
+    for namespace in (module, top):
+        for name, value in vars(namespace).items() if namespace is not None else ():
+            if name.lower() == lowered and inspect.isclass(value) and value not in found:
+                found.append(value)
     return found

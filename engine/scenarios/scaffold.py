@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apiprof.engine.discovery.discover import Discovery
+from apiprof.engine.scenarios.partial import PartialArgument
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, FORMAT_VERSION
-from apiprof.engine.scenarios.synth import PartialArgument
 from apiprof.errors import UsageError
 from apiprof.model.records import EntryKind, EntryPoint
 

@@ -29,6 +29,7 @@ from apiprof.engine.scenarios.synth import (
     synthesize,
 )
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, failure_kind, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.warmup import Warmup
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
@@ -94,11 +95,18 @@ def synthesized_spec(
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
+    arguments = f"{qualname!r}, {size}, seed={seed}, variant={variant}, sources={tuple(sources)!r}"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
-        f"target, args, kwargs = synthesize_call({qualname!r}, {size}, seed={seed}, "
-        f"variant={variant}, sources={tuple(sources)!r})\n"
+        f"target, args, kwargs = synthesize_call({arguments})\n"
     )
+    if synthesis.warmup is not None:  # the receiver is fed its input again before each call
+        setup = (
+            "from apiprof.engine.scenarios.synth import consume, rewind, synthesize\n"
+            f"synthesis = synthesize({arguments})\n"
+            "target, args, kwargs = synthesis.target, synthesis.args, synthesis.kwargs\n"
+            "warmup = synthesis.warmup\n"
+        )
     call = "target(*args, **kwargs)"
     if lazy:
         call = f"consume({call}, {CONSUME_LIMIT if synthesis.sized else UNSIZED_CONSUME_LIMIT})"
@@ -106,6 +114,8 @@ def synthesized_spec(
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
+    if synthesis.warmup is not None:
+        call = f"warmup()\n{call}"
     if synthesis.heavy:  # n objects built one by one: a thousand is slow to make and measure
         sizes = tuple(size for size in sizes if size <= HEAVY_MAX_SIZE) or sizes[:1]
     description = f"synthesised arguments (variant {variant})" + (
@@ -115,6 +125,11 @@ def synthesized_spec(
         description += f"; types from {synthesis.describe_sources()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
+    if isinstance(synthesis.warmup, Warmup):
+        description += (
+            f"; before each call the receiver gets its input from {synthesis.warmup.shown} "
+            "(not measured)"
+        )
     return ScenarioSpec(
         id=f"synth:{qualname}",
         qualname=qualname,
@@ -125,7 +140,8 @@ def synthesized_spec(
         size_axis="n" if synthesis.sized else "",
         sizes=sizes if synthesis.sized else (),
         inputs=f"{qualname}{shown_arguments(synthesis.args, synthesis.kwargs)}"
-        + (f" at n = {sizes[0]}" if synthesis.sized and sizes else ""),
+        + (f" at n = {sizes[0]}" if synthesis.sized and sizes else "")
+        + (f" after {synthesis.warmup.shown}" if isinstance(synthesis.warmup, Warmup) else ""),
     )
 
 
@@ -145,6 +161,7 @@ def find_synthesized_scenario(
     """
     first_failure: Failure | None = None
     variant, choices = 0, 1
+    fed = False  # a failure with a fed receiver was added to the reason
     while variant < min(choices, MAX_VARIANTS):
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
@@ -185,6 +202,13 @@ def find_synthesized_scenario(
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
+        if first_failure is not None and isinstance(synthesis.warmup, Warmup) and not fed:
+            fed = True  # say what feeding the receiver first did too, once
+            first_failure = replace(
+                first_failure,
+                reason=f"{first_failure.reason}; with {synthesis.warmup.shown} before each "
+                f"call, the call {failure.reason}",
+            )
         first_failure = first_failure or replace(
             failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
         )

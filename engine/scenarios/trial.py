@@ -78,7 +78,7 @@ def failure_from(
             phase = Phase.SETUP
         elif frame.filename.startswith("<call of"):
             phase = Phase.CALL
-        elif frame.name == "consume" and frame.filename.endswith("synth.py") and phase:
+        elif frame.name == "consume" and frame.filename.endswith("consume.py") and phase:
             phase = Phase.CONSUME
     if not phase and scenario:
         phase = Phase.COLLECT

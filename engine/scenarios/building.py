@@ -1,0 +1,112 @@
+"""The state of building one call's arguments, shared by every step of argument synthesis.
+
+A :class:`BuildContext` travels through the builders (:mod:`.values`), the parameter sources
+(:mod:`.parameters`) and instance construction (:mod:`.instances`): it holds the size, the
+seed and variant that make every value reproducible, how deep building has nested, and which
+source each argument's type came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from apiprof.model.records import ScenarioSource
+
+UNSIZED_LENGTH = 10
+"""Collection length used when a scenario has no size axis."""
+
+MAX_DEPTH = 5
+"""How deep building may nest: each object built for a parameter counts twice (the parameter and
+the call that builds it), so 5 reaches an argument of an argument of an argument (a code
+generator's frame, its evaluation context, that context's environment). Plain values at the
+bottom do not count."""
+
+SOURCES = ("stubs", "docstring_types", "subclasses", "heuristics")
+"""Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
+
+RANK = [
+    ScenarioSource.SYNTHESIZED,
+    ScenarioSource.STUBS,
+    ScenarioSource.DOCSTRING_TYPES,
+    ScenarioSource.FACTORIES,
+    ScenarioSource.HEURISTICS,
+]
+"""From most to least trustworthy: a scenario is credited to the least trustworthy source any
+of its arguments came from."""
+
+
+class CannotSynthesize(Exception):
+    """No arguments can be built for this entry point; ``str(error)`` says which parameter and why."""
+
+
+@dataclass
+class BuildContext:
+    qualname: str
+    n: int
+    seed: int
+    variant: int
+    owner: type | None = None  # the class whose method is called (for a parameter named `other`)
+    sized: bool = False  # did any argument depend on n?
+    files: bool = False  # is any argument an in-memory file (to rewind before each call)?
+    choices: int = 1  # the most flavours any argument offered: variants worth trying
+    depth: int = 0
+    sources: frozenset[str] = frozenset(SOURCES)  # the enabled sources beyond annotations
+    member: str = ""  # the method or property called on an instance of ``owner``
+    heavy: bool = False  # a sized argument holds n objects built one by one (not plain values)
+    # where each argument's type came from: "parameter" -> source (for the description)
+    used: dict[str, ScenarioSource] = field(default_factory=dict)
+    # a sibling call giving the receiver its input, made before each measured call (warmup.py)
+    warmup: Callable[[], None] | None = None
+
+    def inner(self, variant: int) -> BuildContext:
+        """A context for one member of a union: its own variant, the same everything else."""
+        return BuildContext(
+            self.qualname,
+            self.n,
+            self.seed,
+            variant,
+            self.owner,
+            depth=self.depth,
+            sources=self.sources,
+            member=self.member,
+            used=self.used,
+            heavy=self.heavy,
+        )
+
+    def credit(self, parameter: str, source: ScenarioSource) -> None:
+        self.used.setdefault(parameter, source)
+
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """Building one candidate: the credits it gave are withdrawn when it fails, so the
+        description names the sources of what was used, not of what was tried."""
+        before = set(self.used)
+        try:
+            yield
+        except CannotSynthesize:
+            for name in set(self.used) - before:
+                del self.used[name]
+            raise
+
+    def rng(self, parameter: str) -> random.Random:
+        return random.Random(f"{self.seed}/{self.qualname}/{parameter}")
+
+    def pick(self, options: list[Any]) -> Any:
+        self.choices = max(self.choices, len(options))
+        return options[self.variant % len(options)]
+
+
+def rotated(items: list[Any], variant: int) -> list[Any]:
+    """``items`` starting at position ``variant`` (wrapping): later variants lead with later items."""
+    if not items:
+        return items
+    shift = variant % len(items)
+    return items[shift:] + items[:shift]
+
+
+def name_of(obj: object) -> str:
+    return getattr(obj, "__qualname__", None) or type(obj).__name__

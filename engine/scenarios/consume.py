@@ -1,0 +1,67 @@
+"""Draining what a call returns: iterators, coroutines and async iterators do their work only
+when consumed, so a synthesised scenario consumes them inside the measured call."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import collections.abc as abc
+import io
+import itertools
+from typing import Any
+
+CONSUME_LIMIT = "10 * n + 100"
+"""At most this many items are drawn from an iterator a synthesised call returns (an expression
+in the size ``n``): all of a linear-size result, while combinatorial ones (permutations,
+powersets) stay polynomial instead of running for hours."""
+UNSIZED_CONSUME_LIMIT = 1000
+
+
+def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Seek in-memory file arguments back to the start, so every call reads the same input."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, io.IOBase):
+            value.seek(0)
+
+
+def consume(result: object, limit: int = UNSIZED_CONSUME_LIMIT) -> object:
+    """Drain an iterator result (at most ``limit`` items) so a lazy API's real work is measured;
+    run a coroutine to its end, and drain an async iterator the same way."""
+    if isinstance(result, abc.Iterator):
+        collections.deque(itertools.islice(result, limit), maxlen=0)
+    elif isinstance(result, abc.Awaitable):
+        return _event_loop().run_until_complete(_awaited(result))
+    elif isinstance(result, abc.AsyncIterator):
+        _event_loop().run_until_complete(_drained(result, limit))
+    return result
+
+
+async def _awaited(result: abc.Awaitable[object]) -> object:
+    return await result
+
+
+async def _drained(result: abc.AsyncIterator[object], limit: int) -> None:
+    for _ in range(limit):
+        try:
+            await anext(result)
+        except StopAsyncIteration:
+            return
+
+
+_LOOP: list[asyncio.AbstractEventLoop] = []
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per worker for async APIs: a new loop per call would cost more than most
+    of the calls measured."""
+    if not _LOOP or _LOOP[0].is_closed():
+        _LOOP[:] = [asyncio.new_event_loop()]
+    return _LOOP[0]
+
+
+def is_lazy(result: object) -> bool:
+    """True for iterators a call returns (whose cost is paid while iterating), and for
+    coroutines and async iterators (whose work starts only when awaited)."""
+    if isinstance(result, (abc.Awaitable, abc.AsyncIterator)):
+        return True
+    return isinstance(result, abc.Iterator) and not isinstance(result, (str, bytes, io.IOBase))

@@ -1,0 +1,100 @@
+"""Instances of the package's classes: the class called with synthesised arguments, else one of
+its concrete subclasses or a factory of the package that returns one (:mod:`.factories`)."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.discovery.discover import describe_exception
+from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios.building import (
+    MAX_DEPTH,
+    BuildContext,
+    CannotSynthesize,
+    name_of,
+    rotated,
+)
+from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
+from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.model.records import ScenarioSource
+
+
+def construct(cls: type, context: BuildContext) -> object:
+    """An instance of ``cls``: the class called with synthesised arguments, else (with the
+    ``subclasses`` source) one of the package's concrete subclasses or factories."""
+    problems: list[str] = []
+    if inspect.isabstract(cls):
+        problems.append(f"{cls.__qualname__} is abstract")
+    else:
+        try:
+            with context.attempt():
+                return call_with_arguments(cls, context)
+        except CannotSynthesize as error:
+            problems.append(str(error))
+    if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
+        member = context.member if cls is context.owner else ""
+        alternatives: list[Callable[..., Any]] = [
+            *concrete_subclasses(cls, member),
+            *factories_for(cls, declared_returns),
+        ]
+        for alternative in rotated(alternatives, context.variant):
+            try:
+                with context.attempt():
+                    instance = call_with_arguments(alternative, context)
+            except CannotSynthesize:
+                continue
+            if is_instance(instance, cls):
+                context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
+                return instance
+        if alternatives:
+            problems.append(
+                f"none of its {len(alternatives)} concrete subclasses and factories "
+                f"({', '.join(name_of(a) for a in alternatives[:4])}) could be built either"
+            )
+        else:
+            problems.append("the package has no concrete subclass or factory for it")
+    elif inspect.isabstract(cls):
+        problems.append("a scenario file must choose a subclass")
+    raise CannotSynthesize("; ".join(problems))
+
+
+def is_instance(value: object, cls: type) -> bool:
+    try:
+        return isinstance(value, cls)
+    except TypeError:  # a protocol that is not runtime-checkable: trust the factory
+        return True
+
+
+def call_with_arguments(factory: Callable[..., Any], context: BuildContext) -> object:
+    context.depth += 1
+    try:
+        args, kwargs = parameters.arguments_for(factory, context)
+    finally:
+        context.depth -= 1
+    try:
+        return factory(*args, **kwargs)
+    except Exception as error:
+        raise CannotSynthesize(
+            f"constructing {name_of(factory)} with synthesised arguments raised "
+            f"{describe_exception(error)}"
+        ) from error
+
+
+def declared_returns(function: object) -> list[Any]:
+    """Return types a callable declares: annotation, stub, docstring."""
+    declared: list[Any] = []
+    try:
+        hint = typing.get_type_hints(function).get("return")
+    except Exception:
+        hint = None
+    if hint is not None:
+        declared.append(hint)
+    stub = stub_signature(function)
+    if stub is not None:
+        declared += stub.returns
+    declared += docstring_types(function).returns
+    return declared

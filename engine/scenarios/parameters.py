@@ -1,0 +1,246 @@
+"""Values for a callable's required parameters, from every source of argument types in turn.
+
+Each parameter's candidate types come from its annotation, then the sources beyond it (each
+switchable): stubs, docstring types, the package's inverse functions (``packb``'s output for
+``unpackb``), how the body uses the parameter, its name and its siblings' defaults. The first
+candidate that builds is used and its source credited.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.scenarios.building import (
+    SOURCES,
+    BuildContext,
+    CannotSynthesize,
+    name_of,
+    rotated,
+)
+from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.factories import (
+    Produced,
+    inverse_class_producers,
+    inverse_producers,
+)
+from apiprof.engine.scenarios.fields import declared_fields, field_candidates
+from apiprof.engine.scenarios.heuristics import (
+    guess_from_name,
+    infer_from_usage,
+    sibling_default,
+    usage_of,
+)
+from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
+from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.engine.scenarios.values import build
+from apiprof.model.records import ScenarioSource
+
+
+def arguments_for(
+    target: Callable[..., object], context: BuildContext, *, skip: int = 0
+) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments for the required parameters (after the first ``skip``, supplied by the caller)."""
+    signature = signature_of(target, context.sources)
+    if signature is None:
+        raise CannotSynthesize(
+            f"{name_of(target)} has no inspectable signature (no __text_signature__, no "
+            "signature line in its docstring, no stub); add a scenario file entry"
+        )
+    hints = type_hints(target)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for parameter in list(signature.parameters.values())[skip:]:
+        if parameter.kind is parameter.VAR_KEYWORD:
+            continue
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            fields = declared_fields(target, parameter.name)
+            if fields:  # the class lists what its positional arguments are
+                args.extend(_build_field(target, name, context) for name in fields)
+                continue
+            element = _element_annotation(parameter, hints)
+            if element is not None and element not in (
+                Any,
+                object,
+            ):  # `*args: Any` is forwarded on: pass none
+                args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+            continue
+        if parameter.default is not parameter.empty:
+            continue
+        value = build_parameter(target, parameter, signature, hints, context)
+        if parameter.kind is parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = value
+        else:
+            args.append(value)
+    return args, kwargs
+
+
+def _build_field(cls: Any, name: str, context: BuildContext) -> Any:
+    """A value for one field a class lists for its constructor (see :mod:`.fields`)."""
+    problems = []
+    for annotation, typed in field_candidates(cls, name, "heuristics" in context.sources):
+        try:
+            with context.attempt():
+                value = build(annotation, context, name)
+        except CannotSynthesize as error:
+            problems.append(str(error))
+            continue
+        source = ScenarioSource.SYNTHESIZED if typed else ScenarioSource.HEURISTICS
+        context.credit(f"{name_of(cls)}.{name}", source)
+        return value
+    raise CannotSynthesize(f"field {name!r} of {name_of(cls)}: {problems[0]}")
+
+
+def build_parameter(
+    target: Callable[..., object],
+    parameter: inspect.Parameter,
+    signature: inspect.Signature,
+    hints: dict[str, Any],
+    context: BuildContext,
+) -> Any:
+    """A value for one required parameter: each candidate type in turn (the variant decides
+    which comes first) until one builds; the source of the one used is credited."""
+    candidates = parameter_candidates(target, parameter, signature, hints, context.sources)
+    if not candidates:
+        raise CannotSynthesize(_why_untyped(parameter, hints, context.sources))
+    annotated = candidates[0][1] is ScenarioSource.SYNTHESIZED
+    if not annotated:  # guesses disagree: later variants lead with the next guess
+        context.choices = max(context.choices, len(candidates))
+    turn = 0 if annotated or context.depth else context.variant
+    problems = []
+    for annotation, source in rotated(candidates, turn):
+        try:
+            with context.attempt():
+                value = build(annotation, context, parameter.name)
+        except CannotSynthesize as error:
+            problems.append(str(error))
+            continue
+        context.credit(parameter.name, source)
+        return value
+    raise CannotSynthesize(problems[0])
+
+
+def parameter_candidates(
+    target: Callable[..., object],
+    parameter: inspect.Parameter,
+    signature: inspect.Signature,
+    hints: dict[str, Any],
+    sources: frozenset[str] = frozenset(SOURCES),
+) -> list[tuple[Any, ScenarioSource]]:
+    """Candidate annotations for a parameter, most trustworthy first, each with its source:
+    the annotation, the stubs, the docstring, then how it is used, named, and its siblings."""
+    found: list[tuple[Any, ScenarioSource]] = []
+    annotation = hints.get(parameter.name, parameter.annotation)
+    annotated = annotation is not parameter.empty and not isinstance(annotation, str)
+    vague = annotated and annotation in (Any, object)  # says nothing: guesses go first
+    if annotated and not vague:
+        found.append((annotation, ScenarioSource.SYNTHESIZED))
+    plain = not annotated or vague or annotation in (str, bytes)
+    if "subclasses" in sources and plain and _is_first_required(signature, parameter):
+        for producer in inverse_producers(target):  # realistic encoded input comes first
+            found.append((Produced(producer), ScenarioSource.FACTORIES))
+        for produced in inverse_class_producers(target):
+            found.append((produced, ScenarioSource.FACTORIES))
+    if "stubs" in sources:
+        stub = stub_signature(target)
+        for typed in stub.parameters.get(parameter.name, []) if stub else []:
+            found.append((typed, ScenarioSource.STUBS))
+    module = sys.modules.get(getattr(target, "__module__", "") or "")
+    if "docstring_types" in sources:
+        classes = package_classes(getattr(target, "__module__", "") or "")
+        for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
+            found.append((typed, ScenarioSource.DOCSTRING_TYPES))
+    if "heuristics" in sources and not (annotated and not vague):
+        usage = usage_of(target, parameter.name)
+        strong: list[Any] = []
+        weak: list[Any] = []
+        if usage is not None:
+            classes = package_classes(getattr(target, "__module__", "") or "")
+            strong, weak = infer_from_usage(usage, module, classes)
+        guess = guess_from_name(parameter.name)
+        for typed in [*strong[:3], *([guess] if guess is not None else []), *weak[:2]]:
+            found.append((typed, ScenarioSource.HEURISTICS))
+        sibling = sibling_default(signature, parameter.name) if not found else None
+        if sibling is not None:  # the weakest hint: only when nothing else says anything
+            found.append((sibling, ScenarioSource.HEURISTICS))
+    elif not found:  # the long-standing, always-on guesses for the most common names
+        guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
+        if guess is not None:
+            found.append((guess, ScenarioSource.SYNTHESIZED))
+    if vague:
+        found.append((annotation, ScenarioSource.SYNTHESIZED))
+    unique: dict[str, tuple[Any, ScenarioSource]] = {}
+    for typed, source in found:
+        unique.setdefault(repr(typed), (typed, source))
+    return list(unique.values())
+
+
+def _is_first_required(signature: inspect.Signature, parameter: inspect.Parameter) -> bool:
+    required = [
+        p
+        for p in signature.parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.name not in ("self", "cls")
+    ]
+    return bool(required) and required[0].name == parameter.name
+
+
+_CLASSIC_NAMES = frozenset(
+    [
+        "text",
+        "s",
+        "string",
+        "name",
+        "word",
+        "n",
+        "k",
+        "i",
+        "count",
+        "size",
+        "width",
+        "length",
+        "data",
+        "iterable",
+        "items",
+        "values",
+        "func",
+        "function",
+        "fn",
+        "f",
+        "key",
+        "predicate",
+        "obj",
+        "item",
+        "value",
+        "other",
+    ]
+)
+"""Names guessed even with ``--no-heuristics`` (what argument synthesis always understood)."""
+
+
+def _why_untyped(
+    parameter: inspect.Parameter, hints: dict[str, Any], sources: frozenset[str]
+) -> str:
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if isinstance(annotation, str):
+        return (
+            f"parameter {parameter.name!r}: annotation {annotation!r} cannot be resolved "
+            "at run time and no other source types it"
+        )
+    asked = ["annotation", *(name.replace("_", " ") for name in sorted(sources))]
+    return (
+        f"parameter {parameter.name!r} has no annotation or default, and no source says what it "
+        f"is (asked: {', '.join(asked)})"
+    )
+
+
+def _element_annotation(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
+    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing."""
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is not parameter.empty and not isinstance(annotation, str):
+        return annotation
+    singular = parameter.name[:-1] if parameter.name.endswith("s") else ""
+    return guess_from_name(singular) if singular else None

@@ -1,0 +1,61 @@
+"""What a synthesised call is made on: the function itself, or for a method, property or
+cached property an instance of its class built for the purpose."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.discovery.discover import is_compiled_function, resolve_object
+from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.instances import construct
+from apiprof.engine.scenarios.warmup import warm_receiver
+
+
+def resolve_target(
+    qualname: str, context: BuildContext
+) -> tuple[Callable[..., object], tuple[Any, ...]]:
+    """The callable to call and leading arguments (the instance, for a property getter)."""
+    obj = resolve_object(qualname)
+    owner_name, _, member = qualname.rpartition(".")
+    owner = resolve_object(owner_name) if owner_name and "." in owner_name else None
+    if not inspect.isclass(owner):
+        if not callable(obj):
+            raise CannotSynthesize(f"{qualname} is not callable")
+        if inspect.isclass(obj) and issubclass(obj, enum.Enum) and len(obj):
+            members = list(obj)  # looking a member up by value is what calling an enum does
+            return obj, (context.pick(members).value,)
+        return obj, ()
+    context.owner = owner
+    context.member = member
+    raw = inspect.getattr_static(owner, member)
+    if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
+        return getattr(owner, member), ()
+    instance = receiver(owner, context)
+    context.warmup = warm_receiver(instance, owner, member, context)
+    if isinstance(raw, property) and raw.fget is not None:
+        return raw.fget, (instance,)
+    if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":
+        return raw.func, (instance,)
+    if is_compiled_function(raw):  # a Cython method: call the function itself, as measured
+        return typing.cast(Callable[..., object], raw), (instance,)
+    if inspect.isfunction(raw) and inspect.getattr_static(type(instance), member, None) is not raw:
+        return raw, (instance,)  # a subclass overrides it: call the base class's own function
+    return getattr(instance, member), ()
+
+
+def receiver(owner: type, context: BuildContext) -> object:
+    """The instance a method is called on, built at the fixed small size: the method's own
+    arguments carry the size axis (a thousand-element receiver would make every method of
+    the class slow to measure, and its size is not what the method is called with)."""
+    size, sized = context.n, context.sized
+    context.n = UNSIZED_LENGTH
+    try:
+        return construct(owner, context)
+    finally:
+        context.n, context.sized = size, sized

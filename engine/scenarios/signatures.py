@@ -1,0 +1,123 @@
+"""What a callable takes: its signature (also for C functions that ``inspect`` cannot read) and
+its resolved annotations (also those naming classes imported only for type checking)."""
+
+from __future__ import annotations
+
+import collections.abc as abc
+import enum
+import inspect
+import re
+import sys
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.engine.scenarios.typetext import STDLIB_NAMES
+
+
+def signature_of(
+    target: Callable[..., object], sources: frozenset[str] | None = None
+) -> inspect.Signature | None:
+    """inspect.signature (``__text_signature__`` included), else the ``name(a, b)`` first
+    docstring line C functions carry, else the stub's parameter list."""
+    try:
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        pass
+    if inspect.isclass(target) and issubclass(target, BaseException):
+        return inspect.Signature()  # exceptions take any arguments; none is a valid call
+    from_doc = docstring_signature(target)
+    if from_doc is not None:
+        return from_doc
+    if sources is None or "stubs" in sources:
+        stub = stub_signature(target)
+        if stub is not None and stub.signature is not None:
+            return stub.signature
+    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
+        return inspect.Signature()
+    return None
+
+
+def docstring_signature(target: Callable[..., object]) -> inspect.Signature | None:
+    first_line = (getattr(target, "__doc__", None) or "").strip().split("\n", 1)[0]
+    match = re.match(r"^(\w+)\(([^()]*)\)", first_line)
+    if not match or match.group(1) != getattr(target, "__name__", None):
+        return None
+    parameters = []
+    for text in filter(None, (part.strip() for part in match.group(2).split(","))):
+        name, has_default, _ = text.partition("=")
+        name = name.strip().strip("[]").strip()
+        if name in ("/", "*"):
+            continue
+        if not name.isidentifier():
+            return None
+        parameters.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.POSITIONAL_ONLY,
+                default=None if has_default or "[" in text else inspect.Parameter.empty,
+            )
+        )
+    try:
+        return inspect.Signature(parameters)
+    except ValueError:  # defaults before required parameters
+        return None
+
+
+def type_hints(target: Callable[..., object]) -> dict[str, Any]:
+    """Resolved annotations; string ones that fail alone are evaluated one by one."""
+    function = target.__init__ if inspect.isclass(target) else target
+    try:
+        return typing.get_type_hints(function)
+    except Exception:
+        pass
+    hints: dict[str, Any] = {}
+    namespace = getattr(inspect.unwrap(function), "__globals__", {})
+    widened: dict[str, Any] | None = None
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        if not isinstance(annotation, str):
+            hints[name] = annotation
+            continue
+        try:
+            hints[name] = eval(annotation, namespace, vars(typing))
+            continue
+        except Exception:
+            pass
+        # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib ones
+        if widened is None:
+            widened = {
+                **WELL_KNOWN_NAMES,
+                **package_classes(getattr(function, "__module__", "") or ""),
+                **namespace,
+            }
+        try:
+            hints[name] = eval(annotation, widened, vars(typing))
+        except Exception:
+            continue
+    return hints
+
+
+WELL_KNOWN_NAMES: dict[str, Any] = {**STDLIB_NAMES, "Enum": enum.Enum, "abc": abc}
+"""Standard-library names annotations often import only for type checking."""
+
+
+def package_classes(module: str) -> dict[str, type]:
+    """The classes defined in ``module``'s top-level package and imported so far, by their names
+    (a name two classes share is left out: it would be a guess)."""
+    package = module.split(".")[0]
+    if not package:
+        return {}
+    found: dict[str, type | None] = {}
+    for name, loaded in list(sys.modules.items()):
+        if loaded is None or not (name == package or name.startswith(package + ".")):
+            continue
+        for value in list(vars(loaded).values()):
+            if (
+                isinstance(value, type)
+                and (getattr(value, "__module__", "") or "").split(".")[0] == package
+            ):
+                seen = found.setdefault(value.__name__, value)
+                if seen is not value:
+                    found[value.__name__] = None
+    return {name: cls for name, cls in found.items() if cls is not None}

@@ -1,0 +1,481 @@
+"""Values for a type at size n: ``str`` of length n, ``list[T]`` of n items, ``dict[K, V]`` of n
+entries, files and sockets in the sandbox, the package's own classes (through
+:mod:`.instances`), else hypothesis' ``from_type`` drawn deterministically.
+
+Some types have several *flavours* (a ``str`` may be prose, a JSON array or digits): the
+context's variant picks one, so a caller can retry with another flavour when a function rejects
+the first.
+"""
+
+from __future__ import annotations
+
+import collections
+import collections.abc as abc
+import datetime
+import decimal
+import enum
+import fractions
+import inspect
+import io
+import os
+import pathlib
+import random
+import re
+import socket
+import sys
+import tempfile
+import types
+import typing
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.discovery.discover import describe_exception
+
+# instances and parameters build objects and arguments from values built here: a cycle, so
+# their modules (not names) are imported where the cycle closes, and used only at call time
+from apiprof.engine.scenarios import instances, typetext
+from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
+from apiprof.engine.scenarios.factories import Produced
+from apiprof.engine.scenarios.heuristics import (
+    CharMarker,
+    SameClassMarker,
+    SocketMarker,
+    TracebackMarker,
+    Usage,
+    guess_from_name,
+    infer_from_usage,
+)
+from apiprof.engine.scenarios.signatures import package_classes
+
+_LEAVES = (int, float, complex, str, bytes, bool, type(None))
+
+
+def identity(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for a required callable: returns its first argument."""
+    return args[0] if args else None
+
+
+_WORDS = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+]
+_SEQUENCE_ORIGINS = {
+    list,
+    abc.Sequence,
+    abc.MutableSequence,
+    abc.Collection,
+    abc.Iterable,
+    abc.Reversible,
+    abc.Container,
+    abc.Sized,
+}
+_SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
+_MAPPING_ORIGINS = {
+    dict,
+    abc.Mapping,
+    abc.MutableMapping,
+    collections.OrderedDict,
+    collections.defaultdict,
+}
+
+
+def _text(rng: random.Random, n: int) -> str:
+    words: list[str] = []
+    length = 0
+    while length < n:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:n]
+
+
+def _word(rng: random.Random) -> str:
+    """An identifier-like word (``loremdolor``): not sized, since names do not grow with n."""
+    return rng.choice(_WORDS) + rng.choice(_WORDS)
+
+
+def _json_text(rng: random.Random, n: int) -> str:
+    return "[" + ", ".join(str(rng.randint(0, 999)) for _ in range(n)) + "]"
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(max(n - 1, 0)))
+
+
+def build(annotation: Any, context: BuildContext, name: str) -> Any:
+    if context.depth > MAX_DEPTH and annotation not in _LEAVES:
+        raise CannotSynthesize(f"parameter {name!r}: type {annotation!r} nests too deeply")
+    context.depth += 1
+    try:
+        return _build_value(annotation, context, name, context.rng(name))
+    finally:
+        context.depth -= 1
+
+
+def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) -> Any:
+    n = context.n
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, (str, typing.ForwardRef)):  # a forward reference left unresolved
+        resolved = _resolve_forward(tp, context)
+        if resolved is None:
+            raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
+        return _build_value(resolved, context, name, rng)
+    if isinstance(tp, Produced):
+        producer = tp.producer
+        if tp.owner is not None:  # a method: made on an instance of its class
+            maker = instances.construct(tp.owner, context)
+            producer = getattr(maker, getattr(producer, "__name__", ""))
+        value = instances.call_with_arguments(producer, context)
+        if value is None:
+            raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
+        context.sized |= isinstance(value, (str, bytes))
+        return value
+    if tp in _TYPING_PROTOCOLS:
+        return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
+    if _is_protocol(tp):
+        return _build_protocol(tp, context, name, rng)
+    if tp is Any or tp is object or tp is inspect.Parameter.empty:
+        return _build_value(context.pick([list[int], str, int]), context, name, rng)
+    if isinstance(tp, typing.TypeVar):
+        constraints = tp.__constraints__ or ((tp.__bound__,) if tp.__bound__ else (Any,))
+        return _build_value(constraints[0], context, name, rng)
+    if isinstance(tp, typing.NewType):
+        return _build_value(tp.__supertype__, context, name, rng)
+    if tp is type(None) or tp is None:
+        return None
+    if tp is bool:
+        return context.pick([False, True])
+    if tp is int:
+        return context.pick([rng.randint(8, 16), 2, 0])
+    if tp is float:
+        return context.pick([rng.uniform(0.05, 0.95), rng.uniform(1.0, 100.0), 0.0])
+    if tp is complex:
+        return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
+    if tp is str:  # prose, one word (names, labels and keys reject spaces), a JSON array, digits
+        named = _named_string(name)  # a format the parameter's name asks for comes first
+        options = [_text(rng, n), None, _json_text(rng, n), _digits(rng, n), _ISO_TIME, "x"]
+        text = context.pick([named, *options] if named else options)
+        if text is None:
+            return _word(rng)
+        context.sized |= text not in (named, _ISO_TIME, "x")
+        return text
+    if tp in (bytes, bytearray):
+        context.sized = True
+        return tp(rng.randbytes(n))
+    if tp is SameClassMarker:
+        if context.owner is None:
+            return _build_value(Any, context, name, rng)
+        return instances.construct(context.owner, context)
+    if tp in _SPECIAL_VALUES:
+        return _SPECIAL_VALUES[tp](context, name, rng)
+    if (
+        tp is typetext.TextFileMarker
+        or tp in (typing.TextIO, io.StringIO, io.TextIOBase)
+        or (origin is typing.IO and args == (str,))
+    ):
+        context.sized = context.files = True
+        return io.StringIO(_json_text(rng, n))
+    if tp in (typetext.BinaryFileMarker, typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (
+        origin is typing.IO and args == (bytes,)
+    ):
+        context.sized = context.files = True
+        return io.BytesIO(_json_text(rng, n).encode())
+    if origin in (typing.Union, types.UnionType):
+        members = [member for member in args if member is not type(None)] or [type(None)]
+        member = members[context.variant % len(members)]
+        context.choices = max(context.choices, len(members))
+        inner = context.inner(context.variant // len(members))
+        value = _build_value(member, inner, name, rng)
+        context.sized |= inner.sized
+        context.files |= inner.files
+        context.choices = max(context.choices, inner.choices * len(members))
+        return value
+    if origin is typing.Literal:
+        return context.pick(list(args))
+    if origin is type or tp is type:
+        chosen = args[0] if args and inspect.isclass(args[0]) else object
+        return ValueError if chosen in (BaseException, Exception) else chosen
+    if origin is abc.Callable or tp is abc.Callable or tp is typing.Callable:
+        return identity
+    if tp in _SEQUENCE_ORIGINS or origin in _SEQUENCE_ORIGINS:
+        context.sized = True
+        return _elements(args[0] if args else int, context, name, rng)
+    if tp is tuple or origin is tuple:
+        if (len(args) == 2 and args[1] is Ellipsis) or not args:
+            context.sized = True
+            element = args[0] if args else int
+            return tuple(_elements(element, context, name, rng))
+        return tuple(build(arg, context, f"{name}[{i}]") for i, arg in enumerate(args))
+    if tp in _SET_ORIGINS or origin in _SET_ORIGINS:
+        context.sized = True
+        element = args[0] if args else int
+        values = _distinct(element, context, name, rng)
+        return frozenset(values) if (origin or tp) is frozenset else set(values)
+    if tp in _MAPPING_ORIGINS or origin in _MAPPING_ORIGINS:
+        context.sized = True
+        key, value = args if len(args) == 2 else (str, int)
+        keys = _distinct(key, context, name, rng)
+        return {k: build(value, context, f"{name}[{i}]") for i, k in enumerate(keys)}
+    if origin in (abc.Iterator, abc.Generator) or tp in (abc.Iterator, abc.Generator):
+        raise CannotSynthesize(
+            f"parameter {name!r} wants an iterator, which one call would use up; "
+            "write a scenario that creates it in `call`"
+        )
+    if inspect.isclass(tp):
+        return _build_instance(tp, context, name, rng)
+    return _draw_with_hypothesis(tp, context, name)
+
+
+def _sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
+    """A file in the temporary directory (the worker's sandbox) holding text that grows with n;
+    its path."""
+    context.sized = True
+    path = _inputs_directory() / f"{_safe(name)}-{context.n}.txt"
+    path.write_text("\n".join(_text(rng, 40) for _ in range(max(context.n // 10, 1))) + "\n")
+    return str(path)
+
+
+def _sandbox_directory(context: BuildContext, name: str, rng: random.Random) -> str:
+    """A directory in the sandbox with a few small files; its path."""
+    directory = _inputs_directory() / f"{_safe(name)}-dir"
+    directory.mkdir(exist_ok=True)
+    for index in range(3):
+        (directory / f"file{index}.txt").write_text(_text(rng, 80) + "\n")
+    return str(directory)
+
+
+def _inputs_directory() -> pathlib.Path:
+    directory = pathlib.Path(tempfile.gettempdir()) / "apiprof-inputs"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+_SOCKETS: list[socket.socket] = []
+"""Both ends of every socket pair handed out, so the peer stays open while the call runs."""
+
+
+def _loopback_socket(context: BuildContext, name: str, rng: random.Random) -> socket.socket:
+    """One end of a connected socket pair, its peer holding n bytes ready to be read."""
+    ours, theirs = socket.socketpair()
+    theirs.sendall(rng.randbytes(min(context.n, 4096)))
+    _SOCKETS.extend((ours, theirs))
+    return ours
+
+
+def _traceback(context: BuildContext, name: str, rng: random.Random) -> types.TracebackType | None:
+    try:
+        raise ValueError("synthesised")
+    except ValueError as error:
+        return error.__traceback__
+
+
+_SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = {
+    typetext.PathMarker: _sandbox_file,
+    typetext.DirectoryMarker: _sandbox_directory,
+    SocketMarker: _loopback_socket,
+    TracebackMarker: _traceback,
+    CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
+}
+
+
+_ISO_TIME = "2024-06-15T12:30:00"
+"""A string flavour many parsers accept (dates, times, ISO 8601)."""
+
+
+def _named_string(name: str) -> str | None:
+    """The string a parameter's name asks for (``url`` → a URL, ``dt_str`` → an ISO date)."""
+    guess = guess_from_name(name)
+    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
+        return typing.get_args(guess)[0]
+    lowered = name.lower()
+    if any(word in lowered for word in ("date", "time", "dt", "iso", "when")):
+        return _ISO_TIME
+    return None
+
+
+def _resolve_forward(tp: str | typing.ForwardRef, context: BuildContext) -> Any:
+    text = tp.__forward_arg__ if isinstance(tp, typing.ForwardRef) else tp
+    module = sys.modules.get(context.qualname.split(".")[0])
+    names = {**typetext.module_namespace(module), **package_classes(context.qualname)}
+    return typetext.evaluate_type(text, names)
+
+
+def _is_protocol(tp: Any) -> bool:
+    return (
+        inspect.isclass(tp)
+        and bool(getattr(tp, "_is_protocol", False))
+        and tp is not typing.Protocol
+    )
+
+
+def _build_protocol(tp: type, context: BuildContext, name: str, rng: random.Random) -> Any:
+    """A value for a structural type: a callable for a call protocol, else the first builtin
+    or package class that has every method the protocol declares."""
+    members = {
+        attribute
+        for klass in tp.__mro__
+        if klass not in (object, typing.Protocol, typing.Generic)
+        for attribute in vars(klass)
+        if not attribute.startswith("_abc") and attribute not in _PROTOCOL_NOISE
+    }
+    if members <= {"__call__"} or "__call__" in members:
+        return identity
+    strong, _ = infer_from_usage(Usage(attributes=members), None, package_classes(context.qualname))
+    for candidate in strong:
+        try:
+            return build(candidate, context, name)
+        except CannotSynthesize:
+            continue
+    raise CannotSynthesize(
+        f"parameter {name!r}: nothing apiprof can build has all of {tp.__qualname__}'s "
+        f"members ({', '.join(sorted(members))})"
+    )
+
+
+_TYPING_PROTOCOLS: dict[Any, Any] = {
+    typing.SupportsIndex: int,
+    typing.SupportsInt: int,
+    typing.SupportsAbs: int,
+    typing.SupportsFloat: float,
+    typing.SupportsRound: float,
+    typing.SupportsComplex: complex,
+    typing.SupportsBytes: bytes,
+}
+"""The standard library's one-method protocols, and the plain type that satisfies each."""
+
+_PROTOCOL_NOISE = frozenset(
+    {
+        "__module__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__parameters__",
+        "__orig_bases__",
+        "__protocol_attrs__",
+        "__non_callable_proto_members__",
+        "__subclasshook__",
+        "__init__",
+        "__annotations__",
+        "__qualname__",
+        "__abstractmethods__",
+        "__slots__",
+        "_is_protocol",
+        "_is_runtime_protocol",
+        "__type_params__",
+        "__static_attributes__",
+        "__firstlineno__",
+        "__callable_proto_members_only__",
+    }
+)
+
+
+def _elements(element: Any, context: BuildContext, name: str, rng: random.Random) -> list[Any]:
+    """n items: plain numbers and words drawn from one stream, anything else built one by one."""
+    if element is int or element is Any:
+        return [rng.randint(1, 1000) for _ in range(context.n)]
+    if element is float:
+        return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
+    if element is str:
+        return [rng.choice(_WORDS) for _ in range(context.n)]
+    context.heavy = True  # n objects built one by one: keep the sizes small
+    return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
+
+
+def _distinct(element: Any, context: BuildContext, name: str, rng: random.Random) -> list[Any]:
+    """n distinct keys: numbers and strings made unique by index, others as drawn. Keys and set
+    members must be hashable, so an unconstrained type (``Any``, a bare TypeVar) gets words."""
+    if (
+        element is Any
+        or element is object
+        or (
+            isinstance(element, typing.TypeVar)
+            and not element.__constraints__
+            and element.__bound__ is None
+        )
+    ):
+        element = str
+    if element is int:
+        return rng.sample(range(context.n * 10), context.n)
+    if element is str:
+        return [f"{rng.choice(_WORDS)}{i}" for i in range(context.n)]
+    return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
+
+
+def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Random) -> Any:
+    if issubclass(cls, enum.Enum):
+        return context.pick(list(cls))
+    if issubclass(cls, (os.PathLike, pathlib.PurePath)):
+        concrete = cls if issubclass(cls, pathlib.PurePath) else pathlib.Path
+        return concrete(_sandbox_file(context, name, rng))
+    if issubclass(cls, datetime.datetime):
+        return datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+    if issubclass(cls, datetime.date):
+        return datetime.date(2024, 1, 1) + datetime.timedelta(days=rng.randint(0, 1000))
+    if issubclass(cls, datetime.timezone) or cls is datetime.tzinfo:
+        return context.pick([datetime.UTC, datetime.timezone(datetime.timedelta(hours=2))])
+    if issubclass(cls, datetime.timedelta):
+        return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
+    if cls in (decimal.Decimal, fractions.Fraction):
+        return cls(str(rng.randint(1, 10**6))) / 7
+    if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects
+        return (ValueError if cls in (BaseException, Exception) else cls)("synthesised")
+    module = getattr(cls, "__module__", "")
+    if module.split(".")[0] == context.qualname.split(".")[0]:  # the package's own classes
+        return instances.construct(cls, context)
+    return _draw_with_hypothesis(cls, context, name)
+
+
+def _draw_with_hypothesis(tp: Any, context: BuildContext, name: str) -> Any:
+    """One value hypothesis' ``from_type`` builds for the type, drawn reproducibly (seeded)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as seeded
+    from hypothesis import strategies as st
+
+    drawn: list[Any] = []
+
+    @seeded(context.seed)
+    @settings(
+        max_examples=1,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.from_type(tp))
+    def draw(value: Any) -> None:
+        drawn.append(value)
+
+    try:
+        with warnings.catch_warnings():
+            # e.g. SmallSearchSpaceWarning: one value is all we want
+            warnings.simplefilter("ignore")
+            draw()
+    except Exception as error:  # ResolutionFailed, Unsatisfiable, or the type's own constructor
+        raise CannotSynthesize(
+            f"parameter {name!r}: cannot build a value of type {tp!r} ({describe_exception(error)})"
+        ) from None
+    if not drawn:
+        raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
+    return drawn[0]

@@ -1,0 +1,92 @@
+"""Receivers that need input before a method can work: an unpacker must be fed bytes before
+``unpack`` returns anything, a decoder before ``read``. A fresh instance makes such methods fail
+("no more data"), so — when the plain receiver is rejected — a sibling method that takes the
+input (``feed``, ``write``, ``update``...) is called on it before each measured call, with
+realistic input where the package makes it (the inverse class's output: ``Packer.pack`` for an
+``Unpacker``). The feeding runs outside what is measured: only the method's own calls count.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.capture import shown_arguments
+from apiprof.engine.scenarios.signatures import signature_of, type_hints
+from apiprof.model.records import ScenarioSource
+
+FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend", "add")
+"""Names of methods that hand a receiver its input, most specific first."""
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """A sibling call to make on the receiver before each measured call."""
+
+    feeder: Callable[..., object]  # bound to the receiver
+    value: object
+    label: str  # "Unpacker.feed"
+
+    def __call__(self) -> None:
+        self.feeder(self.value)
+
+    @property
+    def shown(self) -> str:
+        """``Unpacker.feed(b'...')``, as a person reads it."""
+        return f"{self.label}{shown_arguments((self.value,), {})}"
+
+
+def feeder_of(owner: type, member: str) -> str:
+    """The name of ``owner``'s public method that takes one input, or "" (also when the method
+    profiled is itself a feeder: it is measured on the plain receiver)."""
+    if member in FEEDERS:
+        return ""
+    for name in FEEDERS:
+        method = getattr(owner, name, None)
+        if callable(method) and _required_count(method) == 1:
+            return name
+    return ""
+
+
+def warm_receiver(
+    instance: object, owner: type, member: str, context: BuildContext
+) -> Warmup | None:
+    """The warm-up for a method of ``owner`` called on ``instance``, when ``owner`` has a
+    feeder and the variant asks for one (plain first: most methods work without); raises
+    CannotSynthesize when no input for the feeder can be built."""
+    name = feeder_of(owner, member)
+    if not name or not context.pick([False, True]):
+        return None
+    method = getattr(owner, name)
+    signature = signature_of(method, context.sources)
+    if signature is None:
+        return None
+    parameter = _required(signature)[1]  # after self
+    inner = BuildContext(
+        context.qualname, UNSIZED_LENGTH, context.seed, 0, owner, sources=context.sources
+    )
+    inner.depth = context.depth + 1
+    try:
+        value = parameters.build_parameter(method, parameter, signature, type_hints(method), inner)
+    except CannotSynthesize as error:
+        raise CannotSynthesize(f"feeding the receiver with {name}: {error}") from None
+    label = f"{owner.__name__}.{name}"
+    context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
+    return Warmup(getattr(instance, name), value, label)
+
+
+def _required_count(method: Callable[..., object]) -> int:
+    """Required parameters besides ``self`` (-1 when the signature cannot be read)."""
+    signature = signature_of(method)
+    return -1 if signature is None else len(_required(signature)) - 1
+
+
+def _required(signature: inspect.Signature) -> list[inspect.Parameter]:
+    return [
+        p
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]

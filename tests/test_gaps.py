@@ -1,0 +1,95 @@
+"""Argument synthesis on untyped code shaped like the misses of real packages (fixture
+``gaps_pkg``): every mechanism added for them profiles its case and is credited."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import Coverage, ScenarioSource
+
+
+@pytest.fixture(scope="module")
+def gathered():
+    return gather_scenarios(discover("gaps_pkg"), sizes=(10, 100))
+
+
+def spec_for(gathered, qualname):
+    specs = [spec for spec in gathered.specs if spec.qualname == qualname]
+    assert specs, gathered.unscenarioed().get(qualname)
+    return specs[0]
+
+
+def test_every_entry_point_of_the_fixture_is_profiled_or_says_why(gathered):
+    missing = gathered.unscenarioed()
+    header = missing.pop("gaps_pkg.Unpacker.read_header")  # says what feeding it first did
+    assert header.kind is Coverage.NO_ARGUMENTS and header.reason.startswith(
+        "synthesised arguments were rejected: the call raised OutOfData"
+    )
+    assert "; with Unpacker.feed(b'" in header.reason and "raised ValueError" in header.reason
+    assert set(missing) == {"gaps_pkg.nodes.Node", "gaps_pkg.nodes.Expr"}
+    for failure in missing.values():  # abstract by convention: said so, not "no arguments"
+        assert failure.kind is Coverage.SKIPPED
+        assert failure.reason.startswith(
+            "abstract class: its constructor refuses (raised TypeError"
+        )
+    assert "concrete subclasses (Call, Name)" in missing["gaps_pkg.nodes.Expr"].reason
+    for spec in gathered.specs:
+        assert try_scenario(spec)[0] is None, spec.id
+
+
+def test_a_reader_is_fed_by_its_sibling_with_what_the_inverse_class_makes(gathered):
+    spec = spec_for(gathered, "gaps_pkg.Unpacker.unpack")
+    assert spec.source is ScenarioSource.FACTORIES
+    assert "Unpacker.feed(b'" in spec.inputs and "not measured" in spec.description
+    assert spec.call.startswith("warmup()\n")
+    # the method that works on a fresh receiver is measured on a fresh one
+    plain = spec_for(gathered, "gaps_pkg.Unpacker.buffered")
+    assert "warmup" not in plain.call
+    # repeated calls each find a value: the receiver is fed again before each
+    failure, result = try_scenario(spec)
+    assert failure is None and result == try_scenario(spec)[1]
+
+
+def test_feeding_is_part_of_the_subclasses_source():
+    spec, failure = find_synthesized_scenario(
+        "gaps_pkg.Unpacker.unpack", (10,), sources=("heuristics",)
+    )
+    assert spec is None and "OutOfData" in failure.reason
+
+
+def test_nodes_get_the_fields_their_class_lists_typed_by_its_annotations(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Loop")
+    for field in ("target", "iter", "body"):  # typed by the class's annotations
+        assert f"Loop.{field}: synthesized" in spec.description
+    loop = try_scenario(spec)[1]
+    assert isinstance(loop.target, sys.modules["gaps_pkg.nodes"].Expr)
+    assert isinstance(loop.body, list) and loop.body
+    # a field only its name describes is a guess
+    call = spec_for(gathered, "gaps_pkg.nodes.Call")
+    assert "Call.args: heuristics" in call.description and call.source is ScenarioSource.HEURISTICS
+    # the base class's methods run on a concrete node that has its fields
+    count = spec_for(gathered, "gaps_pkg.nodes.Call.count_nodes")
+    assert try_scenario(count)[1] >= 1
+
+
+def test_credits_of_a_candidate_that_failed_are_withdrawn():
+    context = BuildContext("gaps_pkg.nodes.Loop", 10, 0, 0)
+    context.credit("kept", ScenarioSource.STUBS)
+    with pytest.raises(CannotSynthesize), context.attempt():
+        context.credit("tried", ScenarioSource.HEURISTICS)
+        raise CannotSynthesize("this candidate does not build")
+    with context.attempt():
+        context.credit("used", ScenarioSource.FACTORIES)
+    assert context.used == {"kept": ScenarioSource.STUBS, "used": ScenarioSource.FACTORIES}
+
+
+def test_without_heuristics_a_field_only_its_name_describes_is_anything():
+    spec, failure = find_synthesized_scenario("gaps_pkg.nodes.Call", (10,), sources=("subclasses",))
+    assert failure is None and "Call.args: synthesized" in spec.description
