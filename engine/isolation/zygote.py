@@ -100,6 +100,7 @@ def become_worker(
     os.chdir(sandbox)
     os.environ.update(confine.sandbox_variables(sandbox))
     tempfile.tempdir = None  # found again from TMPDIR, should anything ask
+    sys.argv = worker_argv(sys.argv, request_fd, result_fd, sandbox)
     values = vars(args) | {
         "request_fd": request_fd,
         "result_fd": result_fd,
@@ -108,6 +109,19 @@ def become_worker(
         "parent": 0,  # it dies with its zygote, which dies with the scanner
     }
     return argparse.Namespace(**values)
+
+
+def worker_argv(argv: list[str], request_fd: int, result_fd: int, sandbox: Path) -> list[str]:
+    """The command line a fresh worker for this child would have had (code that reads
+    ``sys.argv`` sees what it sees in a fresh worker)."""
+    out, rest = argv[:1], iter(argv[1:])
+    for word in rest:
+        if word in ("--zygote-fd", "--sandbox"):
+            next(rest, None)
+        elif word != "--private-ipc":
+            out.append(word)
+    fds = ["--request-fd", str(request_fd), "--result-fd", str(result_fd)]
+    return [*out[:1], *fds, "--sandbox", str(sandbox), *out[1:]]
 
 
 def remove_ipc_objects() -> None:
