@@ -205,13 +205,34 @@ def python_paths(extra: Iterable[str] = ()) -> list[str]:
         *os.environ.get("PYTHONPATH", "").split(os.pathsep),
         *extra,
     ]
+    around = set(around_checkout())
     found: set[str] = set()
     for path in candidates:
         if not path or not os.path.isabs(path) or not os.path.exists(path):
             continue
+        if os.path.normpath(path) in around or os.path.realpath(path) in around:
+            continue
         found.add(os.path.normpath(path))
         found.add(os.path.realpath(path))
     return _outermost(found)
+
+
+def around_checkout() -> list[str]:
+    """The folders around apiprof's checkout when apiprof is imported from one (an editable
+    install links the import name to the checkout's root), which are never bound into a
+    sandbox. They reach the import path by accident: the checkout's root is itself a package,
+    so pytest puts the folder above it first on ``sys.path`` (and a cluster's workers inherit
+    that path). Bound, such a folder would show a worker every project beside the checkout —
+    and, for a checkout inside the temp folder, all of ``/tmp``, whose private folders (pytest's,
+    mode 0700) then hide the package's own copy below them from the sandbox's uid. A normally
+    installed apiprof sits in ``site-packages``: nothing is hidden then."""
+    import apiprof
+
+    linked = os.path.dirname(os.path.abspath(apiprof.__file__))
+    real = os.path.realpath(linked)
+    if linked == real:
+        return []
+    return [os.path.realpath(folder) for folder in _ancestors(real)]
 
 
 def package_location(package: str) -> str:
