@@ -186,7 +186,6 @@ class ForkedWorker(ConfinedWorker):
         self.zygote = zygote
         self.spawner = spawner
         self._status: int | None = None
-        self._root = root
         super().__init__(options, confinement, root)
 
     def _new_sandbox(self, root: SandboxRoot) -> Path:
@@ -231,6 +230,7 @@ class Spawner:
 
     def start(self, confinement: Confinement) -> ConfinedWorker:
         """A new worker confined as ``confinement`` says."""
+        earlier = self.fallback
         if self.options.start is Start.ZYGOTE and not self.fallback:
             zygote = self._zygote(confinement)
             if zygote is not None:
@@ -238,12 +238,12 @@ class Spawner:
                     return ForkedWorker(self.options, confinement, self.root, zygote, self)
                 except WorkerStartError as error:
                     self.fallback = f"a zygote's worker did not start ({error.detail})"
-        tried_zygote = self.fallback
         try:
             return FreshWorker(self.options, confinement, self.root)
         except WorkerStartError:
-            if tried_zygote:  # the confinement fails, not the zygote: try it at the next level
-                self.fallback = ""
+            # a fresh worker fails too: the confinement is at fault, not the zygote (the pool
+            # tries the next level, with zygotes again)
+            self.fallback = earlier
             raise
 
     def _zygote(self, confinement: Confinement) -> Zygote | None:
