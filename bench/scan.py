@@ -31,15 +31,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from apiprof.engine.isolation.confine import Isolation
-from apiprof.engine.isolation.pool import WorkerOptions, WorkerPool
+from apiprof.engine.isolation.pool import Start, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import Ping
 from apiprof.engine.scan import ScanOptions, ScanSummary, scan
 
 DEFAULT_PACKAGES = ["json", "textwrap", "statistics", "colorsys", "humanize"]
-VARIANTS = {
-    "today": {"isolation": "process", "tasks_per_worker": 200},
-    "fresh": {"isolation": "process", "tasks_per_worker": 1},
-    "strict": {"isolation": "strict", "tasks_per_worker": 1},
+VARIANTS = {  # fresh interpreters throughout; bench/worker_start.py compares the zygote's start
+    "today": {"isolation": "process", "tasks_per_worker": 200, "worker_start": "fresh"},
+    "fresh": {"isolation": "process", "tasks_per_worker": 1, "worker_start": "fresh"},
+    "strict": {"isolation": "strict", "tasks_per_worker": 1, "worker_start": "fresh"},
 }
 
 
@@ -73,7 +73,8 @@ def measure(package: str, options: ScanOptions, index: int) -> dict:
 def worker_start_up(isolation: str, times: int) -> float:
     """Median seconds to start one worker, have it answer, and stop it."""
     samples = []
-    with WorkerPool(1, WorkerOptions(isolation=Isolation(isolation))) as pool:
+    options = WorkerOptions(isolation=Isolation(isolation), start=Start.FRESH)
+    with WorkerPool(1, options) as pool:
         pool.settle()  # the level is settled (and its first worker started) outside the timing
         for _ in range(times):
             started = time.perf_counter()

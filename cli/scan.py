@@ -185,6 +185,13 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "(default): strict where available, else process with a warning",
     )
     parser.add_argument(
+        "--worker-start",
+        choices=["zygote", "fresh"],
+        default=default.worker_start,
+        help="zygote (default): fork each entry point's worker from a confined process that "
+        "started once; fresh: a new interpreter and sandbox per entry point (slower)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the last unfinished scan of PACKAGE in --db (with several packages, finished ones are skipped)",
@@ -234,6 +241,7 @@ def scan_options(args: argparse.Namespace):
         memory_mb=args.memory_mb,
         guard=not args.no_sandbox_guard,
         isolation=args.isolation,
+        worker_start=args.worker_start,
         tests=args.tests,
         tests_timeout=args.tests_timeout,
         only=tuple(args.only),

@@ -61,7 +61,7 @@ from apiprof.engine.isolation.confine import (
     clean_up_after_killed_scans,
     package_location,
 )
-from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
+from apiprof.engine.isolation.pool import Start, Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.protocol import (
     Attempt,
     Blame,
@@ -151,6 +151,8 @@ class ScanOptions:
     isolation: str = Isolation.AUTO.value
     # entry points per worker: 1 = a fresh worker for each (more only to measure what that costs)
     tasks_per_worker: int = 1
+    # how workers start: "zygote" (forked from a confined process that started once) or "fresh"
+    worker_start: str = Start.ZYGOTE.value
     # profile only these entry points (qualified names); empty = every one discovered
     only: tuple[str, ...] = ()
 
@@ -208,6 +210,7 @@ class ScanOptions:
             env=env,
             isolation=Isolation(self.isolation),
             max_tasks=self.tasks_per_worker,
+            start=Start(self.worker_start),
             readable=tuple(os.path.abspath(p) for p in readable if p),
         )
 
@@ -245,6 +248,8 @@ class ScanOptions:
             problems.append("--memory-mb must be at least 64 (the interpreter alone needs some)")
         if self.isolation not in set(Isolation):
             problems.append(f"--isolation must be one of {', '.join(Isolation)}")
+        if self.worker_start not in set(Start):
+            problems.append(f"--worker-start must be one of {', '.join(Start)}")
         if self.tasks_per_worker < 1:
             problems.append("tasks_per_worker must be at least 1")
         if problems:

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -245,13 +244,6 @@ def _files(home: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    FIXTURES.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()),
-    reason="open bug: with this checkout inside the temp folder, workers of this test's Dask "
-    "cluster import hostile_pkg from tests/fixtures (the cluster's PYTHONPATH) instead of the "
-    "task's python_path copy; the attempt is still refused and reported, only its path differs",
-    strict=False,
-)
 def test_hostile_code_on_the_cluster_is_contained_and_reported(dask_cluster, tmp_path):
     """The runner on a Dask worker is the scanner: the same sandboxed workers, the same checks."""
     if reason := strict_unavailable():

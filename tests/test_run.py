@@ -129,7 +129,7 @@ def test_workers_run_in_a_fresh_sandbox_with_an_allow_listed_environment(monkeyp
         forged = '{"type": "CallDone", "id": "single", "body": {"result": "forged"}}'
         printed = pool.request(Call("builtins:print", [forged]))
     sandbox = ping.reply.cwd  # type: ignore[union-attr]
-    assert Path(sandbox).parent.name.startswith("pool-")
+    assert any(folder.name.startswith("pool-") for folder in Path(sandbox).parents)
     assert not Path(sandbox).exists(), "the sandbox directory is removed with its worker"
     assert returned(secret) == "None"
     assert returned(home) != repr(str(Path(sandbox) / "home")), "each task has a fresh worker"

@@ -116,6 +116,18 @@ def test_without_a_supervisor_the_filter_refuses_what_it_can_and_allows_what_it_
     assert run_filter(program, "x86_64", "kill", 1, 9) == EPERM
 
 
+def test_perf_event_open_reaches_only_the_calling_threads_own_events():
+    """What the timing passes open (pid 0: this thread; cpu -1: wherever it runs; no cgroup)
+    passes the filter; another process, a CPU-wide event or a cgroup's events do not."""
+    program = seccomp.build_filter("x86_64", OWN, seccomp.Mode.DENY)
+    cloexec, cgroup = 8, seccomp.PERF_FLAG_PID_CGROUP
+    assert run_filter(program, "x86_64", "perf_event_open", 0x1000, 0, -1, -1, cloexec) == ALLOW
+    assert run_filter(program, "x86_64", "perf_event_open", 0x1000, 1, -1, -1, cloexec) == EPERM
+    assert run_filter(program, "x86_64", "perf_event_open", 0x1000, 0, 0, -1, cloexec) == EPERM
+    assert run_filter(program, "x86_64", "perf_event_open", 0x1000, 0, -1, -1, cgroup) == EPERM
+    assert run_filter(program, "x86_64", "mq_open", 0x1000, 0o100) == EPERM
+
+
 def test_other_abis_are_killed():
     """32-bit calls (i386 numbers differ) and x32 calls would slip past the table."""
     program = seccomp.build_filter("x86_64", OWN, seccomp.Mode.NOTIFY)

@@ -53,6 +53,8 @@ SANDBOX_UID = 65534
 """The uid (and gid) package code runs as inside the sandbox ("nobody")."""
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 CPU_INFO = "/sys/devices/system/cpu"  # os.cpu_count() and friends read it
+SANDBOX_FOLDERS = ("home", "tmp", "cache", "config", "data")
+"""The folders of a sandbox that a worker's environment points at (home, temp, caches)."""
 
 
 class Isolation(enum.StrEnum):
@@ -203,13 +205,34 @@ def python_paths(extra: Iterable[str] = ()) -> list[str]:
         *os.environ.get("PYTHONPATH", "").split(os.pathsep),
         *extra,
     ]
+    around = set(around_checkout())
     found: set[str] = set()
     for path in candidates:
         if not path or not os.path.isabs(path) or not os.path.exists(path):
             continue
+        if os.path.normpath(path) in around or os.path.realpath(path) in around:
+            continue
         found.add(os.path.normpath(path))
         found.add(os.path.realpath(path))
     return _outermost(found)
+
+
+def around_checkout() -> list[str]:
+    """The folders around apiprof's checkout when apiprof is imported from one (an editable
+    install links the import name to the checkout's root), which are never bound into a
+    sandbox. They reach the import path by accident: the checkout's root is itself a package,
+    so pytest puts the folder above it first on ``sys.path`` (and a cluster's workers inherit
+    that path). Bound, such a folder would show a worker every project beside the checkout —
+    and, for a checkout inside the temp folder, all of ``/tmp``, whose private folders (pytest's,
+    mode 0700) then hide the package's own copy below them from the sandbox's uid. A normally
+    installed apiprof sits in ``site-packages``: nothing is hidden then."""
+    import apiprof
+
+    linked = os.path.dirname(os.path.abspath(apiprof.__file__))
+    real = os.path.realpath(linked)
+    if linked == real:
+        return []
+    return [os.path.realpath(folder) for folder in _ancestors(real)]
 
 
 def package_location(package: str) -> str:
@@ -300,10 +323,12 @@ class SandboxRoot:
         self.path.chmod(0o711)  # the sandbox uid must pass through to its own sandbox
         self._count = 0
 
-    def new_sandbox(self) -> Path:
-        """A fresh directory for one worker (owned by the sandbox uid when running as root)."""
+    def new_sandbox(self, inside: Path | None = None) -> Path:
+        """A fresh directory for one worker (owned by the sandbox uid when running as root);
+        ``inside``: in that sandbox (a zygote's, for a worker it forks)."""
         self._count += 1
-        sandbox = Path(tempfile.mkdtemp(prefix=f"w{self._count}-", dir=self.path))
+        parent = inside or self.path
+        sandbox = Path(tempfile.mkdtemp(prefix=f"w{self._count}-", dir=parent))
         sandbox.chmod(0o711)  # bubblewrap enters it with no capabilities before the uid drop
         if os.geteuid() == 0:
             os.chown(sandbox, SANDBOX_UID, SANDBOX_UID)
@@ -314,6 +339,25 @@ class SandboxRoot:
         shutil.rmtree(self.path, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.path.parent.rmdir()
+
+
+def sandbox_variables(sandbox: Path) -> dict[str, str]:
+    """The environment that puts a worker's home, temp and caches inside its sandbox."""
+    home, tmp, cache, config, data = (str(sandbox / sub) for sub in SANDBOX_FOLDERS)
+    return {
+        "HOME": home,
+        "TMPDIR": tmp,
+        "TEMP": tmp,
+        "TMP": tmp,
+        "XDG_CACHE_HOME": cache,
+        "XDG_CONFIG_HOME": config,
+        "XDG_DATA_HOME": data,
+    }
+
+
+def remove_sandbox(sandbox: Path) -> None:
+    """Remove a worker's sandbox directory and everything it wrote there."""
+    shutil.rmtree(sandbox, ignore_errors=True)
 
 
 def sandboxes_base() -> Path:

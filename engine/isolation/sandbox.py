@@ -99,6 +99,16 @@ def apply_limits(limits: Limits) -> None:
     cap(resource.RLIMIT_CORE, 0)
 
 
+def die_with_parent(parent: int) -> None:
+    """Be killed when ``parent`` dies (at the process level no PID namespace does it for us)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request above took effect
+        os._exit(1)
+
+
 Report = Callable[[Attempt], None]
 
 

@@ -62,6 +62,7 @@ CLONE_THREAD = 0x00010000
 ALLOWED_SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 PR_SET_DUMPABLE, PR_SET_SECCOMP = 4, 22
+PERF_FLAG_PID_CGROUP = 1 << 2
 OWN = object()
 """Stands for the worker's own pid (and its process group) in a rule's allowed values."""
 
@@ -78,6 +79,7 @@ class Rule:
     unless_values: tuple[object, ...] = ()  # allowed for these values (OWN: the worker's pid)
     only_values: tuple[int, ...] = ()  # matched only for these values
     unless_null: bool = False  # allowed when the (64-bit pointer) argument is NULL
+    also: tuple[Rule, ...] = ()  # allowed only when these rules allow it too (other arguments)
 
 
 NEVER, INSPECT = Rule(Kind.NEVER), Rule(Kind.INSPECT)
@@ -96,9 +98,18 @@ RULES: dict[str, Rule] = {
     "mount": NEVER, "umount2": NEVER, "pivot_root": NEVER, "chroot": NEVER, "unshare": NEVER,
     "setns": NEVER, "move_mount": NEVER, "open_tree": NEVER, "fsopen": NEVER, "fsmount": NEVER,
     "fspick": NEVER, "fsconfig": NEVER, "mount_setattr": NEVER, "bpf": NEVER,
-    # only on the calling thread (pid 0): the timing passes' context-switch records, which the
-    # kernel allows unprivileged at perf_event_paranoid 2; other processes stay out of reach
-    "perf_event_open": Rule(Kind.NEVER, arg=1, unless_values=(0,)), "keyctl": NEVER, "add_key": NEVER, "request_key": NEVER,
+    # only what the timing passes open: the calling thread (pid 0) on any CPU (-1), no cgroup
+    # (with PERF_FLAG_PID_CGROUP the pid would name a cgroup); other processes, CPU-wide and
+    # cgroup-wide events stay out of reach whatever perf_event_paranoid allows
+    "perf_event_open": Rule(
+        Kind.NEVER, arg=1, unless_values=(0,),
+        also=(Rule(Kind.NEVER, arg=2, unless_values=(-1,)),
+              Rule(Kind.NEVER, arg=4, only_flags=PERF_FLAG_PID_CGROUP)),
+    ),
+    "keyctl": NEVER, "add_key": NEVER, "request_key": NEVER,
+    # a POSIX message queue outlives its worker in the IPC namespace (a zygote's children share
+    # one); a scan never needs one
+    "mq_open": NEVER,
     "init_module": NEVER, "finit_module": NEVER, "delete_module": NEVER, "kexec_load": NEVER,
     "kexec_file_load": NEVER, "reboot": NEVER, "swapon": NEVER, "swapoff": NEVER, "acct": NEVER,
     "settimeofday": NEVER, "clock_settime": NEVER, "adjtimex": NEVER, "clock_adjtime": NEVER,
@@ -243,7 +254,18 @@ def _emit_rule(program: _Program, rule: Rule, own_pid: int, mode: Mode) -> None:
     if rule.arg < 0 or action == RET_ALLOW:
         program.emit(RET, action)
         return
-    act, allow = program.new_label(), program.new_label()
+    act = program.new_label()
+    for condition in (rule, *rule.also):
+        allow = program.new_label()
+        _emit_condition(program, condition, own_pid, act, allow)
+        program.mark(allow)
+    program.emit(RET, RET_ALLOW)
+    program.mark(act)
+    program.emit(RET, action)
+
+
+def _emit_condition(program: _Program, rule: Rule, own_pid: int, act: str, allow: str) -> None:
+    """Jump to ``act`` when ``rule`` matches the call's argument, to ``allow`` when not."""
     program.emit(LD_W_ABS, _arg_low(rule.arg))
     if rule.unless_null:
         high = program.new_label()
@@ -270,10 +292,6 @@ def _emit_rule(program: _Program, rule: Rule, own_pid: int, mode: Mode) -> None:
             program.emit(JEQ, value, true=act, false=nxt)
             program.mark(nxt)
         program.emit(JA, true=allow)
-    program.mark(act)
-    program.emit(RET, action)
-    program.mark(allow)
-    program.emit(RET, RET_ALLOW)
 
 
 # -- installing (inside the worker) -----------------------------------------------------------------

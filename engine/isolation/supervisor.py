@@ -428,7 +428,10 @@ _SENTENCES = {
     "unshare": "tried to create new namespaces (unshare)",
     "setns": "tried to enter other namespaces (setns)",
     "bpf": "tried to load a BPF program (bpf)",
-    "perf_event_open": "tried to open a performance counter (perf_event_open)",
+    "perf_event_open": (
+        "tried to open a performance counter beyond its own thread (perf_event_open)"
+    ),
+    "mq_open": "tried to open a POSIX message queue, which would outlive it (mq_open)",
     "userfaultfd": "tried to create a userfaultfd (a common kernel-exploit tool)",
     "open_by_handle_at": "tried to open a file by handle, around the sandbox's mounts",
     "syslog": "tried to read the kernel log (syslog)",

@@ -9,7 +9,8 @@ discards stdout and keeps the tail of stderr for crash reports), so nothing a pa
 corrupt a result.
 
 Start-up order matters: apiprof's own modules are imported first (they are trusted); then the
-worker confines itself — its own user namespace when bubblewrap ran as root, death with its
+worker confines itself (a worker forked by a zygote, :mod:`~apiprof.engine.isolation.zygote`,
+does the same from here on) — its own user namespace when bubblewrap ran as root, death with its
 parent, resource limits, the system-call filter (:mod:`~apiprof.engine.isolation.seccomp`),
 the reporter (:mod:`~apiprof.engine.isolation.sandbox`) — and says :class:`Ready`, naming its
 filter's listener for the scanner to take. It closes its own copy of the listener when the
@@ -24,7 +25,6 @@ import functools
 import importlib
 import importlib.util
 import os
-import signal
 import sys
 import threading
 import time
@@ -65,6 +65,7 @@ from apiprof.engine.isolation.protocol import (
     write_message,
 )
 from apiprof.engine.isolation.syscalls import native_arch
+from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
@@ -421,12 +422,23 @@ def answer(worker: Worker, request: Request) -> Reply:
         return Failed(Failure(Coverage.CRASHED, f"{type(exc).__name__}: {exc}", tail))
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m apiprof.engine.isolation.worker", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--request-fd", type=int, required=True)
-    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--request-fd", type=int, default=-1)
+    parser.add_argument("--result-fd", type=int, default=-1)
+    parser.add_argument(
+        "--zygote-fd",
+        type=int,
+        default=-1,
+        help="be a zygote: fork a worker per request on this socket (see isolation.zygote)",
+    )
+    parser.add_argument(
+        "--private-ipc",
+        action="store_true",
+        help="(zygote) the IPC namespace is its own: remove what each child left in it",
+    )
     parser.add_argument(
         "--sandbox", required=True, help="the only directory the worker may write to"
     )
@@ -452,14 +464,27 @@ def main(argv: list[str] | None = None) -> None:
         "--parent", type=int, default=0, help="die with this parent process (process level)"
     )
     args = parser.parse_args(argv)
+    if args.zygote_fd < 0 and (args.request_fd < 0 or args.result_fd < 0):
+        parser.error("--request-fd and --result-fd are required (or --zygote-fd)")
+    return args
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_arguments(argv)
     sys.dont_write_bytecode = True  # importing must not try to write .pyc files beside the package
-    timeouts.install_alarm_handler()
-    timeouts.enable_stuck_call_stop()
     if args.user_namespace:
         enter_user_namespace()
     if args.parent:
-        die_with_parent(args.parent)
+        sandbox.die_with_parent(args.parent)
+    if args.zygote_fd >= 0:
+        args = serve_forks(args)  # returns in each forked child, as that child's worker
+    run_worker(args)
+
+
+def run_worker(args: argparse.Namespace) -> None:
+    """Confine this process (limits, system-call filter, reporter) and answer requests."""
+    timeouts.install_alarm_handler()
+    timeouts.enable_stuck_call_stop()
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
     listener = -1
     if args.filter != "none":
@@ -513,16 +538,6 @@ def enter_user_namespace() -> None:
 
     empty = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, for two 32-bit halves
     check(libc.capset(ctypes.byref(Header(0x20080522, 0)), empty), "capset")
-
-
-def die_with_parent(parent: int) -> None:
-    """Be killed when the scanner dies (process level: no PID namespace does it for us)."""
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it died before the request above took effect
-        os._exit(1)
 
 
 if __name__ == "__main__":
