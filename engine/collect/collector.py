@@ -15,7 +15,9 @@ second later):
   it, every probe is switched off until the program has worked long enough to pay for more; the
   thread also sleeps longer the less budget is left;
 * records are read into log2 tallies (WALL for every call, CPU for the sampled ones); an API
-  that has given ``samples`` calls makes room for the next one drawn;
+  that has given ``samples`` calls makes room for the next one drawn, and so does one the
+  program has not called during ``IDLE_CPU_NS`` of its probed work while others wait (most
+  drawn APIs are never called by a given program: they must not hold the few places);
 * every ``interval`` seconds, and when the program exits, the tallies become one batch in the
   spool (then start from zero), and a spool past the upload threshold starts a detached
   uploader.
@@ -66,6 +68,7 @@ MIN_TICK = 0.05  # each wake-up takes the GIL from the program: not too often
 MAX_TICK = 2.0
 ASSUMED_PROBE_SHARE = 0.5  # worst-case share of program time probes take until measured
 SPEED_COST_NS = 12_000_000  # what measuring the machine-speed index costs, about
+IDLE_CPU_NS = 1_000_000_000  # program CPU time with probes on and no call before an API gives way
 
 
 @dataclass
@@ -73,6 +76,8 @@ class _Measured:
     candidate: Candidate
     kind: str
     samples: int = 0
+    seen: int = 0  # samples at the last look
+    idle_ns: int = 0  # program CPU time with probes on since the last look that found calls
 
 
 @dataclass
@@ -311,9 +316,9 @@ class Collector:
             if self.speed_ns is None and allowance - spent > 2 * SPEED_COST_NS:
                 self.speed_ns = machine_speed_ns()
                 save_machine_speed(self.layout, self.speed_ns)
-            probes.resume()
             self._absorb(probes.drain())
-            self._retire()
+            self._retire(window if not probes.paused else 0)
+            probes.resume()
             delay = (allowance - spent) / self.probe_share / 1e9
         if now - self.last_flush_ns >= self.config.interval * 1e9:
             self._flush(final=False)
@@ -367,10 +372,18 @@ class Collector:
                 self.versions[package] = package_version(package)
         self.queue[:0] = waiting
 
-    def _retire(self) -> None:
+    def _retire(self, probed_ns: int = 0) -> None:
+        """Make room: APIs with enough samples, and (while others wait) APIs not called during
+        ``IDLE_CPU_NS`` of the program's work with probes on (``probed_ns`` more since the last
+        tick)."""
         assert self.probes is not None
         for handle, measured in list(self.active.items()):
-            if measured.samples >= self.config.samples:
+            if measured.samples != measured.seen:
+                measured.seen, measured.idle_ns = measured.samples, 0
+            else:
+                measured.idle_ns += probed_ns
+            idle = measured.idle_ns >= IDLE_CPU_NS and bool(self.queue)
+            if measured.samples >= self.config.samples or idle:
                 self._absorb({handle: self.probes.unwatch(handle)})
                 del self.active[handle]
                 self.done.add(measured.candidate.qualname)
