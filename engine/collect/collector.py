@@ -1,8 +1,9 @@
 """The collector inside a collected program: choose APIs, keep their probes within budget,
 summarise into the spool.
 
-It runs on one background thread that wakes now and then (every few ms at first, up to a
-second later):
+It runs on one background thread that ticks after every so much of the program's own CPU work
+(not of wall time: on a busy machine a program may get a tenth of a CPU, and ticks paced by the
+clock would then cost ten times their share), checking the clock cheaply in between:
 
 * new modules in ``sys.modules`` bring new candidates; each is drawn with the configured rate
   and queued, and queued APIs are instrumented while fewer than the limit are, skipping one that
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     import subprocess
 
 MIN_TICK = 0.05  # each wake-up takes the GIL from the program: not too often
-MAX_TICK = 2.0
+MAX_TICK = 2.0  # seconds of the program's work (or of waiting) between ticks, at most
 ASSUMED_PROBE_SHARE = 0.5  # worst-case share of program time probes take until measured
 SPEED_COST_NS = 12_000_000  # what measuring the machine-speed index costs, about
 IDLE_CPU_NS = 1_000_000_000  # program CPU time with probes on and no call before an API gives way
@@ -169,11 +170,25 @@ class Collector:
                         break
                     delay = self._tick()
                 self.tick_cost_ns = 0.8 * self.tick_cost_ns + 0.2 * (time.thread_time_ns() - tick0)
-                self.stop.wait(delay)
+                self._wait(delay)
         except Exception:
             self._shutdown()
         finally:
             self.finished.set()
+
+    def _wait(self, work_s: float) -> None:
+        """Sleep until the program has done ``work_s`` more seconds of CPU work, the next summary
+        is due, or collection stops. A single-threaded program does at most one second of work
+        per second, so sleeping for the work still missing never wakes early by much."""
+        target = self.program_cpu_ns() + work_s * 1e9
+        flush_at = self.last_flush_ns + self.config.interval * 1e9
+        while True:
+            missing = target - self.program_cpu_ns()
+            until_flush = flush_at - time.perf_counter_ns()
+            if missing <= 0 or until_flush <= 0:
+                return
+            if self.stop.wait(min(MAX_TICK, max(MIN_TICK, missing / 1e9), until_flush / 1e9)):
+                return
 
     def _setup(self) -> bool:
         if self.config.apis:
@@ -295,7 +310,8 @@ class Collector:
         return time.process_time_ns() - self.started_cpu_ns - self.thread_cpu_ns
 
     def _tick(self) -> float:
-        """One round of bookkeeping; returns the seconds to sleep before the next."""
+        """One round of bookkeeping; returns the seconds of the program's CPU work until the
+        next (at least enough for ticks to cost a quarter of the budget at most)."""
         probes = self.probes
         assert probes is not None
         self.thread_cpu_ns = self.thread_cpu_base + time.thread_time_ns()
@@ -322,7 +338,6 @@ class Collector:
             delay = (allowance - spent) / self.probe_share / 1e9
         if now - self.last_flush_ns >= self.config.interval * 1e9:
             self._flush(final=False)
-        delay = min(delay, (self.last_flush_ns + self.config.interval * 1e9 - now) / 1e9)
         self.uploaders = [p for p in self.uploaders if p.poll() is None]
         floor = max(MIN_TICK, self.tick_cost_ns / max(self.config.budget, 1e-9) / 4e9)
         return min(MAX_TICK, max(floor, delay))
