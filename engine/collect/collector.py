@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from apiprof.engine.collect.bootstrap import wait_for_work
 from apiprof.engine.collect.choose import (
     Candidate,
     ListedCandidates,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     import subprocess
 
 MIN_TICK = 0.05  # each wake-up takes the GIL from the program: not too often
-MAX_TICK = 2.0  # seconds of the program's work (or of waiting) between ticks, at most
+MAX_TICK = 2.0  # seconds of the program's CPU work between ticks, at most
 ASSUMED_PROBE_SHARE = 0.5  # worst-case share of program time probes take until measured
 SPEED_COST_NS = 12_000_000  # what measuring the machine-speed index costs, about
 IDLE_CPU_NS = 1_000_000_000  # program CPU time with probes on and no call before an API gives way
@@ -178,17 +179,10 @@ class Collector:
 
     def _wait(self, work_s: float) -> None:
         """Sleep until the program has done ``work_s`` more seconds of CPU work, the next summary
-        is due, or collection stops. A single-threaded program does at most one second of work
-        per second, so sleeping for the work still missing never wakes early by much."""
+        is due, or collection stops."""
         target = self.program_cpu_ns() + work_s * 1e9
         flush_at = self.last_flush_ns + self.config.interval * 1e9
-        while True:
-            missing = target - self.program_cpu_ns()
-            until_flush = flush_at - time.perf_counter_ns()
-            if missing <= 0 or until_flush <= 0:
-                return
-            if self.stop.wait(min(MAX_TICK, max(MIN_TICK, missing / 1e9), until_flush / 1e9)):
-                return
+        wait_for_work(self.stop, lambda: target - self.program_cpu_ns(), flush_at)
 
     def _setup(self) -> bool:
         if self.config.apis:
