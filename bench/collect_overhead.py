@@ -1,28 +1,37 @@
-"""What in-the-wild collection costs a real program: the same program with collection off and on,
-side by side in one run.
+"""What in-the-wild collection costs a real program while it really probes: the same program
+with collection off and on, side by side in one run, per Python version.
 
-The program is the kind collection is for — it encodes and decodes JSON records, wraps and
-indents text and computes statistics over them — a fixed amount of work, ≈30 s of CPU time
-(at 1 % the collector waits until the program has worked long enough to pay for its own
-start-up, ≈5–10 s of CPU, so a shorter program would show only the hook). Each round starts it
-twice at the same moment, once with collection off and once on, each in a fresh
-interpreter started the normal way, so the start-up hook, the collector's thread, its probes
-and its summary at exit are all in the "on" run, and whatever else the machine does meanwhile
-slows both alike. Reported per round: CPU time (user + system, the program's and its
-collector's, from ``wait4``) and wall time of on ÷ off; the medians are the result, CPU first
-(wall time depends on which of the two the scheduler favours). Target ≤ 1.01, floor ≤ 1.03.
-The collector's own accounting of what it cost the "on" run is printed beside it, and each
-round also pairs two "off" runs the same way: their ratio is the noise floor of the method on
-this machine at this moment (on a busy shared machine it can be several percent).
+The program is the kind collection is for: it encodes and decodes JSON records (through a
+file, so the encoder's Python layer runs), wraps, shortens and indents text and computes
+statistics over them — ≈20 s of CPU time at the default ``--scale``. That is long enough for the
+collector to start (it waits until the program has worked long enough to pay for its own
+start-up within the budget: start-up cost ÷ 1 %, ≈5–10 s of CPU) and then probe.
 
-Collection runs with its defaults (rate 0.05, budget 1 %) against a reference of the json,
-textwrap and statistics entry points (discovered in this process, or ``--reference PATH``, e.g.
-a scan), except for the load limit: this machine may be busy with other work, and a collector
-that refuses to start would make the comparison meaningless, so ``APIPROF_COLLECT_MAX_LOAD`` is
-raised. ``--rate 1`` repeats the comparison with every candidate drawn (the budget must still
-hold when hot APIs are probed). The "collected" column says what the on runs measured.
+Each round starts three copies of it at the same moment, each in a fresh interpreter started
+the normal way — collection off, collection on, and off again (the "twin", whose ratio to the
+first is the noise floor of the method at that moment) — and the order they are started in
+rotates. Whatever else the machine does meanwhile slows all three alike. Rounds interleave the
+interpreters and configurations, so a change of load spreads over all of them. Reported per
+round: CPU time (user + system, the program's and its collector's threads, from ``wait4``) and
+wall time of on ÷ off, the load average, and what the on run probed (APIs, calls) with the
+collector's own accounting of its cost; per interpreter and configuration: the median and the
+range over rounds. CPU is the figure the target is about (≤ 1.01, floor ≤ 1.03): wall time on a
+shared machine depends on which process the scheduler favours.
 
-Run: python bench/collect_overhead.py [--rounds 5] [--rate 1] [--python EXE ...]
+Two configurations, both with collection's defaults (budget 1 %, samples, intervals) against a
+reference of the json, textwrap and statistics entry points (or ``--reference PATH``):
+
+* ``default`` — the default rate (each candidate drawn with probability 0.05): what an average
+  collected program pays. Most candidates are APIs this program never calls, so a round may
+  probe nothing — the output says how many did;
+* ``probing`` — every candidate drawn, at most 4 instrumented at once (the default limit): the
+  collector probes whatever this program calls, so this is the cost when collection does its
+  work. Every round must probe; the script fails if one did not.
+
+The load limit is raised (``APIPROF_COLLECT_MAX_LOAD``): a shared machine is often busier than
+the limit, and a collector that refuses to start would make the comparison meaningless.
+
+Run: python bench/collect_overhead.py [--rounds 3] [--scale 1700] [--python EXE ...]
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 PROGRAM = r"""
@@ -139,11 +149,29 @@ def candidates(path: Path) -> int:
         ).fetchone()[0]
 
 
-def run_pair(
+CONFIGS: dict[str, dict[str, str]] = {
+    "default": {},
+    "probing": {"APIPROF_COLLECT_RATE": "1", "APIPROF_COLLECT_MAX_APIS": "4"},
+}
+"""Collection settings of each configuration, on top of the defaults."""
+
+
+@dataclass(frozen=True)
+class Round:
+    wall: float  # on ÷ off
+    cpu: float  # on ÷ off
+    twin_cpu: float  # off ÷ off: the noise floor
+    load: float  # 1-minute load average when the round started
+    apis: int  # APIs the on run measured
+    calls: int  # calls the on run measured
+    share: float  # the collector's own accounting of what it cost the on run
+
+
+def run_together(
     python: str, program: Path, envs: dict[str, dict[str, str]]
 ) -> dict[str, tuple[float, float]]:
-    """Start the off and the on run at the same moment and wait for both: whatever else the
-    machine does meanwhile slows both alike. Returns (wall s, CPU s) per run."""
+    """Start every run at the same moment and wait for all: whatever else the machine does
+    meanwhile slows them alike. Returns (wall s, CPU s) per run."""
     t0 = time.perf_counter()
     procs = {
         name: subprocess.Popen([python, str(program)], env=env, stdout=subprocess.DEVNULL)
@@ -164,77 +192,83 @@ def run_pair(
 
 
 def collected(home: Path) -> tuple[int, int, float]:
-    """(APIs measured, calls measured, collection's share of the run by its own accounting)."""
+    """(APIs measured, calls measured, collection's share of the run by its own accounting),
+    then the run's spool and report are removed: each round reports its own run only."""
     apis, calls = set(), 0
     for path in (home / "spool").glob("*.json"):
         for api in json.loads(path.read_bytes())["apis"]:
             apis.add(api["qualname"])
             calls += sum(row[1] for row in api["metrics"].get("wall_ns", []))
+        path.unlink()
+    report = home / "state" / "last-program.json"
     try:
-        share = json.loads((home / "state" / "last-program.json").read_text())["share"]
+        share = json.loads(report.read_text())["share"]
+        report.unlink()
     except (OSError, ValueError, KeyError):
         share = float("nan")  # the collector never got past its warm-up
     return len(apis), calls, share
 
 
-def compare(
-    python: str, rounds: int, rate: str | None, reference: Path, work: Path, scale: int
-) -> None:
-    program = work / "program.py"
-    program.write_text(PROGRAM.replace("ROUNDS", str(scale)), encoding="utf-8")
+def one_round(
+    python: str, config: str, i: int, program: Path, reference: Path, work: Path
+) -> Round:
     base = {k: v for k, v in os.environ.items() if not k.startswith("APIPROF_")}
     off = {**base, "APIPROF_COLLECT": "0"}
-    wall_ratios, cpu_ratios, measured, control = [], [], [], []
-    for i in range(rounds):
-        # one home per interpreter, as a user has: start-up costs learnt carry over between rounds
-        home = work / f"home-{hashlib.sha256(python.encode()).hexdigest()[:8]}-{rate}"
-        on = {
-            **base,
-            "APIPROF_COLLECT": "1",
-            "APIPROF_HOME": str(home),
-            "APIPROF_REFERENCE": str(reference),
-            "APIPROF_COLLECT_MAX_LOAD": "1000",
-        }
-        if rate is not None:
-            on["APIPROF_COLLECT_RATE"] = rate
-        order = {"off": off, "on": on} if i % 2 == 0 else {"on": on, "off": off}
-        times = run_pair(python, program, order)
-        twins = run_pair(python, program, {"off": off, "twin": off})
-        control.append(twins["twin"][1] / twins["off"][1])
-        wall_ratios.append(times["on"][0] / times["off"][0])
-        cpu_ratios.append(times["on"][1] / times["off"][1])
-        measured.append(collected(home))
-        for path in [*(home / "spool").glob("*.json"), home / "state" / "last-program.json"]:
-            path.unlink(missing_ok=True)  # each round reports its own run only
-        print(
-            f"  round {i + 1}: off {times['off'][0]:.2f} s, on {times['on'][0]:.2f} s — wall ×{wall_ratios[-1]:.3f}, "
-            f"CPU ×{cpu_ratios[-1]:.3f}; collected {measured[-1][0]} APIs, {measured[-1][1]} calls, "
-            f"self-accounted cost {measured[-1][2]:.2%}; control off ÷ off CPU ×{control[-1]:.3f}",
-            flush=True,
-        )
-    med = statistics.median
-    label = f"rate {rate}" if rate else "default rate"
-    verdict = (
-        "meets ≤ 1 %"
-        if med(cpu_ratios) <= 1.01
-        else ("within the 3 % floor" if med(cpu_ratios) <= 1.03 else "OVER the 3 % floor")
+    # one home per interpreter and configuration, as a user has: the start-up cost learnt by
+    # one run sets the next one's warm-up
+    home = work / f"home-{hashlib.sha256(python.encode()).hexdigest()[:8]}-{config}"
+    on = {
+        **base,
+        "APIPROF_COLLECT": "1",
+        "APIPROF_HOME": str(home),
+        "APIPROF_REFERENCE": str(reference),
+        "APIPROF_COLLECT_MAX_LOAD": "1000",
+        **CONFIGS[config],
+    }
+    runs = [("off", off), ("on", on), ("twin", off)]
+    runs = runs[i % 3 :] + runs[: i % 3]  # who starts first rotates
+    load = os.getloadavg()[0]
+    times = run_together(python, program, dict(runs))
+    apis, calls, share = collected(home)
+    return Round(
+        wall=times["on"][0] / times["off"][0],
+        cpu=times["on"][1] / times["off"][1],
+        twin_cpu=times["twin"][1] / times["off"][1],
+        load=load,
+        apis=apis,
+        calls=calls,
+        share=share,
     )
-    print(
-        f"{python} ({label}): median wall ×{med(wall_ratios):.3f}, CPU ×{med(cpu_ratios):.3f} ({verdict}); "
-        f"collected per run: {med(m[0] for m in measured):.0f} APIs, {med(m[1] for m in measured):.0f} calls, "
-        f"self-accounted cost {med(m[2] for m in measured):.2%}; noise floor (off ÷ off, same pairing): "
-        f"median ×{med(control):.3f}, range ×{min(control):.3f}–×{max(control):.3f}"
-    )
+
+
+def spread(values: list[float], fmt: str = "×{:.3f}") -> str:
+    """Median and range over rounds."""
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def verdict(cpu: float) -> str:
+    if cpu <= 1.01:
+        return "meets ≤ 1 %"
+    return "within the 3 % floor" if cpu <= 1.03 else "OVER the 3 % floor"
+
+
+def version_of(python: str) -> str:
+    return subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--scale", type=int, default=900, help="work per run (rounds of 50 records)"
+        "--scale", type=int, default=1700, help="work per run (rounds of 50 records)"
     )
     parser.add_argument(
-        "--rate", action="append", default=None, help="also compare at this rate (repeatable)"
+        "--config", action="append", choices=sorted(CONFIGS), help="configurations (default: all)"
     )
     parser.add_argument(
         "--reference",
@@ -245,19 +279,55 @@ def main() -> None:
         "--python", action="append", help="interpreter with apiprof installed (repeatable)"
     )
     args = parser.parse_args()
+    pythons = args.python or [sys.executable]
+    configs = args.config or list(CONFIGS)
     with tempfile.TemporaryDirectory(prefix="apiprof-collect-bench-") as tmp:
         work = Path(tmp)
         reference = args.reference or work / "reference.db"
         if args.reference is None:
             make_reference(reference)
+        program = work / "program.py"
+        program.write_text(PROGRAM.replace("ROUNDS", str(args.scale)), encoding="utf-8")
         print(
-            f"reference: {candidates(reference)} candidate entry points; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+            f"reference: {candidates(reference)} candidate entry points; {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.2f} at the start"
         )
-        for python in args.python or [sys.executable]:
+        for python in pythons:
             hook_cost(python)
-        for python in args.python or [sys.executable]:
-            for rate in [None, *(args.rate or [])]:
-                compare(python, args.rounds, rate, reference, work, args.scale)
+        results: dict[tuple[str, str], list[Round]] = {(p, c): [] for p in pythons for c in configs}
+        for i in range(args.rounds):
+            for python in pythons:
+                for config in configs:
+                    r = one_round(python, config, i, program, reference, work)
+                    results[python, config].append(r)
+                    print(
+                        f"  round {i + 1} {version_of(python)} {config}: wall ×{r.wall:.3f}, CPU ×{r.cpu:.3f} "
+                        f"(twin off ÷ off ×{r.twin_cpu:.3f}); probed {r.apis} APIs, {r.calls} calls, "
+                        f"self-accounted {r.share:.2%}; load {r.load:.1f}",
+                        flush=True,
+                    )
+        print(
+            "\n| Python | config | CPU on ÷ off | wall on ÷ off | noise floor (CPU off ÷ off) "
+            "| load average | rounds probed | APIs, calls per round | self-accounted | verdict |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        failed = []
+        for (python, config), rounds in results.items():
+            probed = sum(1 for r in rounds if r.calls > 0)
+            cpu = statistics.median(r.cpu for r in rounds)
+            shares = [r.share for r in rounds if r.share == r.share]
+            print(
+                f"| {version_of(python)} | {config} | {spread([r.cpu for r in rounds])} "
+                f"| {spread([r.wall for r in rounds])} | {spread([r.twin_cpu for r in rounds])} "
+                f"| {spread([r.load for r in rounds], '{:.1f}')} | {probed}/{len(rounds)} "
+                f"| {statistics.median(r.apis for r in rounds):.0f}, {statistics.median(r.calls for r in rounds):.0f} "
+                f"| {spread(shares, '{:.2%}') if shares else 'never started'} | {verdict(cpu)} |"
+            )
+            if config == "probing" and probed < len(rounds):
+                failed.append(f"{python} {config}: {len(rounds) - probed} round(s) probed nothing")
+        if failed:
+            raise SystemExit("the on runs must probe: " + "; ".join(failed))
+        print("every 'probing' round probed (asserted)")
 
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ class FakeProbes:
         self.paused, self.watched, self.probe_cost_ns, self.n = False, {}, 1000.0, 0
 
     def watch(self, obj):
-        handle = len(self.watched) + 1
+        handle = max(self.watched, default=0) + 1
         self.watched[handle] = obj
         return handle
 
@@ -268,6 +268,28 @@ def test_apis_sharing_a_stack_are_never_instrumented_together(tmp_path, monkeypa
     collector._retire()
     collector._fill()
     assert {m.candidate.qualname for m in collector.active.values()} == {"json.loads"}
+
+
+def test_an_api_the_program_never_calls_gives_way_to_the_next_drawn(tmp_path, monkeypatch):
+    collector, clock = _collector(tmp_path, monkeypatch, ListedCandidates([]), max_apis=1)
+    never_called, called = (Candidate(f"json.{n}", "json", "function") for n in ("loads", "dumps"))
+    collector.queue = [never_called, called]
+
+    def tick_after(cpu_ns: int) -> set[str]:
+        clock.cpu += cpu_ns
+        collector._tick()
+        return {m.candidate.qualname for m in collector.active.values()}
+
+    assert tick_after(0) == {"json.loads"}
+    assert tick_after(900_000_000) == {"json.loads"}  # not yet a second of work without a call
+    collector.probes.n = 10**9  # far over budget: probes off, and that time is not idle time
+    assert tick_after(5_000_000_000) == {"json.loads"} and collector.probes.paused
+    collector.probes.n = 0
+    assert tick_after(100_000_000) == {"json.loads"}
+    tick_after(200_000_000)  # 1.2 s of probed work without a call: its place goes to the next
+    assert "json.loads" in collector.done
+    assert tick_after(0) == {"json.dumps"}
+    assert tick_after(30_000_000_000) == {"json.dumps"}  # nobody waits: it keeps its place
 
 
 def test_past_the_budget_every_probe_goes_off_until_the_program_has_paid(tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
 """The collector inside a collected program: choose APIs, keep their probes within budget,
 summarise into the spool.
 
-It runs on one background thread that wakes now and then (every few ms at first, up to a
-second later):
+It runs on one background thread that ticks after every so much of the program's own CPU work
+(not of wall time: on a busy machine a program may get a tenth of a CPU, and ticks paced by the
+clock would then cost ten times their share), checking the clock cheaply in between:
 
 * new modules in ``sys.modules`` bring new candidates; each is drawn with the configured rate
   and queued, and queued APIs are instrumented while fewer than the limit are, skipping one that
@@ -15,7 +16,9 @@ second later):
   it, every probe is switched off until the program has worked long enough to pay for more; the
   thread also sleeps longer the less budget is left;
 * records are read into log2 tallies (WALL for every call, CPU for the sampled ones); an API
-  that has given ``samples`` calls makes room for the next one drawn;
+  that has given ``samples`` calls makes room for the next one drawn, and so does one the
+  program has not called during ``IDLE_CPU_NS`` of its probed work while others wait (most
+  drawn APIs are never called by a given program: they must not hold the few places);
 * every ``interval`` seconds, and when the program exits, the tallies become one batch in the
   spool (then start from zero), and a spool past the upload threshold starts a detached
   uploader.
@@ -36,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from apiprof.engine.collect.bootstrap import wait_for_work
 from apiprof.engine.collect.choose import (
     Candidate,
     ListedCandidates,
@@ -63,9 +67,10 @@ if TYPE_CHECKING:
     import subprocess
 
 MIN_TICK = 0.05  # each wake-up takes the GIL from the program: not too often
-MAX_TICK = 2.0
+MAX_TICK = 2.0  # seconds of the program's CPU work between ticks, at most
 ASSUMED_PROBE_SHARE = 0.5  # worst-case share of program time probes take until measured
 SPEED_COST_NS = 12_000_000  # what measuring the machine-speed index costs, about
+IDLE_CPU_NS = 1_000_000_000  # program CPU time with probes on and no call before an API gives way
 
 
 @dataclass
@@ -73,6 +78,8 @@ class _Measured:
     candidate: Candidate
     kind: str
     samples: int = 0
+    seen: int = 0  # samples at the last look
+    idle_ns: int = 0  # program CPU time with probes on since the last look that found calls
 
 
 @dataclass
@@ -164,11 +171,18 @@ class Collector:
                         break
                     delay = self._tick()
                 self.tick_cost_ns = 0.8 * self.tick_cost_ns + 0.2 * (time.thread_time_ns() - tick0)
-                self.stop.wait(delay)
+                self._wait(delay)
         except Exception:
             self._shutdown()
         finally:
             self.finished.set()
+
+    def _wait(self, work_s: float) -> None:
+        """Sleep until the program has done ``work_s`` more seconds of CPU work, the next summary
+        is due, or collection stops."""
+        target = self.program_cpu_ns() + work_s * 1e9
+        flush_at = self.last_flush_ns + self.config.interval * 1e9
+        wait_for_work(self.stop, lambda: target - self.program_cpu_ns(), flush_at)
 
     def _setup(self) -> bool:
         if self.config.apis:
@@ -185,7 +199,7 @@ class Collector:
     def close(self) -> None:
         """At exit (host's main thread): stop the thread, read the last records, remove every
         probe, write the final summary, free the slot."""
-        t0 = time.perf_counter_ns()
+        t0 = time.thread_time_ns()  # the host's thread: its CPU time, as the budget counts
         self.stop.set()
         self.finished.wait(timeout=2.0)
         if not self.lock.acquire(timeout=2.0):
@@ -198,7 +212,7 @@ class Collector:
                 self._absorb(self.probes.drain())
                 self.probes.close()
                 self._flush(final=True)
-                self.main_thread_ns += time.perf_counter_ns() - t0
+                self.main_thread_ns += time.thread_time_ns() - t0
                 save_program_cost(self.layout, self.cost_report())
         finally:
             self._release()
@@ -290,7 +304,8 @@ class Collector:
         return time.process_time_ns() - self.started_cpu_ns - self.thread_cpu_ns
 
     def _tick(self) -> float:
-        """One round of bookkeeping; returns the seconds to sleep before the next."""
+        """One round of bookkeeping; returns the seconds of the program's CPU work until the
+        next (at least enough for ticks to cost a quarter of the budget at most)."""
         probes = self.probes
         assert probes is not None
         self.thread_cpu_ns = self.thread_cpu_base + time.thread_time_ns()
@@ -311,13 +326,12 @@ class Collector:
             if self.speed_ns is None and allowance - spent > 2 * SPEED_COST_NS:
                 self.speed_ns = machine_speed_ns()
                 save_machine_speed(self.layout, self.speed_ns)
-            probes.resume()
             self._absorb(probes.drain())
-            self._retire()
+            self._retire(window if not probes.paused else 0)
+            probes.resume()
             delay = (allowance - spent) / self.probe_share / 1e9
         if now - self.last_flush_ns >= self.config.interval * 1e9:
             self._flush(final=False)
-        delay = min(delay, (self.last_flush_ns + self.config.interval * 1e9 - now) / 1e9)
         self.uploaders = [p for p in self.uploaders if p.poll() is None]
         floor = max(MIN_TICK, self.tick_cost_ns / max(self.config.budget, 1e-9) / 4e9)
         return min(MAX_TICK, max(floor, delay))
@@ -367,10 +381,18 @@ class Collector:
                 self.versions[package] = package_version(package)
         self.queue[:0] = waiting
 
-    def _retire(self) -> None:
+    def _retire(self, probed_ns: int = 0) -> None:
+        """Make room: APIs with enough samples, and (while others wait) APIs not called during
+        ``IDLE_CPU_NS`` of the program's work with probes on (``probed_ns`` more since the last
+        tick)."""
         assert self.probes is not None
         for handle, measured in list(self.active.items()):
-            if measured.samples >= self.config.samples:
+            if measured.samples != measured.seen:
+                measured.seen, measured.idle_ns = measured.samples, 0
+            else:
+                measured.idle_ns += probed_ns
+            idle = measured.idle_ns >= IDLE_CPU_NS and bool(self.queue)
+            if measured.samples >= self.config.samples or idle:
                 self._absorb({handle: self.probes.unwatch(handle)})
                 del self.active[handle]
                 self.done.add(measured.candidate.qualname)
