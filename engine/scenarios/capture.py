@@ -8,6 +8,8 @@ point. A capture is replayed in isolation: setup unpickles the arguments, the ca
 entry point itself. Where a captured value is a list or a string, a sized variant repeats it to
 length ``n``, so growth can be fitted. Arguments that cannot be copied (open files,
 generators, locks) are not replayed; the report names the example or test that passed them.
+Paths into the capturing worker's temporary folder travel with their content
+(:mod:`~apiprof.engine.scenarios.temppaths`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
+from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.trial import try_scenario
@@ -99,7 +102,7 @@ class Recorder:
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         shown = shown_arguments(args, kwargs)
         try:
-            data = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            data = temppaths.dumps(args, kwargs)
         except Exception as error:
             if not any(c.problem for c in self.calls[qualname]):
                 problem = f"{type(error).__name__}: {error}"[:200]

@@ -16,8 +16,11 @@ import configparser
 import contextlib
 import importlib.util
 import io
+import os
+import re
 import shlex
 import sys
+import tempfile
 import time
 import tomllib
 from collections import Counter
@@ -82,9 +85,18 @@ QUIET_WARNINGS = [
     "ignore::pytest.PytestDeprecationWarning",
     "-W",
     "ignore::pytest.PytestConfigWarning",
+    "-W",
+    "ignore::pytest.PytestUnknownMarkWarning",
 ]
 """A suite's ``filterwarnings = error`` must not turn warnings of plugins installed here (not
-the suite's own choice) into errors before a single test runs."""
+the suite's own choice), or about marks of plugins that are not, into errors before a single
+test runs."""
+
+UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option")
+"""How ``--strict-markers`` refuses a mark nobody registered (one of an absent plugin's)."""
+
+MAX_RETRIES = 4
+"""Runs of the warm-up that may be repeated after adjusting options pytest refused."""
 
 
 @dataclass
@@ -96,7 +108,11 @@ class SuiteArguments:
 def suite_arguments(path: str) -> SuiteArguments:
     """pytest arguments for the suite at ``path``: quiet, no cache written, and the ini file's
     ``addopts`` without options of plugins that are not installed."""
+    # --basetemp: tmp_path folders go to the worker's own temporary directory, without the user
+    # lookup that naming pytest's usual folder needs (the sandbox refuses the nscd socket)
+    basetemp = os.path.join(tempfile.gettempdir(), "pytest-suite")
     args = [path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler", *QUIET_WARNINGS]
+    args += ["--basetemp", basetemp]
     found = read_addopts(Path(path))
     if found is None:
         return SuiteArguments(args)
@@ -207,10 +223,15 @@ class TestTally:
 
     __test__ = False  # not a test class, whatever pytest collects
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    def __init__(self, recorder: Recorder | None = None, marks: Sequence[str] = ()) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
         self.recorder = recorder
+        self.marks = marks
+
+    def pytest_configure(self, config: Any) -> None:
+        for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
+            config.addinivalue_line("markers", f"{mark}: registered by apiprof-scan")
 
     def pytest_runtest_setup(self, item: Any) -> None:
         if self.recorder is not None:
@@ -240,6 +261,7 @@ class SuiteRunner:
     seconds: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
@@ -248,22 +270,40 @@ class SuiteRunner:
     def run(self, recorder: Recorder | None = None) -> None:
         import pytest
 
-        tally = TestTally(recorder)
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
-            tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
-        self.seconds.append(time.perf_counter() - started)
-        if tally.exit_code == 4 and not self.runs and "unrecognized arguments" in self.tail():
-            # options apiprof cannot place: run the suite without its configured addopts
+        # no __pycache__ beside the suite's files: assertion rewriting would try to write there
+        sys.dont_write_bytecode = True
+        for _ in range(MAX_RETRIES + 1):
+            tally = TestTally(recorder, self.marks)
+            mark = len(self.output.getvalue())
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
+                tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
+            self.seconds.append(time.perf_counter() - started)
+            if self.runs or not self.adjusted(tally, self.output.getvalue()[mark:]):
+                break
+            self.seconds.pop()  # the refused start does not count as a run
+        self.runs.append(tally)
+
+    def adjusted(self, tally: TestTally, output: str) -> bool:
+        """Whether the first run's refusal was one apiprof can fix, and the options are fixed:
+        options it cannot place (the suite then runs without its addopts), marks of plugins
+        that are not installed under ``--strict-markers`` (registered)."""
+        if tally.exit_code == 4 and "unrecognized arguments" in output and "addopts=" not in self.args:
             self.notes.append(
                 "pytest rejected the suite's configured options "
                 f"({self.tail(1)}); ran it without its addopts"
             )
             self.args = [*self.args, "-o", "addopts="]
-            self.seconds.pop()
-            return self.run(recorder)
-        self.runs.append(tally)
-        return None
+            return True
+        marks = sorted(set(UNKNOWN_MARK.findall(output)) - set(self.marks))
+        if marks and tally.exit_code in (2, 3, 4):
+            self.marks += marks
+            self.notes.append(
+                f"registered the mark(s) {', '.join(marks)} that the suite uses but no installed "
+                "plugin defines (--strict-markers refused them)"
+            )
+            return True
+        return False
 
     def warm_up(self, qualnames: Sequence[str], capture: bool) -> list[CapturedCall]:
         """The first, unprofiled run: imports, collection, assertion rewriting — and, with
