@@ -22,6 +22,7 @@ import pickle
 import sys
 import time
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,6 +36,13 @@ from apiprof.model.records import EntryKind, EntryPoint, ScenarioSource
 
 MAX_CALLS = 3
 """Distinct argument sets kept per entry point."""
+
+MAX_TRIES = 50
+"""Calls of one entry point looked at before capture stops watching it (most repeat a kept one)."""
+
+MAX_ORIGINS = 3
+"""Examples or tests remembered per entry point as reaching it (the ``--tests`` runs after the
+first may run only those)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
@@ -64,8 +72,12 @@ class Recorder:
     watched: dict[Location, list[tuple[str, str]]]  # location -> [(qualname, how)]
     tops: frozenset[str] = frozenset()  # top-level package names the locations are under
     origin: str = ""
+    arguments: bool = True  # False: only which origins reached each entry point
     calls: dict[str, list[CapturedCall]] = field(default_factory=dict)
     seen: set[tuple[str, str]] = field(default_factory=set)
+    # the first origins (tests, examples) that reached each entry point
+    reached: dict[str, list[str]] = field(default_factory=dict)
+    tries: Counter[str] = field(default_factory=Counter)  # calls looked at, per entry point
     _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
@@ -81,14 +93,17 @@ class Recorder:
 
     def seen_start(self, code: types.CodeType, frame: types.FrameType) -> bool:
         """Record the call starting in ``frame``; False when ``code`` needs no more watching
-        (not an entry point, or all its calls are kept)."""
-        targets = self.targets(code)
+        (not an entry point, or its calls and the origins reaching it are all kept)."""
         wanted = False
-        for qualname, how in targets:
-            kept = self.calls.setdefault(qualname, [])
-            if len([c for c in kept if c.payload]) >= MAX_CALLS:
+        for qualname, how in self.targets(code):
+            origins = self.reached.setdefault(qualname, [])
+            if len(origins) < MAX_ORIGINS and self.origin not in origins:
+                origins.append(self.origin)
+            wanted = wanted or len(origins) < MAX_ORIGINS
+            if not self.wants_arguments(qualname):
                 continue
             wanted = True
+            self.tries[qualname] += 1
             args, kwargs = _arguments(frame)
             if how.startswith("init:"):  # a constructor: the class is called anew on replay
                 if not args or type(args[0]).__qualname__ != how.removeprefix("init:"):
@@ -98,6 +113,17 @@ class Recorder:
                 args = args[1:]
             self.record(qualname, args, kwargs)
         return wanted
+
+    def watched_names(self) -> set[str]:
+        return {qualname for targets in self.watched.values() for qualname, _ in targets}
+
+    def wants_arguments(self, qualname: str) -> bool:
+        """Whether calls of ``qualname`` are still worth copying: fewer than :data:`MAX_CALLS`
+        kept, and not yet :data:`MAX_TRIES` looked at (arguments that never copy cost every time)."""
+        if not self.arguments or self.tries[qualname] >= MAX_TRIES:
+            return False
+        kept = self.calls.setdefault(qualname, [])
+        return len([c for c in kept if c.payload]) < MAX_CALLS
 
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         shown = shown_arguments(args, kwargs)
@@ -202,9 +228,11 @@ def watch_list(qualnames: Sequence[str]) -> dict[Location, list[tuple[str, str]]
     return watched
 
 
-def recorder_for(qualnames: Sequence[str]) -> Recorder:
-    """A recorder watching these entry points (imports their package to find the code)."""
-    return Recorder(watch_list(qualnames), frozenset(q.split(".")[0] for q in qualnames))
+def recorder_for(qualnames: Sequence[str], *, arguments: bool = True) -> Recorder:
+    """A recorder watching these entry points (imports their package to find the code); without
+    ``arguments`` it only notes which origins reach them."""
+    tops = frozenset(q.split(".")[0] for q in qualnames)
+    return Recorder(watch_list(qualnames), tops, arguments=arguments)
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ class _Pickler(pickle.Pickler):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.root = root
 
-    def reducer_override(self, obj: object) -> object:
+    def reducer_override(self, obj: object) -> Any:
         if isinstance(obj, PurePath):
             moved = snapshot(os.fspath(obj), self.root)
             if moved is not None:

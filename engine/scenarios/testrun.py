@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiprof.engine.scenarios.capture import CapturedCall, Recorder, capturing, recorder_for
+from apiprof.engine.scenarios.capture import (
+    MAX_ORIGINS,
+    CapturedCall,
+    Recorder,
+    capturing,
+    recorder_for,
+)
 
 PLUGIN_OPTIONS: dict[str, str] = {
     "--cov": "pytest_cov",
@@ -94,6 +100,13 @@ test runs."""
 
 UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option")
 """How ``--strict-markers`` refuses a mark nobody registered (one of an absent plugin's)."""
+
+ORIGIN = "tests:"
+"""How a captured call names the test it came from: ``tests:`` and the test's node id."""
+
+SELECT_AFTER_SECONDS = 20.0
+"""A suite whose warm-up took longer runs, in its profiled passes, only the tests that first
+reached each entry point (:data:`~apiprof.engine.scenarios.capture.MAX_ORIGINS` each)."""
 
 MAX_RETRIES = 4
 """Runs of the warm-up that may be repeated after adjusting options pytest refused."""
@@ -223,11 +236,24 @@ class TestTally:
 
     __test__ = False  # not a test class, whatever pytest collects
 
-    def __init__(self, recorder: Recorder | None = None, marks: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        recorder: Recorder | None = None,
+        marks: Sequence[str] = (),
+        selected: frozenset[str] | None = None,
+    ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
         self.recorder = recorder
         self.marks = marks
+        self.selected = selected  # node ids to run; None: every test collected
+
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        if self.selected is None:
+            return
+        kept = [item for item in items if item.nodeid in self.selected]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in self.selected])
+        items[:] = kept
 
     def pytest_configure(self, config: Any) -> None:
         for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
@@ -235,7 +261,7 @@ class TestTally:
 
     def pytest_runtest_setup(self, item: Any) -> None:
         if self.recorder is not None:
-            self.recorder.origin = f"tests:{item.nodeid}"
+            self.recorder.origin = f"{ORIGIN}{item.nodeid}"
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.failed:
@@ -262,6 +288,7 @@ class SuiteRunner:
     notes: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
+    selected: frozenset[str] | None = None  # the tests the profiled runs run (None: all)
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
@@ -273,7 +300,7 @@ class SuiteRunner:
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
-            tally = TestTally(recorder, self.marks)
+            tally = TestTally(recorder, self.marks, self.selected)
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
@@ -288,7 +315,11 @@ class SuiteRunner:
         """Whether the first run's refusal was one apiprof can fix, and the options are fixed:
         options it cannot place (the suite then runs without its addopts), marks of plugins
         that are not installed under ``--strict-markers`` (registered)."""
-        if tally.exit_code == 4 and "unrecognized arguments" in output and "addopts=" not in self.args:
+        if (
+            tally.exit_code == 4
+            and "unrecognized arguments" in output
+            and "addopts=" not in self.args
+        ):
             self.notes.append(
                 "pytest rejected the suite's configured options "
                 f"({self.tail(1)}); ran it without its addopts"
@@ -306,17 +337,41 @@ class SuiteRunner:
         return False
 
     def warm_up(self, qualnames: Sequence[str], capture: bool) -> list[CapturedCall]:
-        """The first, unprofiled run: imports, collection, assertion rewriting — and, with
-        ``capture``, the arguments the entry points receive. The package's modules are
-        forgotten before it, so the suite imports the copy it means to test."""
-        recorder = recorder_for(qualnames) if capture else None
+        """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
+        that reach each entry point, with ``capture`` the arguments they pass. The package's
+        modules are forgotten before it, so the suite imports the copy it means to test. A
+        long suite then runs, in its profiled passes, only the tests that reached entry points."""
+        recorder = recorder_for(qualnames, arguments=capture)  # imports the package
         forget_package(self.package)
-        if recorder is None:
-            self.run()
-            return []
         with capturing(recorder):
             self.run(recorder)
+        self.select(recorder, len(qualnames))
         return recorder.results()
+
+    def select(self, recorder: Recorder, targets: int) -> None:
+        """Keep only the tests that reached entry points when the warm-up took long."""
+        chosen = {
+            origin.removeprefix(ORIGIN)
+            for origins in recorder.reached.values()
+            for origin in origins
+            if origin.startswith(ORIGIN)
+        }
+        ran = sum(self.runs[0].outcomes.values())
+        if self.seconds[-1] <= SELECT_AFTER_SECONDS or not chosen or len(chosen) >= ran:
+            return
+        self.selected = frozenset(chosen)
+        unwatched = targets - len(recorder.watched_names())
+        self.notes.append(
+            f"the whole suite took {self.seconds[-1]:.0f} s, so the profiled runs ran only the "
+            f"{len(chosen)} of its {ran} tests that first reached each entry point (up to "
+            f"{MAX_ORIGINS} each)"
+            + (
+                f"; {unwatched} entry point(s) without Python code are measured only where "
+                "those tests call them"
+                if unwatched
+                else ""
+            )
+        )
 
     def tail(self, lines: int = 3) -> str:
         text = [line for line in self.output.getvalue().splitlines() if line.strip()]
