@@ -17,6 +17,7 @@ import pytest
 from apiprof.db.schema import open_db
 from apiprof.engine.scan import ScanOptions, scan
 from apiprof.engine.scenarios import temppaths
+from apiprof.engine.scenarios.capture import location_of
 from apiprof.engine.scenarios.testrun import suite_arguments
 from apiprof.model.records import ScenarioSource
 
@@ -170,3 +171,15 @@ def test_a_temporary_folder_too_large_to_carry_is_a_capture_problem(tmp_path, mo
         temppaths.dumps((big,), {})
     outside = "/etc/hostname"  # not under the temporary folder: pickled as it is
     assert temppaths.snapshot(outside, str(tmp_path)) is None
+
+
+def test_single_module_distributions_are_located_by_their_file():
+    def code_at(filename: str):
+        return compile("def f(): pass", filename, "exec").co_consts[0]
+
+    tops = frozenset({"six", "pkg"})
+    assert location_of(code_at("/src/six-1.17.0/six.py"), tops) == ("six.py", "f")
+    assert location_of(code_at("/venv/site-packages/six.py"), tops) == ("six.py", "f")
+    # a package's folder wins over a module of the same name inside it
+    assert location_of(code_at("/src/pkg/pkg.py"), tops) == ("pkg/pkg.py", "f")
+    assert location_of(code_at("/src/other.py"), tops) == ("", "")

@@ -183,11 +183,14 @@ def _short_repr(value: object) -> str:
 
 
 def location_of(code: types.CodeType, tops: frozenset[str]) -> Location:
-    """The :data:`Location` of a code object (``("", "")`` outside the packages ``tops``)."""
+    """The :data:`Location` of a code object (``("", "")`` outside the packages ``tops``); a
+    top-level name is a package's folder or, for a single-module distribution (six), its file."""
     parts = code.co_filename.replace("\\", "/").split("/")
-    for index in range(len(parts) - 1, -1, -1):
+    for index in range(len(parts) - 2, -1, -1):
         if parts[index] in tops:
             return "/".join(parts[index:]), code.co_qualname
+    if parts[-1].endswith(".py") and parts[-1].removesuffix(".py") in tops:
+        return parts[-1], code.co_qualname
     return "", ""
 
 
