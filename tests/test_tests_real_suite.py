@@ -24,6 +24,8 @@ from apiprof.model.records import ScenarioSource
 PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
 SUITE = PROJECT / "tests"
 ENTRY_POINTS = [
+    "suite_pkg.Journal",
+    "suite_pkg.Journal.latest",
     "suite_pkg.Ledger",
     "suite_pkg.Ledger.total",
     "suite_pkg.count_words",
@@ -61,7 +63,7 @@ def test_a_real_layout_suite_runs_clean_in_the_sandbox_and_profiles_everything(s
     assert summary.not_profiled == [] and summary.profiled == len(ENTRY_POINTS)
     assert suite.status == "ran" and sorted(suite.reached) == ENTRY_POINTS
     # the data file was read, tmp_path written, no mark refused, nothing else refused
-    assert suite.outcomes == {"passed": 4, "failed": 0, "errors": 0, "skipped": 0}
+    assert suite.outcomes == {"passed": 5, "failed": 0, "errors": 0, "skipped": 0}
     assert suite.blocked == [] and suite.warnings == []
 
 
@@ -104,6 +106,8 @@ runner.run()
 print(json.dumps({{
     "imported": imported,
     "captured": sorted({{c.qualname for c in captured if c.payload}}),
+    "journal": [c.shown for c in captured if c.qualname == "suite_pkg.Journal"],
+    "ledger_origins": [c.origin for c in captured if c.qualname == "suite_pkg.Ledger"],
     "outcomes": [dict(run.outcomes) for run in runner.runs],
     "notes": runner.notes,
 }}))
@@ -120,14 +124,19 @@ print(json.dumps({{
     found = json.loads(out.stdout.splitlines()[-1])
     assert found["imported"].startswith(str(PROJECT / "src"))
     assert found["captured"] == ENTRY_POINTS
+    # Journal is built through Ledger's __init__: each class keeps its own constructions
+    assert found["journal"] == ["([{'item': 'tea', 'qty': '2'}, {'item': 'jam', 'qty': '5'}])"]
+    assert found["ledger_origins"] == [
+        "tests:tests/test_suite_pkg.py::test_ledger_totals_parsed_records"
+    ]
     warm, profiled = found["outcomes"]
-    assert warm["passed"] == 4 and profiled == {
-        "passed": 3,
+    assert warm["passed"] == 5 and profiled == {
+        "passed": 4,
         "failed": 0,
         "errors": 0,
         "skipped": 0,
     }
-    assert any("ran only the 3 of its 4 tests" in note for note in found["notes"])
+    assert any("ran only the 4 of its 5 tests" in note for note in found["notes"])
 
 
 def test_plugin_options_are_dropped_and_the_suite_gets_its_own_basetemp():

@@ -94,25 +94,30 @@ class Recorder:
     def seen_start(self, code: types.CodeType, frame: types.FrameType) -> bool:
         """Record the call starting in ``frame``; False when ``code`` needs no more watching
         (not an entry point, or its calls and the origins reaching it are all kept)."""
-        wanted = False
-        for qualname, how in self.targets(code):
+        targets = self.targets(code)
+        for qualname, how in targets:
             origins = self.reached.setdefault(qualname, [])
-            if len(origins) < MAX_ORIGINS and self.origin not in origins:
-                origins.append(self.origin)
-            wanted = wanted or len(origins) < MAX_ORIGINS
-            if not self.wants_arguments(qualname):
+            arguments = self.wants_arguments(qualname)
+            if len(origins) >= MAX_ORIGINS and not arguments:
                 continue
-            wanted = True
-            self.tries[qualname] += 1
             args, kwargs = _arguments(frame)
-            if how.startswith("init:"):  # a constructor: the class is called anew on replay
-                if not args or type(args[0]).__qualname__ != how.removeprefix("init:"):
+            kind, _, name = how.partition(":")
+            if kind in ("init", "new"):  # a constructor: the class is called anew on replay
+                made = (args[0] if kind == "new" else type(args[0])) if args else None
+                if getattr(made, "__qualname__", None) != name:  # another class's construction
                     continue
                 args = args[1:]
             elif how == "classmethod":
                 args = args[1:]
-            self.record(qualname, args, kwargs)
-        return wanted
+            if len(origins) < MAX_ORIGINS and self.origin not in origins:
+                origins.append(self.origin)
+            if arguments:
+                self.tries[qualname] += 1
+                self.record(qualname, args, kwargs)
+        return any(
+            len(self.reached[qualname]) < MAX_ORIGINS or self.wants_arguments(qualname)
+            for qualname, _ in targets
+        )
 
     def watched_names(self) -> set[str]:
         return {qualname for targets in self.watched.values() for qualname, _ in targets}
@@ -206,8 +211,12 @@ def watch_list(qualnames: Sequence[str]) -> dict[Location, list[tuple[str, str]]
         owner_name = qualname.rpartition(".")[0]
         raw: object = obj
         how = "function"
-        if inspect.isclass(obj):
-            raw, how = vars(obj).get("__init__"), f"init:{obj.__qualname__}"
+        if inspect.isclass(obj):  # its own or an inherited __init__, else its __new__
+            init = getattr(obj, "__init__", None)
+            if isinstance(init, types.FunctionType):
+                raw, how = init, f"init:{obj.__qualname__}"
+            else:
+                raw, how = getattr(obj, "__new__", None), f"new:{obj.__qualname__}"
         else:
             try:
                 owner = resolve_object(owner_name)
