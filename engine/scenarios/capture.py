@@ -40,9 +40,10 @@ MAX_CALLS = 3
 MAX_TRIES = 50
 """Calls of one entry point looked at before capture stops watching it (most repeat a kept one)."""
 
-MAX_ORIGINS = 3
-"""Examples or tests remembered per entry point as reaching it (the ``--tests`` runs after the
-first may run only those)."""
+MAX_ORIGINS = 1
+"""Examples or tests remembered per entry point as reaching it first (the ``--tests`` runs
+after the first may run only those: one test per entry point keeps a long suite's profiled
+runs short, and any test that calls it gives a measurement)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""

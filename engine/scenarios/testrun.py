@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from apiprof.engine.scenarios.capture import (
-    MAX_ORIGINS,
     CapturedCall,
     Recorder,
     capturing,
@@ -363,8 +362,7 @@ class SuiteRunner:
         unwatched = targets - len(recorder.watched_names())
         self.notes.append(
             f"the whole suite took {self.seconds[-1]:.0f} s, so the profiled runs ran only the "
-            f"{len(chosen)} of its {ran} tests that first reached each entry point (up to "
-            f"{MAX_ORIGINS} each)"
+            f"{len(chosen)} of its {ran} tests that first reached each entry point"
             + (
                 f"; {unwatched} entry point(s) without Python code are measured only where "
                 "those tests call them"
