@@ -13,9 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from suitehelp import suite_only_options
 
 from apiprof.db.schema import open_db
-from apiprof.engine.scan import ScanOptions, scan
+from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import location_of
 from apiprof.engine.scenarios.testrun import suite_arguments
@@ -46,14 +47,7 @@ def installed(tmp_path_factory) -> Path:
 def suite_scan(installed, tmp_path_factory):
     """Only the suite and the arguments captured from it can profile anything."""
     path = tmp_path_factory.mktemp("suite-scan") / "suite.db"
-    options = ScanOptions(
-        docstrings=False,
-        synthesize=False,
-        bundled_scenarios=False,
-        repeat=3,
-        tests=str(SUITE),
-        python_path=(str(installed),),
-    )
+    options = suite_only_options(SUITE, installed, capture=True)
     return path, scan("suite_pkg", db_path=path, options=options)
 
 
