@@ -102,3 +102,19 @@ def text_histogram(hist: Histogram, metric: Metric, width: int = 30) -> list[str
         bar = "█" * round(n / peak * width) if n else ""
         lines.append(f"{label:>{pad}} │{bar:<{width}} {n}")
     return lines
+
+
+_SPOOFING = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional overrides: they reorder what a terminal shows (text can hide as code)."""
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters (but newline and tab) and
+    bidirectional overrides shown as escapes. Texts from profiled packages — docstrings,
+    exception messages, repr of inputs — must not move the cursor or recolour the screen."""
+    return "".join(
+        ch
+        if ch in "\n\t" or (ch.isprintable() and ch not in _SPOOFING)
+        else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from apiprof.cli.options import add_db_argument
+from apiprof.format import printable
 from apiprof.model.records import Metric
 
 SHOW_EPILOG = """\
@@ -37,13 +38,18 @@ Statistics are null when a metric has no samples. Times are in ns, sizes in byte
 """
 
 
+def say(text: str = "") -> None:
+    """Print a line that may carry text from the profiled package, made terminal-safe."""
+    print(printable(text))
+
+
 def print_inputs(scenario: dict[str, Any]) -> None:
     """What a scenario ran, so it can be reproduced by hand: its inputs, else its code."""
     if scenario.get("inputs"):
-        print(f"      inputs: {scenario['inputs']}")
+        say(f"      inputs: {scenario['inputs']}")
     elif scenario.get("source") in ("docstring", "file") and scenario.get("call"):
         for line in scenario["call"].strip().splitlines()[:6]:
-            print(f"      >>> {line}")
+            say(f"      >>> {line}")
 
 
 def print_failure(failure: dict[str, Any], *, args_traceback: bool = False) -> None:
@@ -53,26 +59,26 @@ def print_failure(failure: dict[str, Any], *, args_traceback: bool = False) -> N
         if failure["scenario_id"]
         else (f" [{failure['phase']}]" if failure["phase"] else "")
     )
-    print(f"  {failure['kind']}{where}: {failure['reason']}")
+    say(f"  {failure['kind']}{where}: {failure['reason']}")
     if failure["location"]:
-        print(f"      at {failure['location']}")
+        say(f"      at {failure['location']}")
     if args_traceback and failure["traceback"]:
         for line in failure["traceback"].splitlines():
-            print(f"      | {line}")
+            say(f"      | {line}")
 
 
 def print_profile(data: dict[str, Any], *, traceback: bool = False) -> None:
     from apiprof.format import format_value, text_histogram, worth_showing
     from apiprof.model.histogram import Histogram
 
-    print(f"{data['qualname']}{data['signature']}")
+    say(f"{data['qualname']}{data['signature']}")
     if data["summary"]:
-        print(f"  {data['summary']}")
+        say(f"  {data['summary']}")
     if data["reference"]["label"]:
-        print(f"  typical figures {data['reference']['label']} (per-size figures below)")
+        say(f"  typical figures {data['reference']['label']} (per-size figures below)")
     status = data["coverage"]["status"]
     if status and status != "profiled":
-        print(f"  not profiled ({status}): {data['coverage']['reason']}")
+        say(f"  not profiled ({status}): {data['coverage']['reason']}")
     for name, m in data["metrics"].items():
         metric = Metric(name)
         hist = Histogram.from_buckets(
@@ -81,35 +87,35 @@ def print_profile(data: dict[str, Any], *, traceback: bool = False) -> None:
         )
         if not worth_showing(metric, hist):
             continue
-        print(
+        say(
             f"\n{metric.label}: median {format_value(metric, m['median'])}, p90 {format_value(metric, m['p90'])}, "
             f"mean {format_value(metric, m['mean'])}, {m['count']} samples"
         )
         for line in text_histogram(hist, metric):
-            print(f"  {line}")
+            say(f"  {line}")
     if any(f["size"] is not None for f in data["sizes"]):
-        print("\nper size (median, p90, samples):")
+        say("\nper size (median, p90, samples):")
         for f in data["sizes"]:
             metric = Metric(f["metric"])
             size = "-" if f["size"] is None else str(f["size"])
-            print(
+            say(
                 f"  {f['scenario_id']} {size:>7} {metric.label}: {format_value(metric, f['median'])}, "
                 f"{format_value(metric, f['p90'])}, {f['count']}"
             )
     if data["scenarios"]:
-        print(f"\nscenarios ({data['scenario_count']}):")
+        say(f"\nscenarios ({data['scenario_count']}):")
         for s in data["scenarios"]:
             sizes = f" sizes {', '.join(map(str, s['sizes']))}" if s["sizes"] else ""
-            print(f"  {s['id']} [{s['source'] or '?'}]{sizes} {s['description']}".rstrip())
+            say(f"  {s['id']} [{s['source'] or '?'}]{sizes} {s['description']}".rstrip())
             print_inputs(s)
     if data.get("failures"):
-        print(f"\nfailed attempts ({len(data['failures'])}):")
+        say(f"\nfailed attempts ({len(data['failures'])}):")
         for f in data["failures"]:
             print_failure(f, args_traceback=traceback)
     if data["growth"]:
-        print("\ngrowth:")
+        say("\ngrowth:")
         for g in data["growth"]:
-            print(
+            say(
                 f"  {Metric(g['metric']).label}: {g['growth_class']} in {g['size_axis']} "
                 f"(±{g['rel_error']:.0%}, {g['points']} sizes, scenario {g['scenario_id']})"
             )

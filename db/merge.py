@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ from apiprof.model.checks import (
     bucket_row_problem,
     qualname_problem,
     scenario_id_problem,
+    sub_bucket_row_problem,
 )
 from apiprof.model.records import Coverage, Metric
 
@@ -259,7 +260,6 @@ def check_source(source: sqlite_utils.Database, path: str) -> None:
 
 
 def source_problems(source: sqlite_utils.Database) -> Iterator[str]:
-    metrics = {str(m): m for m in Metric}
     statuses = {str(c) for c in Coverage}
     names = "SELECT qualname FROM entry_points UNION SELECT alias FROM aliases UNION SELECT qualname FROM scenarios"
     for (name,) in source.execute(names):
@@ -280,27 +280,60 @@ def source_problems(source: sqlite_utils.Database) -> Iterator[str]:
             if kind not in statuses:
                 yield f"the failure kind {str(kind)[:40]!r} of {qualname} is unknown"
     rows = source.execute(
-        "SELECT qualname, metric, scenario_id, size, bucket, count, sum, sum_sq FROM buckets"
+        "SELECT qualname, metric, scenario_id, size, bucket, 0, count, sum, sum_sq FROM buckets"
     )
-    for qualname, metric, scenario_id, size, bucket, count, total, total_sq in rows:
-        where = f"{qualname} ({metric}, scenario {scenario_id}, size {size})"
-        if problem := qualname_problem(qualname):
-            yield f"a histogram row's name {problem}"
-        elif metric not in metrics:
-            yield f"{where}: the metric is unknown"
-        elif not (isinstance(size, int) and size >= -1):
-            yield f"{where}: the size is not a size"
-        elif not all(isinstance(v, (int, float)) for v in (bucket, count, total, total_sq)):
-            yield f"{where}: a histogram row holds something other than numbers"
-        elif problem := bucket_row_problem(
-            metrics[metric], int(bucket), int(count), total, total_sq
-        ):
-            yield f"{where}: {problem}"
+    yield from _histogram_row_problems(rows, "a histogram row", sub_buckets=False)
+    if "sub_buckets" in source.table_names():  # finer buckets beside the log2 ones (schema v8)
+        rows = source.execute(
+            "SELECT qualname, metric, scenario_id, size, bucket, sub, count, sum, sum_sq "
+            "FROM sub_buckets"
+        )
+        yield from _histogram_row_problems(rows, "a sub-bucket row", sub_buckets=True)
+        for qualname, metric, scenario_id, size, bucket in source.execute(OVERFULL_SUB_BUCKETS):
+            yield (
+                f"{qualname} ({metric}, scenario {scenario_id}, size {size}): the sub-buckets "
+                f"of bucket {bucket} hold more values than the bucket"
+            )
     for caller, callee, count in source.execute("SELECT caller, callee, count FROM call_edges"):
         if qualname_problem(caller) or qualname_problem(callee):
             yield f"a call edge joins names that are not Python names ({str(caller)[:60]!r})"
         elif not (isinstance(count, int) and 0 <= count <= MAX_COUNT):
             yield f"the call edge {caller} → {callee} has an impossible count ({count})"
+
+
+OVERFULL_SUB_BUCKETS = """
+SELECT s.qualname, s.metric, s.scenario_id, s.size, s.bucket
+FROM sub_buckets AS s
+LEFT JOIN buckets AS b USING (qualname, metric, scenario_id, size, environment_id, bucket)
+GROUP BY s.qualname, s.metric, s.scenario_id, s.size, s.environment_id, s.bucket
+HAVING SUM(s.count) > COALESCE(MAX(b.count), 0)
+"""
+"""Sub-bucket groups holding more values than their log2 bucket: no real histogram has them."""
+
+
+def _histogram_row_problems(
+    rows: Iterable[tuple[Any, ...]], what: str, *, sub_buckets: bool
+) -> Iterator[str]:
+    """Problems of (log2 or sub-) bucket rows: names, metrics, sizes, numbers in their bounds."""
+    metrics = {str(m): m for m in Metric}
+    for qualname, metric, scenario_id, size, bucket, sub, count, total, total_sq in rows:
+        where = f"{qualname} ({metric}, scenario {scenario_id}, size {size})"
+        if problem := qualname_problem(qualname):
+            yield f"{what}'s name {problem}"
+        elif metric not in metrics:
+            yield f"{where}: the metric is unknown"
+        elif not (isinstance(size, int) and size >= -1):
+            yield f"{where}: the size is not a size"
+        elif not all(isinstance(v, (int, float)) for v in (bucket, sub, count, total, total_sq)):
+            yield f"{where}: {what} holds something other than numbers"
+        elif problem := (
+            sub_bucket_row_problem(
+                metrics[metric], int(bucket), int(sub), int(count), total, total_sq
+            )
+            if sub_buckets
+            else bucket_row_problem(metrics[metric], int(bucket), int(count), total, total_sq)
+        ):
+            yield f"{where}: {problem}"
 
 
 def merge_files(

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from apiprof import errors
+from apiprof.db.claim import claim, remove_if_unclaimed
 from apiprof.db.query import failures as failure_rows
 from apiprof.db.query import summaries
 from apiprof.db.schema import DEFAULT_DB, immediate, open_db
@@ -458,21 +459,26 @@ def scan(
     options = with_absolute_suite_path(options)
     started = time.monotonic()
     warnings = [note] if (note := clean_up_after_killed_scans().describe()) else []
-    created = not Path(db_path).exists()
-    db = open_db(db_path, timeout=options.db_timeout)
-    try:
-        return _scan(db, package, db_path, options, resume, report, started, warnings)
-    except sqlite3.Error as exc:
-        raise errors.DatabaseError(
-            f"{db_path}: the database failed during the scan ({exc}); the scan is marked "
-            "interrupted where the file still allows it. Check the file (sqlite3 "
-            f"{db_path} 'PRAGMA integrity_check'), restore a copy or use another --db"
-        ) from exc
-    finally:
-        empty = created and not scans_stored(db)
-        db.conn.close()
-        if empty:  # nothing was scanned: leave no empty database behind
-            remove_database(db_path)
+    with claim(db_path) as held:
+        try:
+            db = open_db(db_path, timeout=options.db_timeout)
+        except errors.DatabaseError:
+            if held.created:
+                remove_if_unclaimed(held)
+            raise
+        try:
+            return _scan(db, package, db_path, options, resume, report, started, warnings)
+        except sqlite3.Error as exc:
+            raise errors.DatabaseError(
+                f"{db_path}: the database failed during the scan ({exc}); the scan is marked "
+                "interrupted where the file still allows it. Check the file (sqlite3 "
+                f"{db_path} 'PRAGMA integrity_check'), restore a copy or use another --db"
+            ) from exc
+        finally:
+            empty = held.created and not scans_stored(db)
+            db.conn.close()
+            if empty:  # nothing was scanned: leave no empty database behind
+                remove_if_unclaimed(held)
 
 
 def _scan(
@@ -622,13 +628,6 @@ def scans_stored(db: sqlite_utils.Database) -> bool:
         return db.execute("SELECT 1 FROM scans LIMIT 1").fetchone() is not None
     except sqlite3.Error:
         return True
-
-
-def remove_database(db_path: str | Path) -> None:
-    """Delete a database file this scan created and its SQLite side files."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(OSError):
-            Path(f"{db_path}{suffix}").unlink()
 
 
 def capture_in_worker(

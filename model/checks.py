@@ -10,7 +10,7 @@ its metric — no call runs for a week, allocates 256 TiB or counts 2^40 samples
 
 from __future__ import annotations
 
-from apiprof.model.histogram import bucket_bounds, check_bucket
+from apiprof.model.histogram import bucket_bounds, check_bucket, check_sub_bucket
 from apiprof.model.records import Metric
 
 MAX_QUALNAME = 512
@@ -86,4 +86,18 @@ def bucket_row_problem(
             f"bucket {index} holds values of at least {low:g} {metric.unit}, beyond the "
             f"{limit:g} {metric.unit} any real {metric.label} can reach"
         )
+    return ""
+
+
+def sub_bucket_row_problem(
+    metric: Metric, index: int, sub: int, count: int, total: float, total_sq: float
+) -> str:
+    """:func:`bucket_row_problem` for a sub-bucket row. Its magnitude needs no check of its own:
+    a bucket row holding at least its values is checked, and so is that they fit in it."""
+    try:
+        check_sub_bucket(index, sub, count, total, total_sq)
+    except ValueError as error:
+        return str(error)
+    if count > MAX_COUNT:
+        return f"sub-bucket {index}.{sub} claims {count} samples, more than {MAX_COUNT}"
     return ""

@@ -9,6 +9,7 @@ from apiprof.format import (
     format_bucket_range,
     format_bytes,
     format_ns,
+    printable,
     sparkline,
     text_histogram,
 )
@@ -58,3 +59,11 @@ def test_sparkline_and_text_histogram_follow_counts():
     lines = text_histogram(hist, Metric.ALLOC_INCL, width=10)
     assert len(lines) == 4
     assert lines[0].endswith("██████████ 10") and lines[-1].endswith("█████      5")
+
+
+def test_printable_escapes_what_would_drive_the_terminal() -> None:
+    text = "boom \x1b[2J\x1b[31mred\r\u202eevil\x00 µs\tok\nnext"
+    shown = printable(text)
+    assert "\x1b" not in shown and "\r" not in shown and "\u202e" not in shown
+    assert "\\x1b[2J" in shown and "\\u202e" in shown and "\\x00" in shown
+    assert "µs\tok\nnext" in shown

@@ -181,6 +181,7 @@ def forge(path: Path, sql: str, *params: object) -> Path:
 
 
 INSERT = "INSERT INTO buckets VALUES (?, 'wall_ns', 'forged', -1, ?, ?, ?, ?, ?)"
+SUB = "INSERT INTO sub_buckets VALUES (?, 'wall_ns', 'forged', -1, ?, ?, ?, ?, ?, ?)"
 
 
 @pytest.mark.parametrize(
@@ -211,6 +212,13 @@ INSERT = "INSERT INTO buckets VALUES (?, 'wall_ns', 'forged', -1, ?, ?, ?, ?, ?)
             ),
             "a failure row's name",
         ),
+        (
+            (SUB, "json.dumps", ENV.id, 16, 9, 1, 7e4, 7e4**2),
+            "sub-bucket 9 of bucket 16 is outside",
+        ),
+        ((SUB, "json.dumps", ENV.id, 16, 0, 1, 8e4, 8e4**2), "sub-bucket 16.0 sums to 80000"),
+        ((SUB, "json.dumps", ENV.id, 16, 0, 1, 7e4, 7e4**2), "hold more values than the bucket"),
+        ((SUB, "json/../x", ENV.id, 16, 0, 1, 7e4, 7e4**2), "a sub-bucket row's name"),
     ],
 )
 def test_merge_refuses_numbers_outside_physical_sense_and_bad_names(tmp_path, forged, reason):
