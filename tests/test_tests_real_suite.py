@@ -186,3 +186,34 @@ def test_single_module_distributions_are_located_by_their_file():
     # a package's folder wins over a module of the same name inside it
     assert location_of(code_at("/src/pkg/pkg.py"), tops) == ("pkg/pkg.py", "f")
     assert location_of(code_at("/src/other.py"), tops) == ("", "")
+
+
+def test_a_warm_up_past_its_share_of_the_timeout_hands_over_its_captures(installed, tmp_path):
+    """Profiled runs cost several warm-ups: when they cannot fit, the worker skips them rather
+    than let the timeout lose the captured arguments too (worker in a process of its own)."""
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.isolation.protocol import RunSuite
+from apiprof.engine.isolation.worker import Worker
+worker = Worker(None, 512, send=lambda task_id, message: None)
+reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=0.001))
+print(json.dumps({{
+    "runs": reply.runs, "problem": reply.problem, "measured": len(reply.measurements),
+    "captured": sorted({{c.qualname for c in reply.captured if c.payload}}),
+    "passed": reply.outcomes["passed"],
+}}))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.splitlines()[-1])
+    assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 5
+    assert "profiled runs were skipped (raise --tests-timeout" in found["problem"]
+    assert found["captured"] == ENTRY_POINTS

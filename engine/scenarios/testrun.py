@@ -107,6 +107,10 @@ SELECT_AFTER_SECONDS = 20.0
 """A suite whose warm-up took longer runs, in its profiled passes, only the tests that first
 reached each entry point (:data:`~apiprof.engine.scenarios.capture.MAX_ORIGINS` each)."""
 
+WARM_UP_SHARE = 0.3
+"""The share of ``--tests-timeout`` the warm-up may take before the profiled runs, which cost
+several times more, are skipped rather than cut off by the timeout."""
+
 MAX_RETRIES = 4
 """Runs of the warm-up that may be repeated after adjusting options pytest refused."""
 
@@ -369,6 +373,18 @@ class SuiteRunner:
                 if unwatched
                 else ""
             )
+        )
+
+    def past_budget(self, budget: float) -> str:
+        """Why the profiled runs are skipped when the warm-up alone took more than
+        :data:`WARM_UP_SHARE` of ``budget`` seconds ("" when they fit or there is no budget)."""
+        took = self.seconds[-1]
+        if not budget or took <= budget * WARM_UP_SHARE:
+            return ""
+        return (
+            f"its warm-up run alone took {took:.0f} s of the {budget:g} s --tests-timeout, so "
+            "the profiled runs were skipped (raise --tests-timeout to profile them); the "
+            "arguments it captured are replayed"
         )
 
     def tail(self, lines: int = 3) -> str:
