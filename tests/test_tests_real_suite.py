@@ -35,6 +35,21 @@ ENTRY_POINTS = [
 ]
 
 
+def run_printing_json(script: str, cwd: Path) -> dict:
+    """Run ``script`` in a Python of its own (pytest inside pytest would share sys.modules);
+    the JSON its last line prints."""
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A second copy of suite_pkg, the one the scan imports (the suite imports its src/ tree)."""
@@ -87,7 +102,7 @@ def test_arguments_captured_from_the_source_tree_copy_are_replayed(suite_scan):
 
 
 def test_a_long_suite_profiles_only_the_tests_that_reach_entry_points(installed, tmp_path):
-    """The selection, in a process of its own (pytest inside pytest would share sys.modules)."""
+    """The selection, in a process of its own."""
     script = f"""
 import json, sys
 sys.path.insert(0, {str(installed)!r})
@@ -106,16 +121,7 @@ print(json.dumps({{
     "notes": runner.notes,
 }}))
 """
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    found = json.loads(out.stdout.splitlines()[-1])
+    found = run_printing_json(script, tmp_path)
     assert found["imported"].startswith(str(PROJECT / "src"))
     assert found["captured"] == ENTRY_POINTS
     # Journal is built through Ledger's __init__: each class keeps its own constructions
@@ -204,16 +210,7 @@ print(json.dumps({{
     "passed": reply.outcomes["passed"],
 }}))
 """
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    found = json.loads(out.stdout.splitlines()[-1])
+    found = run_printing_json(script, tmp_path)
     assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 5
     assert "profiled runs were skipped (raise --tests-timeout" in found["problem"]
     assert found["captured"] == ENTRY_POINTS
