@@ -6,10 +6,17 @@ no scenario files, as a new user would — through the real CLI, and prints one 
 points found and profiled, the profiled fraction and the scan time per package. With
 ``--compare OLD.json`` the table puts an earlier run's figures beside today's.
 
+With ``--tests``, each package whose sdist ships its test suite is scanned a second time with
+``--tests`` pointing at that suite (the sdist is fetched with ``pip download --no-binary`` and
+unpacked; pytest and the suite's own test requirements go into the venv), right after its
+default scan: the table adds the profiled fraction with the suite, the suite's time (every run
+of it: the warm-up, then one per profiler pass) and the whole scan's time.
+
 A package's scan has ``--package-timeout`` seconds; past it the scan is interrupted (as Ctrl-C
 would) and the summary it wrote so far is read, marked "interrupted".
 
 Run:  python bench/coverage.py [--quick] [--jobs 2] [--json out.json] [--compare before.json]
+      python bench/coverage.py --tests --packages more-itertools packaging python-dateutil six
       python bench/coverage.py --packages six idna --verbose   # reasons of what was missed
 """
 
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,19 +43,34 @@ class Pinned:
     version: str
     module: str  # what apiprof-scan takes
     quick: bool = False  # part of the --quick subset
+    tests: str = ""  # the test suite's path inside the sdist ("" = none shipped)
+    test_requires: tuple[str, ...] = ()  # what that suite imports besides pytest
 
 
 PACKAGES = [
-    Pinned("six", "1.17.0", "six", quick=True),
+    Pinned("six", "1.17.0", "six", quick=True, tests="test_six.py"),
     Pinned("idna", "3.20", "idna", quick=True),
     Pinned("wcwidth", "0.9.1", "wcwidth", quick=True),
     Pinned("markupsafe", "3.0.3", "markupsafe", quick=True),
     Pinned("msgpack", "1.1.2", "msgpack", quick=True),
-    Pinned("python-dateutil", "2.9.0.post0", "dateutil", quick=True),
-    Pinned("packaging", "26.3", "packaging"),
+    Pinned(
+        "python-dateutil",
+        "2.9.0.post0",
+        "dateutil",
+        quick=True,
+        tests="tests",
+        test_requires=("freezegun==1.5.5", "hypothesis==6.170.15"),
+    ),
+    Pinned(
+        "packaging",
+        "26.3",
+        "packaging",
+        tests="tests",
+        test_requires=("pretend==1.0.9", "tomli_w==1.2.0"),
+    ),
     Pinned("pyparsing", "3.3.3", "pyparsing"),
     Pinned("jinja2", "3.1.6", "jinja2"),
-    Pinned("more-itertools", "11.1.0", "more_itertools"),
+    Pinned("more-itertools", "11.1.0", "more_itertools", tests="tests"),
     Pinned("chardet", "7.6.0", "chardet"),
     Pinned("tabulate", "0.10.0", "tabulate"),
     Pinned("decorator", "5.3.1", "decorator"),
@@ -62,26 +85,60 @@ def default_venv() -> Path:
     return cache / "apiprof-bench" / f"coverage-py{version}"
 
 
-def prepare_venv(venv: Path, packages: list[Pinned], source: Path) -> Path:
-    """The venv's interpreter, with apiprof (editable, from ``source``) and the pinned packages."""
+PYTEST = "pytest==9.2.0"
+"""What runs the suites under ``--tests``."""
+
+
+def prepare_venv(venv: Path, packages: list[Pinned], source: Path, tests: bool = False) -> Path:
+    """The venv's interpreter, with apiprof (editable, from ``source``) and the pinned packages;
+    with ``tests``, pytest and the test requirements of the suites too."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    wanted = [f"{p.distribution}=={p.version}" for p in packages] + [f"apiprof from {source}"]
+    pinned = [f"{p.distribution}=={p.version}" for p in packages]
+    if tests:
+        pinned += [PYTEST, *(r for p in packages if p.tests for r in p.test_requires)]
+    wanted = [*pinned, f"apiprof from {source}"]
     marker = venv / "apiprof-bench.txt"
     if not marker.exists() or marker.read_text() != "\n".join(wanted):
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "-e", str(source), *wanted[:-1]], check=True
+            [str(python), "-m", "pip", "install", "-q", "-e", str(source), *pinned], check=True
         )
         marker.write_text("\n".join(wanted))
     return python
 
 
+def fetch_suite(python: Path, package: Pinned, cache: Path) -> Path:
+    """The test suite inside the package's unpacked sdist (downloaded once into ``cache``)."""
+    unpacked = cache / f"{package.distribution}-{package.version}"
+    if not unpacked.is_dir():
+        downloads = cache / "downloads"
+        spec = f"{package.distribution}=={package.version}"
+        download = [str(python), "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*download, spec, "-d", str(downloads)], check=True)
+        stem = f"{package.distribution}-{package.version}".replace("-", "_").lower()
+        archive = next(
+            path
+            for path in downloads.iterdir()
+            if path.name.replace("-", "_").lower().startswith(stem)
+        )
+        with tempfile.TemporaryDirectory(dir=cache) as scratch:
+            shutil.unpack_archive(archive, scratch)
+            [root] = Path(scratch).iterdir()  # an sdist holds one top folder
+            root.rename(unpacked)
+    return unpacked / package.tests
+
+
 def scan_package(
-    python: Path, package: Pinned, args: argparse.Namespace, workdir: Path
+    python: Path,
+    package: Pinned,
+    args: argparse.Namespace,
+    workdir: Path,
+    suite: Path | None = None,
 ) -> dict[str, object]:
-    """Scan one package through the CLI; the row for the table."""
-    summary_path = workdir / f"{package.module}.json"
+    """Scan one package through the CLI (with ``suite``: ``--tests SUITE``); its row."""
+    name = package.module + ("-tests" if suite else "")
+    summary_path = workdir / f"{name}.json"
     command = [
         str(python),
         "-m",
@@ -89,7 +146,7 @@ def scan_package(
         "scan",
         package.module,
         "--db",
-        str(workdir / f"{package.module}.db"),
+        str(workdir / f"{name}.db"),
         "--summary-json",
         str(summary_path),
         "--quiet",
@@ -97,6 +154,7 @@ def scan_package(
         str(args.jobs),
         "--repeat",
         str(args.repeat),
+        *(["--tests", str(suite)] if suite else []),
         *args.extra,
     ]
     started = time.monotonic()
@@ -137,12 +195,39 @@ def scan_package(
         coverage=summary["coverage"],
         not_profiled=summary["not_profiled"],
     )
+    if summary.get("tests"):
+        row["suite"] = summary["tests"]
     return row
+
+
+def with_suite(row: dict[str, object], tested: dict[str, object]) -> dict[str, object]:
+    """The default scan's row with the ``--tests`` scan's figures beside it."""
+    suite = tested.get("suite") or {}
+    assert isinstance(suite, dict)
+    return {
+        **row,
+        "tests": {
+            "profiled": tested["profiled"],
+            "fraction": tested["fraction"],
+            "seconds": tested["seconds"],
+            "status": tested["status"],
+            "suite_seconds": round(sum(suite.get("seconds_per_run", [])), 1),
+            "suite_runs": suite.get("seconds_per_run", []),
+            "suite_status": suite.get("status", "absent"),
+            "outcomes": {k: suite.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
+            "notes": suite.get("notes", []),
+            "warnings": suite.get("warnings", []),
+            "not_profiled": tested.get("not_profiled", []),
+        },
+    }
 
 
 def print_table(rows: list[dict], before: dict[str, dict]) -> None:
     compare = bool(before)
+    tested = any("tests" in row for row in rows)
     header = f"{'package':<16} {'version':<12} {'found':>5} {'profiled':>8} {'fraction':>8} {'seconds':>8}"
+    if tested:
+        header += f" {'--tests':>8} {'suite s':>8} {'scan s':>8}"
     if compare:
         header += f" {'before':>8} {'before s':>8}"
     print(header)
@@ -152,6 +237,13 @@ def print_table(rows: list[dict], before: dict[str, dict]) -> None:
             f"{row['package']:<16} {row['version']:<12} {row['discovered']:>5} {row['profiled']:>8} "
             f"{row['fraction']:>8.1%} {row['seconds']:>8.1f}"
         )
+        if tested:
+            suite = row.get("tests")
+            line += (
+                f" {suite['fraction']:>8.1%} {suite['suite_seconds']:>8.1f} {suite['seconds']:>8.1f}"
+                if suite
+                else f" {'—':>8} {'—':>8} {'—':>8}"
+            )
         if compare:
             old = before.get(str(row["package"]))
             line += (
@@ -159,18 +251,34 @@ def print_table(rows: list[dict], before: dict[str, dict]) -> None:
             )
         if row["status"] != "finished":
             line += f"  ({row['status']})"
+        if row.get("tests") and row["tests"]["status"] != "finished":
+            line += f"  (--tests: {row['tests']['status']})"
         print(line)
     found = sum(int(r["discovered"]) for r in rows)
     profiled = sum(int(r["profiled"]) for r in rows)
     seconds = sum(float(r["seconds"]) for r in rows)
     print("-" * len(header))
     total = f"{'all':<16} {'':<12} {found:>5} {profiled:>8} {profiled / max(found, 1):>8.1%} {seconds:>8.1f}"
+    if tested:
+        suites = [(r, r["tests"]) for r in rows if "tests" in r]
+        with_found = sum(int(r["discovered"]) for r, _ in suites)
+        with_profiled = sum(int(t["profiled"]) for _, t in suites)
+        total += (
+            f" {with_profiled / max(with_found, 1):>8.1%}"
+            f" {sum(float(t['suite_seconds']) for _, t in suites):>8.1f}"
+            f" {sum(float(t['seconds']) for _, t in suites):>8.1f}"
+        )
     if compare:
         old_rows = [before[str(r["package"])] for r in rows if str(r["package"]) in before]
         old_found = sum(int(r["discovered"]) for r in old_rows)
         old_profiled = sum(int(r["profiled"]) for r in old_rows)
         total += f" {old_profiled / max(old_found, 1):>8.1%} {sum(float(r['seconds']) for r in old_rows):>8.1f}"
     print(total)
+    if tested:
+        print(
+            "--tests: profiled fraction with the package's own sdist test suite (--tests); suite s: "
+            "every run of the suite (warm-up and one per profiler pass); scan s: that whole scan"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
         "--packages", nargs="+", metavar="DIST", help="a subset, by distribution name"
     )
     parser.add_argument("--quick", action="store_true", help="the small, fast subset")
+    parser.add_argument(
+        "--tests",
+        action="store_true",
+        help="also scan each package whose sdist ships tests with --tests pointing at them",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="parallel workers per scan (default 2)")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs per scenario and size (default 3)"
@@ -211,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [
             p for p in PACKAGES if p.distribution in args.packages or p.module in args.packages
         ]
-    python = prepare_venv(args.venv or default_venv(), PACKAGES, args.apiprof_source.resolve())
+    venv = args.venv or default_venv()
+    python = prepare_venv(venv, PACKAGES, args.apiprof_source.resolve(), tests=args.tests)
     before = {}
     if args.compare:
         before = {row["package"]: row for row in json.loads(Path(args.compare).read_text())}
@@ -219,15 +333,30 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="apiprof-coverage-") as workdir:
         for package in chosen:
             row = scan_package(python, package, args, Path(workdir))
-            rows.append(row)
             print(
                 f"  {row['package']}: {row['profiled']}/{row['discovered']} in {row['seconds']} s",
                 file=sys.stderr,
                 flush=True,
             )
+            if args.tests and package.tests:
+                suite = fetch_suite(python, package, venv / "sdists")
+                row = with_suite(row, scan_package(python, package, args, Path(workdir), suite))
+                print(
+                    f"  {row['package']} --tests: {row['tests']['profiled']}/{row['discovered']}, "
+                    f"suite {row['tests']['suite_runs']} s ({row['tests']['outcomes']})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            rows.append(row)
             if args.verbose:
                 for miss in row.get("not_profiled", []):
                     print(f"    {miss['qualname']}: {miss['status']}: {miss['reason'][:300]}")
+                for miss in row.get("tests", {}).get("not_profiled", []):
+                    print(
+                        f"    --tests {miss['qualname']}: {miss['status']}: {miss['reason'][:300]}"
+                    )
+                for note in row.get("tests", {}).get("notes", []):
+                    print(f"    --tests note: {note}")
     print_table(rows, before)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

@@ -38,7 +38,9 @@ class SuiteRun:
 
     path: str
     scenario_id: str  # "tests:<name of PATH>"
-    status: str = "ran"  # or why it has no measurements: "unavailable" (no pytest), "failed", "timed_out", ...
+    # or why it has no measurements: "unavailable" (no pytest), "failed", "unprofiled" (only the
+    # warm-up ran: it took too much of the timeout), "timed_out", ...
+    status: str = "ran"
     # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
     runs: int = 0
     # passed / failed / errors / skipped (warm-up run)
@@ -130,13 +132,21 @@ def run_test_suite(
     suite = SuiteRun(path, f"{ScenarioSource.TESTS}:{Path(path).name}")
     settings = MeasureSettings(calibration=calibration, max_seconds=max_seconds)
     request = RunSuite(
-        package, path, suite.scenario_id, targets, settings, capture=capture, entries=list(entries)
+        package,
+        path,
+        suite.scenario_id,
+        targets,
+        settings,
+        capture=capture,
+        entries=list(entries),
+        budget=timeout,
     )
     with WorkerPool(1, worker_options) as pool:
         result = pool.request(request, timeout=timeout)
     reply = result.reply
     if isinstance(reply, SuiteFinished):
-        suite.status = "failed" if reply.problem else "ran"
+        tests_ran = any(reply.outcomes.get(k) for k in ("passed", "failed"))
+        suite.status = "ran" if not reply.problem else "unprofiled" if tests_ran else "failed"
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
@@ -171,7 +181,9 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
     if failure is not None:
         return [f"{where}: the test suite was not profiled ({suite.status}): {failure.reason}"]
     if isinstance(result.reply, SuiteFinished) and result.reply.problem:
-        return [f"{where}: the test suite was not profiled (failed): {result.reply.problem}"]
+        return [
+            f"{where}: the test suite was not profiled ({suite.status}): {result.reply.problem}"
+        ]
     warnings = []
     failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
     if failed or broken:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from suitehelp import suite_only_options
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
@@ -35,15 +36,7 @@ REACHED = {
 def tests_only_scan(tmp_path_factory):
     """tiny_pkg with every other scenario source off: only the test suite can profile anything."""
     path = tmp_path_factory.mktemp("tests-source") / "tiny.db"
-    options = ScanOptions(
-        docstrings=False,
-        synthesize=False,
-        capture=False,
-        bundled_scenarios=False,
-        repeat=3,
-        tests=str(SUITE),
-        python_path=(str(FIXTURES),),
-    )
+    options = suite_only_options(SUITE, FIXTURES, capture=False)
     events: list[ScanProgress] = []
     summary = scan("tiny_pkg", db_path=path, options=options, progress=events.append)
     return path, summary, events

@@ -131,6 +131,7 @@ class RunSuite:
     capture: bool = True  # record the arguments entry points receive in the warm-up run
     # the entry points with their source locations, matched however the suite imports them
     entries: list[EntryPoint] = field(default_factory=list)
+    budget: float = 0.0  # seconds all runs may take (--tests-timeout); 0: no limit
 
 
 Request = Ping | Call | Calibrate | Discover | CaptureExamples | ProfileEntry | RunSuite

@@ -283,6 +283,18 @@ class Worker:
             )
         suite = SuiteRunner(request.path, request.package)
         captured = suite.warm_up(request.targets, request.capture)
+        if not suite.problem() and (past := suite.past_budget(request.budget)):
+            # a timeout would lose even the captured arguments: hand them over unprofiled
+            return SuiteFinished(
+                runs=0,
+                exit_code=suite.runs[0].exit_code,
+                outcomes=dict(suite.runs[0].outcomes),
+                blocked=sorted({e.reason for e in self.guard.take_events()} if self.guard else ()),
+                problem=past,
+                captured=captured,
+                seconds=suite.seconds,
+                notes=suite.notes,
+            )
         targets, unresolved = [], []
         for name in request.targets:  # looked up now: the copy the suite imported
             try:

@@ -8,6 +8,8 @@ point. A capture is replayed in isolation: setup unpickles the arguments, the ca
 entry point itself. Where a captured value is a list or a string, a sized variant repeats it to
 length ``n``, so growth can be fitted. Arguments that cannot be copied (open files,
 generators, locks) are not replayed; the report names the example or test that passed them.
+Paths into the capturing worker's temporary folder travel with their content
+(:mod:`~apiprof.engine.scenarios.temppaths`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import pickle
 import sys
 import time
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
+from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.trial import try_scenario
@@ -32,6 +36,14 @@ from apiprof.model.records import EntryKind, EntryPoint, ScenarioSource
 
 MAX_CALLS = 3
 """Distinct argument sets kept per entry point."""
+
+MAX_TRIES = 50
+"""Calls of one entry point looked at before capture stops watching it (most repeat a kept one)."""
+
+MAX_ORIGINS = 1
+"""Examples or tests remembered per entry point as reaching it first (the ``--tests`` runs
+after the first may run only those: one test per entry point keeps a long suite's profiled
+runs short, and any test that calls it gives a measurement)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
@@ -61,8 +73,12 @@ class Recorder:
     watched: dict[Location, list[tuple[str, str]]]  # location -> [(qualname, how)]
     tops: frozenset[str] = frozenset()  # top-level package names the locations are under
     origin: str = ""
+    arguments: bool = True  # False: only which origins reached each entry point
     calls: dict[str, list[CapturedCall]] = field(default_factory=dict)
     seen: set[tuple[str, str]] = field(default_factory=set)
+    # the first origins (tests, examples) that reached each entry point
+    reached: dict[str, list[str]] = field(default_factory=dict)
+    tries: Counter[str] = field(default_factory=Counter)  # calls looked at, per entry point
     _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
@@ -78,28 +94,47 @@ class Recorder:
 
     def seen_start(self, code: types.CodeType, frame: types.FrameType) -> bool:
         """Record the call starting in ``frame``; False when ``code`` needs no more watching
-        (not an entry point, or all its calls are kept)."""
+        (not an entry point, or its calls and the origins reaching it are all kept)."""
         targets = self.targets(code)
-        wanted = False
         for qualname, how in targets:
-            kept = self.calls.setdefault(qualname, [])
-            if len([c for c in kept if c.payload]) >= MAX_CALLS:
+            origins = self.reached.setdefault(qualname, [])
+            arguments = self.wants_arguments(qualname)
+            if len(origins) >= MAX_ORIGINS and not arguments:
                 continue
-            wanted = True
             args, kwargs = _arguments(frame)
-            if how.startswith("init:"):  # a constructor: the class is called anew on replay
-                if not args or type(args[0]).__qualname__ != how.removeprefix("init:"):
+            kind, _, name = how.partition(":")
+            if kind in ("init", "new"):  # a constructor: the class is called anew on replay
+                made = (args[0] if kind == "new" else type(args[0])) if args else None
+                if getattr(made, "__qualname__", None) != name:  # another class's construction
                     continue
                 args = args[1:]
             elif how == "classmethod":
                 args = args[1:]
-            self.record(qualname, args, kwargs)
-        return wanted
+            if len(origins) < MAX_ORIGINS and self.origin not in origins:
+                origins.append(self.origin)
+            if arguments:
+                self.tries[qualname] += 1
+                self.record(qualname, args, kwargs)
+        return any(
+            len(self.reached[qualname]) < MAX_ORIGINS or self.wants_arguments(qualname)
+            for qualname, _ in targets
+        )
+
+    def watched_names(self) -> set[str]:
+        return {qualname for targets in self.watched.values() for qualname, _ in targets}
+
+    def wants_arguments(self, qualname: str) -> bool:
+        """Whether calls of ``qualname`` are still worth copying: fewer than :data:`MAX_CALLS`
+        kept, and not yet :data:`MAX_TRIES` looked at (arguments that never copy cost every time)."""
+        if not self.arguments or self.tries[qualname] >= MAX_TRIES:
+            return False
+        kept = self.calls.setdefault(qualname, [])
+        return len([c for c in kept if c.payload]) < MAX_CALLS
 
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         shown = shown_arguments(args, kwargs)
         try:
-            data = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            data = temppaths.dumps(args, kwargs)
         except Exception as error:
             if not any(c.problem for c in self.calls[qualname]):
                 problem = f"{type(error).__name__}: {error}"[:200]
@@ -154,11 +189,14 @@ def _short_repr(value: object) -> str:
 
 
 def location_of(code: types.CodeType, tops: frozenset[str]) -> Location:
-    """The :data:`Location` of a code object (``("", "")`` outside the packages ``tops``)."""
+    """The :data:`Location` of a code object (``("", "")`` outside the packages ``tops``); a
+    top-level name is a package's folder or, for a single-module distribution (six), its file."""
     parts = code.co_filename.replace("\\", "/").split("/")
-    for index in range(len(parts) - 1, -1, -1):
+    for index in range(len(parts) - 2, -1, -1):
         if parts[index] in tops:
             return "/".join(parts[index:]), code.co_qualname
+    if parts[-1].endswith(".py") and parts[-1].removesuffix(".py") in tops:
+        return parts[-1], code.co_qualname
     return "", ""
 
 
@@ -174,8 +212,12 @@ def watch_list(qualnames: Sequence[str]) -> dict[Location, list[tuple[str, str]]
         owner_name = qualname.rpartition(".")[0]
         raw: object = obj
         how = "function"
-        if inspect.isclass(obj):
-            raw, how = vars(obj).get("__init__"), f"init:{obj.__qualname__}"
+        if inspect.isclass(obj):  # its own or an inherited __init__, else its __new__
+            init = getattr(obj, "__init__", None)
+            if isinstance(init, types.FunctionType):
+                raw, how = init, f"init:{obj.__qualname__}"
+            else:
+                raw, how = getattr(obj, "__new__", None), f"new:{obj.__qualname__}"
         else:
             try:
                 owner = resolve_object(owner_name)
@@ -199,9 +241,11 @@ def watch_list(qualnames: Sequence[str]) -> dict[Location, list[tuple[str, str]]
     return watched
 
 
-def recorder_for(qualnames: Sequence[str]) -> Recorder:
-    """A recorder watching these entry points (imports their package to find the code)."""
-    return Recorder(watch_list(qualnames), frozenset(q.split(".")[0] for q in qualnames))
+def recorder_for(qualnames: Sequence[str], *, arguments: bool = True) -> Recorder:
+    """A recorder watching these entry points (imports their package to find the code); without
+    ``arguments`` it only notes which origins reach them."""
+    tops = frozenset(q.split(".")[0] for q in qualnames)
+    return Recorder(watch_list(qualnames), tops, arguments=arguments)
 
 
 @contextlib.contextmanager

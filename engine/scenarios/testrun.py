@@ -16,8 +16,11 @@ import configparser
 import contextlib
 import importlib.util
 import io
+import os
+import re
 import shlex
 import sys
+import tempfile
 import time
 import tomllib
 from collections import Counter
@@ -26,7 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiprof.engine.scenarios.capture import CapturedCall, Recorder, capturing, recorder_for
+from apiprof.engine.scenarios.capture import (
+    CapturedCall,
+    Recorder,
+    capturing,
+    recorder_for,
+)
 
 PLUGIN_OPTIONS: dict[str, str] = {
     "--cov": "pytest_cov",
@@ -82,9 +90,29 @@ QUIET_WARNINGS = [
     "ignore::pytest.PytestDeprecationWarning",
     "-W",
     "ignore::pytest.PytestConfigWarning",
+    "-W",
+    "ignore::pytest.PytestUnknownMarkWarning",
 ]
 """A suite's ``filterwarnings = error`` must not turn warnings of plugins installed here (not
-the suite's own choice) into errors before a single test runs."""
+the suite's own choice), or about marks of plugins that are not, into errors before a single
+test runs."""
+
+UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option")
+"""How ``--strict-markers`` refuses a mark nobody registered (one of an absent plugin's)."""
+
+ORIGIN = "tests:"
+"""How a captured call names the test it came from: ``tests:`` and the test's node id."""
+
+SELECT_AFTER_SECONDS = 20.0
+"""A suite whose warm-up took longer runs, in its profiled passes, only the tests that first
+reached each entry point (:data:`~apiprof.engine.scenarios.capture.MAX_ORIGINS` each)."""
+
+WARM_UP_SHARE = 0.3
+"""The share of ``--tests-timeout`` the warm-up may take before the profiled runs, which cost
+several times more, are skipped rather than cut off by the timeout."""
+
+MAX_RETRIES = 4
+"""Runs of the warm-up that may be repeated after adjusting options pytest refused."""
 
 
 @dataclass
@@ -96,7 +124,11 @@ class SuiteArguments:
 def suite_arguments(path: str) -> SuiteArguments:
     """pytest arguments for the suite at ``path``: quiet, no cache written, and the ini file's
     ``addopts`` without options of plugins that are not installed."""
+    # --basetemp: tmp_path folders go to the worker's own temporary directory, without the user
+    # lookup that naming pytest's usual folder needs (the sandbox refuses the nscd socket)
+    basetemp = os.path.join(tempfile.gettempdir(), "pytest-suite")
     args = [path, "-q", "-p", "no:cacheprovider", "-p", "no:faulthandler", *QUIET_WARNINGS]
+    args += ["--basetemp", basetemp]
     found = read_addopts(Path(path))
     if found is None:
         return SuiteArguments(args)
@@ -207,14 +239,32 @@ class TestTally:
 
     __test__ = False  # not a test class, whatever pytest collects
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        recorder: Recorder | None = None,
+        marks: Sequence[str] = (),
+        selected: frozenset[str] | None = None,
+    ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
         self.recorder = recorder
+        self.marks = marks
+        self.selected = selected  # node ids to run; None: every test collected
+
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        if self.selected is None:
+            return
+        kept = [item for item in items if item.nodeid in self.selected]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in self.selected])
+        items[:] = kept
+
+    def pytest_configure(self, config: Any) -> None:
+        for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
+            config.addinivalue_line("markers", f"{mark}: registered by apiprof-scan")
 
     def pytest_runtest_setup(self, item: Any) -> None:
         if self.recorder is not None:
-            self.recorder.origin = f"tests:{item.nodeid}"
+            self.recorder.origin = f"{ORIGIN}{item.nodeid}"
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.failed:
@@ -240,6 +290,8 @@ class SuiteRunner:
     seconds: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
+    selected: frozenset[str] | None = None  # the tests the profiled runs run (None: all)
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
@@ -248,35 +300,92 @@ class SuiteRunner:
     def run(self, recorder: Recorder | None = None) -> None:
         import pytest
 
-        tally = TestTally(recorder)
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
-            tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
-        self.seconds.append(time.perf_counter() - started)
-        if tally.exit_code == 4 and not self.runs and "unrecognized arguments" in self.tail():
-            # options apiprof cannot place: run the suite without its configured addopts
+        # no __pycache__ beside the suite's files: assertion rewriting would try to write there
+        sys.dont_write_bytecode = True
+        for _ in range(MAX_RETRIES + 1):
+            tally = TestTally(recorder, self.marks, self.selected)
+            mark = len(self.output.getvalue())
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
+                tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
+            self.seconds.append(time.perf_counter() - started)
+            if self.runs or not self.adjusted(tally, self.output.getvalue()[mark:]):
+                break
+            self.seconds.pop()  # the refused start does not count as a run
+        self.runs.append(tally)
+
+    def adjusted(self, tally: TestTally, output: str) -> bool:
+        """Whether the first run's refusal was one apiprof can fix, and the options are fixed:
+        options it cannot place (the suite then runs without its addopts), marks of plugins
+        that are not installed under ``--strict-markers`` (registered)."""
+        if (
+            tally.exit_code == 4
+            and "unrecognized arguments" in output
+            and "addopts=" not in self.args
+        ):
             self.notes.append(
                 "pytest rejected the suite's configured options "
                 f"({self.tail(1)}); ran it without its addopts"
             )
             self.args = [*self.args, "-o", "addopts="]
-            self.seconds.pop()
-            return self.run(recorder)
-        self.runs.append(tally)
-        return None
+            return True
+        marks = sorted(set(UNKNOWN_MARK.findall(output)) - set(self.marks))
+        if marks and tally.exit_code in (2, 3, 4):
+            self.marks += marks
+            self.notes.append(
+                f"registered the mark(s) {', '.join(marks)} that the suite uses but no installed "
+                "plugin defines (--strict-markers refused them)"
+            )
+            return True
+        return False
 
     def warm_up(self, qualnames: Sequence[str], capture: bool) -> list[CapturedCall]:
-        """The first, unprofiled run: imports, collection, assertion rewriting — and, with
-        ``capture``, the arguments the entry points receive. The package's modules are
-        forgotten before it, so the suite imports the copy it means to test."""
-        recorder = recorder_for(qualnames) if capture else None
+        """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
+        that reach each entry point, with ``capture`` the arguments they pass. The package's
+        modules are forgotten before it, so the suite imports the copy it means to test. A
+        long suite then runs, in its profiled passes, only the tests that reached entry points."""
+        recorder = recorder_for(qualnames, arguments=capture)  # imports the package
         forget_package(self.package)
-        if recorder is None:
-            self.run()
-            return []
         with capturing(recorder):
             self.run(recorder)
+        self.select(recorder, len(qualnames))
         return recorder.results()
+
+    def select(self, recorder: Recorder, targets: int) -> None:
+        """Keep only the tests that reached entry points when the warm-up took long."""
+        chosen = {
+            origin.removeprefix(ORIGIN)
+            for origins in recorder.reached.values()
+            for origin in origins
+            if origin.startswith(ORIGIN)
+        }
+        ran = sum(self.runs[0].outcomes.values())
+        if self.seconds[-1] <= SELECT_AFTER_SECONDS or not chosen or len(chosen) >= ran:
+            return
+        self.selected = frozenset(chosen)
+        unwatched = targets - len(recorder.watched_names())
+        self.notes.append(
+            f"the whole suite took {self.seconds[-1]:.0f} s, so the profiled runs ran only the "
+            f"{len(chosen)} of its {ran} tests that first reached each entry point"
+            + (
+                f"; {unwatched} entry point(s) without Python code are measured only where "
+                "those tests call them"
+                if unwatched
+                else ""
+            )
+        )
+
+    def past_budget(self, budget: float) -> str:
+        """Why the profiled runs are skipped when the warm-up alone took more than
+        :data:`WARM_UP_SHARE` of ``budget`` seconds ("" when they fit or there is no budget)."""
+        took = self.seconds[-1]
+        if not budget or took <= budget * WARM_UP_SHARE:
+            return ""
+        return (
+            f"its warm-up run alone took {took:.0f} s of the {budget:g} s --tests-timeout, so "
+            "the profiled runs were skipped (raise --tests-timeout to profile them); the "
+            "arguments it captured are replayed"
+        )
 
     def tail(self, lines: int = 3) -> str:
         text = [line for line in self.output.getvalue().splitlines() if line.strip()]

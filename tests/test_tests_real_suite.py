@@ -1,0 +1,216 @@
+"""``--tests`` on a suite laid out as real projects' are (tests/fixtures/suite_project): a src/
+tree the suite imports instead of the scanned copy, pytest-cov options and marks without
+pytest-cov, ``filterwarnings = error``, a data file beside the tests, ``tmp_path``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from suitehelp import suite_only_options
+
+from apiprof.db.schema import open_db
+from apiprof.engine.scan import scan
+from apiprof.engine.scenarios import temppaths
+from apiprof.engine.scenarios.capture import location_of
+from apiprof.engine.scenarios.testrun import suite_arguments
+from apiprof.model.records import ScenarioSource
+
+PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
+SUITE = PROJECT / "tests"
+ENTRY_POINTS = [
+    "suite_pkg.Journal",
+    "suite_pkg.Journal.latest",
+    "suite_pkg.Ledger",
+    "suite_pkg.Ledger.total",
+    "suite_pkg.count_words",
+    "suite_pkg.parse_record",
+    "suite_pkg.save_lines",
+]
+
+
+def run_printing_json(script: str, cwd: Path) -> dict:
+    """Run ``script`` in a Python of its own (pytest inside pytest would share sys.modules);
+    the JSON its last line prints."""
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A second copy of suite_pkg, the one the scan imports (the suite imports its src/ tree)."""
+    folder = tmp_path_factory.mktemp("installed")
+    shutil.copytree(PROJECT / "src" / "suite_pkg", folder / "suite_pkg")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def suite_scan(installed, tmp_path_factory):
+    """Only the suite and the arguments captured from it can profile anything."""
+    path = tmp_path_factory.mktemp("suite-scan") / "suite.db"
+    options = suite_only_options(SUITE, installed, capture=True)
+    return path, scan("suite_pkg", db_path=path, options=options)
+
+
+def test_a_real_layout_suite_runs_clean_in_the_sandbox_and_profiles_everything(suite_scan):
+    _, summary = suite_scan
+    suite = summary.tests
+    assert summary.not_profiled == [] and summary.profiled == len(ENTRY_POINTS)
+    assert suite.status == "ran" and sorted(suite.reached) == ENTRY_POINTS
+    # the data file was read, tmp_path written, no mark refused, nothing else refused
+    assert suite.outcomes == {"passed": 5, "failed": 0, "errors": 0, "skipped": 0}
+    assert suite.blocked == [] and suite.warnings == []
+
+
+def test_what_apiprof_changed_to_run_the_suite_is_said(suite_scan):
+    notes = suite_scan[1].tests.notes
+    assert any(
+        "dropped --cov=suite_pkg --cov-report=term-missing" in note and "pytest_cov" in note
+        for note in notes
+    )
+    assert any("registered the mark(s) no_cover" in note for note in notes)
+
+
+def test_arguments_captured_from_the_source_tree_copy_are_replayed(suite_scan):
+    path, summary = suite_scan
+    assert summary.tests.to_json()["captured_entry_points"] == len(ENTRY_POINTS)
+    db = open_db(path, readonly=True)
+    try:
+        rows = db.execute(
+            "SELECT DISTINCT s.qualname FROM scenarios s JOIN buckets b "
+            "ON b.scenario_id = s.id AND b.qualname = s.qualname WHERE s.source = ?",
+            [str(ScenarioSource.CAPTURED)],
+        ).fetchall()
+    finally:
+        db.conn.close()
+    # save_lines got pytest's tmp_path: replayed in a temporary folder of its own worker
+    assert sorted(q for (q,) in rows) == ENTRY_POINTS
+
+
+def test_a_long_suite_profiles_only_the_tests_that_reach_entry_points(installed, tmp_path):
+    """The selection, in a process of its own."""
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.scenarios import testrun
+testrun.SELECT_AFTER_SECONDS = 0.0  # every suite counts as long
+runner = testrun.SuiteRunner({str(SUITE)!r}, "suite_pkg")
+captured = runner.warm_up({ENTRY_POINTS!r}, capture=True)
+imported = sys.modules["suite_pkg"].__file__
+runner.run()
+print(json.dumps({{
+    "imported": imported,
+    "captured": sorted({{c.qualname for c in captured if c.payload}}),
+    "journal": [c.shown for c in captured if c.qualname == "suite_pkg.Journal"],
+    "ledger_origins": [c.origin for c in captured if c.qualname == "suite_pkg.Ledger"],
+    "outcomes": [dict(run.outcomes) for run in runner.runs],
+    "notes": runner.notes,
+}}))
+"""
+    found = run_printing_json(script, tmp_path)
+    assert found["imported"].startswith(str(PROJECT / "src"))
+    assert found["captured"] == ENTRY_POINTS
+    # Journal is built through Ledger's __init__: each class keeps its own constructions
+    assert found["journal"] == ["([{'item': 'tea', 'qty': '2'}, {'item': 'jam', 'qty': '5'}])"]
+    assert found["ledger_origins"] == [
+        "tests:tests/test_suite_pkg.py::test_ledger_totals_parsed_records"
+    ]
+    warm, profiled = found["outcomes"]
+    assert warm["passed"] == 5 and profiled == {
+        "passed": 4,
+        "failed": 0,
+        "errors": 0,
+        "skipped": 0,
+    }
+    assert any("ran only the 4 of its 5 tests" in note for note in found["notes"])
+
+
+def test_plugin_options_are_dropped_and_the_suite_gets_its_own_basetemp():
+    prepared = suite_arguments(str(SUITE))
+    overridden = prepared.args[prepared.args.index("-o") + 1]
+    assert overridden == "addopts=-ra --strict-markers"
+    basetemp = prepared.args[prepared.args.index("--basetemp") + 1]
+    assert basetemp.startswith(tempfile.gettempdir())
+
+
+def test_temporary_paths_travel_with_their_content(tmp_path, monkeypatch):
+    capturing, replaying = tmp_path / "capturing", tmp_path / "replaying"
+    capturing.mkdir()
+    replaying.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(capturing))
+    folder = capturing / "pytest-suite" / "test_x0"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("alpha")
+    data = temppaths.dumps((folder, str(folder / "sub" / "a.txt")), {"out": folder / "new.txt"})
+    shutil.rmtree(capturing / "pytest-suite")
+    (folder.parent / "gone").mkdir(parents=True)  # the original state must not matter
+
+    monkeypatch.setattr(tempfile, "tempdir", str(replaying))
+    import pickle
+
+    (path, text), kwargs = pickle.loads(data)
+    assert isinstance(path, Path) and path.is_relative_to(replaying)
+    assert (path / "sub" / "a.txt").read_text() == "alpha"
+    assert isinstance(text, str) and Path(text).read_text() == "alpha"
+    assert not kwargs["out"].exists() and kwargs["out"].parent.is_dir()
+    (path / "extra").write_text("left by a replay")
+    (path2, _), _ = pickle.loads(data)  # every replay starts from the captured state
+    assert path2 == path and sorted(os.listdir(path)) == ["sub"]
+
+
+def test_a_temporary_folder_too_large_to_carry_is_a_capture_problem(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * (temppaths.MAX_SNAPSHOT + 1))
+    with pytest.raises(temppaths.TempPathTooLarge, match="too large to copy"):
+        temppaths.dumps((big,), {})
+    outside = "/etc/hostname"  # not under the temporary folder: pickled as it is
+    assert temppaths.snapshot(outside, str(tmp_path)) is None
+
+
+def test_single_module_distributions_are_located_by_their_file():
+    def code_at(filename: str):
+        return compile("def f(): pass", filename, "exec").co_consts[0]
+
+    tops = frozenset({"six", "pkg"})
+    assert location_of(code_at("/src/six-1.17.0/six.py"), tops) == ("six.py", "f")
+    assert location_of(code_at("/venv/site-packages/six.py"), tops) == ("six.py", "f")
+    # a package's folder wins over a module of the same name inside it
+    assert location_of(code_at("/src/pkg/pkg.py"), tops) == ("pkg/pkg.py", "f")
+    assert location_of(code_at("/src/other.py"), tops) == ("", "")
+
+
+def test_a_warm_up_past_its_share_of_the_timeout_hands_over_its_captures(installed, tmp_path):
+    """Profiled runs cost several warm-ups: when they cannot fit, the worker skips them rather
+    than let the timeout lose the captured arguments too (worker in a process of its own)."""
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.isolation.protocol import RunSuite
+from apiprof.engine.isolation.worker import Worker
+worker = Worker(None, 512, send=lambda task_id, message: None)
+reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=0.001))
+print(json.dumps({{
+    "runs": reply.runs, "problem": reply.problem, "measured": len(reply.measurements),
+    "captured": sorted({{c.qualname for c in reply.captured if c.payload}}),
+    "passed": reply.outcomes["passed"],
+}}))
+"""
+    found = run_printing_json(script, tmp_path)
+    assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 5
+    assert "profiled runs were skipped (raise --tests-timeout" in found["problem"]
+    assert found["captured"] == ENTRY_POINTS
