@@ -19,6 +19,7 @@ import site
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
@@ -129,7 +130,7 @@ def await_ready(
     return None
 
 
-class ConfinedWorker:
+class ConfinedWorker(ABC):
     """What every worker has: sandbox, pipes, stderr file, supervisor; and how it is stopped.
     Subclasses start the process (:meth:`_launch`) and know its exit status."""
 
@@ -172,21 +173,25 @@ class ConfinedWorker:
     def _new_sandbox(self, root: SandboxRoot) -> Path:
         return root.new_sandbox()
 
+    @abstractmethod
     def _launch(self, request_r: int, result_w: int) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def _find_host_pid(self, ready: Ready) -> int:
         raise NotImplementedError
 
+    @abstractmethod
     def exit_status(self) -> int:
         """The worker's exit status, as ``subprocess`` says it (-N: killed by signal N)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _terminate(self) -> None:
         """Kill the process and everything it started; return once they are gone."""
         raise NotImplementedError
 
-    def _release_process(self) -> None:
+    def _release_process(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Give back what the process held once it is gone (its zygote, ...)."""
 
     def _start_error(self) -> WorkerStartError:
