@@ -175,21 +175,20 @@ class ConfinedWorker(ABC):
 
     @abstractmethod
     def _launch(self, request_r: int, result_w: int) -> None:
-        raise NotImplementedError
+        """Start the worker process with its ends of the request and result pipes."""
 
     @abstractmethod
     def _find_host_pid(self, ready: Ready) -> int:
-        raise NotImplementedError
+        """The worker's pid as the scanner sees it (strict workers live in a pid namespace of
+        their own); 0 when it cannot be found."""
 
     @abstractmethod
     def exit_status(self) -> int:
         """The worker's exit status, as ``subprocess`` says it (-N: killed by signal N)."""
-        raise NotImplementedError
 
     @abstractmethod
     def _terminate(self) -> None:
         """Kill the process and everything it started; return once they are gone."""
-        raise NotImplementedError
 
     def _release_process(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Give back what the process held once it is gone (its zygote, ...)."""
