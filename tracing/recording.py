@@ -39,18 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from apiprof.errors import TraceFileError
+from apiprof.tracing.counts import Counts, FunctionTotals, IntArray
 from apiprof.tracing.sampler import ThreadInfo
 from apiprof.tracing.stacks import Frame, StackTable
-from apiprof.tracing.timetree import (
-    DEFAULT_SHAPE,
-    Counts,
-    FunctionTotals,
-    IntArray,
-    Node,
-    TreeShape,
-    build_tree,
-    int_array,
-)
+from apiprof.tracing.timetree import DEFAULT_SHAPE, Node, TreeShape, build_tree, int_array
 
 FORMAT = "apiprof-trace"
 FORMAT_VERSION = 2

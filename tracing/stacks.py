@@ -60,6 +60,7 @@ class StackTable:
         self.excluded: set[CodeType] = set()
         self._by_codes: dict[tuple[int, tuple[CodeType, ...]], int] = {}
         self._paths: dict[int, tuple[int, ...]] = {}
+        self._resolved: dict[int, tuple[Frame, ...]] = {}
         self._roots: list[int] = []
         self._thread_frames: list[int] = []
         self._thread_frames_seen = 0
@@ -206,5 +207,10 @@ class StackTable:
         return path[1:] if path and self.frames[path[0]].is_thread else path
 
     def resolve(self, stack: int) -> tuple[Frame, ...]:
-        """The frames of a stack, outermost call first."""
-        return tuple(self.frames[i] for i in self.frame_ids(stack))
+        """The frames of a stack, outermost call first (cached: a stack never changes, and
+        reports on one recording name the same top stacks again and again)."""
+        found = self._resolved.get(stack)
+        if found is None:
+            frames = self.frames
+            found = self._resolved[stack] = tuple([frames[i] for i in self.frame_ids(stack)])
+        return found

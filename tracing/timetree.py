@@ -13,8 +13,8 @@ Built with the recording's stack table, each inner node also keeps the *function
 kept stacks (inclusive and exclusive samples per function). A report's per-function roll-up then
 adds a few hundred numbers per merged node instead of walking every distinct stack of the window
 frame by frame: the roll-up's cost no longer grows with the window. Kept counts and totals
-are int64 arrays, and a query adds them up with NumPy (one ``bincount`` over the concatenated
-parts) rather than a Python loop over thousands of stacks per merged node.
+are int64 arrays (:mod:`.counts`), added up with a few NumPy calls per query rather than a
+Python loop over thousands of stacks per merged node.
 """
 
 from __future__ import annotations
@@ -25,32 +25,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from apiprof.errors import UsageError
-from apiprof.tracing.stacks import EMPTY_STACK, StackTable
+from apiprof.tracing.counts import (
+    Counts,
+    FunctionTotals,
+    IntArray,
+    add_counts,
+    add_totals,
+    as_dict,
+    ints,
+    pack_totals,
+    roll_up,
+)
+from apiprof.tracing.stacks import StackTable
 
-# NumPy is imported where arrays are made, not here: the recorder imports this module inside
-# the traced program, which should not load (or pay ~0.1-0.4 s for) NumPy while it runs.
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    IntArray = npt.NDArray[np.int64]
-else:
-    IntArray = Any
 Action = Literal["skipped", "merged", "descended", "enumerated"]
-Counts = tuple[IntArray, IntArray]
-"""(ids, counts), ids distinct: a node's kept stacks, or a window's stacks."""
-FunctionTotals = tuple[IntArray, IntArray, IntArray]
-"""Per function of a node's kept stacks: (frame ids, inclusive samples, exclusive samples)."""
-
-
-def ints(values: Iterable[int]) -> IntArray:
-    import numpy as np
-
-    return np.fromiter(values, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -140,19 +131,6 @@ def keep_top(
         kept.append(count)
         covered += count
     return stacks, kept
-
-
-def pack_totals(inclusive: Mapping[int, int], exclusive: Mapping[int, int]) -> FunctionTotals:
-    """Function totals as three parallel arrays (every exclusive frame is also inclusive)."""
-    return (
-        ints(inclusive),
-        ints(inclusive.values()),
-        ints(exclusive.get(f, 0) for f in inclusive),
-    )
-
-
-def pack_counts(counts: Mapping[int, int]) -> Counts:
-    return ints(counts), ints(counts.values())
 
 
 _Subtree = tuple[Counter[int], Counter[int], Counter[int]]  # stack counts, inclusive, exclusive
@@ -263,7 +241,9 @@ class TreeSource(Protocol):
         """An inner node's kept counts and function totals (read only for merged nodes)."""
         ...
 
-    def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int]]: ...
+    def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int] | IntArray]:
+        """A leaf's sample times and stacks (in time order)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -282,8 +262,8 @@ class WindowCounts:
 
     ``samples`` is exact at any P. ``unattributed`` samples lie in merged inner nodes but in
     stacks those nodes did not keep: every count in ``stacks`` is low by at most that much.
-    ``inclusive`` and ``exclusive`` (samples per frame id) are the function totals of
-    ``stacks``, filled when the query was given the stack table.
+    ``functions`` holds the function totals of ``stacks`` (frame ids ascending), filled when
+    the query was given the stack table.
     """
 
     start: int
@@ -292,8 +272,7 @@ class WindowCounts:
     samples: int = 0
     unattributed: int = 0
     visits: list[Visit] = field(default_factory=list)
-    inclusive: dict[int, int] | None = None
-    exclusive: dict[int, int] | None = None
+    functions: FunctionTotals | None = None
 
     @property
     def exact(self) -> bool:
@@ -302,8 +281,21 @@ class WindowCounts:
     @cached_property
     def stacks(self) -> dict[int, int]:
         """Samples per stack id (built on first use from the ``counts`` arrays)."""
-        ids, counts = self.counts
-        return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+        return as_dict(*self.counts)
+
+    @property
+    def inclusive(self) -> dict[int, int] | None:
+        """Samples per frame id with the function anywhere on the stack."""
+        return None if self.functions is None else as_dict(*self.functions[:2])
+
+    @property
+    def exclusive(self) -> dict[int, int] | None:
+        """Samples per frame id with the function innermost (frames never innermost left out)."""
+        if self.functions is None:
+            return None
+        frames, _, exclusive = self.functions
+        own = exclusive != 0
+        return as_dict(frames[own], exclusive[own])
 
 
 def query(
@@ -312,117 +304,63 @@ def query(
     """Counts per stack of the samples with ``start <= t < end``, answered from the tree; with
     the stack ``table``, also the function totals of those counts (from the nodes' totals where
     they have them, from their stacks where not: leaves, trees of older trace files)."""
+    import numpy as np
+
     result = WindowCounts(start, end)
     parts: list[Counts] = []  # (stacks, counts) to add up
     inclusive: list[Counts] = []  # (frame ids, samples) to add up
     exclusive: list[Counts] = []
-    leaves: Counter[int] = Counter()  # the samples read from leaves, rolled up once at the end
+    leaves: list[Sequence[int] | IntArray] = []  # the stacks of the samples read from leaves
+    merged = 0  # samples in merged inner nodes
+    visits = result.visits
 
     pending: list[Node] = [source.root()]
     while pending:
         node = pending.pop()
-        if node.end <= start or node.start >= end or node.samples == 0:
-            result.visits.append(Visit(node.start, node.end, node.samples, "skipped"))
+        samples = node.stop - node.first
+        if node.end <= start or node.start >= end or samples == 0:
+            visits.append(Visit(node.start, node.end, samples, "skipped"))
             continue
         inside = start <= node.start and node.end <= end
         if node.inner and inside:
             kept, functions = source.contents(node)
             parts.append(kept)
             if table is not None:
-                frames, inner, own = functions or roll_up(kept, table)
-                inclusive.append((frames, inner))
-                exclusive.append((frames, own))
-            result.samples += node.samples
-            result.unattributed += node.samples - int(kept[1].sum())
-            result.visits.append(Visit(node.start, node.end, node.samples, "merged"))
+                if functions is None:  # a tree of an older trace file
+                    inner, own = roll_up(*kept, table)
+                else:
+                    inner, own = functions[:2], (functions[0], functions[2])
+                inclusive.append(inner)
+                exclusive.append(own)
+            merged += samples
+            visits.append(Visit(node.start, node.end, samples, "merged"))
         elif node.inner:
-            result.visits.append(Visit(node.start, node.end, node.samples, "descended"))
+            visits.append(Visit(node.start, node.end, samples, "descended"))
             pending.extend(reversed(source.children(node)))  # visit in time order
         else:
             times, stacks = source.leaf_samples(node)
-            if inside:
-                chosen: Sequence[int] = stacks
-            else:
+            if not inside:
                 lo = bisect.bisect_left(times, start)
-                hi = bisect.bisect_left(times, end, lo)
-                chosen = stacks[lo:hi]
-            leaves.update(chosen)
-            result.samples += len(chosen)
+                stacks = stacks[lo : bisect.bisect_left(times, end, lo)]
+            if len(stacks):
+                leaves.append(stacks)
+                result.samples += len(stacks)
             action: Action = "merged" if inside else "enumerated"
-            result.visits.append(Visit(node.start, node.end, node.samples, action))
-    if leaves:
-        parts.append(pack_counts(leaves))
+            visits.append(Visit(node.start, node.end, samples, action))
+    if leaves:  # counted and rolled up together: one part, whatever the number of leaves
+        ids, numbers = np.unique(np.concatenate(leaves), return_counts=True)
+        parts.append((ids, numbers.astype(np.int64)))
         if table is not None:
-            frames, inner, own = roll_up(pack_counts(leaves), table)
-            inclusive.append((frames, inner))
-            exclusive.append((frames, own))
-    result.counts = add_parts(parts)
+            inner, own = roll_up(ids, numbers, table)
+            inclusive.append(inner)
+            exclusive.append(own)
+    result.counts = add_counts(parts)
+    # what merged nodes did not keep: the window's samples less every sample counted
+    result.unattributed = merged + result.samples - int(result.counts[1].sum())
+    result.samples += merged
     if table is not None:
-        result.inclusive = as_dict(add_parts(inclusive))
-        result.exclusive = as_dict(add_parts(exclusive))
+        result.functions = add_totals(inclusive, exclusive)
     return result
-
-
-def add_parts(parts: list[Counts]) -> Counts:
-    return add_counts([ids for ids, _ in parts], [counts for _, counts in parts])
-
-
-def add_counts(ids: list[IntArray], counts: list[IntArray]) -> Counts:
-    """Sum counts by id over parts (each part's ids distinct): ``(ids, sums)``, ids ascending,
-    zero sums left out. One ``bincount`` over the concatenated parts (exact: its float64
-    weights hold whole numbers up to 2**53), over the ids themselves when they are many, else
-    over their ranks (a ``bincount`` costs the largest id: tens of thousands of stacks)."""
-    import numpy as np
-
-    if not ids:
-        return ints(()), ints(())
-    every, weights = np.concatenate(ids), np.concatenate(counts)
-    if len(every) >= SPARSE_IDS:
-        sums = np.bincount(every, weights=weights)
-        found = np.flatnonzero(sums)
-        return found.astype(np.int64), sums[found].astype(np.int64)
-    distinct, rank = np.unique(every, return_inverse=True)
-    sums = np.bincount(rank, weights=weights).astype(np.int64)
-    kept = sums != 0
-    return distinct[kept].astype(np.int64), sums[kept]
-
-
-SPARSE_IDS = 4096
-"""Under this many (id, count) pairs to add, sorting them beats a ``bincount`` over every id."""
-
-
-def roll_up(counts: Counts, table: StackTable) -> FunctionTotals:
-    """Function totals of stack counts, from their (cached) function paths: what a node that
-    keeps no totals (a leaf, a node of an older trace file) contributes to a window's."""
-    import numpy as np
-
-    framed = counts[0] != EMPTY_STACK  # the empty stack has no frames
-    ids, numbers = counts[0][framed], counts[1][framed]
-    paths = [table.function_path(stack) for stack in ids.tolist()]
-    inclusive = add_counts(
-        [ints(chain.from_iterable(paths))], [np.repeat(numbers, [len(p) for p in paths])]
-    )
-    rows = table.stacks
-    innermost = add_counts([ints(rows[stack][1] for stack in ids.tolist())], [numbers])
-    own = np.zeros(len(inclusive[0]), dtype=np.int64)
-    own[np.searchsorted(inclusive[0], innermost[0])] = innermost[1]
-    return inclusive[0], inclusive[1], own
-
-
-def top_counts(counts: Counts, top: int) -> list[tuple[int, int]]:
-    """The ``top`` largest ``(id, count)`` pairs, most first, ties to the smaller id."""
-    import numpy as np
-
-    ids, numbers = counts
-    if len(numbers) > top:
-        chosen = numbers >= np.partition(numbers, len(numbers) - top)[len(numbers) - top]
-        ids, numbers = ids[chosen], numbers[chosen]
-    order = np.lexsort((ids, -numbers))[:top]
-    return list(zip(ids[order].tolist(), numbers[order].tolist(), strict=True))
-
-
-def as_dict(counts: Counts) -> dict[int, int]:
-    return dict(zip(counts[0].tolist(), counts[1].tolist(), strict=True))
 
 
 def count_linearly(
@@ -450,7 +388,16 @@ class MemoryTree:
         end: int | None = None,
         table: StackTable | None = None,
     ) -> None:
+        import numpy as np
+
         self.times, self.stacks, self.shape, self.table = times, stacks, shape, table
+        # leaves hand out views of the stacks as an array (no copy of an int64 ``array``): a
+        # query counts all its leaves' samples in one NumPy call
+        self._stack_array = (
+            np.frombuffer(stacks, dtype=np.int64)
+            if isinstance(stacks, array) and stacks.itemsize == 8
+            else np.asarray(stacks, dtype=np.int64)
+        )
         self.nodes: dict[int, Node] = {}
         self._children: dict[int, list[Node]] = {}
         build_tree(times, stacks, shape, self._add, start=start, end=end, table=table)
@@ -471,8 +418,8 @@ class MemoryTree:
         assert node.kept is not None
         return node.kept, node.functions
 
-    def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int]]:
-        return self.times[node.first : node.stop], self.stacks[node.first : node.stop]
+    def leaf_samples(self, node: Node) -> tuple[Sequence[int], IntArray]:
+        return self.times[node.first : node.stop], self._stack_array[node.first : node.stop]
 
     def walk(self) -> Iterator[Node]:
         """Nodes parent first, children in time order."""

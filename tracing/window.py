@@ -20,9 +20,10 @@ from typing import Any
 
 from apiprof.errors import UsageError
 from apiprof.format import format_ns
+from apiprof.tracing.counts import IntArray, top_positions
 from apiprof.tracing.recording import Marker, Recording
 from apiprof.tracing.stacks import Frame, StackTable
-from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query, top_counts
+from apiprof.tracing.timetree import DEFAULT_SHAPE, TreeShape, WindowCounts, query
 
 DEFAULT_TOP = 10
 
@@ -281,39 +282,73 @@ class Summary:
     by_thread: tuple[tuple[str, int], ...]
 
 
+FunctionTriple = tuple[int, int, int]  # (frame id, inclusive samples, exclusive samples)
+
+
 def summarize(counts: dict[int, int], stacks: StackTable, top: int = DEFAULT_TOP) -> Summary:
     """Top stacks, top functions (by inclusive and by exclusive samples) and samples per thread
     of window counts, rolled up from their stacks."""
-    return _summary(top_items(counts, top), *stacks.function_totals(counts), stacks, top)
+    inclusive, exclusive = stacks.function_totals(counts)
+    threads = {f: inclusive.pop(f) for f in stacks.thread_frames() if f in inclusive}
+
+    def function_rows(by: dict[int, int]) -> list[FunctionTriple]:
+        return [(f, inclusive.get(f, 0), exclusive.get(f, 0)) for f, _ in top_items(by, top)]
+
+    return _summary(
+        top_items(counts, top),
+        function_rows(inclusive),
+        function_rows(exclusive),
+        [(f, n) for f, n in top_items(threads, top) if n],
+        stacks,
+    )
 
 
 def summarize_window(counts: WindowCounts, stacks: StackTable, top: int = DEFAULT_TOP) -> Summary:
     """The same summary of a tree query's answer, from the function totals the tree added up
-    (when the query had the stack table)."""
-    if counts.inclusive is None or counts.exclusive is None:
+    (when the query had the stack table): the top rows are picked from its arrays, so only
+    they become Python objects."""
+    if counts.functions is None:
         return summarize(counts.stacks, stacks, top)
-    ranked = top_counts(counts.counts, top)
-    return _summary(ranked, counts.inclusive, counts.exclusive, stacks, top)
+    import numpy as np
+
+    ids, numbers = counts.counts
+    ranked = top_positions(ids, numbers, top)
+    frames, inclusive, exclusive = counts.functions
+    is_thread = np.zeros(len(stacks.frames), dtype=bool)
+    is_thread[stacks.thread_frames()] = True
+    threads = is_thread[frames]
+    code = np.where(threads, 0, inclusive)  # a thread frame is no function of the program
+
+    def function_rows(by: IntArray) -> list[FunctionTriple]:
+        chosen = top_positions(frames, by, top)
+        return list(
+            zip(
+                frames[chosen].tolist(),
+                code[chosen].tolist(),
+                exclusive[chosen].tolist(),
+                strict=True,
+            )
+        )
+
+    by_thread = top_positions(frames, np.where(threads, inclusive, 0), top)
+    return _summary(
+        list(zip(ids[ranked].tolist(), numbers[ranked].tolist(), strict=True)),
+        function_rows(code),
+        function_rows(exclusive),
+        list(zip(frames[by_thread].tolist(), inclusive[by_thread].tolist(), strict=True)),
+        stacks,
+    )
 
 
 def _summary(
     ranked: list[tuple[int, int]],
-    inclusive: dict[int, int],
-    exclusive: dict[int, int],
+    by_inclusive: list[FunctionTriple],
+    by_exclusive: list[FunctionTriple],
+    by_thread: list[tuple[int, int]],
     stacks: StackTable,
-    top: int,
 ) -> Summary:
+    """The summary's rows from the chosen ids: stacks and frames resolved for these only."""
     frames = stacks.frames
-    threads = {f: inclusive[f] for f in stacks.thread_frames() if f in inclusive}
-    inclusive = dict(inclusive)
-    for frame_id in threads:
-        del inclusive[frame_id]
-
-    def function_rows(by: dict[int, int]) -> tuple[FunctionRow, ...]:
-        return tuple(
-            FunctionRow(frames[f], inclusive.get(f, 0), exclusive.get(f, 0))
-            for f, _ in top_items(by, top)
-        )
 
     def stack_row(stack: int, count: int) -> StackRow:
         path = stacks.resolve(stack)
@@ -323,9 +358,9 @@ def _summary(
 
     return Summary(
         stacks=tuple(stack_row(stack, count) for stack, count in ranked),
-        by_inclusive=function_rows(inclusive),
-        by_exclusive=function_rows(exclusive),
-        by_thread=tuple((frames[f].function, n) for f, n in top_items(threads, top) if n),
+        by_inclusive=tuple(FunctionRow(frames[f], i, e) for f, i, e in by_inclusive),
+        by_exclusive=tuple(FunctionRow(frames[f], i, e) for f, i, e in by_exclusive),
+        by_thread=tuple((frames[f].function, n) for f, n in by_thread),
     )
 
 
