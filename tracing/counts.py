@@ -56,13 +56,20 @@ def pack_totals(inclusive: Mapping[int, int], exclusive: Mapping[int, int]) -> F
 def add_counts(parts: Sequence[Counts]) -> Counts:
     """Sum counts by id over parts (ids may repeat): ``(ids, sums)``, ids ascending, zero sums
     left out."""
+    return sum_by_id(*_joined(parts)) if parts else (ints(()), ints(()))
+
+
+def add_indexed(parts: Sequence[Counts], index: IntArray) -> Counts:
+    """Sum counts over parts whose ids are positions in ``index`` (the distinct ids that occur,
+    ascending): ``(ids, sums)`` as :func:`add_counts` gives them, from one dense ``bincount``."""
     import numpy as np
 
     if not parts:
         return ints(()), ints(())
-    if len(parts) == 1:
-        return sum_by_id(*parts[0])
-    return sum_by_id(np.concatenate([i for i, _ in parts]), np.concatenate([n for _, n in parts]))
+    positions, weights = _joined(parts)
+    sums = np.bincount(positions, weights=weights, minlength=len(index))
+    found = np.flatnonzero(sums)
+    return index[found].astype(np.int64), sums[found].astype(np.int64)
 
 
 def add_totals(inclusive: Sequence[Counts], exclusive: Sequence[Counts]) -> FunctionTotals:
@@ -71,14 +78,32 @@ def add_totals(inclusive: Sequence[Counts], exclusive: Sequence[Counts]) -> Func
     also inclusive, so the exclusive sums are placed by the inclusive ids."""
     import numpy as np
 
-    frames, inner = add_counts(inclusive)
-    if not exclusive:
-        return frames, inner, np.zeros_like(inner)
-    ids = np.concatenate([i for i, _ in exclusive])
-    weights = np.concatenate([n for _, n in exclusive])
-    where = np.searchsorted(frames, ids)
-    own = np.bincount(where, weights=weights, minlength=len(frames)).astype(np.int64)
-    return frames, inner, own
+    if not inclusive:
+        return ints(()), ints(()), ints(())
+    ids, weights = _joined(inclusive)
+    own_ids, own_weights = _joined(exclusive) if exclusive else (ints(()), ints(()))
+    size = int(ids.max()) + 1
+    if size <= DENSE_IDS_PER_PAIR * len(ids) + DENSE_IDS:  # frame ids are dense: the usual case
+        sums = np.bincount(ids, weights=weights, minlength=size)
+        frames = np.flatnonzero(sums)
+        own = np.bincount(own_ids, weights=own_weights, minlength=size)
+        return (
+            frames.astype(np.int64),
+            sums[frames].astype(np.int64),
+            own[frames].astype(np.int64),
+        )
+    frames, inner = sum_by_id(ids, weights)
+    where = np.searchsorted(frames, own_ids)
+    by_rank = np.bincount(where, weights=own_weights, minlength=len(frames))
+    return frames, inner, by_rank.astype(np.int64)
+
+
+def _joined(parts: Sequence[Counts]) -> Counts:
+    import numpy as np
+
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([i for i, _ in parts]), np.concatenate([n for _, n in parts])
 
 
 def sum_by_id(ids: IntArray, numbers: IntArray) -> Counts:

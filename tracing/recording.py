@@ -531,6 +531,9 @@ class StoredTree:
         )
         return [self._node(row) for row in rows]
 
+    def stack_index(self) -> None:
+        return None  # knowing it would cost a pass over every sample
+
     def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int]]:
         times, stacks = int_array(), int_array()
         for t, stack in self.conn.execute(

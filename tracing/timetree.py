@@ -33,6 +33,7 @@ from apiprof.tracing.counts import (
     FunctionTotals,
     IntArray,
     add_counts,
+    add_indexed,
     add_totals,
     as_dict,
     ints,
@@ -238,7 +239,14 @@ class TreeSource(Protocol):
     def children(self, node: Node) -> Sequence[Node]: ...
 
     def contents(self, node: Node) -> tuple[Counts, FunctionTotals | None]:
-        """An inner node's kept counts and function totals (read only for merged nodes)."""
+        """An inner node's kept counts and function totals (read only for merged nodes); with
+        a ``stack_index``, the kept stacks are given as positions in it."""
+        ...
+
+    def stack_index(self) -> IntArray | None:
+        """The distinct stack ids of all samples, ascending, when the source knows them: a
+        query then adds counts by position in it (one ``bincount`` over a few thousand sampled
+        stacks instead of a sort, or a ``bincount`` over every prefix's id)."""
         ...
 
     def leaf_samples(self, node: Node) -> tuple[Sequence[int], Sequence[int] | IntArray]:
@@ -313,6 +321,7 @@ def query(
     leaves: list[Sequence[int] | IntArray] = []  # the stacks of the samples read from leaves
     merged = 0  # samples in merged inner nodes
     visits = result.visits
+    index = source.stack_index()
 
     pending: list[Node] = [source.root()]
     while pending:
@@ -327,7 +336,8 @@ def query(
             parts.append(kept)
             if table is not None:
                 if functions is None:  # a tree of an older trace file
-                    inner, own = roll_up(*kept, table)
+                    ids = kept[0] if index is None else index[kept[0]]
+                    inner, own = roll_up(ids, kept[1], table)
                 else:
                     inner, own = functions[:2], (functions[0], functions[2])
                 inclusive.append(inner)
@@ -349,12 +359,12 @@ def query(
             visits.append(Visit(node.start, node.end, samples, action))
     if leaves:  # counted and rolled up together: one part, whatever the number of leaves
         ids, numbers = np.unique(np.concatenate(leaves), return_counts=True)
-        parts.append((ids, numbers.astype(np.int64)))
+        parts.append((ids if index is None else np.searchsorted(index, ids), numbers))
         if table is not None:
             inner, own = roll_up(ids, numbers, table)
             inclusive.append(inner)
             exclusive.append(own)
-    result.counts = add_counts(parts)
+    result.counts = add_counts(parts) if index is None else add_indexed(parts, index)
     # what merged nodes did not keep: the window's samples less every sample counted
     result.unattributed = merged + result.samples - int(result.counts[1].sum())
     result.samples += merged
@@ -398,6 +408,8 @@ class MemoryTree:
             if isinstance(stacks, array) and stacks.itemsize == 8
             else np.asarray(stacks, dtype=np.int64)
         )
+        self._index = np.flatnonzero(np.bincount(self._stack_array)) if len(stacks) else ints(())
+        self._positions: dict[int, IntArray] = {}  # per inner node: its kept stacks' positions
         self.nodes: dict[int, Node] = {}
         self._children: dict[int, list[Node]] = {}
         build_tree(times, stacks, shape, self._add, start=start, end=end, table=table)
@@ -405,6 +417,10 @@ class MemoryTree:
             children.sort(key=lambda node: node.start)
 
     def _add(self, node: Node) -> None:
+        import numpy as np
+
+        if node.kept is not None:
+            self._positions[node.id] = np.searchsorted(self._index, node.kept[0]).astype(np.int32)
         self.nodes[node.id] = node
         self._children.setdefault(node.parent, []).append(node)
 
@@ -416,7 +432,10 @@ class MemoryTree:
 
     def contents(self, node: Node) -> tuple[Counts, FunctionTotals | None]:
         assert node.kept is not None
-        return node.kept, node.functions
+        return (self._positions[node.id], node.kept[1]), node.functions
+
+    def stack_index(self) -> IntArray:
+        return self._index
 
     def leaf_samples(self, node: Node) -> tuple[Sequence[int], IntArray]:
         return self.times[node.first : node.stop], self._stack_array[node.first : node.stop]
