@@ -211,9 +211,12 @@ def test_unknown_format_is_refused(recording, tmp_path):
 
 # -- the exports opened in a real viewer ---------------------------------------------------
 # speedscope is a static web app: `.ci/run` unpacks its npm package's build into the viewer
-# cache, and the tests serve it from loopback to headless Chromium. Perfetto's UI is not
-# vendorable offline (it loads its trace processor from the network), and headless Chromium
-# does not serve its own chrome://tracing viewer (the page load is aborted), so the Chrome
+# cache, and the tests serve it from loopback to headless Chromium. Perfetto cannot check our
+# files on a clean machine: its parser (trace_processor_shell, which the `perfetto` PyPI package
+# only wraps, downloading the binary on first use) and its UI builds are published only as
+# prebuilt files on Google's artifact storage, not on PyPI, npm or Debian (the only sources CI
+# reaches), and building them needs toolchains fetched from there too. Headless Chromium does
+# not serve its own chrome://tracing viewer (the page load is aborted), so the Chrome
 # trace-event file is opened in speedscope's trace-event importer: a real consumer of the format.
 
 SPEEDSCOPE_VERSION = "1.25.0"

@@ -78,9 +78,9 @@ def add_totals(inclusive: Sequence[Counts], exclusive: Sequence[Counts]) -> Func
     also inclusive, so the exclusive sums are placed by the inclusive ids."""
     import numpy as np
 
-    if not inclusive:
-        return ints(()), ints(()), ints(())
-    ids, weights = _joined(inclusive)
+    ids, weights = _joined(inclusive) if inclusive else (ints(()), ints(()))
+    if not len(ids):
+        return ids, weights, ints(())
     own_ids, own_weights = _joined(exclusive) if exclusive else (ints(()), ints(()))
     size = int(ids.max()) + 1
     if size <= DENSE_IDS_PER_PAIR * len(ids) + DENSE_IDS:  # frame ids are dense: the usual case

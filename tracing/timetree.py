@@ -291,20 +291,6 @@ class WindowCounts:
         """Samples per stack id (built on first use from the ``counts`` arrays)."""
         return as_dict(*self.counts)
 
-    @property
-    def inclusive(self) -> dict[int, int] | None:
-        """Samples per frame id with the function anywhere on the stack."""
-        return None if self.functions is None else as_dict(*self.functions[:2])
-
-    @property
-    def exclusive(self) -> dict[int, int] | None:
-        """Samples per frame id with the function innermost (frames never innermost left out)."""
-        if self.functions is None:
-            return None
-        frames, _, exclusive = self.functions
-        own = exclusive != 0
-        return as_dict(frames[own], exclusive[own])
-
 
 def query(
     source: TreeSource, start: int, end: int, table: StackTable | None = None
