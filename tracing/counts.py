@@ -25,23 +25,17 @@ if TYPE_CHECKING:
 else:
     IntArray = Any
 Counts = tuple[IntArray, IntArray]
-"""(ids, counts), ids distinct: a node's kept stacks, or a window's stacks."""
+"""(ids, counts): a node's kept stacks, or a window's stacks (ids distinct); a part to add may
+repeat ids."""
 FunctionTotals = tuple[IntArray, IntArray, IntArray]
 """Per function of some stacks: (frame ids, inclusive samples, exclusive samples); a frame that
 is never innermost has exclusive 0. A node's ids are distinct; a part to add may repeat them."""
-
-SPARSE_IDS = 4096
-"""Under this many (id, count) pairs to add, sorting them beats a ``bincount`` over every id."""
 
 
 def ints(values: Iterable[int]) -> IntArray:
     import numpy as np
 
     return np.fromiter(values, dtype=np.int64)
-
-
-def pack_counts(counts: Mapping[int, int]) -> Counts:
-    return ints(counts), ints(counts.values())
 
 
 def pack_totals(inclusive: Mapping[int, int], exclusive: Mapping[int, int]) -> FunctionTotals:

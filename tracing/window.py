@@ -320,24 +320,21 @@ def summarize_window(counts: WindowCounts, stacks: StackTable, top: int = DEFAUL
     code = np.where(threads, 0, inclusive)  # a thread frame is no function of the program
 
     def function_rows(by: IntArray) -> list[FunctionTriple]:
-        chosen = top_positions(frames, by, top)
-        return list(
-            zip(
-                frames[chosen].tolist(),
-                code[chosen].tolist(),
-                exclusive[chosen].tolist(),
-                strict=True,
-            )
-        )
+        return _rows(top_positions(frames, by, top), frames, code, exclusive)
 
     by_thread = top_positions(frames, np.where(threads, inclusive, 0), top)
     return _summary(
-        list(zip(ids[ranked].tolist(), numbers[ranked].tolist(), strict=True)),
+        _rows(ranked, ids, numbers),
         function_rows(code),
         function_rows(exclusive),
-        list(zip(frames[by_thread].tolist(), inclusive[by_thread].tolist(), strict=True)),
+        _rows(by_thread, frames, inclusive),
         stacks,
     )
+
+
+def _rows(chosen: IntArray, *columns: IntArray) -> list[Any]:
+    """The tuples of the ``chosen`` positions of parallel arrays, as Python ints."""
+    return list(zip(*(column[chosen].tolist() for column in columns), strict=True))
 
 
 def _summary(
