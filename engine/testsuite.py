@@ -1,11 +1,12 @@
 """The package's own pytest suite as one scenario (``apiprof-scan PACKAGE --tests PATH``).
 
 The suite is one more scenario (``tests:<name>``) with every discovered entry point as a
-target. It runs first, in a worker of its own, once per profiler pass (the allocation pass and
-each timing group), after one unprofiled warm-up run — ``2 + groups`` runs of the whole suite in
-all. Each entry point it reached gets those measurements in its batch, next to its other
-scenarios; one that only the tests reach becomes profiled. Failing tests do not fail the scan;
-they are counted in the summary.
+target. It runs first, in a worker of its own (:mod:`~apiprof.engine.isolation.suitework`):
+one unprofiled warm-up run that captures the arguments entry points receive, then its tests
+once per profiler pass (the allocation pass and each timing group) — for a long suite only the
+tests reaching entry points whose captured arguments do not replay. Each entry point it reached
+gets those measurements in its batch, next to its other scenarios; one that only the tests
+reach becomes profiled. Failing tests do not fail the scan; they are counted in the summary.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class SuiteRun:
 
     path: str
     scenario_id: str  # "tests:<name of PATH>"
-    # or why it has no measurements: "unavailable" (no pytest), "failed", "unprofiled" (only the
-    # warm-up ran: it took too much of the timeout), "timed_out", ...
+    # "replayed" (a long suite whose every reached entry point replays its captured arguments:
+    # no profiled runs needed), or why it has no measurements: "unavailable" (no pytest),
+    # "failed", "unprofiled" (the profiled runs could not fit in the timeout), "timed_out", ...
     status: str = "ran"
     # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
     runs: int = 0
@@ -146,7 +148,9 @@ def run_test_suite(
     reply = result.reply
     if isinstance(reply, SuiteFinished):
         tests_ran = any(reply.outcomes.get(k) for k in ("passed", "failed"))
-        suite.status = "ran" if not reply.problem else "unprofiled" if tests_ran else "failed"
+        suite.status = "ran" if reply.runs else "replayed"
+        if reply.problem:
+            suite.status = "unprofiled" if tests_ran else "failed"
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
@@ -194,7 +198,7 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
         warnings.append(
             f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}"
         )
-    if not suite.measurements:
+    if not suite.measurements and not suite.captured:
         warnings.append(
             f"{where}: the test suite ran but called none of the package's public entry points"
         )
