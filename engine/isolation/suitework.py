@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,12 +56,23 @@ class SuiteClock:
     @contextlib.contextmanager
     def alarm(self) -> Iterator[None]:
         """Interrupt what runs at :data:`PROFILED_SHARE` of the budget (a test that would not
-        end): pytest reports it as a failed test and the session stops after it."""
-        if not self.budget:
+        end): pytest reports it as a failed test and the session stops after it. A wall-clock
+        alarm only: the CPU-time stop of :func:`~apiprof.engine.timeouts.alarm` would end the
+        worker — and lose the captures — once a suite's threads had used that much CPU."""
+        if not self.budget or threading.current_thread() is not threading.main_thread():
             yield
             return
-        with timeouts.alarm(max(self.at(PROFILED_SHARE) - time.monotonic(), 0.001)):
+
+        def interrupt(signum: int, frame: object) -> None:
+            raise timeouts.CallTimeout()
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        signal.setitimer(signal.ITIMER_REAL, max(self.at(PROFILED_SHARE) - time.monotonic(), 1e-3))
+        try:
             yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def run_suite(request: RunSuite, guard: sandbox.Guard | None) -> Reply:
