@@ -147,10 +147,7 @@ def run_test_suite(
         result = pool.request(request, timeout=timeout)
     reply = result.reply
     if isinstance(reply, SuiteFinished):
-        tests_ran = any(reply.outcomes.get(k) for k in ("passed", "failed"))
-        suite.status = "ran" if reply.runs else "replayed"
-        if reply.problem:
-            suite.status = "unprofiled" if tests_ran else "failed"
+        suite.status = status_of(reply)
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
@@ -167,6 +164,14 @@ def run_test_suite(
         suite.status = SUITE_STATUS.get(result.failure.kind, str(result.failure.kind))
     suite.warnings = describe_suite_problems(suite, result, timeout)
     return suite
+
+
+def status_of(reply: SuiteFinished) -> str:
+    """``ran``; ``replayed`` (no profiled run was needed: what the suite reached replays its
+    captured arguments); ``unprofiled`` (tests ran, the profiled runs did not fit); ``failed``."""
+    if not reply.problem:
+        return "ran" if reply.runs else "replayed"
+    return "unprofiled" if any(reply.outcomes.get(k) for k in ("passed", "failed")) else "failed"
 
 
 SUITE_STATUS = {Coverage.SKIPPED: "unavailable"}

@@ -16,10 +16,12 @@ import pytest
 from suitehelp import suite_only_options
 
 from apiprof.db.schema import open_db
+from apiprof.engine.isolation.protocol import SuiteFinished
 from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import location_of
 from apiprof.engine.scenarios.testrun import suite_arguments
+from apiprof.engine.testsuite import status_of
 from apiprof.model.records import ScenarioSource
 
 PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
@@ -261,3 +263,13 @@ print(json.dumps({{
     assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 6
     assert "so they were skipped (raise --tests-timeout" in found["problem"]
     assert found["captured"] == [name for name in ENTRY_POINTS if name != "suite_pkg.count_lines"]
+
+
+def test_the_suite_status_says_whether_profiled_runs_were_needed_and_fitted():
+    ran = {"passed": 3, "failed": 1}
+    assert status_of(SuiteFinished(runs=3, exit_code=1, outcomes=ran)) == "ran"
+    assert status_of(SuiteFinished(runs=0, exit_code=1, outcomes=ran)) == "replayed"
+    late = SuiteFinished(runs=1, exit_code=1, outcomes=ran, problem="could not finish")
+    assert status_of(late) == "unprofiled"
+    nothing = SuiteFinished(runs=0, exit_code=4, outcomes={"errors": 1}, problem="no test ran")
+    assert status_of(nothing) == "failed"
