@@ -273,3 +273,21 @@ def test_the_suite_status_says_whether_profiled_runs_were_needed_and_fitted():
     assert status_of(late) == "unprofiled"
     nothing = SuiteFinished(runs=0, exit_code=4, outcomes={"errors": 1}, problem="no test ran")
     assert status_of(nothing) == "failed"
+
+
+def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
+    """Calling a generator function runs none of its code: the replay drains what it returns."""
+    import base64
+    import difflib
+    import pickle
+
+    from apiprof.engine.measure import profiler
+    from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+    from apiprof.engine.scenarios.spec import compile_scenario
+
+    payload = base64.b64encode(pickle.dumps(((["a", "b"], ["a", "c"]), {}))).decode("ascii")
+    call = CapturedCall("difflib.unified_diff", payload, "tests:test_diff.py::test_x")
+    run = compile_scenario(captured_spec(call, 1), None)
+    target = profiler.Target("difflib.unified_diff", difflib.unified_diff)
+    report = profiler.profile(run, [target], scenario_id="captured", repeat=2, max_seconds=5)
+    assert report.seen == {"difflib.unified_diff"}
