@@ -152,7 +152,7 @@ def run_test_suite(
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
         suite.blocked = sorted({*reply.blocked, *(a.reason for a in result.attempts)})
-        suite.captured = list(reply.captured)
+        suite.captured = [*result.captured, *reply.captured]
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)
         if not reply.problem:
@@ -162,6 +162,7 @@ def run_test_suite(
                 suite.edges.setdefault(edge.caller, []).append(edge)
     elif result.failure is not None:
         suite.status = SUITE_STATUS.get(result.failure.kind, str(result.failure.kind))
+        suite.captured = list(result.captured)  # sent when the warm-up was over
     suite.warnings = describe_suite_problems(suite, result, timeout)
     return suite
 
@@ -185,7 +186,12 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
     if failure is not None and failure.kind == Coverage.TIMED_OUT:
         return [
             f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
-            "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"
+            + (
+                "no measurement of it was stored, the arguments its warm-up captured are replayed"
+                if suite.captured
+                else "nothing from it was stored"
+            )
+            + " — raise --tests-timeout or point --tests at fewer tests"
         ]
     if failure is not None:
         return [f"{where}: the test suite was not profiled ({suite.status}): {failure.reason}"]

@@ -251,11 +251,12 @@ from apiprof.engine.isolation.protocol import RunSuite
 from apiprof.engine.isolation.worker import Worker
 from apiprof.engine.scenarios import suitepasses
 suitepasses.RUNS_FORESEEN = 10**9  # runs that could never fit
-worker = Worker(None, 512, send=lambda task_id, message: None)
+sent = []  # what the worker sends before its final reply
+worker = Worker(None, 512, send=lambda task_id, message: sent.append(message))
 reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=600))
 print(json.dumps({{
     "runs": reply.runs, "problem": reply.problem, "measured": len(reply.measurements),
-    "captured": sorted({{c.qualname for c in reply.captured if c.payload}}),
+    "captured": sorted({{c.qualname for m in sent for c in m.calls if c.payload}}),
     "passed": reply.outcomes["passed"],
 }}))
 """
@@ -291,3 +292,29 @@ def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
     target = profiler.Target("difflib.unified_diff", difflib.unified_diff)
     report = profiler.profile(run, [target], scenario_id="captured", repeat=2, max_seconds=5)
     assert report.seen == {"difflib.unified_diff"}
+
+
+DIES_IN_PROFILED_RUNS = '''
+import os
+
+from suite_pkg import count_words
+
+
+def test_counts_then_dies_when_run_again():
+    runs = int(os.environ.get("APIPROF_TEST_RUNS", "0")) + 1
+    os.environ["APIPROF_TEST_RUNS"] = str(runs)
+    if runs > 1:  # the profiled runs: the worker dies
+        os._exit(3)
+    assert count_words("a b a") == {"a": 2, "b": 1}
+'''
+
+
+def test_arguments_captured_before_the_worker_died_are_still_replayed(installed, tmp_path):
+    suite = tmp_path / "dying_tests"
+    suite.mkdir()
+    (suite / "test_dies.py").write_text(DIES_IN_PROFILED_RUNS, encoding="utf-8")
+    options = suite_only_options(suite, installed, capture=True)
+    summary = scan("suite_pkg", db_path=tmp_path / "dying.db", options=options)
+    assert summary.tests.status == "crashed" and summary.tests.measurements == {}
+    assert [c.qualname for c in summary.tests.captured] == ["suite_pkg.count_words"]
+    assert "suite_pkg.count_words" not in {m.qualname for m in summary.not_profiled}

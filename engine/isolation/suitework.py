@@ -20,14 +20,14 @@ import importlib.util
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import measurable, resolve_object
 from apiprof.engine.isolation import sandbox
-from apiprof.engine.isolation.protocol import Failed, Reply, RunSuite, SuiteFinished
+from apiprof.engine.isolation.protocol import Captured, Failed, Reply, RunSuite, SuiteFinished
 from apiprof.engine.measure import profiler
 from apiprof.engine.scenarios.suitepasses import (
     PROFILED_SHARE,
@@ -75,8 +75,12 @@ class SuiteClock:
             signal.signal(signal.SIGALRM, previous)
 
 
-def run_suite(request: RunSuite, guard: sandbox.Guard | None) -> Reply:
-    """Answer a :class:`RunSuite` request (see the module's docstring)."""
+def run_suite(
+    request: RunSuite, guard: sandbox.Guard | None, emit: Callable[[Reply], None]
+) -> Reply:
+    """Answer a :class:`RunSuite` request (see the module's docstring); ``emit`` sends the
+    captured arguments as soon as the warm-up is over, so that a worker that dies in the
+    profiled runs (memory, a crash, the timeout) still hands them over."""
     if importlib.util.find_spec("pytest") is None:
         return Failed(
             Failure(
@@ -89,6 +93,8 @@ def run_suite(request: RunSuite, guard: sandbox.Guard | None) -> Reply:
     suite = SuiteRunner(request.path, request.package)
     with clock.alarm():
         captured = suite.warm_up(request.targets, request.capture, clock.at(WARM_UP_STOP))
+    if captured:
+        emit(Captured(captured))
 
     def finished(problem: str = "", **measured: Any) -> SuiteFinished:
         first = suite.runs[0]  # the warm-up: its outcomes are the suite's, unaffected by probes
@@ -99,7 +105,6 @@ def run_suite(request: RunSuite, guard: sandbox.Guard | None) -> Reply:
             outcomes=dict(first.outcomes),
             blocked=sorted(set(blocked)),
             problem=problem,
-            captured=captured,
             seconds=suite.seconds,
             notes=suite.notes,
             **measured,

@@ -270,7 +270,7 @@ class Worker:
     def on_RunSuite(self, request: RunSuite) -> Reply:
         """Run the package's own pytest suite under the profiler (:mod:`~apiprof.engine.
         isolation.suitework`): one scenario whose targets are every entry point."""
-        return run_suite(request, self.guard)
+        return run_suite(request, self.guard, self.emit)
 
     def attempt(self, work: Callable[[], Reply], source: str = "", scenario: str = "") -> Reply:
         """Run ``work``; what went wrong becomes a :class:`Failed` reply whose kind is decided
