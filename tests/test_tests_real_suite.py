@@ -294,7 +294,7 @@ def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
     assert report.seen == {"difflib.unified_diff"}
 
 
-DIES_IN_PROFILED_RUNS = '''
+DIES_IN_PROFILED_RUNS = """
 import os
 
 from suite_pkg import count_words
@@ -306,7 +306,7 @@ def test_counts_then_dies_when_run_again():
     if runs > 1:  # the profiled runs: the worker dies
         os._exit(3)
     assert count_words("a b a") == {"a": 2, "b": 1}
-'''
+"""
 
 
 def test_arguments_captured_before_the_worker_died_are_still_replayed(installed, tmp_path):
