@@ -244,13 +244,7 @@ class WorkerPool:
         self._discard(worker)
         limit = task.timeout or self.options.scenario_timeout
         why = Failure(Coverage.TIMED_OUT, f"ran past the {limit:g} s scenario timeout")
-        return TaskResult(
-            task,
-            lost=why,
-            partials=worker.partials,
-            attempts=worker.attempts,
-            captured=worker.captured,
-        )
+        return _result(task, worker, lost=why)
 
     def _supervise(self, worker: ConfinedWorker, task: Task) -> TaskResult | None:
         """Answer one notification of the worker's filter. What the worker wrote before the
@@ -297,13 +291,7 @@ class WorkerPool:
             self._drain_notifications(worker)
             why = describe_death(worker.exit_status(), worker.stderr_tail(), self.options.memory_mb)
             self._discard(worker)
-            return TaskResult(
-                task,
-                lost=why,
-                partials=worker.partials,
-                attempts=worker.attempts,
-                captured=worker.captured,
-            )
+            return _result(task, worker, lost=why)
         reply, problem = self._absorb(worker, task, data)
         if problem:
             return self._broke_rules(worker, task, problem)
@@ -315,13 +303,7 @@ class WorkerPool:
             worker.stop()
             if problem := self._read_rest(worker, task):
                 return self._broke_rules(worker, task, problem)
-        result = TaskResult(
-            task,
-            reply,
-            partials=worker.partials,
-            attempts=worker.attempts,
-            captured=worker.captured,
-        )
+        result = _result(task, worker, reply)
         self._release(worker, result)
         return result
 
@@ -367,3 +349,17 @@ class WorkerPool:
             if reply is not None:
                 return "sent more than one final reply"
         return ""
+
+
+def _result(
+    task: Task, worker: ConfinedWorker, reply: Reply | None = None, lost: Failure | None = None
+) -> TaskResult:
+    """The task's result with everything its worker sent before the end."""
+    return TaskResult(
+        task,
+        reply,
+        lost,
+        partials=worker.partials,
+        attempts=worker.attempts,
+        captured=worker.captured,
+    )
