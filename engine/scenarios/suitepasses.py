@@ -147,7 +147,7 @@ def run_profiled(
     would end past ``deadline`` (a ``time.monotonic()``; 0: none)."""
     loop = repeating_loop(work, runner.seconds, deadline)
     args = runner.args
-    if plan.selected is not None:
+    if plan.selected is not None and plan.files:  # else the whole suite, deselecting the rest
         rootdir = runner.runs[0].rootdir
         args = [*plan.files, *runner.args[1:], *(["--rootdir", rootdir] if rootdir else [])]
     tally = runner.run(args=args, plugins=[loop], selected=plan.selected)
