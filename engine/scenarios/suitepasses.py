@@ -2,7 +2,7 @@
 tests run again and again inside one pytest session.
 
 The warm-up ran the whole suite once and captured the arguments each entry point received. A
-short suite is then profiled whole. A long one (warm-up past :data:`SELECT_AFTER_SECONDS`) is
+short suite is then profiled whole. A long one (its tests past :data:`SELECT_AFTER_SECONDS`) is
 not: an entry point whose captured arguments replay is measured by those replays — ordinary
 isolated scenarios, profiled like any other — and the profiled runs measure only the rest
 (arguments that cannot be copied, copies that do not replay) through the one test that first
@@ -26,9 +26,10 @@ from apiprof.engine.scenarios.testrun import ORIGIN, SuiteRunner
 
 T = TypeVar("T")
 
-SELECT_AFTER_SECONDS = 20.0
-"""A suite whose warm-up took longer is profiled only where replays of captured arguments
-cannot measure it."""
+SELECT_AFTER_SECONDS = 10.0
+"""A suite whose tests took longer in the warm-up (setup, call and teardown of each; not
+pytest's start-up and collection, which the profiled runs do not repeat) is profiled only where
+replays of captured arguments cannot measure it."""
 
 WARM_UP_STOP = 0.6
 """Share of ``--tests-timeout`` after which the warm-up starts no further test (what it
@@ -74,8 +75,9 @@ def plan_profiled_runs(
     until ``check_until``, a ``time.monotonic()``; those not tried by then count as failing)."""
     first = runner.runs[0]
     recorder = runner.recorder
-    if runner.seconds[0] <= SELECT_AFTER_SECONDS or recorder is None:
-        return ProfiledPlan(list(targets), None, [], sum(first.durations.values()))
+    tests_took = sum(first.durations.values())  # what a rerun costs: collection is not redone
+    if tests_took <= SELECT_AFTER_SECONDS or recorder is None:
+        return ProfiledPlan(list(targets), None, [], tests_took)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]
@@ -89,7 +91,7 @@ def plan_profiled_runs(
     left = [t for t in targets if t in replayed and recorder.reached.get(t)]
     unwatched = [t for t in targets if t not in watched]
     runner.notes.append(
-        f"the whole suite took {runner.seconds[0]:.0f} s, so it was not profiled whole: "
+        f"its tests took {tests_took:.0f} s in the warm-up, so the suite was not profiled whole: "
         f"{len(left)} entry point(s) it reached are measured by replaying their captured "
         f"arguments, and the profiled runs ran only the {len(chosen)} of its {ran} tests that "
         f"first reached the {len(needed)} other(s)"
