@@ -103,14 +103,6 @@ UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option"
 ORIGIN = "tests:"
 """How a captured call names the test it came from: ``tests:`` and the test's node id."""
 
-SELECT_AFTER_SECONDS = 20.0
-"""A suite whose warm-up took longer runs, in its profiled passes, only the tests that first
-reached each entry point (:data:`~apiprof.engine.scenarios.capture.MAX_ORIGINS` each)."""
-
-WARM_UP_SHARE = 0.3
-"""The share of ``--tests-timeout`` the warm-up may take before the profiled runs, which cost
-several times more, are skipped rather than cut off by the timeout."""
-
 MAX_RETRIES = 4
 """Runs of the warm-up that may be repeated after adjusting options pytest refused."""
 
