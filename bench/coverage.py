@@ -12,8 +12,9 @@ unpacked; pytest and the suite's own test requirements go into the venv), right 
 default scan: the table adds the profiled fraction with the suite, the suite's time (every run
 of it: the warm-up, then one per profiler pass) and the whole scan's time.
 
-A package's scan has ``--package-timeout`` seconds; past it the scan is interrupted (as Ctrl-C
-would) and the summary it wrote so far is read, marked "interrupted".
+A package's scan has ``--package-timeout`` seconds (its ``--tests`` scan that plus
+``--tests-timeout``, which it passes on); past it the scan is interrupted (as Ctrl-C would) and
+the summary it wrote so far is read, marked "interrupted".
 
 Run:  python bench/coverage.py [--quick] [--jobs 2] [--json out.json] [--compare before.json]
       python bench/coverage.py --tests --packages more-itertools packaging python-dateutil six
@@ -154,7 +155,7 @@ def scan_package(
         str(args.jobs),
         "--repeat",
         str(args.repeat),
-        *(["--tests", str(suite)] if suite else []),
+        *(["--tests", str(suite), "--tests-timeout", str(args.tests_timeout)] if suite else []),
         *args.extra,
     ]
     started = time.monotonic()
@@ -163,7 +164,8 @@ def scan_package(
     )
     timed_out = False
     try:
-        _, stderr = process.communicate(timeout=args.package_timeout)
+        limit = args.package_timeout + (args.tests_timeout if suite else 0.0)
+        _, stderr = process.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         timed_out = True
         # SIGTERM, not SIGINT: a process started in the background ignores SIGINT; apiprof-scan
@@ -301,6 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=900.0,
         help="seconds one package's scan may take; then it is interrupted (default 900)",
+    )
+    parser.add_argument(
+        "--tests-timeout",
+        type=float,
+        default=900.0,
+        help="--tests-timeout of the --tests scans, added to their --package-timeout (default 900)",
     )
     parser.add_argument("--venv", type=Path, default=None, help="where to build the venv")
     parser.add_argument(

@@ -1,11 +1,12 @@
 """The package's own pytest suite as one scenario (``apiprof-scan PACKAGE --tests PATH``).
 
 The suite is one more scenario (``tests:<name>``) with every discovered entry point as a
-target. It runs first, in a worker of its own, once per profiler pass (the allocation pass and
-each timing group), after one unprofiled warm-up run — ``2 + groups`` runs of the whole suite in
-all. Each entry point it reached gets those measurements in its batch, next to its other
-scenarios; one that only the tests reach becomes profiled. Failing tests do not fail the scan;
-they are counted in the summary.
+target. It runs first, in a worker of its own (:mod:`~apiprof.engine.isolation.suitework`):
+one unprofiled warm-up run that captures the arguments entry points receive, then its tests
+once per profiler pass (the allocation pass and each timing group) — for a long suite only the
+tests reaching entry points whose captured arguments do not replay. Each entry point it reached
+gets those measurements in its batch, next to its other scenarios; one that only the tests
+reach becomes profiled. Failing tests do not fail the scan; they are counted in the summary.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class SuiteRun:
 
     path: str
     scenario_id: str  # "tests:<name of PATH>"
-    # or why it has no measurements: "unavailable" (no pytest), "failed", "unprofiled" (only the
-    # warm-up ran: it took too much of the timeout), "timed_out", ...
+    # "replayed" (a long suite whose every reached entry point replays its captured arguments:
+    # no profiled runs needed), or why it has no measurements: "unavailable" (no pytest),
+    # "failed", "unprofiled" (the profiled runs could not fit in the timeout), "timed_out", ...
     status: str = "ran"
     # profiled executions of the whole suite (one per profiler pass; the warm-up not counted)
     runs: int = 0
@@ -145,13 +147,12 @@ def run_test_suite(
         result = pool.request(request, timeout=timeout)
     reply = result.reply
     if isinstance(reply, SuiteFinished):
-        tests_ran = any(reply.outcomes.get(k) for k in ("passed", "failed"))
-        suite.status = "ran" if not reply.problem else "unprofiled" if tests_ran else "failed"
+        suite.status = status_of(reply)
         suite.runs = reply.runs
         suite.outcomes = dict(reply.outcomes)
         # named by the in-process reporter, and by the scanner's filter supervisor
         suite.blocked = sorted({*reply.blocked, *(a.reason for a in result.attempts)})
-        suite.captured = list(reply.captured)
+        suite.captured = [*result.captured, *reply.captured]
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)
         if not reply.problem:
@@ -161,8 +162,17 @@ def run_test_suite(
                 suite.edges.setdefault(edge.caller, []).append(edge)
     elif result.failure is not None:
         suite.status = SUITE_STATUS.get(result.failure.kind, str(result.failure.kind))
+        suite.captured = list(result.captured)  # sent when the warm-up was over
     suite.warnings = describe_suite_problems(suite, result, timeout)
     return suite
+
+
+def status_of(reply: SuiteFinished) -> str:
+    """``ran``; ``replayed`` (no profiled run was needed: what the suite reached replays its
+    captured arguments); ``unprofiled`` (tests ran, the profiled runs did not fit); ``failed``."""
+    if not reply.problem:
+        return "ran" if reply.runs else "replayed"
+    return "unprofiled" if any(reply.outcomes.get(k) for k in ("passed", "failed")) else "failed"
 
 
 SUITE_STATUS = {Coverage.SKIPPED: "unavailable"}
@@ -176,7 +186,12 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
     if failure is not None and failure.kind == Coverage.TIMED_OUT:
         return [
             f"{where}: the test suite ran past --tests-timeout ({timeout:g} s) and was stopped; "
-            "nothing from it was stored — raise --tests-timeout or point --tests at fewer tests"
+            + (
+                "no measurement of it was stored, the arguments its warm-up captured are replayed"
+                if suite.captured
+                else "nothing from it was stored"
+            )
+            + " — raise --tests-timeout or point --tests at fewer tests"
         ]
     if failure is not None:
         return [f"{where}: the test suite was not profiled ({suite.status}): {failure.reason}"]
@@ -194,7 +209,7 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
         warnings.append(
             f"{where}: the sandbox refused {len(suite.blocked)} kind(s) of operation, e.g. {suite.blocked[0]}"
         )
-    if not suite.measurements:
+    if not suite.measurements and not suite.captured:
         warnings.append(
             f"{where}: the test suite ran but called none of the package's public entry points"
         )

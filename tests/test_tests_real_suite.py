@@ -16,10 +16,12 @@ import pytest
 from suitehelp import suite_only_options
 
 from apiprof.db.schema import open_db
+from apiprof.engine.isolation.protocol import SuiteFinished
 from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import location_of
 from apiprof.engine.scenarios.testrun import suite_arguments
+from apiprof.engine.testsuite import status_of
 from apiprof.model.records import ScenarioSource
 
 PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
@@ -29,6 +31,7 @@ ENTRY_POINTS = [
     "suite_pkg.Journal.latest",
     "suite_pkg.Ledger",
     "suite_pkg.Ledger.total",
+    "suite_pkg.count_lines",
     "suite_pkg.count_words",
     "suite_pkg.parse_record",
     "suite_pkg.save_lines",
@@ -71,8 +74,10 @@ def test_a_real_layout_suite_runs_clean_in_the_sandbox_and_profiles_everything(s
     suite = summary.tests
     assert summary.not_profiled == [] and summary.profiled == len(ENTRY_POINTS)
     assert suite.status == "ran" and sorted(suite.reached) == ENTRY_POINTS
+    # a short suite is profiled whole: collected once more, run once per profiler pass
+    assert suite.runs >= 2 and len(suite.seconds) == suite.runs + 1
     # the data file was read, tmp_path written, no mark refused, nothing else refused
-    assert suite.outcomes == {"passed": 5, "failed": 0, "errors": 0, "skipped": 0}
+    assert suite.outcomes == {"passed": 6, "failed": 0, "errors": 0, "skipped": 0}
     assert suite.blocked == [] and suite.warnings == []
 
 
@@ -87,7 +92,8 @@ def test_what_apiprof_changed_to_run_the_suite_is_said(suite_scan):
 
 def test_arguments_captured_from_the_source_tree_copy_are_replayed(suite_scan):
     path, summary = suite_scan
-    assert summary.tests.to_json()["captured_entry_points"] == len(ENTRY_POINTS)
+    copied = [name for name in ENTRY_POINTS if name != "suite_pkg.count_lines"]  # an open file
+    assert summary.tests.to_json()["captured_entry_points"] == len(copied)
     db = open_db(path, readonly=True)
     try:
         rows = db.execute(
@@ -98,45 +104,84 @@ def test_arguments_captured_from_the_source_tree_copy_are_replayed(suite_scan):
     finally:
         db.conn.close()
     # save_lines got pytest's tmp_path: replayed in a temporary folder of its own worker
-    assert sorted(q for (q,) in rows) == ENTRY_POINTS
+    assert sorted(q for (q,) in rows) == copied
 
 
-def test_a_long_suite_profiles_only_the_tests_that_reach_entry_points(installed, tmp_path):
-    """The selection, in a process of its own."""
+def test_a_long_suite_is_profiled_only_where_replays_cannot_measure(installed, tmp_path):
+    """Selection, one collection for all profiled runs, the stop at the deadline — in a
+    process of its own."""
     script = f"""
-import json, sys
+import json, sys, time
 sys.path.insert(0, {str(installed)!r})
-from apiprof.engine.scenarios import testrun
-testrun.SELECT_AFTER_SECONDS = 0.0  # every suite counts as long
+from apiprof.engine.scenarios import suitepasses, testrun
+suitepasses.SELECT_AFTER_SECONDS = 0.0  # every suite counts as long
 runner = testrun.SuiteRunner({str(SUITE)!r}, "suite_pkg")
 captured = runner.warm_up({ENTRY_POINTS!r}, capture=True)
 imported = sys.modules["suite_pkg"].__file__
-runner.run()
+plan = suitepasses.plan_profiled_runs(runner, {ENTRY_POINTS!r}, captured)
+
+def work(run_once):
+    run_once()
+    run_once()
+    return "done"
+
+result = suitepasses.run_profiled(runner, plan, work)
+try:
+    suitepasses.run_profiled(runner, plan, work, deadline=time.monotonic() - 1)
+    late = ""
+except suitepasses.SuiteOutOfTime as error:
+    late = str(error)
 print(json.dumps({{
     "imported": imported,
     "captured": sorted({{c.qualname for c in captured if c.payload}}),
     "journal": [c.shown for c in captured if c.qualname == "suite_pkg.Journal"],
     "ledger_origins": [c.origin for c in captured if c.qualname == "suite_pkg.Ledger"],
+    "targets": plan.targets, "selected": sorted(plan.selected), "files": plan.files,
+    "result": result, "late": late, "runs": len(runner.seconds),
     "outcomes": [dict(run.outcomes) for run in runner.runs],
     "notes": runner.notes,
 }}))
 """
     found = run_printing_json(script, tmp_path)
     assert found["imported"].startswith(str(PROJECT / "src"))
-    assert found["captured"] == ENTRY_POINTS
+    copied = [name for name in ENTRY_POINTS if name != "suite_pkg.count_lines"]
+    assert found["captured"] == copied
     # Journal is built through Ledger's __init__: each class keeps its own constructions
     assert found["journal"] == ["([{'item': 'tea', 'qty': '2'}, {'item': 'jam', 'qty': '5'}])"]
     assert found["ledger_origins"] == [
         "tests:tests/test_suite_pkg.py::test_ledger_totals_parsed_records"
     ]
-    warm, profiled = found["outcomes"]
-    assert warm["passed"] == 5 and profiled == {
-        "passed": 4,
-        "failed": 0,
-        "errors": 0,
-        "skipped": 0,
-    }
-    assert any("ran only the 4 of its 5 tests" in note for note in found["notes"])
+    # everything replays but count_lines (an open file): only its test is profiled
+    assert found["targets"] == ["suite_pkg.count_lines"]
+    assert found["selected"] == ["tests/test_suite_pkg.py::test_count_lines_of_an_open_file"]
+    assert found["files"] == [str(SUITE / "test_suite_pkg.py")]
+    assert found["result"] == "done" and found["runs"] == 3  # the warm-up and two runs
+    warm, profiled, _ = found["outcomes"]
+    assert warm["passed"] == 6 and profiled == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
+    assert "could not finish within --tests-timeout (stopped after 0" in found["late"]
+    assert any(
+        "7 entry point(s) it reached are measured by replaying" in note
+        and "ran only the 1 of its 6 tests" in note
+        for note in found["notes"]
+    )
+
+
+def test_a_warm_up_past_its_deadline_stops_after_the_test_under_way(installed, tmp_path):
+    script = f"""
+import json, sys, time
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.scenarios import testrun
+runner = testrun.SuiteRunner({str(SUITE)!r}, "suite_pkg")
+captured = runner.warm_up({ENTRY_POINTS!r}, capture=True, stop_at=time.monotonic())
+print(json.dumps({{
+    "captured": sorted({{c.qualname for c in captured if c.payload}}),
+    "outcomes": dict(runner.runs[0].outcomes), "notes": runner.notes,
+}}))
+"""
+    found = run_printing_json(script, tmp_path)
+    assert found["captured"] == ["suite_pkg.count_words"]  # the first test's call
+    assert found["outcomes"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}
+    assert any("warm-up run was stopped after 1 tests" in note for note in found["notes"])
 
 
 def test_plugin_options_are_dropped_and_the_suite_gets_its_own_basetemp():
@@ -194,23 +239,89 @@ def test_single_module_distributions_are_located_by_their_file():
     assert location_of(code_at("/src/other.py"), tops) == ("", "")
 
 
-def test_a_warm_up_past_its_share_of_the_timeout_hands_over_its_captures(installed, tmp_path):
-    """Profiled runs cost several warm-ups: when they cannot fit, the worker skips them rather
-    than let the timeout lose the captured arguments too (worker in a process of its own)."""
+def test_profiled_runs_that_cannot_fit_are_skipped_and_the_captures_handed_over(
+    installed, tmp_path
+):
+    """A timeout would lose even the captured arguments: when the profiled runs cannot fit, the
+    worker skips them (worker in a process of its own)."""
     script = f"""
 import json, sys
 sys.path.insert(0, {str(installed)!r})
 from apiprof.engine.isolation.protocol import RunSuite
 from apiprof.engine.isolation.worker import Worker
-worker = Worker(None, 512, send=lambda task_id, message: None)
-reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=0.001))
+from apiprof.engine.scenarios import suitepasses
+suitepasses.RUNS_FORESEEN = 10**9  # runs that could never fit
+sent = []  # what the worker sends before its final reply
+worker = Worker(None, 512, send=lambda task_id, message: sent.append(message))
+reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=600))
 print(json.dumps({{
     "runs": reply.runs, "problem": reply.problem, "measured": len(reply.measurements),
-    "captured": sorted({{c.qualname for c in reply.captured if c.payload}}),
+    "captured": sorted({{c.qualname for m in sent for c in m.calls if c.payload}}),
     "passed": reply.outcomes["passed"],
 }}))
 """
     found = run_printing_json(script, tmp_path)
-    assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 5
-    assert "profiled runs were skipped (raise --tests-timeout" in found["problem"]
-    assert found["captured"] == ENTRY_POINTS
+    assert found["runs"] == 0 and found["measured"] == 0 and found["passed"] == 6
+    assert "so they were skipped (raise --tests-timeout" in found["problem"]
+    assert found["captured"] == [name for name in ENTRY_POINTS if name != "suite_pkg.count_lines"]
+
+
+def test_the_suite_status_says_whether_profiled_runs_were_needed_and_fitted():
+    ran = {"passed": 3, "failed": 1}
+    assert status_of(SuiteFinished(runs=3, exit_code=1, outcomes=ran)) == "ran"
+    assert status_of(SuiteFinished(runs=0, exit_code=1, outcomes=ran)) == "replayed"
+    late = SuiteFinished(runs=1, exit_code=1, outcomes=ran, problem="could not finish")
+    assert status_of(late) == "unprofiled"
+    nothing = SuiteFinished(runs=0, exit_code=4, outcomes={"errors": 1}, problem="no test ran")
+    assert status_of(nothing) == "failed"
+
+
+def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
+    """Calling a generator function runs none of its code: the replay drains what it returns."""
+    import base64
+    import difflib
+    import pickle
+
+    from apiprof.engine.measure import profiler
+    from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+    from apiprof.engine.scenarios.spec import compile_scenario
+
+    payload = base64.b64encode(pickle.dumps(((["a", "b"], ["a", "c"]), {}))).decode("ascii")
+    call = CapturedCall("difflib.unified_diff", payload, "tests:test_diff.py::test_x")
+    run = compile_scenario(captured_spec(call, 1), None)
+    target = profiler.Target("difflib.unified_diff", difflib.unified_diff)
+    report = profiler.profile(run, [target], scenario_id="captured", repeat=2, max_seconds=5)
+    assert report.seen == {"difflib.unified_diff"}
+
+
+DIES_IN_PROFILED_RUNS = """
+import os
+from pathlib import Path
+
+from suite_pkg import count_lines, count_words
+
+
+def test_counts_words():
+    assert count_words("a b a") == {"a": 2, "b": 1}
+
+
+def test_counts_lines_then_dies_when_run_again():
+    # an open file cannot be copied: its test is profiled however long the warm-up took
+    runs = int(os.environ.get("APIPROF_TEST_RUNS", "0")) + 1
+    os.environ["APIPROF_TEST_RUNS"] = str(runs)
+    with Path(__file__).open(encoding="utf-8") as stream:
+        assert count_lines(stream) > 1
+    if runs > 1:  # the profiled runs: the worker dies
+        os._exit(3)
+"""
+
+
+def test_arguments_captured_before_the_worker_died_are_still_replayed(installed, tmp_path):
+    suite = tmp_path / "dying_tests"
+    suite.mkdir()
+    (suite / "test_dies.py").write_text(DIES_IN_PROFILED_RUNS, encoding="utf-8")
+    options = suite_only_options(suite, installed, capture=True)
+    summary = scan("suite_pkg", db_path=tmp_path / "dying.db", options=options)
+    assert summary.tests.status == "crashed" and summary.tests.measurements == {}
+    assert [c.qualname for c in summary.tests.captured if c.payload] == ["suite_pkg.count_words"]
+    assert "suite_pkg.count_words" not in {m.qualname for m in summary.not_profiled}

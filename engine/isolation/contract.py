@@ -74,6 +74,8 @@ def violation(request: Request, message: object) -> str:
         if not isinstance(request, ProfileEntry) or not request.profile:
             return "sent scenario measurements for a task that measures nothing"
         return outcome_problem(request, message)
+    if isinstance(message, Captured) and isinstance(request, RunSuite):  # before the final
+        return captured_problem(message.calls, set(request.targets))
     if not isinstance(message, FINAL.get(type(request), ())):
         return f"answered a {type(request).__name__} request with {type(message).__name__}"
     if isinstance(message, EntryFinished):

@@ -43,15 +43,18 @@ from apiprof.engine.isolation.process import STOP_TIMEOUT, ConfinedWorker, Worke
 from apiprof.engine.isolation.protocol import (
     Attempt,
     Attempted,
+    Captured,
     Failed,
     Imported,
     ProtocolError,
     Reply,
     Request,
+    RunSuite,
     ScenarioOutcome,
 )
 from apiprof.engine.isolation.settle import settle_confinement
 from apiprof.engine.isolation.spawn import Spawner
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.model.records import Coverage, Failure
 
 __all__ = [
@@ -88,6 +91,8 @@ class TaskResult:
     lost: Failure | None = None
     partials: list[ScenarioOutcome] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
+    # arguments a --tests suite captured, sent before its final reply (kept if the worker dies)
+    captured: list[CapturedCall] = field(default_factory=list)
 
     @property
     def failure(self) -> Failure | None:
@@ -239,7 +244,7 @@ class WorkerPool:
         self._discard(worker)
         limit = task.timeout or self.options.scenario_timeout
         why = Failure(Coverage.TIMED_OUT, f"ran past the {limit:g} s scenario timeout")
-        return TaskResult(task, lost=why, partials=worker.partials, attempts=worker.attempts)
+        return _result(task, worker, lost=why)
 
     def _supervise(self, worker: ConfinedWorker, task: Task) -> TaskResult | None:
         """Answer one notification of the worker's filter. What the worker wrote before the
@@ -286,7 +291,7 @@ class WorkerPool:
             self._drain_notifications(worker)
             why = describe_death(worker.exit_status(), worker.stderr_tail(), self.options.memory_mb)
             self._discard(worker)
-            return TaskResult(task, lost=why, partials=worker.partials, attempts=worker.attempts)
+            return _result(task, worker, lost=why)
         reply, problem = self._absorb(worker, task, data)
         if problem:
             return self._broke_rules(worker, task, problem)
@@ -298,7 +303,7 @@ class WorkerPool:
             worker.stop()
             if problem := self._read_rest(worker, task):
                 return self._broke_rules(worker, task, problem)
-        result = TaskResult(task, reply, partials=worker.partials, attempts=worker.attempts)
+        result = _result(task, worker, reply)
         self._release(worker, result)
         return result
 
@@ -320,6 +325,8 @@ class WorkerPool:
                 worker.importing = ""
             elif isinstance(message, ScenarioOutcome):
                 worker.partials.append(message)
+            elif isinstance(message, Captured) and isinstance(task.request, RunSuite):
+                worker.captured += message.calls
             else:
                 return message, ""
         return None, ""
@@ -342,3 +349,17 @@ class WorkerPool:
             if reply is not None:
                 return "sent more than one final reply"
         return ""
+
+
+def _result(
+    task: Task, worker: ConfinedWorker, reply: Reply | None = None, lost: Failure | None = None
+) -> TaskResult:
+    """The task's result with everything its worker sent before the end."""
+    return TaskResult(
+        task,
+        reply,
+        lost,
+        partials=worker.partials,
+        attempts=worker.attempts,
+        captured=worker.captured,
+    )

@@ -42,6 +42,7 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.isolation.seccomp import take_listener
 from apiprof.engine.isolation.supervisor import Refusal, Supervisor, WorkerView
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.errors import MeasurementError
 
 ENV_ALLOWLIST = (
@@ -143,6 +144,7 @@ class ConfinedWorker(ABC):
         self.reader = LineReader(REPLIES)
         self.tasks_done = 0
         self.partials: list[ScenarioOutcome] = []
+        self.captured: list[CapturedCall] = []  # sent by a --tests suite before its final reply
         self.attempts: list[Attempt] = []
         self.importing = ""  # the module the current task is importing ("" once it is done)
         self.supervisor: Supervisor | None = None
@@ -229,6 +231,7 @@ class ConfinedWorker(ABC):
 
     def send(self, task_id: str, request: Request) -> None:
         self.partials = []
+        self.captured = []
         self.attempts = []
         self.reader.start_task()
         self.importing = (

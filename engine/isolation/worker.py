@@ -61,9 +61,9 @@ from apiprof.engine.isolation.protocol import (
     Request,
     RunSuite,
     ScenarioOutcome,
-    SuiteFinished,
     write_message,
 )
+from apiprof.engine.isolation.suitework import run_suite
 from apiprof.engine.isolation.syscalls import native_arch
 from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
@@ -72,7 +72,6 @@ from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
-from apiprof.engine.scenarios.testrun import SuiteRunner
 from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError
 from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
@@ -269,68 +268,9 @@ class Worker:
         )
 
     def on_RunSuite(self, request: RunSuite) -> Reply:
-        """Run the package's own pytest suite under the profiler: one scenario whose targets are
-        every entry point. pytest runs in this process once unprofiled (warm-up, test outcomes,
-        argument capture), then once per profiler pass (repeat 1); failing tests and tests the
-        guard refuses count as failures, not as errors of the scenario."""
-        if importlib.util.find_spec("pytest") is None:
-            return Failed(
-                Failure(
-                    Coverage.SKIPPED,
-                    f"pytest is not installed where {request.package} is scanned; install "
-                    "pytest into that environment or scan without --tests",
-                )
-            )
-        suite = SuiteRunner(request.path, request.package)
-        captured = suite.warm_up(request.targets, request.capture)
-        if not suite.problem() and (past := suite.past_budget(request.budget)):
-            # a timeout would lose even the captured arguments: hand them over unprofiled
-            return SuiteFinished(
-                runs=0,
-                exit_code=suite.runs[0].exit_code,
-                outcomes=dict(suite.runs[0].outcomes),
-                blocked=sorted({e.reason for e in self.guard.take_events()} if self.guard else ()),
-                problem=past,
-                captured=captured,
-                seconds=suite.seconds,
-                notes=suite.notes,
-            )
-        targets, unresolved = [], []
-        for name in request.targets:  # looked up now: the copy the suite imported
-            try:
-                obj = measurable(resolve_object(name))
-                profiler.resolve_site(obj)
-            # a name the suite cannot be measured on; its own scenarios report why
-            except Exception:
-                unresolved.append(name)
-                continue
-            targets.append(profiler.Target(name, obj))
-        report = profiler.profile(
-            suite.run,
-            targets,
-            scenario_id=request.scenario_id,
-            repeat=1,
-            max_seconds=request.settings.max_seconds,
-            time_budget=0.0,  # one run per pass: a suite is long and its calls many
-            calibration=request.settings.calibration,
-            warmup=False,  # the unprofiled run above was the warm-up
-            consume=False,
-        )
-        blocked = [event.reason for event in self.guard.take_events()] if self.guard else []
-        first = suite.runs[0]  # the warm-up: its outcomes are the suite's, unaffected by probes
-        return SuiteFinished(
-            runs=len(suite.runs) - 1,
-            exit_code=first.exit_code,
-            outcomes=dict(first.outcomes),
-            measurements=report.measurements,
-            edges=report.edges,
-            blocked=sorted(set(blocked)),
-            unresolved=unresolved,
-            problem=suite.problem(),
-            captured=captured,
-            seconds=suite.seconds,
-            notes=suite.notes,
-        )
+        """Run the package's own pytest suite under the profiler (:mod:`~apiprof.engine.
+        isolation.suitework`): one scenario whose targets are every entry point."""
+        return run_suite(request, self.guard, self.emit)
 
     def attempt(self, work: Callable[[], Reply], source: str = "", scenario: str = "") -> Reply:
         """Run ``work``; what went wrong becomes a :class:`Failed` reply whose kind is decided

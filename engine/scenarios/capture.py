@@ -29,6 +29,7 @@ from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
 from apiprof.engine.scenarios import temppaths
+from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.trial import try_scenario
@@ -371,9 +372,11 @@ def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> 
         + (", longest argument resized to n" if sized else ""),
         setup=(
             "from apiprof.engine.scenarios.capture import replay_call\n"
+            "from apiprof.engine.scenarios.consume import drain_lazy\n"
             f"target, args, kwargs = replay_call({call.qualname!r}, {call.payload!r}, {size})\n"
         ),
-        call="target(*args, **kwargs)",
+        # a generator's work (and its first call) happens while it is iterated
+        call=f"drain_lazy(target(*args, **kwargs), {CONSUME_LIMIT if sized else UNSIZED_CONSUME_LIMIT})",
         size_axis="n" if sized else "",
         sizes=tuple(sizes) if sized else (),
         inputs=f"{call.qualname}{call.shown}",

@@ -65,3 +65,9 @@ def is_lazy(result: object) -> bool:
     if isinstance(result, (abc.Awaitable, abc.AsyncIterator)):
         return True
     return isinstance(result, abc.Iterator) and not isinstance(result, (str, bytes, io.IOBase))
+
+
+def drain_lazy(result: object, limit: int = UNSIZED_CONSUME_LIMIT) -> object:
+    """:func:`consume` a lazy result (see :func:`is_lazy`), return any other as it is: for
+    replayed calls, whose results may be a generator's or a file."""
+    return consume(result, limit) if is_lazy(result) else result

@@ -103,14 +103,6 @@ UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option"
 ORIGIN = "tests:"
 """How a captured call names the test it came from: ``tests:`` and the test's node id."""
 
-SELECT_AFTER_SECONDS = 20.0
-"""A suite whose warm-up took longer runs, in its profiled passes, only the tests that first
-reached each entry point (:data:`~apiprof.engine.scenarios.capture.MAX_ORIGINS` each)."""
-
-WARM_UP_SHARE = 0.3
-"""The share of ``--tests-timeout`` the warm-up may take before the profiled runs, which cost
-several times more, are skipped rather than cut off by the timeout."""
-
 MAX_RETRIES = 4
 """Runs of the warm-up that may be repeated after adjusting options pytest refused."""
 
@@ -244,12 +236,19 @@ class TestTally:
         recorder: Recorder | None = None,
         marks: Sequence[str] = (),
         selected: frozenset[str] | None = None,
+        stop_at: float = 0.0,
     ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
         self.recorder = recorder
         self.marks = marks
         self.selected = selected  # node ids to run; None: every test collected
+        self.stop_at = stop_at  # time.monotonic() past which no further test starts; 0: none
+        self.stopped = False  # the run was cut short at stop_at
+        self.files: dict[str, str] = {}  # node id -> the file that holds the test
+        self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
+        self.rootdir = ""  # what node ids are relative to
+        self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
         if self.selected is None:
@@ -259,14 +258,25 @@ class TestTally:
         items[:] = kept
 
     def pytest_configure(self, config: Any) -> None:
+        self.rootdir = str(config.rootpath)
         for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
             config.addinivalue_line("markers", f"{mark}: registered by apiprof-scan")
 
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = session
+
     def pytest_runtest_setup(self, item: Any) -> None:
+        self.files[item.nodeid] = str(item.path)
         if self.recorder is not None:
             self.recorder.origin = f"{ORIGIN}{item.nodeid}"
 
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self.stop_at and time.monotonic() > self.stop_at and self.session is not None:
+            self.session.shouldstop = "apiprof-scan: the --tests-timeout is near"
+            self.stopped = True
+
     def pytest_runtest_logreport(self, report: Any) -> None:
+        self.durations[report.nodeid] += report.duration
         if report.failed:
             self.outcomes["failed" if report.when == "call" else "errors"] += 1
         elif report.skipped:
@@ -281,7 +291,8 @@ class TestTally:
 
 @dataclass
 class SuiteRunner:
-    """Runs the suite in this process, any number of times, keeping outcomes and times."""
+    """Runs the suite in this process, keeping outcomes and times: the warm-up here, the
+    profiled runs with :mod:`~apiprof.engine.scenarios.suitepasses`."""
 
     path: str
     package: str
@@ -291,28 +302,39 @@ class SuiteRunner:
     notes: list[str] = field(default_factory=list)
     args: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
-    selected: frozenset[str] | None = None  # the tests the profiled runs run (None: all)
+    recorder: Recorder | None = None  # what the warm-up saw
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
         self.args, self.notes = prepared.args, list(prepared.notes)
 
-    def run(self, recorder: Recorder | None = None) -> None:
+    def run(
+        self,
+        recorder: Recorder | None = None,
+        stop_at: float = 0.0,
+        args: Sequence[str] = (),
+        plugins: Sequence[object] = (),
+        selected: frozenset[str] | None = None,
+    ) -> TestTally:
+        """One pytest session (``args`` instead of the suite's own, ``plugins`` besides the
+        tally); the first one is retried after adjusting options pytest refused."""
         import pytest
 
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
-            tally = TestTally(recorder, self.marks, self.selected)
+            tally = TestTally(recorder, self.marks, selected, stop_at)
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
-                tally.exit_code = int(pytest.main(self.args, plugins=[tally]))
-            self.seconds.append(time.perf_counter() - started)
+                code = pytest.main(list(args or self.args), plugins=[tally, *plugins])
+            tally.exit_code = int(code)
             if self.runs or not self.adjusted(tally, self.output.getvalue()[mark:]):
                 break
-            self.seconds.pop()  # the refused start does not count as a run
+        if not self.runs:
+            self.seconds.append(time.perf_counter() - started)
         self.runs.append(tally)
+        return tally
 
     def adjusted(self, tally: TestTally, output: str) -> bool:
         """Whether the first run's refusal was one apiprof can fix, and the options are fixed:
@@ -339,53 +361,25 @@ class SuiteRunner:
             return True
         return False
 
-    def warm_up(self, qualnames: Sequence[str], capture: bool) -> list[CapturedCall]:
+    def warm_up(
+        self, qualnames: Sequence[str], capture: bool, stop_at: float = 0.0
+    ) -> list[CapturedCall]:
         """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
         that reach each entry point, with ``capture`` the arguments they pass. The package's
-        modules are forgotten before it, so the suite imports the copy it means to test. A
-        long suite then runs, in its profiled passes, only the tests that reached entry points."""
+        modules are forgotten before it, so the suite imports the copy it means to test. Past
+        ``stop_at`` (``time.monotonic()``) no further test starts."""
         recorder = recorder_for(qualnames, arguments=capture)  # imports the package
         forget_package(self.package)
         with capturing(recorder):
-            self.run(recorder)
-        self.select(recorder, len(qualnames))
-        return recorder.results()
-
-    def select(self, recorder: Recorder, targets: int) -> None:
-        """Keep only the tests that reached entry points when the warm-up took long."""
-        chosen = {
-            origin.removeprefix(ORIGIN)
-            for origins in recorder.reached.values()
-            for origin in origins
-            if origin.startswith(ORIGIN)
-        }
-        ran = sum(self.runs[0].outcomes.values())
-        if self.seconds[-1] <= SELECT_AFTER_SECONDS or not chosen or len(chosen) >= ran:
-            return
-        self.selected = frozenset(chosen)
-        unwatched = targets - len(recorder.watched_names())
-        self.notes.append(
-            f"the whole suite took {self.seconds[-1]:.0f} s, so the profiled runs ran only the "
-            f"{len(chosen)} of its {ran} tests that first reached each entry point"
-            + (
-                f"; {unwatched} entry point(s) without Python code are measured only where "
-                "those tests call them"
-                if unwatched
-                else ""
+            first = self.run(recorder, stop_at)
+        self.recorder = recorder
+        if first.stopped:
+            ran = sum(first.outcomes.values())
+            self.notes.append(
+                f"the warm-up run was stopped after {ran} tests ({self.seconds[0]:.0f} s) to stay "
+                "within --tests-timeout; what those tests passed to entry points is replayed"
             )
-        )
-
-    def past_budget(self, budget: float) -> str:
-        """Why the profiled runs are skipped when the warm-up alone took more than
-        :data:`WARM_UP_SHARE` of ``budget`` seconds ("" when they fit or there is no budget)."""
-        took = self.seconds[-1]
-        if not budget or took <= budget * WARM_UP_SHARE:
-            return ""
-        return (
-            f"its warm-up run alone took {took:.0f} s of the {budget:g} s --tests-timeout, so "
-            "the profiled runs were skipped (raise --tests-timeout to profile them); the "
-            "arguments it captured are replayed"
-        )
+        return recorder.results()
 
     def tail(self, lines: int = 3) -> str:
         text = [line for line in self.output.getvalue().splitlines() if line.strip()]
