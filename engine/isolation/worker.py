@@ -123,7 +123,8 @@ class Worker:
         module_name, _, attr = request.target.partition(":")
         fn = getattr(importlib.import_module(module_name), attr)
         call = timeouts.limit_each_call(lambda: fn(*request.args), request.call_timeout)
-        return self.attempt(lambda: CallDone(repr(call())[:2000]))
+        with timeouts.stretch():
+            return self.attempt(lambda: CallDone(repr(call())[:2000]))
 
     def on_Discover(self, request: Discover) -> Reply:
         """Import the package and list entry points; parse scenario files (their specs)."""
@@ -168,7 +169,8 @@ class Worker:
         for spec in specs:
             for size in scenario_sizes(spec):
                 work = functools.partial(self.profile_size, spec, size, request.settings)
-                outcome = self.attempt(work, source=spec.source, scenario=spec.id)
+                with timeouts.stretch():  # the call limits' timers, armed once for all runs
+                    outcome = self.attempt(work, source=spec.source, scenario=spec.id)
                 if isinstance(outcome, Failed):
                     outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
                 assert isinstance(outcome, ScenarioOutcome)
