@@ -90,6 +90,24 @@ def test_calls_after_a_timed_out_one_are_measured_normally(alarm_handler):
 
 
 @needs_guard
+def test_signal_handlers_swapped_in_between_do_not_disable_the_limits(alarm_handler):
+    """An ``alarm()`` block inside a stretch, and a handler reset after a stretch that was not
+    closed, take SIGALRM away from the guard: the next timer it arms takes it back."""
+    limit = 0.25
+    stuck = timeouts.limit_each_call(hang, limit)
+    time_to_timeout(stuck)  # no stretch: nothing stops the timers' state but the timeout
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    timeouts.install_alarm_handler()
+    with timeouts.stretch():
+        ok = timeouts.limit_each_call(quick, limit)
+        ok()
+        with timeouts.alarm(30.0):  # swaps the handler and re-arms the timer it found
+            ok()
+        assert run_for(ok, 3 * limit) > 100  # no call is stopped early
+        assert time_to_timeout(stuck) >= limit - COARSE_TICK
+
+
+@needs_guard
 def test_the_timer_is_armed_once_per_stretch_not_per_call(alarm_handler):
     with timeouts.stretch():
         ok = timeouts.limit_each_call(quick, 60.0)

@@ -38,7 +38,7 @@ static volatile sig_atomic_t alarm_armed = 0;  /* ITIMER_REAL pending for the st
 static volatile sig_atomic_t stop_armed = 0;   /* ITIMER_PROF pending for the stretch */
 static double armed_limit = 0.0;               /* the limit the pending timers were set for */
 static double grace = -1.0;                    /* < 0: no stop (only workers enable it) */
-static int installed = 0;                      /* our sigactions are in place */
+static int installed = 0;                      /* saved_* hold the dispositions to restore */
 static struct sigaction saved_alarm, saved_stop;
 static PyObject *timeout_class = NULL;         /* raised by on_alarm() */
 
@@ -118,18 +118,28 @@ stop_signal(int signum)
 }
 
 static void
-install_handlers(void)
+take_signal(int signum, void (*handler)(int), struct sigaction *saved)
 {
-    struct sigaction ours;
+    struct sigaction ours, current;
+    if (sigaction(signum, NULL, &current) == 0 && current.sa_handler == handler) {
+        return;
+    }
     memset(&ours, 0, sizeof ours);
     sigemptyset(&ours.sa_mask);
     /* no SA_RESTART: a call hanging in a system call (a sleep) must see EINTR, as with
      * Python's own handler; Python retries interrupted calls when its handler did not raise */
-    ours.sa_handler = alarm_signal;
-    sigaction(SIGALRM, &ours, &saved_alarm);
+    ours.sa_handler = handler;
+    sigaction(signum, &ours, installed ? NULL : saved);
+}
+
+static void
+install_handlers(void)
+{
+    /* checked whenever a timer is armed (once per stretch, or after a timer lapsed): code that
+     * called signal.signal() in between (an alarm() block, a test) took the signal back */
+    take_signal(SIGALRM, alarm_signal, &saved_alarm);
     if (grace >= 0) {
-        ours.sa_handler = stop_signal;
-        sigaction(SIGPROF, &ours, &saved_stop);
+        take_signal(SIGPROF, stop_signal, &saved_stop);
     }
     installed = 1;
 }
@@ -137,12 +147,12 @@ install_handlers(void)
 static void
 arm(double seconds)
 {
-    if (!installed) {
-        install_handlers();
-    }
     if (seconds != armed_limit) {
         alarm_armed = stop_armed = 0; /* a shorter limit must not wait for a longer timer */
         armed_limit = seconds;
+    }
+    if (!alarm_armed || (grace >= 0 && !stop_armed)) {
+        install_handlers();
     }
     /* the flag first: a timer firing right after being set must be able to clear it */
     if (!alarm_armed) {
@@ -264,15 +274,18 @@ on_alarm(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     /* Python's SIGALRM handler: raise in a call that is due; a stray or early signal (an
      * enclosing alarm() that replaced our sigaction, say) re-arms for the running call */
-    if (running) {
-        double left = time_left(0.0);
-        if (left <= 0) {
-            PyErr_SetNone(timeout_class ? timeout_class : PyExc_TimeoutError);
-            return NULL;
-        }
-        alarm_armed = 1;
-        set_timer(ITIMER_REAL, left);
+    if (!running) {
+        alarm_armed = 0; /* lapsed: the next call arms it again */
+        Py_RETURN_NONE;
     }
+    double left = time_left(0.0);
+    if (left <= 0) {
+        alarm_armed = 0;
+        PyErr_SetNone(timeout_class ? timeout_class : PyExc_TimeoutError);
+        return NULL;
+    }
+    alarm_armed = 1;
+    set_timer(ITIMER_REAL, left);
     Py_RETURN_NONE;
 }
 
