@@ -58,6 +58,11 @@ def run_for(call, seconds: float) -> int:
     return calls
 
 
+def quick_and_stuck(limit: float):
+    """A quick and a hanging function, each call limited to ``limit`` seconds."""
+    return timeouts.limit_each_call(quick, limit), timeouts.limit_each_call(hang, limit)
+
+
 def time_to_timeout(call) -> float:
     started = time.monotonic()
     with pytest.raises(timeouts.CallTimeout):
@@ -69,8 +74,7 @@ def time_to_timeout(call) -> float:
 def test_a_hang_in_the_middle_of_a_stretch_is_caught_at_its_own_deadline(alarm_handler):
     limit = 0.25
     with timeouts.stretch():
-        ok = timeouts.limit_each_call(quick, limit)
-        stuck = timeouts.limit_each_call(hang, limit)
+        ok, stuck = quick_and_stuck(limit)
         assert run_for(ok, 3 * limit) > 100  # the timer, armed by the first call, fired meanwhile
         took = time_to_timeout(stuck)
     assert took >= limit - COARSE_TICK, "stopped before its own limit"
@@ -81,8 +85,7 @@ def test_a_hang_in_the_middle_of_a_stretch_is_caught_at_its_own_deadline(alarm_h
 def test_calls_after_a_timed_out_one_are_measured_normally(alarm_handler):
     limit = 0.25
     with timeouts.stretch():
-        ok = timeouts.limit_each_call(quick, limit)
-        stuck = timeouts.limit_each_call(hang, limit)
+        ok, stuck = quick_and_stuck(limit)
         time_to_timeout(stuck)
         # runs several limits long: none of them is interrupted (the due timer is spent)
         assert run_for(ok, 3 * limit) > 100
@@ -170,6 +173,25 @@ def test_the_guard_is_invisible_to_profilers_and_allocation_counting(alarm_handl
             n = hist.count  # every call exactly PER_CALL: the sum and the sum of squares say so
             assert n >= 100 and (hist.total, hist.total_sq) == (n * PER_CALL, n * PER_CALL**2)
             runs += 1
+
+
+@needs_guard
+def test_a_timed_out_call_is_reported_with_the_phase_and_place_it_was_stopped_in(alarm_handler):
+    from apiprof.engine.isolation.protocol import Failed
+    from apiprof.engine.isolation.worker import Worker
+    from apiprof.model.records import Coverage, Phase
+
+    namespace: dict[str, object] = {}
+    exec(compile("def run():\n    while True:\n        pass\n", "<call of s>", "exec"), namespace)
+    run = timeouts.limit_each_call(namespace["run"], 0.25)  # type: ignore[arg-type]
+    worker = Worker(None, 512, send=lambda task_id, reply: None)
+    with timeouts.stretch():
+        reply = worker.attempt(run, scenario="s")  # type: ignore[arg-type]
+    assert isinstance(reply, Failed)
+    failure = reply.failure
+    assert (failure.kind, failure.phase, failure.scenario) == (Coverage.TIMED_OUT, Phase.CALL, "s")
+    assert failure.location.startswith("<call of s>:") and failure.location.endswith(" in run")
+    assert "per-call timeout" in failure.reason
 
 
 PER_CALL = gt.CHILD_BYTES + bytearray(0).__sizeof__() + 1  # the buffer adds n + 1

@@ -340,10 +340,9 @@ class Worker:
         numbers from a call that was refused something describe a failed call."""
         try:
             reply = work()
-        except timeouts.CallTimeout:
-            reply = Failed(
-                Failure(Coverage.TIMED_OUT, "a single call ran past the per-call timeout")
-            )
+        except timeouts.CallTimeout as exc:  # phase and location: where the interrupt landed
+            why = "a single call ran past the per-call timeout"
+            reply = Failed(failure_from(exc, Coverage.TIMED_OUT, scenario, why))
         except MemoryError:
             reply = Failed(self.out_of_memory())
         except sandbox.SandboxViolation as exc:

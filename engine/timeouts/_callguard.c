@@ -73,22 +73,31 @@ time_left(double extra)
     return started + limit + extra - monotonic();
 }
 
+/* What both signal handlers do first: between calls the timer lapses (the next call arms it);
+ * a running call that is not due gets the timer back for what is left of its limit (+ extra).
+ * Returns whether the running call is due. */
+static int
+due(int which, double extra, volatile sig_atomic_t *armed)
+{
+    if (!running) {
+        *armed = 0;
+        return 0;
+    }
+    double left = time_left(extra);
+    if (left > 0) {
+        set_timer(which, left);
+        return 0;
+    }
+    *armed = 0;
+    return 1;
+}
+
 static void
 alarm_signal(int signum)
 {
     int saved_errno = errno;
-    if (!running) {
-        alarm_armed = 0;
-    }
-    else {
-        double left = time_left(0.0);
-        if (left > 0) {
-            set_timer(ITIMER_REAL, left);
-        }
-        else {
-            alarm_armed = 0;
-            PyErr_SetInterruptEx(SIGALRM); /* Python runs on_alarm() at its next bytecode */
-        }
+    if (due(ITIMER_REAL, 0.0, &alarm_armed)) {
+        PyErr_SetInterruptEx(SIGALRM); /* Python runs on_alarm() at its next bytecode */
     }
     errno = saved_errno;
 }
@@ -97,22 +106,13 @@ static void
 stop_signal(int signum)
 {
     int saved_errno = errno;
-    if (!running) {
-        stop_armed = 0;
-    }
-    else {
-        double left = time_left(grace);
-        if (left > 0) {
-            set_timer(ITIMER_PROF, left);
-        }
-        else {
-            struct sigaction end;
-            memset(&end, 0, sizeof end);
-            end.sa_handler = SIG_DFL;
-            sigemptyset(&end.sa_mask);
-            sigaction(SIGPROF, &end, NULL);
-            raise(SIGPROF); /* blocked until this handler returns, then ends the process */
-        }
+    if (due(ITIMER_PROF, grace, &stop_armed)) {
+        struct sigaction end;
+        memset(&end, 0, sizeof end);
+        end.sa_handler = SIG_DFL;
+        sigemptyset(&end.sa_mask);
+        sigaction(SIGPROF, &end, NULL);
+        raise(SIGPROF); /* blocked until this handler returns, then ends the process */
     }
     errno = saved_errno;
 }
