@@ -20,9 +20,11 @@ call would start right after a kernel entry (cold caches, a slower call than in 
 loop). With the ``_callguard`` extension a limited call only notes its start: the timers are
 armed by the first call of a :func:`stretch` and re-armed by C signal handlers (no Python code,
 nothing a profiler sees) for the deadline of the call under way. A call that hangs is
-interrupted at its own deadline (plus the signal's latency); one stuck in C ends the process
-once it has run ``STUCK_GRACE_SECONDS`` past its limit in wall time — and, single-threaded, no
-later than that much CPU time after its start, as with a timer per call.
+interrupted at its own deadline, to within the coarse clock's tick (a few ms) and the signal's
+latency; one stuck in C ends the process once it has run ``STUCK_GRACE_SECONDS`` past its limit
+in wall time — single-threaded, no later than limit + ``STUCK_GRACE_SECONDS`` of CPU time after
+its start, as with a timer per call. Between deadlines the handlers run at most once per limit
+of wall time, so a stretch of short calls makes no system call at all.
 """
 
 from __future__ import annotations
