@@ -11,7 +11,7 @@ import pytest
 
 from apiprof.engine.measure import callbacks, instrument
 from apiprof.engine.measure.costs import measure_calls
-from apiprof.engine.measure.passlog import Budget
+from apiprof.engine.measure.passlog import SAMPLE_EVERY, Budget
 from apiprof.engine.measure.probes import CSite, ProbeId, PySite, normalize_callable, resolve_site
 from apiprof.engine.measure.timing import run_timing_pass
 
@@ -205,6 +205,22 @@ def test_cpu_clock_is_sampled_for_short_calls_and_read_for_long_ones():
     (leaf_costs, busy_costs) = measure_calls(log, {}, {})
     assert len(leaf_costs.wall_ns) == 3 * 64 and len(leaf_costs.cpu_ns) == leaf_sampled
     assert len(busy_costs.cpu_ns) == 12 and min(busy_costs.wall_ns) >= 50_000
+
+
+def test_one_slow_first_call_does_not_make_a_short_function_read_the_cpu_clock_every_call():
+    """The warm-up's first call of a short function can be slow (cold code, a preemption): a
+    call counts as long only when a second warm-up run finds it long too."""
+    first = [True]
+
+    def sometimes_slow():
+        if first[0]:
+            first[0] = False
+            time.sleep(0.001)
+
+    budget = Budget(min_runs=64, seconds=0.0, max_seconds=60.0, warmup=True)
+    log = run_timing_pass(sometimes_slow, [PySite(sometimes_slow)], budget=budget)
+    assert log.cpu_every == [SAMPLE_EVERY]
+    assert sum(1 for c in log.enters[0][0::2] if c >= 0) < 64 / 2
 
 
 # -- the C probes and their Python fallback record the same calls ----------------------------

@@ -122,7 +122,8 @@ class Worker:
         module_name, _, attr = request.target.partition(":")
         fn = getattr(importlib.import_module(module_name), attr)
         call = timeouts.limit_each_call(lambda: fn(*request.args), request.call_timeout)
-        return self.attempt(lambda: CallDone(repr(call())[:2000]))
+        with timeouts.stretch():
+            return self.attempt(lambda: CallDone(repr(call())[:2000]))
 
     def on_Discover(self, request: Discover) -> Reply:
         """Import the package and list entry points; parse scenario files (their specs)."""
@@ -167,7 +168,8 @@ class Worker:
         for spec in specs:
             for size in scenario_sizes(spec):
                 work = functools.partial(self.profile_size, spec, size, request.settings)
-                outcome = self.attempt(work, source=spec.source, scenario=spec.id)
+                with timeouts.stretch():  # the call limits' timers, armed once for all runs
+                    outcome = self.attempt(work, source=spec.source, scenario=spec.id)
                 if isinstance(outcome, Failed):
                     outcome = ScenarioOutcome(spec, size, failure=outcome.failure)
                 assert isinstance(outcome, ScenarioOutcome)
@@ -278,10 +280,9 @@ class Worker:
         numbers from a call that was refused something describe a failed call."""
         try:
             reply = work()
-        except timeouts.CallTimeout:
-            reply = Failed(
-                Failure(Coverage.TIMED_OUT, "a single call ran past the per-call timeout")
-            )
+        except timeouts.CallTimeout as exc:  # phase and location: where the interrupt landed
+            why = "a single call ran past the per-call timeout"
+            reply = Failed(failure_from(exc, Coverage.TIMED_OUT, scenario, why))
         except MemoryError:
             reply = Failed(self.out_of_memory())
         except sandbox.SandboxViolation as exc:

@@ -64,16 +64,17 @@ def reference_overheads(log: PassLog) -> tuple[dict[str, float], dict[str, float
 def pass_overheads(
     log: PassLog, overhead_ns: Mapping[str, float], cpu_overhead_ns: Mapping[str, float]
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Calibrated overheads with the pass's live inside figures in place of the calibrated ones.
-    A probe pair's full cost (entry + exit) stays the calibrated one: only nested calls pay it."""
+    """Calibrated overheads with the pass's live inside figures, less the calibrated call
+    dispatch (what a short call's interval misses), in place of the calibrated ones. A probe
+    pair's full cost (entry + exit) stays the calibrated one: only nested calls pay it."""
     out = []
     for calibrated, live in zip((overhead_ns, cpu_overhead_ns), reference_overheads(log)):
         merged = dict(calibrated)
         for enter_key, inside in live.items():
             exit_key = enter_key.replace("enter", "exit")
             full = calibrated.get(enter_key, 0.0) + calibrated.get(exit_key, 0.0)
-            merged[enter_key] = inside
-            merged[exit_key] = max(0.0, full - inside)
+            merged[enter_key] = max(0.0, inside - calibrated.get("dispatch", 0.0))
+            merged[exit_key] = max(0.0, full - merged[enter_key])
         out.append(merged)
     return out[0], out[1]
 

@@ -5,7 +5,8 @@ record :mod:`~apiprof.engine.measure.passlog`'s, and turning records into per-ca
 :mod:`~apiprof.engine.measure.costs`'s; this module runs the pass.
 
 How long a pass runs (:class:`~apiprof.engine.measure.passlog.Budget`): one unrecorded warm-up
-run, then runs in stretches that double in length while they are shorter than
+run (two when the first makes a call look long enough to read the CPU clock on every call: one
+slow first call must not slow every sampled call of a short function), then runs in stretches that double in length while they are shorter than
 ``STRETCH_SECONDS``, until at least ``min_runs`` runs are recorded and ``seconds`` have gone
 into them — time the thread ran: with perf records the preempted time does not count, so a
 pass on a busy machine gets about the samples an idle one gets — (never past ``max_seconds``
@@ -125,10 +126,16 @@ def _measure_leg(
     if budget.warmup:
         run_once()
         if cpu_every is None:
-            for i in inst.leg:
-                enters, exits = records.take(i)
-                log.cpu_every[i] = _sampling_rate(enters, exits)
-                records.set_cpu_every(i, log.cpu_every[i])
+            rates = {i: _sampling_rate(*records.take(i)) for i in inst.leg}
+            if 1 in rates.values():  # long by one run: a first call can be slow (cold code, a
+                records.truncate(records.empty())  # preemption); long only if long twice
+                run_once()
+                rates = {
+                    i: max(rate, _sampling_rate(*records.take(i))) for i, rate in rates.items()
+                }
+            for i, rate in rates.items():
+                log.cpu_every[i] = rate
+                records.set_cpu_every(i, rate)
         records.truncate(records.empty())
     started = time.perf_counter()
     runs = stretch = 0

@@ -13,6 +13,18 @@ Two mechanisms, used together:
   Python involved — and the scanner reports the death as a timeout, keeping what the worker had
   already sent. Other processes (tests, the scanner) never arm it: only workers call
   :func:`enable_stuck_call_stop`.
+
+:func:`limit_each_call` limits every call of a function that a profiler runs thousands of times.
+Arming both timers around each call would cost four system calls per call, and every short
+call would start right after a kernel entry (cold caches, a slower call than in a caller's
+loop). With the ``_callguard`` extension a limited call only notes its start: the timers are
+armed by the first call of a :func:`stretch` and re-armed by C signal handlers (no Python code,
+nothing a profiler sees) for the deadline of the call under way. A call that hangs is
+interrupted at its own deadline, to within the coarse clock's tick (a few ms) and the signal's
+latency; one stuck in C ends the process once it has run ``STUCK_GRACE_SECONDS`` past its limit
+in wall time — single-threaded, no later than limit + ``STUCK_GRACE_SECONDS`` of CPU time after
+its start, as with a timer per call. Between deadlines the handlers run at most once per limit
+of wall time, so a stretch of short calls makes no system call at all.
 """
 
 from __future__ import annotations
@@ -22,6 +34,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import ModuleType
+
+_callguard: ModuleType | None
+try:
+    from apiprof.engine.timeouts import _callguard
+except ImportError:  # not built (no C compiler): a timer per call
+    _callguard = None
 
 STUCK_GRACE_SECONDS = 2.0
 
@@ -38,6 +57,8 @@ def enable_stuck_call_stop() -> None:
     global _stop_enabled
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _stop_enabled = True
+    if _callguard is not None:
+        _callguard.configure(CallTimeout, STUCK_GRACE_SECONDS)
 
 
 def _arm_stop(seconds: float) -> float:
@@ -60,9 +81,14 @@ def _raise_call_timeout(signum: int, frame: object) -> None:
 
 
 def install_alarm_handler() -> None:
-    """Make SIGALRM raise :class:`CallTimeout` for the life of this process (workers only, so
-    that :func:`limit_each_call` costs two timer calls and no handler swap)."""
-    signal.signal(signal.SIGALRM, _raise_call_timeout)
+    """Make SIGALRM raise :class:`CallTimeout` in a limited call that is due, for the life of
+    this process (workers and tests only: :func:`limit_each_call` swaps no handlers)."""
+    if _callguard is None:
+        signal.signal(signal.SIGALRM, _raise_call_timeout)
+        return
+    if not _stop_enabled:
+        _callguard.configure(CallTimeout, -1.0)
+    signal.signal(signal.SIGALRM, _callguard.on_alarm)
 
 
 @contextlib.contextmanager
@@ -94,9 +120,12 @@ def alarm(seconds: float) -> Iterator[None]:
 def limit_each_call(fn: Callable[[], object], seconds: float) -> Callable[[], object]:
     """``fn`` wrapped so that each call raises :class:`CallTimeout` after ``seconds`` (and ends
     the process if stuck in C code). Needs :func:`install_alarm_handler`; ``seconds <= 0`` means
-    no limit."""
+    no limit. Run the calls inside :func:`stretch`, which stops the timers when they are over."""
     if not seconds or seconds <= 0:
         return fn
+    if _callguard is not None:
+        limited: Callable[[], object] = _callguard.Limited(fn, seconds)
+        return limited
 
     def limited_call() -> object:
         signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -108,3 +137,14 @@ def limit_each_call(fn: Callable[[], object], seconds: float) -> Callable[[], ob
             _disarm_stop(outer)
 
     return limited_call
+
+
+@contextlib.contextmanager
+def stretch() -> Iterator[None]:
+    """A stretch of calls made by :func:`limit_each_call` functions: the timers their first call
+    armed are stopped, and the signal dispositions restored, when it ends (however it ends)."""
+    try:
+        yield
+    finally:
+        if _callguard is not None:
+            _callguard.disarm()
