@@ -61,6 +61,10 @@ class BuildContext:
     used: dict[str, ScenarioSource] = field(default_factory=dict)
     # a sibling call giving the receiver its input, made before each measured call (warmup.py)
     warmup: Callable[[], None] | None = None
+    receiver: object = None  # the instance a method is called on, once built (receivers.py)
+    # id(instance) -> (instance, the arguments its class was called with): to renew a receiver
+    # (warmup.py); the instance is held so that its id stays its own
+    made: dict[int, tuple[object, tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
 
     def inner(self, variant: int) -> BuildContext:
         """A context for one member of a union: its own variant, the same everything else."""
@@ -75,6 +79,8 @@ class BuildContext:
             member=self.member,
             used=self.used,
             heavy=self.heavy,
+            receiver=self.receiver,
+            made=self.made,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

@@ -76,12 +76,15 @@ def call_with_arguments(factory: Callable[..., Any], context: BuildContext) -> o
     finally:
         context.depth -= 1
     try:
-        return factory(*args, **kwargs)
+        made = factory(*args, **kwargs)
     except Exception as error:
         raise CannotSynthesize(
             f"constructing {name_of(factory)} with synthesised arguments raised "
             f"{describe_exception(error)}"
         ) from error
+    if inspect.isclass(factory) and type(made) is factory:
+        context.made[id(made)] = (made, tuple(args), dict(kwargs))
+    return made
 
 
 def declared_returns(function: object) -> list[Any]:

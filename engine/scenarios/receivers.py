@@ -36,7 +36,7 @@ def resolve_target(
     raw = inspect.getattr_static(owner, member)
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
-    instance = receiver(owner, context)
+    instance = context.receiver = receiver(owner, context)
     context.warmup = warm_receiver(instance, owner, member, context)
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)

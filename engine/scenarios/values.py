@@ -153,7 +153,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
-        return _build_value(context.pick([list[int], str, int]), context, name, rng)
+        flavours = [list[int], str, int, dict[str, int]]
+        return _build_value(context.pick(flavours), context, name, rng)
     if isinstance(tp, typing.TypeVar):
         constraints = tp.__constraints__ or ((tp.__bound__,) if tp.__bound__ else (Any,))
         return _build_value(constraints[0], context, name, rng)
@@ -429,8 +430,12 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     if issubclass(cls, (os.PathLike, pathlib.PurePath)):
         concrete = cls if issubclass(cls, pathlib.PurePath) else pathlib.Path
         return concrete(_sandbox_file(context, name, rng))
-    if issubclass(cls, datetime.datetime):
-        return datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+    if issubclass(cls, datetime.datetime):  # aware where a method of a time zone is called
+        when = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+        zone = context.receiver
+        if not isinstance(zone, datetime.tzinfo):
+            zone = context.pick([None, datetime.UTC])  # naive, else aware
+        return when.replace(tzinfo=zone)
     if issubclass(cls, datetime.date):
         return datetime.date(2024, 1, 1) + datetime.timedelta(days=rng.randint(0, 1000))
     if issubclass(cls, datetime.timezone) or cls is datetime.tzinfo:
