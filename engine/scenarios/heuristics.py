@@ -66,7 +66,7 @@ for _names, _annotation in [
         "n k i j r count size width length num index idx pos start stop step depth indent limit "
         "ndigits places base times level levels steps distance max_size max_count loc offset "
         "nbytes maxsize lineno line_number col column precision digits bits port nth amount "
-        "repeat repeats seed maxlen minlen padding",
+        "repeat repeats seed maxlen minlen padding capacity typecode",
         int,
     ),
     ("u w node n1 n2 u_of_edge v_of_edge start_node end_node vertex nbr neighbor", int),  # graphs
@@ -85,6 +85,7 @@ for _names, _annotation in [
         list[int],
     ),
     ("list_of_lists m1 m2 matrix rows", list[list[int]]),
+    ("pairs key_value_pairs", list[tuple[str, int]]),
     ("obj o object item element elem value val thing target instance default", Any),
     (
         "func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
@@ -92,7 +93,11 @@ for _names, _annotation in [
         "caller wrapper",
         Callable[..., Any],
     ),
-    ("exception exc_type exctype etype exc_class exception_type error_class", type[Exception]),
+    (
+        "exception exc_type exctype etype exc_class exception_type error_class "
+        "expected_exception",
+        type[Exception],
+    ),
     ("exc exc_value exc_val evalue err error e exc_info_value", ValueError),
     ("tb exc_tb traceback trace_back", TracebackMarker),
     (
@@ -128,7 +133,7 @@ for _names, _annotation in [
     ("encoding charset codec", typing.Literal["utf-8"]),
     ("errors", typing.Literal["strict"]),
     ("lang language locale", typing.Literal["en"]),
-    ("regex re_pattern", typing.Literal[r"\w+"]),
+    ("regex re_pattern expected_regex unexpected_regex", typing.Literal[r"\w+"]),
     ("timestr date_string datestr time_string", typing.Literal["2024-06-15 12:30:00"]),
     ("json_string json_text json_str", typing.Literal['{"a": [1, 2, 3], "b": null}']),
     ("cls klass class_ type_ typ kind", type),

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.scenarios.building import (
+    RANK,
     SOURCES,
     BuildContext,
     CannotSynthesize,
@@ -27,6 +28,7 @@ from apiprof.engine.scenarios.factories import (
     inverse_producers,
 )
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
+from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
@@ -52,6 +54,7 @@ def arguments_for(
     hints = type_hints(target)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     for parameter in list(signature.parameters.values())[skip:]:
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
@@ -66,15 +69,44 @@ def arguments_for(
                 object,
             ):  # `*args: Any` is forwarded on: pass none
                 args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+            elif "heuristics" in context.sources:  # what the callee it is passed on to needs
+                args.extend(_forwarded(target, parameter.name, built, context))
             continue
         if parameter.default is not parameter.empty:
             continue
-        value = build_parameter(target, parameter, signature, hints, context)
+        value = built[parameter.name] = build_parameter(
+            target, parameter, signature, hints, context
+        )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = value
         else:
             args.append(value)
     return args, kwargs
+
+
+def _forwarded(
+    target: Callable[..., object], name: str, built: dict[str, Any], context: BuildContext
+) -> list[Any]:
+    """Values for ``*name`` when the body passes it on: the callee's required positional
+    parameters after those the forwarding call supplies itself (none when it cannot be read)."""
+    found = forwarded_callee(target, name, built)
+    signature = signature_of(found[0], context.sources) if found else None
+    if found is None or signature is None or found[0] is target:
+        return []
+    callee, leading = found
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ][leading:]
+    hints = type_hints(callee)
+    values = [build_parameter(callee, p, signature, hints, context) for p in positional]
+    for parameter in positional:  # credited to the name the caller knows
+        source = context.used.pop(parameter.name, ScenarioSource.HEURISTICS)
+        context.credit(
+            f"{name}[{parameter.name}]", max(source, ScenarioSource.HEURISTICS, key=RANK.index)
+        )
+    return values
 
 
 def _build_field(cls: Any, name: str, context: BuildContext) -> Any:
