@@ -426,6 +426,12 @@ def print_scan_summary(summary) -> None:
         f"profiled ({summary.profiled_fraction:.0%}) in {summary.elapsed_seconds:.1f} s → {summary.db_path} "
         f"(scan {summary.scan_id}, {summary.status})"
     )
+    if summary.runnable < summary.discovered:
+        console.print(
+            f"{summary.discovered - summary.runnable} need an optional dependency that is not "
+            f"installed; of the {summary.runnable} that can run here, {summary.profiled} profiled "
+            f"({summary.runnable_profiled_fraction:.0%})"
+        )
     if summary.resumed_skipped:
         console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
     if summary.most_expensive:

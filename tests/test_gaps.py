@@ -28,11 +28,11 @@ def spec_for(gathered, qualname):
 
 def test_every_entry_point_of_the_fixture_is_profiled_or_says_why(gathered):
     missing = gathered.unscenarioed()
-    header = missing.pop("gaps_pkg.Unpacker.read_header")  # says what feeding it first did
-    assert header.kind is Coverage.NO_ARGUMENTS and header.reason.startswith(
+    footer = missing.pop("gaps_pkg.Unpacker.read_footer")  # says what feeding it first did
+    assert footer.kind is Coverage.NO_ARGUMENTS and footer.reason.startswith(
         "synthesised arguments were rejected: the call raised OutOfData"
     )
-    assert "; with Unpacker.feed(b'" in header.reason and "raised ValueError" in header.reason
+    assert "; with Unpacker.feed(b'" in footer.reason and "raised ValueError" in footer.reason
     assert set(missing) == {"gaps_pkg.nodes.Node", "gaps_pkg.nodes.Expr"}
     for failure in missing.values():  # abstract by convention: said so, not "no arguments"
         assert failure.kind is Coverage.SKIPPED
@@ -55,6 +55,13 @@ def test_a_reader_is_fed_by_its_sibling_with_what_the_inverse_class_makes(gather
     # repeated calls each find a value: the receiver is fed again before each
     failure, result = try_scenario(spec)
     assert failure is None and result == try_scenario(spec)[1]
+
+
+def test_a_receiver_is_renewed_before_each_feed_so_every_call_starts_alike(gathered):
+    spec = spec_for(gathered, "gaps_pkg.Unpacker.read_header")  # consumes only the header
+    assert spec.call.startswith("warmup()\n")
+    first, second = try_scenario(spec), try_scenario(spec)
+    assert first[0] is None and second[0] is None and first[1] == second[1]
 
 
 def test_feeding_is_part_of_the_subclasses_source():

@@ -94,8 +94,7 @@ for _names, _annotation in [
         Callable[..., Any],
     ),
     (
-        "exception exc_type exctype etype exc_class exception_type error_class "
-        "expected_exception",
+        "exception exc_type exctype etype exc_class exception_type error_class expected_exception",
         type[Exception],
     ),
     ("exc exc_value exc_val evalue err error e exc_info_value", ValueError),
