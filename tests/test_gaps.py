@@ -100,3 +100,24 @@ def test_credits_of_a_candidate_that_failed_are_withdrawn():
 def test_without_heuristics_a_field_only_its_name_describes_is_anything():
     spec, failure = find_synthesized_scenario("gaps_pkg.nodes.Call", (10,), sources=("subclasses",))
     assert failure is None and "Call.args: synthesized" in spec.description
+
+
+def test_forwarded_star_args_get_what_the_method_they_reach_requires(gathered):
+    spec = spec_for(gathered, "gaps_pkg.compat.check_equal")
+    assert "args[first]: heuristics" in spec.description
+    assert "args[second]: heuristics" in spec.description
+    assert try_scenario(spec)[0] is None
+    # a callee only known at run time (a callable argument) gets no made-up arguments
+    assert try_scenario(spec_for(gathered, "gaps_pkg.compat.call_later"))[0] is None
+    failure = find_synthesized_scenario(
+        "gaps_pkg.compat.check_equal", (10,), sources=("subclasses",)
+    )[1]
+    assert failure is not None and "missing 2 required positional arguments" in failure.reason
+
+
+def test_a_time_zone_method_gets_a_datetime_in_that_zone(gathered):
+    spec = spec_for(gathered, "gaps_pkg.zones.FixedZone.fromutc")
+    assert "tzinfo=<gaps_pkg.z" in spec.inputs
+    assert try_scenario(spec)[0] is None
+    aware = spec_for(gathered, "gaps_pkg.zones.is_ambiguous")  # naive first, then aware
+    assert "variant 1" in aware.description and "tzinfo=datetime." in aware.inputs

@@ -312,3 +312,16 @@ def test_an_absent_declared_dependency_is_its_own_category():
 def test_graph_vertices_are_guessed_from_their_names():
     for name in ("u", "node", "start_node", "reference_neighbor", "num_iterations"):
         assert guess_from_name(name) is int, name
+
+
+def test_the_summary_gives_the_fraction_of_what_can_run_here_beside_the_plain_one():
+    from apiprof.engine.scan import ScanSummary
+    from apiprof.model.records import Coverage, CoverageRecord
+
+    absent = CoverageRecord("pkg.plots.draw", Coverage.MISSING_DEPENDENCY, "needs matplotlib")
+    failed = CoverageRecord("pkg.parse", Coverage.NO_ARGUMENTS, "parameter 'x'")
+    summary = ScanSummary("pkg", "1.0", 1, "db", "finished", 10, 8, [absent, failed])
+    assert summary.runnable == 9 and summary.runnable_profiled_fraction == 8 / 9
+    data = summary.to_json()
+    assert data["profiled_fraction"] == 0.8 and data["runnable"] == 9
+    assert data["runnable_profiled_fraction"] == round(8 / 9, 4)
