@@ -42,6 +42,8 @@ of its arguments came from."""
 class CannotSynthesize(Exception):
     """No arguments can be built for this entry point; ``str(error)`` says which parameter and why."""
 
+    choices: int = 1  # the argument flavours met before it failed (another variant may build)
+
 
 @dataclass
 class BuildContext:

@@ -23,16 +23,18 @@ from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.model.records import ScenarioSource
 
 
-def construct(cls: type, context: BuildContext) -> object:
+def construct(cls: type, context: BuildContext, *, optional: bool = False) -> object:
     """An instance of ``cls``: the class called with synthesised arguments, else (with the
-    ``subclasses`` source) one of the package's concrete subclasses or factories."""
+    ``subclasses`` source) one of the package's concrete subclasses or factories. ``optional``
+    (a receiver): later variants also fill optional parameters and ``*args`` (see
+    :func:`.parameters.arguments_for`)."""
     problems: list[str] = []
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
     else:
         try:
             with context.attempt():
-                return call_with_arguments(cls, context)
+                return call_with_arguments(cls, context, optional=optional)
         except CannotSynthesize as error:
             problems.append(str(error))
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
@@ -69,10 +71,12 @@ def is_instance(value: object, cls: type) -> bool:
         return True
 
 
-def call_with_arguments(factory: Callable[..., Any], context: BuildContext) -> object:
+def call_with_arguments(
+    factory: Callable[..., Any], context: BuildContext, *, optional: bool = False
+) -> object:
     context.depth += 1
     try:
-        args, kwargs = parameters.arguments_for(factory, context)
+        args, kwargs = parameters.arguments_for(factory, context, optional=optional)
     finally:
         context.depth -= 1
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -42,9 +44,14 @@ from apiprof.model.records import ScenarioSource
 
 
 def arguments_for(
-    target: Callable[..., object], context: BuildContext, *, skip: int = 0
+    target: Callable[..., object], context: BuildContext, *, skip: int = 0, optional: bool = False
 ) -> tuple[list[Any], dict[str, Any]]:
-    """Arguments for the required parameters (after the first ``skip``, supplied by the caller)."""
+    """Arguments for the required parameters (after the first ``skip``, supplied by the caller).
+
+    With ``optional`` (the entry point's own call), odd variants also pass the optional
+    parameters whose annotation names something other than None: a default of None often takes
+    the path that cannot work alone ("if no eval context is passed, the node must have an
+    environment")."""
     signature = signature_of(target, context.sources)
     if signature is None:
         raise CannotSynthesize(
@@ -55,6 +62,10 @@ def arguments_for(
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
+    fill = optional and any(
+        _optional_type(p, hints) is not None for p in signature.parameters.values()
+    )
+    fill = fill and context.pick([False, True])
     for parameter in list(signature.parameters.values())[skip:]:
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
@@ -67,12 +78,20 @@ def arguments_for(
             if element is not None and element not in (
                 Any,
                 object,
-            ):  # `*args: Any` is forwarded on: pass none
+            ):  # `*args: Any` is usually forwarded on: pass none, or what the callee needs
                 args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
-            elif "heuristics" in context.sources:  # what the callee it is passed on to needs
+            elif "heuristics" in context.sources and forwarded_callee(
+                target, parameter.name, built
+            ):
                 args.extend(_forwarded(target, parameter.name, built, context))
+            elif element is not None and optional and context.pick([False, True]):
+                # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
+                # pass two values
+                args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
+            if fill and parameter.kind is not parameter.POSITIONAL_ONLY:
+                _fill_optional(target, parameter, hints, context, kwargs)
             continue
         value = built[parameter.name] = build_parameter(
             target, parameter, signature, hints, context
@@ -82,6 +101,41 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+def _optional_type(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
+    """What an optional parameter's annotation names besides None (None: no usable type)."""
+    if parameter.default is parameter.empty or parameter.kind in (
+        parameter.VAR_POSITIONAL,
+        parameter.VAR_KEYWORD,
+    ):
+        return None
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
+        return None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+        annotation = members[0] if len(members) == 1 else None
+    return None if annotation in (None, type(None), bool) else annotation
+
+
+def _fill_optional(
+    target: Callable[..., object],
+    parameter: inspect.Parameter,
+    hints: dict[str, Any],
+    context: BuildContext,
+    kwargs: dict[str, Any],
+) -> None:
+    """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
+    annotation = _optional_type(parameter, hints)
+    if annotation is None:
+        return
+    try:
+        with context.attempt():
+            kwargs[parameter.name] = build(annotation, context, parameter.name)
+    except CannotSynthesize:
+        return
+    context.credit(parameter.name, ScenarioSource.SYNTHESIZED)
 
 
 def _forwarded(

@@ -56,6 +56,6 @@ def receiver(owner: type, context: BuildContext) -> object:
     size, sized = context.n, context.sized
     context.n = UNSIZED_LENGTH
     try:
-        return construct(owner, context)
+        return construct(owner, context, optional=True)
     finally:
         context.n, context.sized = size, sized

@@ -166,6 +166,7 @@ def find_synthesized_scenario(
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
         except Exception as error:  # this flavour cannot be built; a later one may
+            choices = max(choices, getattr(error, "choices", 1))
             reason = (
                 str(error)
                 if isinstance(error, CannotSynthesize)
