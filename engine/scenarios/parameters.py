@@ -37,6 +37,7 @@ from apiprof.engine.scenarios.heuristics import (
     sibling_default,
     usage_of,
 )
+from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.values import build
@@ -224,6 +225,9 @@ def parameter_candidates(
     if annotated and not vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
     plain = not annotated or vague or annotation in (str, bytes)
+    if "heuristics" in sources and (plain or annotation is int):
+        registries = registered_keys(target, parameter.name)  # a key it is looked up by:
+        found[:0] = [(registry, ScenarioSource.HEURISTICS) for registry in registries]  # first
     if "subclasses" in sources and plain and _is_first_required(signature, parameter):
         for producer in inverse_producers(target):  # realistic encoded input comes first
             found.append((Produced(producer), ScenarioSource.FACTORIES))

@@ -34,7 +34,7 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, typetext
+from apiprof.engine.scenarios import instances, registered, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
@@ -148,6 +148,11 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
             raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
         context.sized |= isinstance(value, (str, bytes))
         return value
+    if isinstance(tp, registered.RegisteredKey):
+        keys = registered.keys_of(tp, context.receiver)
+        if not keys:
+            raise CannotSynthesize(f"parameter {name!r}: {tp!r} has no keys to look up")
+        return context.pick(keys)
     if tp in _TYPING_PROTOCOLS:
         return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
     if _is_protocol(tp):
