@@ -121,3 +121,19 @@ def test_a_time_zone_method_gets_a_datetime_in_that_zone(gathered):
     assert try_scenario(spec)[0] is None
     aware = spec_for(gathered, "gaps_pkg.zones.is_ambiguous")  # naive first, then aware
     assert "variant 1" in aware.description and "tzinfo=datetime." in aware.inputs
+
+
+@pytest.mark.parametrize(
+    "qualname",
+    [
+        "gaps_pkg.registry.Loader.get_source",  # `name in self.mapping`
+        "gaps_pkg.registry.Loader.load",  # passed on to self.get_source
+        "gaps_pkg.registry.handle",  # HANDLERS[kind]
+        "gaps_pkg.registry.Environment.call_filter",  # a local assigned from self.filters
+    ],
+)
+def test_a_name_looked_up_in_a_registry_is_one_of_its_keys(gathered, qualname):
+    spec = spec_for(gathered, qualname)
+    assert ": heuristics" in spec.description
+    assert try_scenario(spec)[0] is None
+    assert find_synthesized_scenario(qualname, (10,), sources=("subclasses",))[0] is None
