@@ -33,6 +33,8 @@ def test_every_entry_point_of_the_fixture_is_profiled_or_says_why(gathered):
         "synthesised arguments were rejected: the call raised OutOfData"
     )
     assert "; with Unpacker.feed(b'" in footer.reason and "raised ValueError" in footer.reason
+    document = missing.pop("gaps_pkg.documents.Document")  # its constructor itself refuses
+    assert "documents are made by Builder.build" in document.reason
     assert set(missing) == {"gaps_pkg.nodes.Node", "gaps_pkg.nodes.Expr"}
     for failure in missing.values():  # abstract by convention: said so, not "no arguments"
         assert failure.kind is Coverage.SKIPPED
@@ -137,3 +139,19 @@ def test_a_name_looked_up_in_a_registry_is_one_of_its_keys(gathered, qualname):
     assert ": heuristics" in spec.description
     assert try_scenario(spec)[0] is None
     assert find_synthesized_scenario(qualname, (10,), sources=("subclasses",))[0] is None
+
+
+def test_values_the_package_returns_serve_where_none_can_be_built(gathered):
+    page = spec_for(gathered, "gaps_pkg.documents.Page.words")
+    assert page.source is ScenarioSource.OBSERVED
+    assert "from gaps_pkg.documents.Builder.build>: observed" in page.description
+    stream = spec_for(gathered, "gaps_pkg.documents.Stream.first")  # an iterator, made afresh
+    assert "from gaps_pkg.documents.Source.chunks>: observed" in stream.description
+    for spec in (page, stream):
+        assert try_scenario(spec)[0] is None
+    off = find_synthesized_scenario(
+        "gaps_pkg.documents.Page", (10,), sources=("subclasses", "heuristics")
+    )[1]
+    assert off is not None and "documents are made by Builder.build" in off.reason
+    on = find_synthesized_scenario("gaps_pkg.documents.Page", (10,), sources=("observed",))
+    assert on[0] is not None and on[0].source is ScenarioSource.OBSERVED

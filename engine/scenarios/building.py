@@ -25,7 +25,7 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "subclasses", "heuristics")
+SOURCES = ("stubs", "docstring_types", "subclasses", "observed", "heuristics")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
@@ -33,6 +33,7 @@ RANK = [
     ScenarioSource.STUBS,
     ScenarioSource.DOCSTRING_TYPES,
     ScenarioSource.FACTORIES,
+    ScenarioSource.OBSERVED,
     ScenarioSource.HEURISTICS,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any

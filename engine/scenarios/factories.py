@@ -42,7 +42,7 @@ def concrete_subclasses(cls: type, member: str = "") -> list[type]:
 def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
     """Cached: building one tree of objects asks again for every node of the same class."""
     top = (cls.__module__ or "").split(".")[0]
-    _import_package(top)
+    import_package(top)
     found: list[type] = []
     seen: set[int] = set()
     pending: list[type] = list(type.__subclasses__(cls))
@@ -150,7 +150,7 @@ def _returns_instance(
 
 
 @functools.cache
-def _import_package(top: str) -> tuple[str, ...]:
+def import_package(top: str) -> tuple[str, ...]:
     """Import the package's public modules (as discovery does) so subclasses and factories
     defined anywhere in it are visible; returns the module names."""
     try:
@@ -177,7 +177,7 @@ def _import_package(top: str) -> tuple[str, ...]:
 
 def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
     seen: set[int] = set()
-    for module_name in _import_package(top):
+    for module_name in import_package(top):
         module = sys.modules.get(module_name)
         if module is None:
             continue

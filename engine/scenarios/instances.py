@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios import observed, parameters  # a cycle: see values.py
 from apiprof.engine.scenarios.building import (
     MAX_DEPTH,
     BuildContext,
@@ -61,6 +61,12 @@ def construct(cls: type, context: BuildContext, *, optional: bool = False) -> ob
             problems.append("the package has no concrete subclass or factory for it")
     elif inspect.isabstract(cls):
         problems.append("a scenario file must choose a subclass")
+    if "observed" in context.sources:  # what an entry point of the package returns
+        try:
+            with context.attempt():
+                return observed.observed_value(cls, context, f"<{cls.__qualname__} instance>")
+        except CannotSynthesize as error:
+            problems.append(str(error).partition(": ")[2])
     raise CannotSynthesize("; ".join(problems))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc as abc
+import contextlib
 import datetime
 import decimal
 import enum
@@ -34,7 +35,7 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, registered, typetext
+from apiprof.engine.scenarios import instances, observed, registered, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
@@ -241,6 +242,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         keys = _distinct(key, context, name, rng)
         return {k: build(value, context, f"{name}[{i}]") for i, k in enumerate(keys)}
     if origin in (abc.Iterator, abc.Generator) or tp in (abc.Iterator, abc.Generator):
+        with contextlib.suppress(CannotSynthesize):  # one an entry point of the package makes
+            return observed.observed_value(tp, context, name)
         raise CannotSynthesize(
             f"parameter {name!r} wants an iterator, which one call would use up; "
             "write a scenario that creates it in `call`"
