@@ -64,7 +64,8 @@ def arguments_for(
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     fill = optional and any(
-        _optional_type(p, hints) is not None for p in signature.parameters.values()
+        _optional_type(p, hints, context.sources) is not None
+        for p in signature.parameters.values()
     )
     fill = fill and context.pick([False, True])
     for parameter in list(signature.parameters.values())[skip:]:
@@ -85,10 +86,11 @@ def arguments_for(
                 target, parameter.name, built
             ):
                 args.extend(_forwarded(target, parameter.name, built, context))
-            elif element is not None and optional and context.pick([False, True]):
+            elif optional and context.pick([False, True]):
                 # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
                 # pass two values
-                args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+                kept = Any if element is None else element
+                args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
             if fill and parameter.kind is not parameter.POSITIONAL_ONLY:
@@ -104,14 +106,19 @@ def arguments_for(
     return args, kwargs
 
 
-def _optional_type(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
-    """What an optional parameter's annotation names besides None (None: no usable type)."""
+def _optional_type(
+    parameter: inspect.Parameter, hints: dict[str, Any], sources: frozenset[str]
+) -> Any:
+    """What an optional parameter's annotation names besides None, or for an unannotated one
+    defaulting to None what its name suggests (with heuristics); None: no usable type."""
     if parameter.default is parameter.empty or parameter.kind in (
         parameter.VAR_POSITIONAL,
         parameter.VAR_KEYWORD,
     ):
         return None
     annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is parameter.empty and parameter.default is None and "heuristics" in sources:
+        annotation = guess_from_name(parameter.name) or parameter.empty
     if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
         return None
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -128,7 +135,7 @@ def _fill_optional(
     kwargs: dict[str, Any],
 ) -> None:
     """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
-    annotation = _optional_type(parameter, hints)
+    annotation = _optional_type(parameter, hints, context.sources)
     if annotation is None:
         return
     try:
@@ -136,7 +143,9 @@ def _fill_optional(
             kwargs[parameter.name] = build(annotation, context, parameter.name)
     except CannotSynthesize:
         return
-    context.credit(parameter.name, ScenarioSource.SYNTHESIZED)
+    annotated = hints.get(parameter.name, parameter.annotation) is not parameter.empty
+    guessed = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
+    context.credit(parameter.name, guessed)
 
 
 def _forwarded(
