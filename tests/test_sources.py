@@ -325,3 +325,17 @@ def test_the_summary_gives_the_fraction_of_what_can_run_here_beside_the_plain_on
     data = summary.to_json()
     assert data["profiled_fraction"] == 0.8 and data["runnable"] == 9
     assert data["runnable_profiled_fraction"] == round(8 / 9, 4)
+
+
+def test_every_argument_source_has_its_switch():
+    import argparse
+
+    from apiprof.cli.scan import add_scan_arguments, scan_options
+    from apiprof.engine.scenarios.synth import SOURCES
+
+    parser = argparse.ArgumentParser()
+    add_scan_arguments(parser)
+    assert scan_options(parser.parse_args(["pkg"])).argument_sources == list(SOURCES)
+    options = scan_options(parser.parse_args(["pkg", "--no-observed"]))
+    assert not options.observed and "observed" not in options.argument_sources
+    assert set(options.argument_sources) == set(SOURCES) - {"observed"}
