@@ -155,3 +155,11 @@ def test_values_the_package_returns_serve_where_none_can_be_built(gathered):
     assert off is not None and "documents are made by Builder.build" in off.reason
     on = find_synthesized_scenario("gaps_pkg.documents.Page", (10,), sources=("observed",))
     assert on[0] is not None and on[0].source is ScenarioSource.OBSERVED
+
+
+def test_a_node_holding_its_own_kind_nests_once(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Branch.depth")
+    failure, depth = try_scenario(spec)
+    assert failure is None and depth == 1  # the receiver is a leaf: no branches inside
+    built = spec_for(gathered, "gaps_pkg.nodes.Branch")  # the entry point itself: one level
+    assert "elif_" in built.description and try_scenario(built)[0] is None

@@ -68,6 +68,7 @@ class BuildContext:
     # id(instance) -> (instance, the arguments its class was called with): to renew a receiver
     # (warmup.py); the instance is held so that its id stays its own
     made: dict[int, tuple[object, tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    building: list[type] = field(default_factory=list)  # classes being constructed, outermost first
 
     def inner(self, variant: int) -> BuildContext:
         """A context for one member of a union: its own variant, the same everything else."""
@@ -84,6 +85,7 @@ class BuildContext:
             heavy=self.heavy,
             receiver=self.receiver,
             made=self.made,
+            building=self.building,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

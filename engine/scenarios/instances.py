@@ -28,6 +28,24 @@ def construct(cls: type, context: BuildContext, *, optional: bool = False) -> ob
     ``subclasses`` source) one of the package's concrete subclasses or factories. ``optional``
     (a receiver): later variants also fill optional parameters and ``*args`` (see
     :func:`.parameters.arguments_for`)."""
+    context.building.append(cls)
+    try:
+        return _construct(cls, context, optional)
+    finally:
+        context.building.pop()
+
+
+def under_construction(element: Any, context: BuildContext) -> bool:
+    """Whether ``element`` (a class or a forward reference to one) is being built further up:
+    a list of them inside one of them would nest without end."""
+    if isinstance(element, typing.ForwardRef):
+        element = element.__forward_arg__
+    if isinstance(element, str):
+        return any(cls.__name__ == element for cls in context.building)
+    return inspect.isclass(element) and element in context.building
+
+
+def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     problems: list[str] = []
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")

@@ -64,8 +64,7 @@ def arguments_for(
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     fill = optional and any(
-        _optional_type(p, hints, context.sources) is not None
-        for p in signature.parameters.values()
+        _optional_type(p, hints, context.sources) is not None for p in signature.parameters.values()
     )
     fill = fill and context.pick([False, True])
     for parameter in list(signature.parameters.values())[skip:]:

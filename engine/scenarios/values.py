@@ -408,6 +408,8 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
         return [rng.choice(_WORDS) for _ in range(context.n)]
+    if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
+        return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
     return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
 
