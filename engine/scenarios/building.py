@@ -68,6 +68,7 @@ class BuildContext:
     # id(instance) -> (instance, the arguments its class was called with): to renew a receiver
     # (warmup.py); the instance is held so that its id stays its own
     made: dict[int, tuple[object, tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    feeding: bool = False  # building a receiver's input: anything may also be a mapping
     building: list[type] = field(default_factory=list)  # classes being constructed, outermost first
 
     def inner(self, variant: int) -> BuildContext:

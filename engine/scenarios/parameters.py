@@ -49,8 +49,8 @@ def arguments_for(
 ) -> tuple[list[Any], dict[str, Any]]:
     """Arguments for the required parameters (after the first ``skip``, supplied by the caller).
 
-    With ``optional`` (the entry point's own call), odd variants also pass the optional
-    parameters whose annotation names something other than None: a default of None often takes
+    With ``optional`` (the entry point's own call and its receiver), late variants also pass the
+    optional parameters whose annotation names something other than None: a default of None often takes
     the path that cannot work alone ("if no eval context is passed, the node must have an
     environment")."""
     signature = signature_of(target, context.sources)
@@ -66,7 +66,7 @@ def arguments_for(
     fill = optional and any(
         _optional_type(p, hints, context.sources) is not None for p in signature.parameters.values()
     )
-    fill = fill and context.pick([False, True])
+    fill = fill and late_variant(context)
     for parameter in list(signature.parameters.values())[skip:]:
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
@@ -85,10 +85,10 @@ def arguments_for(
                 target, parameter.name, built
             ):
                 args.extend(_forwarded(target, parameter.name, built, context))
-            elif optional and context.pick([False, True]):
+            elif optional and late_variant(context):
                 # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
                 # pass two values
-                kept = Any if element is None else element
+                kept = str if element is None else element  # names, items: words
                 args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
@@ -103,6 +103,18 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+FILL_FROM = 3
+"""The first variant that fills optional parameters and kept ``*args``: variants 1 and 2 keep
+their flavours of the other arguments (a word instead of prose) with the plain call."""
+
+
+def late_variant(context: BuildContext) -> bool:
+    """Whether this variant fills optional parameters (odd variants from ``FILL_FROM`` on);
+    makes sure that many variants are tried."""
+    context.choices = max(context.choices, FILL_FROM + 1)
+    return context.variant >= FILL_FROM and context.variant % 2 == 1
 
 
 def _optional_type(

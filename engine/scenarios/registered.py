@@ -73,7 +73,9 @@ def keys_of(marker: RegisteredKey, receiver: object) -> list[Any]:
         keys = list(value.keys()) if isinstance(value, Mapping) else list(iter(value))
     except Exception:
         return []
-    keys = [key for key in keys if isinstance(key, (str, int))]
+    keys = [
+        key for key in keys if isinstance(key, int) or (isinstance(key, str) and key[:2] != "__")
+    ]
     return sorted(keys, key=lambda key: not isinstance(key, str))[:MAX_KEYS]
 
 

@@ -159,7 +159,9 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
-        flavours = [list[int], str, int, dict[str, int]]
+        flavours = (
+            [list[int], dict[str, int], str, int] if context.feeding else [list[int], str, int]
+        )
         return _build_value(context.pick(flavours), context, name, rng)
     if isinstance(tp, typing.TypeVar):
         constraints = tp.__constraints__ or ((tp.__bound__,) if tp.__bound__ else (Any,))

@@ -84,6 +84,7 @@ def warm_receiver(
         sources=context.sources,
     )
     inner.depth = context.depth + 1
+    inner.feeding = True
     try:
         value = parameters.build_parameter(method, parameter, signature, type_hints(method), inner)
     except CannotSynthesize as error:
