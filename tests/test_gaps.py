@@ -163,3 +163,10 @@ def test_a_node_holding_its_own_kind_nests_once(gathered):
     assert failure is None and depth == 1  # the receiver is a leaf: no branches inside
     built = spec_for(gathered, "gaps_pkg.nodes.Branch")  # the entry point itself: one level
     assert "elif_" in built.description and try_scenario(built)[0] is None
+
+
+def test_string_field_annotations_resolve_in_their_module_when_the_rest_cannot(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Assign.target_kind")
+    assert "Assign.target: synthesized" in spec.description  # its annotation, not its name
+    failure, kind = try_scenario(spec)
+    assert failure is None and kind in ("Name", "Call")
