@@ -31,15 +31,19 @@ MAX_SUBCLASSES = 8
 MAX_FACTORIES = 6
 
 
-def concrete_subclasses(cls: type, member: str = "") -> list[type]:
+def concrete_subclasses(cls: type, member: str = "", overriding: str = "") -> list[type]:
     """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
     unchanged (when given), public ones, then fewer required constructor arguments. (One that
-    overrides ``member`` still serves: the base class's function is then called on it.)"""
-    return list(_concrete_subclasses(cls, member))
+    overrides ``member`` still serves: the base class's function is then called on it.)
+
+    ``overriding``: the method profiled on an object that holds this one (a tree whose node
+    asks its children the same, as ``And.as_const`` asks its operands): subclasses with their
+    own implementation of it come first, since the base's default often refuses."""
+    return list(_concrete_subclasses(cls, member, overriding))
 
 
 @functools.cache
-def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
+def _concrete_subclasses(cls: type, member: str, overriding: str = "") -> tuple[type, ...]:
     """Cached: building one tree of objects asks again for every node of the same class."""
     top = (cls.__module__ or "").split(".")[0]
     import_package(top)
@@ -56,8 +60,11 @@ def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
             continue
         found.append(sub)
     inherits = {id(sub) for sub in found if member and _static(sub, member) is _static(cls, member)}
+    base = _static(cls, overriding) if overriding else None
+    own = {id(sub) for sub in found if base is not None and _static(sub, overriding) is not base}
     found.sort(
         key=lambda sub: (
+            base is not None and id(sub) not in own,  # implements what its holder is asked
             id(sub) not in inherits,  # runs the base class's own code when called as usual
             sub.__name__.startswith("_"),
             _required(sub),

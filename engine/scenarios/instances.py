@@ -57,8 +57,9 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             problems.append(str(error))
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
+        overriding = context.member if cls is not context.owner else ""
         alternatives: list[Callable[..., Any]] = [
-            *concrete_subclasses(cls, member),
+            *concrete_subclasses(cls, member, overriding),
             *factories_for(cls, declared_returns),
         ]
         for alternative in rotated(alternatives, context.variant):
