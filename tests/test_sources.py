@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from apiprof.engine.discovery.dependencies import missing_dependency
 from apiprof.engine.discovery.discover import (
     discover,
     import_name_of,
     is_compiled_function,
-    missing_dependency,
     resolve_object,
 )
 from apiprof.engine.scenarios.capture import capture_examples, captured_spec, replay_call
@@ -287,7 +287,7 @@ def test_what_a_loop_does_with_the_items_types_the_list():
 
 
 def test_an_absent_declared_dependency_is_its_own_category():
-    from apiprof.engine.discovery.discover import optional_dependency
+    from apiprof.engine.discovery.dependencies import optional_dependency
     from apiprof.engine.scan import module_failure
     from apiprof.engine.scenarios.spec import ScenarioSpec
     from apiprof.model.records import Coverage
@@ -339,3 +339,17 @@ def test_every_argument_source_has_its_switch():
     options = scan_options(parser.parse_args(["pkg", "--no-observed"]))
     assert not options.observed and "observed" not in options.argument_sources
     assert set(options.argument_sources) == set(SOURCES) - {"observed"}
+
+
+def test_camel_case_names_are_guessed_like_snake_case_ones():
+    assert guess_from_name("parseElementList") == list[int]
+    assert guess_from_name("maxCount") is int
+
+
+def test_a_message_asking_to_install_an_extra_of_the_package_is_a_missing_dependency():
+    from apiprof.engine.discovery.dependencies import optional_dependency
+
+    asked = Exception("must ``pip install pytest[testing]`` to generate diagrams")
+    assert optional_dependency(asked, "pytest.main") == "pytest[testing]"
+    other = Exception("must ``pip install lorem[ipsum]`` first")  # not this package's extra
+    assert optional_dependency(other, "pytest.main") == ""

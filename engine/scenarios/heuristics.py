@@ -17,6 +17,7 @@ import datetime
 import functools
 import inspect
 import io
+import re
 import socket
 import textwrap
 import types
@@ -147,7 +148,7 @@ def guess_from_name(name: str) -> Any:
     """An annotation for a well-known unannotated parameter name, or None (no safe guess)."""
     if name in _NAME_GUESSES:
         return _NAME_GUESSES[name]
-    lowered = name.lower().strip("_")
+    lowered = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower().strip("_")  # camelCase
     if lowered in _NAME_GUESSES:
         return _NAME_GUESSES[lowered]
     for suffix, annotation in _SUFFIXES:

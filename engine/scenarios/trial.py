@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.discover import describe_exception, optional_dependency
+from apiprof.engine.discovery.dependencies import optional_dependency
+from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.records import Coverage, Failure, Phase
 
