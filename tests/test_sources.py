@@ -288,7 +288,7 @@ def test_what_a_loop_does_with_the_items_types_the_list():
 
 def test_an_absent_declared_dependency_is_its_own_category():
     from apiprof.engine.discovery.dependencies import optional_dependency
-    from apiprof.engine.scan import module_failure
+    from apiprof.engine.scan.plan import module_failure
     from apiprof.engine.scenarios.spec import ScenarioSpec
     from apiprof.model.records import Coverage
 
@@ -315,7 +315,7 @@ def test_graph_vertices_are_guessed_from_their_names():
 
 
 def test_the_summary_gives_the_fraction_of_what_can_run_here_beside_the_plain_one():
-    from apiprof.engine.scan import ScanSummary
+    from apiprof.engine.scan.summary import ScanSummary
     from apiprof.model.records import Coverage, CoverageRecord
 
     absent = CoverageRecord("pkg.plots.draw", Coverage.MISSING_DEPENDENCY, "needs matplotlib")
