@@ -353,3 +353,20 @@ def test_a_message_asking_to_install_an_extra_of_the_package_is_a_missing_depend
     assert optional_dependency(asked, "pytest.main") == "pytest[testing]"
     other = Exception("must ``pip install lorem[ipsum]`` first")  # not this package's extra
     assert optional_dependency(other, "pytest.main") == ""
+
+
+def test_batches_of_one_package_add_up_their_runnable_entry_points():
+    from apiprof.engine.cluster.coordinator import combine_summary
+    from apiprof.engine.scan.summary import ScanSummary
+    from apiprof.model.records import Coverage, CoverageRecord
+
+    absent = CoverageRecord("pkg.plots.draw", Coverage.MISSING_DEPENDENCY, "needs matplotlib")
+    first = ScanSummary("pkg", "1.0", 1, "a.db", "finished", 4, 3, [absent]).to_json()
+    second = ScanSummary("pkg", "1.0", 2, "b.db", "finished", 6, 5, []).to_json()
+    packages: dict = {}
+    combine_summary(packages, first)
+    combine_summary(packages, second)
+    total = packages["pkg"]
+    assert (total["discovered"], total["runnable"], total["profiled"]) == (10, 9, 8)
+    assert total["profiled_fraction"] == 0.8
+    assert total["runnable_profiled_fraction"] == round(8 / 9, 4)
