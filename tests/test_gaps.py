@@ -179,3 +179,8 @@ def test_a_child_asked_what_its_holder_is_asked_implements_it(gathered):
     spec = spec_for(gathered, "gaps_pkg.nodes.Not.evaluate")
     failure, value = try_scenario(spec)
     assert failure is None and isinstance(value, bool)
+
+
+def test_a_proxy_wrapping_a_c_method_is_called_by_its_own_signature(gathered):
+    failure, items = try_scenario(spec_for(gathered, "gaps_pkg.compat.Bag.items"))
+    assert failure is None and list(items) == [("a", 1)]
