@@ -211,7 +211,10 @@ def find_synthesized_scenario(
                 f"call, the call {failure.reason}",
             )
         first_failure = first_failure or replace(
-            failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
+            failure,
+            reason=failure.reason
+            if failure.kind is Coverage.MISSING_DEPENDENCY
+            else f"synthesised arguments were rejected: the call {failure.reason}",
         )
         variant += 1
     return None, first_failure

@@ -52,7 +52,13 @@ def try_scenario(
         raise
     except BaseException as error:  # SystemExit from argparse-style mains, too
         failure = failure_from(error, failure_kind(error, spec.qualname), spec.id)
-        return replace(failure, reason=f"raised {describe_exception(error)} in {stage}"), None
+        reason = f"raised {describe_exception(error)} in {stage}"
+        if failure.kind is Coverage.MISSING_DEPENDENCY:  # say what to install first
+            needed = optional_dependency(error, spec.qualname)
+            reason = (
+                f"needs {needed}, which is not installed (install it to profile this): {reason}"
+            )
+        return replace(failure, reason=reason), None
     return None, result
 
 
