@@ -3,7 +3,9 @@
 Installs a fixed list of widely used PyPI packages at pinned versions into a venv of its own
 (beside apiprof, installed editable from this checkout), scans each with the default command —
 no scenario files, as a new user would — through the real CLI, and prints one table: entry
-points found and profiled, the profiled fraction and the scan time per package. With
+points found and profiled, the profiled fraction, the fraction of those that can run here
+(leaving out entry points whose module needs an optional dependency not installed — both
+figures, side by side) and the scan time per package. With
 ``--compare OLD.json`` the table puts an earlier run's figures beside today's.
 
 With ``--tests``, each package whose sdist ships its test suite is scanned a second time with
@@ -189,10 +191,15 @@ def scan_package(
         row.update(discovered=0, profiled=0, fraction=0.0, status="no summary")
         row["error"] = (stderr or "").strip().splitlines()[-1:] or ["(no output)"]
         return row
+    # what can run here: all but entry points needing an absent optional dependency (computed
+    # from the counts, so summaries of apiprof versions without "runnable" compare too)
+    runnable = summary["discovered"] - summary["coverage"].get("missing_dependency", 0)
     row.update(
         discovered=summary["discovered"],
         profiled=summary["profiled"],
         fraction=summary["profiled_fraction"],
+        runnable=runnable,
+        runnable_fraction=round(summary["profiled"] / runnable, 4) if runnable else 0.0,
         status="interrupted" if timed_out else summary["status"],
         coverage=summary["coverage"],
         not_profiled=summary["not_profiled"],
@@ -224,10 +231,22 @@ def with_suite(row: dict[str, object], tested: dict[str, object]) -> dict[str, o
     }
 
 
+def runnable_of(row: dict) -> int:
+    """Entry points that can run here (rows of older runs lack the figure: all of them)."""
+    return int(row.get("runnable", row["discovered"]))
+
+
+def runnable_fraction(row: dict) -> float:
+    return float(row.get("runnable_fraction", row["fraction"]))
+
+
 def print_table(rows: list[dict], before: dict[str, dict]) -> None:
     compare = bool(before)
     tested = any("tests" in row for row in rows)
-    header = f"{'package':<16} {'version':<12} {'found':>5} {'profiled':>8} {'fraction':>8} {'seconds':>8}"
+    header = (
+        f"{'package':<16} {'version':<12} {'found':>5} {'profiled':>8} {'fraction':>8} "
+        f"{'runnable':>8} {'of those':>8} {'seconds':>8}"
+    )
     if tested:
         header += f" {'--tests':>8} {'suite s':>8} {'scan s':>8}"
     if compare:
@@ -237,7 +256,8 @@ def print_table(rows: list[dict], before: dict[str, dict]) -> None:
     for row in rows:
         line = (
             f"{row['package']:<16} {row['version']:<12} {row['discovered']:>5} {row['profiled']:>8} "
-            f"{row['fraction']:>8.1%} {row['seconds']:>8.1f}"
+            f"{row['fraction']:>8.1%} {runnable_of(row):>8} {runnable_fraction(row):>8.1%} "
+            f"{row['seconds']:>8.1f}"
         )
         if tested:
             suite = row.get("tests")
@@ -258,9 +278,13 @@ def print_table(rows: list[dict], before: dict[str, dict]) -> None:
         print(line)
     found = sum(int(r["discovered"]) for r in rows)
     profiled = sum(int(r["profiled"]) for r in rows)
+    runnable = sum(runnable_of(r) for r in rows)
     seconds = sum(float(r["seconds"]) for r in rows)
     print("-" * len(header))
-    total = f"{'all':<16} {'':<12} {found:>5} {profiled:>8} {profiled / max(found, 1):>8.1%} {seconds:>8.1f}"
+    total = (
+        f"{'all':<16} {'':<12} {found:>5} {profiled:>8} {profiled / max(found, 1):>8.1%} "
+        f"{runnable:>8} {profiled / max(runnable, 1):>8.1%} {seconds:>8.1f}"
+    )
     if tested:
         suites = [(r, r["tests"]) for r in rows if "tests" in r]
         with_found = sum(int(r["discovered"]) for r, _ in suites)
@@ -276,6 +300,10 @@ def print_table(rows: list[dict], before: dict[str, dict]) -> None:
         old_profiled = sum(int(r["profiled"]) for r in old_rows)
         total += f" {old_profiled / max(old_found, 1):>8.1%} {sum(float(r['seconds']) for r in old_rows):>8.1f}"
     print(total)
+    print(
+        "fraction: profiled / found; runnable: found minus those needing an optional dependency "
+        "not installed here (missing_dependency); of those: profiled / runnable"
+    )
     if tested:
         print(
             "--tests: profiled fraction with the package's own sdist test suite (--tests); suite s: "

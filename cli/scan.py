@@ -52,6 +52,11 @@ SOURCE_FLAGS = [
         "do not build instances from concrete subclasses and the package's factories, nor feed "
         "receivers through their input method",
     ),
+    (
+        "observed",
+        "do not offer values the package's own entry points return where an instance of its "
+        "class or an iterator is wanted",
+    ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
 ]
@@ -230,6 +235,7 @@ def scan_options(args: argparse.Namespace):
         stubs=not args.no_stubs,
         docstring_types=not args.no_docstring_types,
         subclasses=not args.no_subclasses,
+        observed=not args.no_observed,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
         sizes=tuple(args.sizes),
@@ -426,6 +432,12 @@ def print_scan_summary(summary) -> None:
         f"profiled ({summary.profiled_fraction:.0%}) in {summary.elapsed_seconds:.1f} s → {summary.db_path} "
         f"(scan {summary.scan_id}, {summary.status})"
     )
+    if summary.runnable < summary.discovered:
+        console.print(
+            f"{summary.discovered - summary.runnable} need an optional dependency that is not "
+            f"installed; of the {summary.runnable} that can run here, {summary.profiled} profiled "
+            f"({summary.runnable_profiled_fraction:.0%})"
+        )
     if summary.resumed_skipped:
         console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
     if summary.most_expensive:

@@ -28,18 +28,23 @@ def spec_for(gathered, qualname):
 
 def test_every_entry_point_of_the_fixture_is_profiled_or_says_why(gathered):
     missing = gathered.unscenarioed()
-    header = missing.pop("gaps_pkg.Unpacker.read_header")  # says what feeding it first did
-    assert header.kind is Coverage.NO_ARGUMENTS and header.reason.startswith(
+    footer = missing.pop("gaps_pkg.Unpacker.read_footer")  # says what feeding it first did
+    assert footer.kind is Coverage.NO_ARGUMENTS and footer.reason.startswith(
         "synthesised arguments were rejected: the call raised OutOfData"
     )
-    assert "; with Unpacker.feed(b'" in header.reason and "raised ValueError" in header.reason
+    assert "; with Unpacker.feed(b'" in footer.reason and "raised ValueError" in footer.reason
+    document = missing.pop("gaps_pkg.documents.Document")  # its constructor itself refuses
+    assert "documents are made by Builder.build" in document.reason
     assert set(missing) == {"gaps_pkg.nodes.Node", "gaps_pkg.nodes.Expr"}
     for failure in missing.values():  # abstract by convention: said so, not "no arguments"
         assert failure.kind is Coverage.SKIPPED
         assert failure.reason.startswith(
             "abstract class: its constructor refuses (raised TypeError"
         )
-    assert "concrete subclasses (Call, Name)" in missing["gaps_pkg.nodes.Expr"].reason
+    assert (
+        "concrete subclasses (ContextRef, Const, Not) are profiled"
+        in missing["gaps_pkg.nodes.Expr"].reason
+    )
     for spec in gathered.specs:
         assert try_scenario(spec)[0] is None, spec.id
 
@@ -55,6 +60,13 @@ def test_a_reader_is_fed_by_its_sibling_with_what_the_inverse_class_makes(gather
     # repeated calls each find a value: the receiver is fed again before each
     failure, result = try_scenario(spec)
     assert failure is None and result == try_scenario(spec)[1]
+
+
+def test_a_receiver_is_renewed_before_each_feed_so_every_call_starts_alike(gathered):
+    spec = spec_for(gathered, "gaps_pkg.Unpacker.read_header")  # consumes only the header
+    assert spec.call.startswith("warmup()\n")
+    first, second = try_scenario(spec), try_scenario(spec)
+    assert first[0] is None and second[0] is None and first[1] == second[1]
 
 
 def test_feeding_is_part_of_the_subclasses_source():
@@ -75,7 +87,7 @@ def test_nodes_get_the_fields_their_class_lists_typed_by_its_annotations(gathere
     call = spec_for(gathered, "gaps_pkg.nodes.Call")
     assert "Call.args: heuristics" in call.description and call.source is ScenarioSource.HEURISTICS
     # the base class's methods run on a concrete node that has its fields
-    count = spec_for(gathered, "gaps_pkg.nodes.Call.count_nodes")
+    count = spec_for(gathered, "gaps_pkg.nodes.Not.count_nodes")  # its canonical name
     assert try_scenario(count)[1] >= 1
 
 
@@ -93,3 +105,82 @@ def test_credits_of_a_candidate_that_failed_are_withdrawn():
 def test_without_heuristics_a_field_only_its_name_describes_is_anything():
     spec, failure = find_synthesized_scenario("gaps_pkg.nodes.Call", (10,), sources=("subclasses",))
     assert failure is None and "Call.args: synthesized" in spec.description
+
+
+def test_forwarded_star_args_get_what_the_method_they_reach_requires(gathered):
+    spec = spec_for(gathered, "gaps_pkg.compat.check_equal")
+    assert "args[first]: heuristics" in spec.description
+    assert "args[second]: heuristics" in spec.description
+    assert try_scenario(spec)[0] is None
+    # a callee only known at run time (a callable argument) gets no made-up arguments
+    assert try_scenario(spec_for(gathered, "gaps_pkg.compat.call_later"))[0] is None
+    from apiprof.engine.scenarios.synth import synthesize
+
+    plain = synthesize("gaps_pkg.compat.check_equal", 10, sources=("subclasses",))
+    assert len(plain.args) == 1  # without heuristics the first variant forwards nothing
+
+
+def test_a_time_zone_method_gets_a_datetime_in_that_zone(gathered):
+    spec = spec_for(gathered, "gaps_pkg.zones.FixedZone.fromutc")
+    assert "tzinfo=<gaps_pkg.z" in spec.inputs
+    assert try_scenario(spec)[0] is None
+    aware = spec_for(gathered, "gaps_pkg.zones.is_ambiguous")  # naive first, then aware
+    assert "variant 1" in aware.description and "tzinfo=datetime." in aware.inputs
+
+
+@pytest.mark.parametrize(
+    "qualname",
+    [
+        "gaps_pkg.registry.Loader.get_source",  # `name in self.mapping`
+        "gaps_pkg.registry.Loader.load",  # passed on to self.get_source
+        "gaps_pkg.registry.handle",  # HANDLERS[kind]
+        "gaps_pkg.registry.Environment.call_filter",  # a local assigned from self.filters
+    ],
+)
+def test_a_name_looked_up_in_a_registry_is_one_of_its_keys(gathered, qualname):
+    spec = spec_for(gathered, qualname)
+    assert ": heuristics" in spec.description
+    assert try_scenario(spec)[0] is None
+    assert find_synthesized_scenario(qualname, (10,), sources=("subclasses",))[0] is None
+
+
+def test_values_the_package_returns_serve_where_none_can_be_built(gathered):
+    page = spec_for(gathered, "gaps_pkg.documents.Page.words")
+    assert page.source is ScenarioSource.OBSERVED
+    assert "from gaps_pkg.documents.Builder.build>: observed" in page.description
+    stream = spec_for(gathered, "gaps_pkg.documents.Stream.first")  # an iterator, made afresh
+    assert "from gaps_pkg.documents.Source.chunks>: observed" in stream.description
+    for spec in (page, stream):
+        assert try_scenario(spec)[0] is None
+    off = find_synthesized_scenario(
+        "gaps_pkg.documents.Page", (10,), sources=("subclasses", "heuristics")
+    )[1]
+    assert off is not None and "documents are made by Builder.build" in off.reason
+    on = find_synthesized_scenario("gaps_pkg.documents.Page", (10,), sources=("observed",))
+    assert on[0] is not None and on[0].source is ScenarioSource.OBSERVED
+
+
+def test_a_node_holding_its_own_kind_nests_once(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Branch.depth")
+    failure, depth = try_scenario(spec)
+    assert failure is None and depth == 1  # the receiver is a leaf: no branches inside
+    built = spec_for(gathered, "gaps_pkg.nodes.Branch")  # the entry point itself: one level
+    assert "elif_" in built.description and try_scenario(built)[0] is None
+
+
+def test_string_field_annotations_resolve_in_their_module_when_the_rest_cannot(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Assign.target_kind")
+    assert "Assign.target: synthesized" in spec.description  # its annotation, not its name
+    failure, kind = try_scenario(spec)
+    assert failure is None and kind != "list"  # an Expr, as annotated
+
+
+def test_a_child_asked_what_its_holder_is_asked_implements_it(gathered):
+    spec = spec_for(gathered, "gaps_pkg.nodes.Not.evaluate")
+    failure, value = try_scenario(spec)
+    assert failure is None and isinstance(value, bool)
+
+
+def test_a_proxy_wrapping_a_c_method_is_called_by_its_own_signature(gathered):
+    failure, items = try_scenario(spec_for(gathered, "gaps_pkg.compat.Bag.items"))
+    assert failure is None and list(items) == [("a", 1)]

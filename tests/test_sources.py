@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from apiprof.engine.discovery.dependencies import missing_dependency
 from apiprof.engine.discovery.discover import (
     discover,
     import_name_of,
     is_compiled_function,
-    missing_dependency,
     resolve_object,
 )
 from apiprof.engine.scenarios.capture import capture_examples, captured_spec, replay_call
@@ -287,7 +287,7 @@ def test_what_a_loop_does_with_the_items_types_the_list():
 
 
 def test_an_absent_declared_dependency_is_its_own_category():
-    from apiprof.engine.discovery.discover import optional_dependency
+    from apiprof.engine.discovery.dependencies import optional_dependency
     from apiprof.engine.scan.plan import module_failure
     from apiprof.engine.scenarios.spec import ScenarioSpec
     from apiprof.model.records import Coverage
@@ -312,3 +312,61 @@ def test_an_absent_declared_dependency_is_its_own_category():
 def test_graph_vertices_are_guessed_from_their_names():
     for name in ("u", "node", "start_node", "reference_neighbor", "num_iterations"):
         assert guess_from_name(name) is int, name
+
+
+def test_the_summary_gives_the_fraction_of_what_can_run_here_beside_the_plain_one():
+    from apiprof.engine.scan.summary import ScanSummary
+    from apiprof.model.records import Coverage, CoverageRecord
+
+    absent = CoverageRecord("pkg.plots.draw", Coverage.MISSING_DEPENDENCY, "needs matplotlib")
+    failed = CoverageRecord("pkg.parse", Coverage.NO_ARGUMENTS, "parameter 'x'")
+    summary = ScanSummary("pkg", "1.0", 1, "db", "finished", 10, 8, [absent, failed])
+    assert summary.runnable == 9 and summary.runnable_profiled_fraction == 8 / 9
+    data = summary.to_json()
+    assert data["profiled_fraction"] == 0.8 and data["runnable"] == 9
+    assert data["runnable_profiled_fraction"] == round(8 / 9, 4)
+
+
+def test_every_argument_source_has_its_switch():
+    import argparse
+
+    from apiprof.cli.scan import add_scan_arguments, scan_options
+    from apiprof.engine.scenarios.synth import SOURCES
+
+    parser = argparse.ArgumentParser()
+    add_scan_arguments(parser)
+    assert scan_options(parser.parse_args(["pkg"])).argument_sources == list(SOURCES)
+    options = scan_options(parser.parse_args(["pkg", "--no-observed"]))
+    assert not options.observed and "observed" not in options.argument_sources
+    assert set(options.argument_sources) == set(SOURCES) - {"observed"}
+
+
+def test_camel_case_names_are_guessed_like_snake_case_ones():
+    assert guess_from_name("parseElementList") == list[int]
+    assert guess_from_name("maxCount") is int
+
+
+def test_a_message_asking_to_install_an_extra_of_the_package_is_a_missing_dependency():
+    from apiprof.engine.discovery.dependencies import optional_dependency
+
+    asked = Exception("must ``pip install pytest[testing]`` to generate diagrams")
+    assert optional_dependency(asked, "pytest.main") == "pytest[testing]"
+    other = Exception("must ``pip install lorem[ipsum]`` first")  # not this package's extra
+    assert optional_dependency(other, "pytest.main") == ""
+
+
+def test_batches_of_one_package_add_up_their_runnable_entry_points():
+    from apiprof.engine.cluster.coordinator import combine_summary
+    from apiprof.engine.scan.summary import ScanSummary
+    from apiprof.model.records import Coverage, CoverageRecord
+
+    absent = CoverageRecord("pkg.plots.draw", Coverage.MISSING_DEPENDENCY, "needs matplotlib")
+    first = ScanSummary("pkg", "1.0", 1, "a.db", "finished", 4, 3, [absent]).to_json()
+    second = ScanSummary("pkg", "1.0", 2, "b.db", "finished", 6, 5, []).to_json()
+    packages: dict = {}
+    combine_summary(packages, first)
+    combine_summary(packages, second)
+    total = packages["pkg"]
+    assert (total["discovered"], total["runnable"], total["profiled"]) == (10, 9, 8)
+    assert total["profiled_fraction"] == 0.8
+    assert total["runnable_profiled_fraction"] == round(8 / 9, 4)

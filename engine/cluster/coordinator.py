@@ -350,8 +350,8 @@ def combine_summary(packages: dict[str, dict[str, Any]], summary: dict[str, Any]
     for module, reasons in summary.get("blocked_at_import", {}).items():
         known = total["blocked_at_import"].setdefault(module, [])
         known += [reason for reason in reasons if reason not in known]
-    for key in ("discovered", "profiled", "resumed_skipped"):
-        total[key] += summary[key]
+    for key in ("discovered", "profiled", "resumed_skipped", "runnable"):
+        total[key] = total.get(key, 0) + summary.get(key, 0)
     total["elapsed_seconds"] = round(total["elapsed_seconds"] + summary["elapsed_seconds"], 3)
     for status, n in summary["coverage"].items():
         total["coverage"][status] = total["coverage"].get(status, 0) + n
@@ -361,6 +361,9 @@ def combine_summary(packages: dict[str, dict[str, Any]], summary: dict[str, Any]
     total["most_expensive"] = sorted(costly, key=lambda line: -(line["time_median_ns"] or 0))[:10]
     total["profiled_fraction"] = (
         round(total["profiled"] / total["discovered"], 4) if total["discovered"] else 0.0
+    )
+    total["runnable_profiled_fraction"] = (
+        round(total["profiled"] / total["runnable"], 4) if total.get("runnable") else 0.0
     )
     if summary["status"] != "finished":
         total["status"] = summary["status"]

@@ -15,7 +15,6 @@ import importlib.metadata
 import importlib.util
 import inspect
 import pkgutil
-import re
 import sys
 import types
 import typing
@@ -23,6 +22,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from apiprof.engine.discovery.dependencies import missing_dependency
 from apiprof.errors import PackageNotFound, UsageError
 from apiprof.model.records import EntryKind, EntryPoint
 
@@ -76,58 +76,6 @@ def discover(package: str) -> Discovery:
     entries = [_to_entry(candidate, package) for candidate in candidates.values()]
     entries.sort(key=lambda ep: ep.qualname)
     return Discovery(package, _version_of(package, root), entries, failures, missing)
-
-
-def missing_dependency(error: str, package: str) -> str:
-    """The module an import failure says is missing, when it is not part of ``package`` (an
-    optional extra that is not installed); "" otherwise."""
-    prefix = "ModuleNotFoundError: No module named "
-    if not error.startswith(prefix):
-        return ""
-    name = error.removeprefix(prefix).strip().strip("'\"")
-    top = package.split(".")[0]
-    return "" if name == top or name.startswith(top + ".") else name
-
-
-def optional_dependency(error: BaseException, package: str) -> str:
-    """The dependency ``package``'s distribution declares (an extra, mostly) whose absence
-    ``error`` or an exception it chains from reports — networkx imports numpy inside the
-    functions that need it — or "" (a module name made up by synthesised arguments is not one)."""
-    declared = declared_requirements(package.split(".")[0])
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        # the error itself, or a message that quotes one (a failure to build an argument)
-        names = re.findall(r"No module named '([\w.]+)'", str(current))
-        if isinstance(current, ModuleNotFoundError) and current.name:
-            names.insert(0, current.name)
-        for name in names:
-            if _normalized(name.split(".")[0]) in declared:
-                return name.split(".")[0]
-        current = current.__cause__ or current.__context__
-    return ""
-
-
-@functools.cache
-def declared_requirements(package: str) -> frozenset[str]:
-    """Normalised names of every requirement (extras included) of the distributions that
-    provide ``package``."""
-    metadata = importlib.metadata
-    names: set[str] = set()
-    for distribution in metadata.packages_distributions().get(package, [package]):
-        try:
-            requirements = metadata.requires(distribution) or []
-        except metadata.PackageNotFoundError:
-            continue
-        names.update(
-            _normalized(re.split(r"[\s\[;<>=!~(]", line, maxsplit=1)[0]) for line in requirements
-        )
-    return frozenset(names)
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def resolve_object(qualname: str) -> object:

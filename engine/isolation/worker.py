@@ -317,6 +317,7 @@ MADE_UP = frozenset(
         ScenarioSource.STUBS,
         ScenarioSource.DOCSTRING_TYPES,
         ScenarioSource.FACTORIES,
+        ScenarioSource.OBSERVED,
         ScenarioSource.HEURISTICS,
     }
 )

@@ -36,6 +36,7 @@ class ScanOptions:
     stubs: bool = True  # .pyi stubs: the package's own, types-* packages, jedi's typeshed
     docstring_types: bool = True  # :param int x:, numpydoc and Google sections
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
+    observed: bool = True  # values the package's entry points return, where one is wanted
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
@@ -77,6 +78,7 @@ class ScanOptions:
         "stubs",
         "docstring_types",
         "subclasses",
+        "observed",
         "heuristics",
         "capture",
         "sizes",

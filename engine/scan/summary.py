@@ -125,6 +125,15 @@ class ScanSummary:
     def profiled_fraction(self) -> float:
         return self.profiled / self.discovered if self.discovered else 0.0
 
+    @property
+    def runnable(self) -> int:
+        """Entry points that can run here: all but those needing an absent optional dependency."""
+        return self.discovered - self.coverage_counts.get(str(Coverage.MISSING_DEPENDENCY), 0)
+
+    @property
+    def runnable_profiled_fraction(self) -> float:
+        return self.profiled / self.runnable if self.runnable else 0.0
+
     def to_json(self) -> dict[str, Any]:
         """The documented ``--summary-json`` form (see docs/cli.md)."""
         return {
@@ -136,6 +145,8 @@ class ScanSummary:
             "discovered": self.discovered,
             "profiled": self.profiled,
             "profiled_fraction": round(self.profiled_fraction, 4),
+            "runnable": self.runnable,
+            "runnable_profiled_fraction": round(self.runnable_profiled_fraction, 4),
             "coverage": self.coverage_counts,
             "not_profiled": [
                 {

@@ -25,7 +25,7 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "subclasses", "heuristics")
+SOURCES = ("stubs", "docstring_types", "subclasses", "observed", "heuristics")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
@@ -33,6 +33,7 @@ RANK = [
     ScenarioSource.STUBS,
     ScenarioSource.DOCSTRING_TYPES,
     ScenarioSource.FACTORIES,
+    ScenarioSource.OBSERVED,
     ScenarioSource.HEURISTICS,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any
@@ -41,6 +42,8 @@ of its arguments came from."""
 
 class CannotSynthesize(Exception):
     """No arguments can be built for this entry point; ``str(error)`` says which parameter and why."""
+
+    choices: int = 1  # the argument flavours met before it failed (another variant may build)
 
 
 @dataclass
@@ -61,6 +64,12 @@ class BuildContext:
     used: dict[str, ScenarioSource] = field(default_factory=dict)
     # a sibling call giving the receiver its input, made before each measured call (warmup.py)
     warmup: Callable[[], None] | None = None
+    receiver: object = None  # the instance a method is called on, once built (receivers.py)
+    # id(instance) -> (instance, the arguments its class was called with): to renew a receiver
+    # (warmup.py); the instance is held so that its id stays its own
+    made: dict[int, tuple[object, tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    feeding: bool = False  # building a receiver's input: anything may also be a mapping
+    building: list[type] = field(default_factory=list)  # classes being constructed, outermost first
 
     def inner(self, variant: int) -> BuildContext:
         """A context for one member of a union: its own variant, the same everything else."""
@@ -75,6 +84,9 @@ class BuildContext:
             member=self.member,
             used=self.used,
             heavy=self.heavy,
+            receiver=self.receiver,
+            made=self.made,
+            building=self.building,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

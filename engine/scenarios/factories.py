@@ -31,18 +31,22 @@ MAX_SUBCLASSES = 8
 MAX_FACTORIES = 6
 
 
-def concrete_subclasses(cls: type, member: str = "") -> list[type]:
+def concrete_subclasses(cls: type, member: str = "", overriding: str = "") -> list[type]:
     """The package's concrete subclasses of ``cls``, best first: those that inherit ``member``
     unchanged (when given), public ones, then fewer required constructor arguments. (One that
-    overrides ``member`` still serves: the base class's function is then called on it.)"""
-    return list(_concrete_subclasses(cls, member))
+    overrides ``member`` still serves: the base class's function is then called on it.)
+
+    ``overriding``: the method profiled on an object that holds this one (a tree whose node
+    asks its children the same, as ``And.as_const`` asks its operands): subclasses with their
+    own implementation of it come first, since the base's default often refuses."""
+    return list(_concrete_subclasses(cls, member, overriding))
 
 
 @functools.cache
-def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
+def _concrete_subclasses(cls: type, member: str, overriding: str = "") -> tuple[type, ...]:
     """Cached: building one tree of objects asks again for every node of the same class."""
     top = (cls.__module__ or "").split(".")[0]
-    _import_package(top)
+    import_package(top)
     found: list[type] = []
     seen: set[int] = set()
     pending: list[type] = list(type.__subclasses__(cls))
@@ -56,8 +60,11 @@ def _concrete_subclasses(cls: type, member: str) -> tuple[type, ...]:
             continue
         found.append(sub)
     inherits = {id(sub) for sub in found if member and _static(sub, member) is _static(cls, member)}
+    base = _static(cls, overriding) if overriding else None
+    own = {id(sub) for sub in found if base is not None and _static(sub, overriding) is not base}
     found.sort(
         key=lambda sub: (
+            base is not None and id(sub) not in own,  # implements what its holder is asked
             id(sub) not in inherits,  # runs the base class's own code when called as usual
             sub.__name__.startswith("_"),
             _required(sub),
@@ -150,7 +157,7 @@ def _returns_instance(
 
 
 @functools.cache
-def _import_package(top: str) -> tuple[str, ...]:
+def import_package(top: str) -> tuple[str, ...]:
     """Import the package's public modules (as discovery does) so subclasses and factories
     defined anywhere in it are visible; returns the module names."""
     try:
@@ -177,7 +184,7 @@ def _import_package(top: str) -> tuple[str, ...]:
 
 def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
     seen: set[int] = set()
-    for module_name in _import_package(top):
+    for module_name in import_package(top):
         module = sys.modules.get(module_name)
         if module is None:
             continue

@@ -11,6 +11,7 @@ guessed from the name.
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from typing import Any
 
@@ -58,9 +59,14 @@ def class_hints(cls: type) -> dict[str, Any]:
     except Exception:  # a name only imported for type checking: keep the ones that resolve
         hints: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
+            namespace = vars(sys.modules.get(klass.__module__) or typing)
             for name, annotation in vars(klass).get("__annotations__", {}).items():
-                if not isinstance(annotation, str):
-                    hints[name] = annotation
+                if isinstance(annotation, str):  # `target: "Expr"`: one name of its module
+                    try:
+                        annotation = eval(annotation, dict(namespace), vars(typing))
+                    except Exception:
+                        continue
+                hints[name] = annotation
         return hints
 
 

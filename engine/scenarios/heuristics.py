@@ -17,6 +17,7 @@ import datetime
 import functools
 import inspect
 import io
+import re
 import socket
 import textwrap
 import types
@@ -66,7 +67,7 @@ for _names, _annotation in [
         "n k i j r count size width length num index idx pos start stop step depth indent limit "
         "ndigits places base times level levels steps distance max_size max_count loc offset "
         "nbytes maxsize lineno line_number col column precision digits bits port nth amount "
-        "repeat repeats seed maxlen minlen padding",
+        "repeat repeats seed maxlen minlen padding capacity typecode",
         int,
     ),
     ("u w node n1 n2 u_of_edge v_of_edge start_node end_node vertex nbr neighbor", int),  # graphs
@@ -85,6 +86,7 @@ for _names, _annotation in [
         list[int],
     ),
     ("list_of_lists m1 m2 matrix rows", list[list[int]]),
+    ("pairs key_value_pairs", list[tuple[str, int]]),
     ("obj o object item element elem value val thing target instance default", Any),
     (
         "func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
@@ -92,7 +94,10 @@ for _names, _annotation in [
         "caller wrapper",
         Callable[..., Any],
     ),
-    ("exception exc_type exctype etype exc_class exception_type error_class", type[Exception]),
+    (
+        "exception exc_type exctype etype exc_class exception_type error_class expected_exception",
+        type[Exception],
+    ),
     ("exc exc_value exc_val evalue err error e exc_info_value", ValueError),
     ("tb exc_tb traceback trace_back", TracebackMarker),
     (
@@ -128,8 +133,10 @@ for _names, _annotation in [
     ("encoding charset codec", typing.Literal["utf-8"]),
     ("errors", typing.Literal["strict"]),
     ("lang language locale", typing.Literal["en"]),
-    ("regex re_pattern", typing.Literal[r"\w+"]),
-    ("timestr date_string datestr time_string", typing.Literal["2024-06-15 12:30:00"]),
+    ("regex re_pattern expected_regex unexpected_regex", typing.Literal[r"\w+"]),
+    ("timestr time_string", typing.Literal["2024-06-15 12:30:00", "12:30:00"]),
+    ("datestr date_string", typing.Literal["2024-06-15 12:30:00", "2024-06-15"]),
+    ("tzstr tz_string tzname_str", typing.Literal["+02:00", "UTC"]),
     ("json_string json_text json_str", typing.Literal['{"a": [1, 2, 3], "b": null}']),
     ("cls klass class_ type_ typ kind", type),
     ("flag enabled strict verbose reverse", bool),
@@ -141,7 +148,7 @@ def guess_from_name(name: str) -> Any:
     """An annotation for a well-known unannotated parameter name, or None (no safe guess)."""
     if name in _NAME_GUESSES:
         return _NAME_GUESSES[name]
-    lowered = name.lower().strip("_")
+    lowered = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower().strip("_")  # camelCase
     if lowered in _NAME_GUESSES:
         return _NAME_GUESSES[lowered]
     for suffix, annotation in _SUFFIXES:

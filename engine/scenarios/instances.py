@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios import observed, parameters  # a cycle: see values.py
 from apiprof.engine.scenarios.building import (
     MAX_DEPTH,
     BuildContext,
@@ -23,22 +23,43 @@ from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.model.records import ScenarioSource
 
 
-def construct(cls: type, context: BuildContext) -> object:
+def construct(cls: type, context: BuildContext, *, optional: bool = False) -> object:
     """An instance of ``cls``: the class called with synthesised arguments, else (with the
-    ``subclasses`` source) one of the package's concrete subclasses or factories."""
+    ``subclasses`` source) one of the package's concrete subclasses or factories. ``optional``
+    (a receiver): later variants also fill optional parameters and ``*args`` (see
+    :func:`.parameters.arguments_for`)."""
+    context.building.append(cls)
+    try:
+        return _construct(cls, context, optional)
+    finally:
+        context.building.pop()
+
+
+def under_construction(element: Any, context: BuildContext) -> bool:
+    """Whether ``element`` (a class or a forward reference to one) is being built further up:
+    a list of them inside one of them would nest without end."""
+    if isinstance(element, typing.ForwardRef):
+        element = element.__forward_arg__
+    if isinstance(element, str):
+        return any(cls.__name__ == element for cls in context.building)
+    return inspect.isclass(element) and element in context.building
+
+
+def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     problems: list[str] = []
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
     else:
         try:
             with context.attempt():
-                return call_with_arguments(cls, context)
+                return call_with_arguments(cls, context, optional=optional)
         except CannotSynthesize as error:
             problems.append(str(error))
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
+        overriding = context.member if cls is not context.owner else ""
         alternatives: list[Callable[..., Any]] = [
-            *concrete_subclasses(cls, member),
+            *concrete_subclasses(cls, member, overriding),
             *factories_for(cls, declared_returns),
         ]
         for alternative in rotated(alternatives, context.variant):
@@ -59,6 +80,12 @@ def construct(cls: type, context: BuildContext) -> object:
             problems.append("the package has no concrete subclass or factory for it")
     elif inspect.isabstract(cls):
         problems.append("a scenario file must choose a subclass")
+    if "observed" in context.sources:  # what an entry point of the package returns
+        try:
+            with context.attempt():
+                return observed.observed_value(cls, context, f"<{cls.__qualname__} instance>")
+        except CannotSynthesize as error:
+            problems.append(str(error).partition(": ")[2])
     raise CannotSynthesize("; ".join(problems))
 
 
@@ -69,19 +96,24 @@ def is_instance(value: object, cls: type) -> bool:
         return True
 
 
-def call_with_arguments(factory: Callable[..., Any], context: BuildContext) -> object:
+def call_with_arguments(
+    factory: Callable[..., Any], context: BuildContext, *, optional: bool = False
+) -> object:
     context.depth += 1
     try:
-        args, kwargs = parameters.arguments_for(factory, context)
+        args, kwargs = parameters.arguments_for(factory, context, optional=optional)
     finally:
         context.depth -= 1
     try:
-        return factory(*args, **kwargs)
+        made = factory(*args, **kwargs)
     except Exception as error:
         raise CannotSynthesize(
             f"constructing {name_of(factory)} with synthesised arguments raised "
             f"{describe_exception(error)}"
         ) from error
+    if inspect.isclass(factory) and type(made) is factory:
+        context.made[id(made)] = (made, tuple(args), dict(kwargs))
+    return made
 
 
 def declared_returns(function: object) -> list[Any]:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.scenarios.building import (
+    RANK,
     SOURCES,
     BuildContext,
     CannotSynthesize,
@@ -27,12 +30,14 @@ from apiprof.engine.scenarios.factories import (
     inverse_producers,
 )
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
+from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
     sibling_default,
     usage_of,
 )
+from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.values import build
@@ -40,9 +45,14 @@ from apiprof.model.records import ScenarioSource
 
 
 def arguments_for(
-    target: Callable[..., object], context: BuildContext, *, skip: int = 0
+    target: Callable[..., object], context: BuildContext, *, skip: int = 0, optional: bool = False
 ) -> tuple[list[Any], dict[str, Any]]:
-    """Arguments for the required parameters (after the first ``skip``, supplied by the caller)."""
+    """Arguments for the required parameters (after the first ``skip``, supplied by the caller).
+
+    With ``optional`` (the entry point's own call and its receiver), late variants also pass the
+    optional parameters whose annotation names something other than None: a default of None often takes
+    the path that cannot work alone ("if no eval context is passed, the node must have an
+    environment")."""
     signature = signature_of(target, context.sources)
     if signature is None:
         raise CannotSynthesize(
@@ -52,6 +62,11 @@ def arguments_for(
     hints = type_hints(target)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
+    fill = optional and any(
+        _optional_type(p, hints, context.sources) is not None for p in signature.parameters.values()
+    )
+    fill = fill and late_variant(context)
     for parameter in list(signature.parameters.values())[skip:]:
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
@@ -64,17 +79,109 @@ def arguments_for(
             if element is not None and element not in (
                 Any,
                 object,
-            ):  # `*args: Any` is forwarded on: pass none
+            ):  # `*args: Any` is usually forwarded on: pass none, or what the callee needs
                 args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+            elif "heuristics" in context.sources and forwarded_callee(
+                target, parameter.name, built
+            ):
+                args.extend(_forwarded(target, parameter.name, built, context))
+            elif optional and late_variant(context):
+                # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
+                # pass two values
+                kept = str if element is None else element  # names, items: words
+                args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
+            if fill and parameter.kind is not parameter.POSITIONAL_ONLY:
+                _fill_optional(target, parameter, hints, context, kwargs)
             continue
-        value = build_parameter(target, parameter, signature, hints, context)
+        value = built[parameter.name] = build_parameter(
+            target, parameter, signature, hints, context
+        )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = value
         else:
             args.append(value)
     return args, kwargs
+
+
+FILL_FROM = 3
+"""The first variant that fills optional parameters and kept ``*args``: variants 1 and 2 keep
+their flavours of the other arguments (a word instead of prose) with the plain call."""
+
+
+def late_variant(context: BuildContext) -> bool:
+    """Whether this variant fills optional parameters (odd variants from ``FILL_FROM`` on);
+    makes sure that many variants are tried."""
+    context.choices = max(context.choices, FILL_FROM + 1)
+    return context.variant >= FILL_FROM and context.variant % 2 == 1
+
+
+def _optional_type(
+    parameter: inspect.Parameter, hints: dict[str, Any], sources: frozenset[str]
+) -> Any:
+    """What an optional parameter's annotation names besides None, or for an unannotated one
+    defaulting to None what its name suggests (with heuristics); None: no usable type."""
+    if parameter.default is parameter.empty or parameter.kind in (
+        parameter.VAR_POSITIONAL,
+        parameter.VAR_KEYWORD,
+    ):
+        return None
+    annotation = hints.get(parameter.name, parameter.annotation)
+    if annotation is parameter.empty and parameter.default is None and "heuristics" in sources:
+        annotation = guess_from_name(parameter.name) or parameter.empty
+    if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
+        return None
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+        annotation = members[0] if len(members) == 1 else None
+    return None if annotation in (None, type(None), bool) else annotation
+
+
+def _fill_optional(
+    target: Callable[..., object],
+    parameter: inspect.Parameter,
+    hints: dict[str, Any],
+    context: BuildContext,
+    kwargs: dict[str, Any],
+) -> None:
+    """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
+    annotation = _optional_type(parameter, hints, context.sources)
+    if annotation is None:
+        return
+    try:
+        with context.attempt():
+            kwargs[parameter.name] = build(annotation, context, parameter.name)
+    except CannotSynthesize:
+        return
+    annotated = hints.get(parameter.name, parameter.annotation) is not parameter.empty
+    guessed = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
+    context.credit(parameter.name, guessed)
+
+
+def _forwarded(
+    target: Callable[..., object], name: str, built: dict[str, Any], context: BuildContext
+) -> list[Any]:
+    """Values for ``*name`` when the body passes it on: the callee's required positional
+    parameters after those the forwarding call supplies itself (none when it cannot be read)."""
+    found = forwarded_callee(target, name, built)
+    signature = signature_of(found[0], context.sources) if found else None
+    if found is None or signature is None or found[0] is target:
+        return []
+    callee, leading = found
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ][leading:]
+    hints = type_hints(callee)
+    values = [build_parameter(callee, p, signature, hints, context) for p in positional]
+    for parameter in positional:  # credited to the name the caller knows
+        source = context.used.pop(parameter.name, ScenarioSource.HEURISTICS)
+        context.credit(
+            f"{name}[{parameter.name}]", max(source, ScenarioSource.HEURISTICS, key=RANK.index)
+        )
+    return values
 
 
 def _build_field(cls: Any, name: str, context: BuildContext) -> Any:
@@ -138,6 +245,9 @@ def parameter_candidates(
     if annotated and not vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
     plain = not annotated or vague or annotation in (str, bytes)
+    if "heuristics" in sources and (plain or annotation is int):
+        registries = registered_keys(target, parameter.name)  # a key it is looked up by:
+        found[:0] = [(registry, ScenarioSource.HEURISTICS) for registry in registries]  # first
     if "subclasses" in sources and plain and _is_first_required(signature, parameter):
         for producer in inverse_producers(target):  # realistic encoded input comes first
             found.append((Produced(producer), ScenarioSource.FACTORIES))

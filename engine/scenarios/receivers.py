@@ -36,7 +36,7 @@ def resolve_target(
     raw = inspect.getattr_static(owner, member)
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
-    instance = receiver(owner, context)
+    instance = context.receiver = receiver(owner, context)
     context.warmup = warm_receiver(instance, owner, member, context)
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
@@ -56,6 +56,6 @@ def receiver(owner: type, context: BuildContext) -> object:
     size, sized = context.n, context.sized
     context.n = UNSIZED_LENGTH
     try:
-        return construct(owner, context)
+        return construct(owner, context, optional=True)
     finally:
         context.n, context.sized = size, sized

@@ -25,6 +25,11 @@ def signature_of(
         return inspect.signature(target)
     except (TypeError, ValueError):
         pass
+    if hasattr(target, "__wrapped__"):  # wraps a C method with no signature: its own one
+        try:
+            return inspect.signature(target, follow_wrapped=False)
+        except (TypeError, ValueError):
+            pass
     if inspect.isclass(target) and issubclass(target, BaseException):
         return inspect.Signature()  # exceptions take any arguments; none is a valid call
     from_doc = docstring_signature(target)

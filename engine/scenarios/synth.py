@@ -110,8 +110,12 @@ def synthesize(
     context = BuildContext(
         qualname, UNSIZED_LENGTH if n is None else n, seed, variant, sources=frozenset(sources)
     )
-    target, prefix = resolve_target(qualname, context)
-    args, kwargs = arguments_for(target, context, skip=len(prefix))
+    try:
+        target, prefix = resolve_target(qualname, context)
+        args, kwargs = arguments_for(target, context, skip=len(prefix), optional=True)
+    except CannotSynthesize as error:
+        error.choices = context.choices  # flavours met before failing: later variants differ
+        raise
     return Synthesis(
         target,
         (*prefix, *args),

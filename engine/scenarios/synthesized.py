@@ -166,6 +166,7 @@ def find_synthesized_scenario(
         try:
             synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
         except Exception as error:  # this flavour cannot be built; a later one may
+            choices = max(choices, getattr(error, "choices", 1))
             reason = (
                 str(error)
                 if isinstance(error, CannotSynthesize)
@@ -210,7 +211,10 @@ def find_synthesized_scenario(
                 f"call, the call {failure.reason}",
             )
         first_failure = first_failure or replace(
-            failure, reason=f"synthesised arguments were rejected: the call {failure.reason}"
+            failure,
+            reason=failure.reason
+            if failure.kind is Coverage.MISSING_DEPENDENCY
+            else f"synthesised arguments were rejected: the call {failure.reason}",
         )
         variant += 1
     return None, first_failure

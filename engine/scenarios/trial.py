@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.discover import describe_exception, optional_dependency
+from apiprof.engine.discovery.dependencies import optional_dependency
+from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.records import Coverage, Failure, Phase
 
@@ -51,7 +52,13 @@ def try_scenario(
         raise
     except BaseException as error:  # SystemExit from argparse-style mains, too
         failure = failure_from(error, failure_kind(error, spec.qualname), spec.id)
-        return replace(failure, reason=f"raised {describe_exception(error)} in {stage}"), None
+        reason = f"raised {describe_exception(error)} in {stage}"
+        if failure.kind is Coverage.MISSING_DEPENDENCY:  # say what to install first
+            needed = optional_dependency(error, spec.qualname)
+            reason = (
+                f"needs {needed}, which is not installed (install it to profile this): {reason}"
+            )
+        return replace(failure, reason=reason), None
     return None, result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc as abc
+import contextlib
 import datetime
 import decimal
 import enum
@@ -34,7 +35,7 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, typetext
+from apiprof.engine.scenarios import instances, observed, registered, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
@@ -148,12 +149,20 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
             raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
         context.sized |= isinstance(value, (str, bytes))
         return value
+    if isinstance(tp, registered.RegisteredKey):
+        keys = registered.keys_of(tp, context.receiver)
+        if not keys:
+            raise CannotSynthesize(f"parameter {name!r}: {tp!r} has no keys to look up")
+        return context.pick(keys)
     if tp in _TYPING_PROTOCOLS:
         return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
-        return _build_value(context.pick([list[int], str, int]), context, name, rng)
+        flavours = (
+            [list[int], dict[str, int], str, int] if context.feeding else [list[int], str, int]
+        )
+        return _build_value(context.pick(flavours), context, name, rng)
     if isinstance(tp, typing.TypeVar):
         constraints = tp.__constraints__ or ((tp.__bound__,) if tp.__bound__ else (Any,))
         return _build_value(constraints[0], context, name, rng)
@@ -235,6 +244,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         keys = _distinct(key, context, name, rng)
         return {k: build(value, context, f"{name}[{i}]") for i, k in enumerate(keys)}
     if origin in (abc.Iterator, abc.Generator) or tp in (abc.Iterator, abc.Generator):
+        with contextlib.suppress(CannotSynthesize):  # one an entry point of the package makes
+            return observed.observed_value(tp, context, name)
         raise CannotSynthesize(
             f"parameter {name!r} wants an iterator, which one call would use up; "
             "write a scenario that creates it in `call`"
@@ -399,6 +410,8 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
         return [rng.choice(_WORDS) for _ in range(context.n)]
+    if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
+        return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
     return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
 
@@ -429,8 +442,12 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     if issubclass(cls, (os.PathLike, pathlib.PurePath)):
         concrete = cls if issubclass(cls, pathlib.PurePath) else pathlib.Path
         return concrete(_sandbox_file(context, name, rng))
-    if issubclass(cls, datetime.datetime):
-        return datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+    if issubclass(cls, datetime.datetime):  # aware where a method of a time zone is called
+        when = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
+        zone = context.receiver
+        if not isinstance(zone, datetime.tzinfo):
+            zone = context.pick([None, datetime.UTC])  # naive, else aware
+        return when.replace(tzinfo=zone)
     if issubclass(cls, datetime.date):
         return datetime.date(2024, 1, 1) + datetime.timedelta(days=rng.randint(0, 1000))
     if issubclass(cls, datetime.timezone) or cls is datetime.tzinfo:

@@ -4,6 +4,12 @@
 input (``feed``, ``write``, ``update``...) is called on it before each measured call, with
 realistic input where the package makes it (the inverse class's output: ``Packer.pack`` for an
 ``Unpacker``). The feeding runs outside what is measured: only the method's own calls count.
+
+Each call may consume what it was fed and leave the rest (``read_array_header`` reads a header
+and leaves the items), so a receiver its class built is renewed before being fed again: its
+``__init__`` runs again with the arguments it was built with, and every measured call starts
+from the same state. Later variants feed other flavours of input (a packed map, not a list,
+for ``read_map_header``).
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ class Warmup:
     feeder: Callable[..., object]  # bound to the receiver
     value: object
     label: str  # "Unpacker.feed"
+    renew: Callable[[], object] | None = None  # resets the receiver to how it was built
 
     def __call__(self) -> None:
+        if self.renew is not None:
+            self.renew()
         self.feeder(self.value)
 
     @property
@@ -55,8 +64,9 @@ def warm_receiver(
     instance: object, owner: type, member: str, context: BuildContext
 ) -> Warmup | None:
     """The warm-up for a method of ``owner`` called on ``instance``, when ``owner`` has a
-    feeder and the variant asks for one (plain first: most methods work without); raises
-    CannotSynthesize when no input for the feeder can be built."""
+    feeder and the variant asks for one (plain first: most methods work without; odd variants
+    feed, each with the next flavour of input); raises CannotSynthesize when no input for the
+    feeder can be built."""
     name = feeder_of(owner, member)
     if not name or not context.pick([False, True]):
         return None
@@ -66,16 +76,34 @@ def warm_receiver(
         return None
     parameter = _required(signature)[1]  # after self
     inner = BuildContext(
-        context.qualname, UNSIZED_LENGTH, context.seed, 0, owner, sources=context.sources
+        context.qualname,
+        UNSIZED_LENGTH,
+        context.seed,
+        context.variant // 2,
+        owner,
+        sources=context.sources,
     )
     inner.depth = context.depth + 1
+    inner.feeding = True
     try:
         value = parameters.build_parameter(method, parameter, signature, type_hints(method), inner)
     except CannotSynthesize as error:
         raise CannotSynthesize(f"feeding the receiver with {name}: {error}") from None
+    context.choices = max(context.choices, 2 * inner.choices)
     label = f"{owner.__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
-    return Warmup(getattr(instance, name), value, label)
+    return Warmup(getattr(instance, name), value, label, _renewal(instance, context))
+
+
+def _renewal(instance: object, context: BuildContext) -> Callable[[], object] | None:
+    """Runs the receiver's ``__init__`` again with the arguments its class was built with (None
+    when a factory built it: its arguments are not the class's)."""
+    made = context.made.get(id(instance))
+    if made is None or made[0] is not instance:
+        return None
+    _, args, kwargs = made
+    initialize = type(instance).__init__
+    return lambda: initialize(instance, *args, **kwargs)
 
 
 def _required_count(method: Callable[..., object]) -> int:

@@ -1,0 +1,76 @@
+"""Optional dependencies: whether a failure means a part of the package needs something that is
+not installed (an extra), which is its own category in a scan, not a fault of the package."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import re
+
+
+def missing_dependency(error: str, package: str) -> str:
+    """The module an import failure says is missing, when it is not part of ``package`` (an
+    optional extra that is not installed); "" otherwise."""
+    prefix = "ModuleNotFoundError: No module named "
+    if not error.startswith(prefix):
+        return ""
+    name = error.removeprefix(prefix).strip().strip("'\"")
+    top = package.split(".")[0]
+    return "" if name == top or name.startswith(top + ".") else name
+
+
+def optional_dependency(error: BaseException, package: str) -> str:
+    """The dependency ``package``'s distribution declares (an extra, mostly) whose absence
+    ``error`` or an exception it chains from reports — networkx imports numpy inside the
+    functions that need it — or "" (a module name made up by synthesised arguments is not one)."""
+    declared = declared_requirements(package.split(".")[0])
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        # the error itself, or a message that quotes one (a failure to build an argument)
+        names = re.findall(r"No module named '([\w.]+)'", str(current))
+        if isinstance(current, ModuleNotFoundError) and current.name:
+            names.insert(0, current.name)
+        for name in names:
+            if _normalized(name.split(".")[0]) in declared:
+                return name.split(".")[0]
+        extra = _extra_asked_for(str(current), package)
+        if extra:
+            return extra
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def _extra_asked_for(message: str, package: str) -> str:
+    """``"pyparsing[diagrams]"`` when the message tells to ``pip install`` an extra of the
+    package's own distribution (raised where an optional part is used without it), else ""."""
+    top = package.split(".")[0]
+    distributions = {
+        _normalized(name) for name in importlib.metadata.packages_distributions().get(top, [top])
+    }
+    for name, extra in re.findall(r"pip install\W*([\w.-]+)\[([\w,.-]+)\]", message):
+        if _normalized(name) in distributions | {_normalized(top)}:
+            return f"{name}[{extra}]"
+    return ""
+
+
+@functools.cache
+def declared_requirements(package: str) -> frozenset[str]:
+    """Normalised names of every requirement (extras included) of the distributions that
+    provide ``package``."""
+    metadata = importlib.metadata
+    names: set[str] = set()
+    for distribution in metadata.packages_distributions().get(package, [package]):
+        try:
+            requirements = metadata.requires(distribution) or []
+        except metadata.PackageNotFoundError:
+            continue
+        names.update(
+            _normalized(re.split(r"[\s\[;<>=!~(]", line, maxsplit=1)[0]) for line in requirements
+        )
+    return frozenset(names)
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()

@@ -1,0 +1,85 @@
+"""``*args`` a function passes straight on: what the function it forwards to needs.
+
+Compatibility layers and decorators forward their variable arguments untouched —
+``getattr(self, _assertCountEqual)(*args, **kwargs)`` in six, ``func(*args, **kw)`` in a
+wrapper. Passing nothing makes the inner call fail ("missing 2 required positional arguments"),
+so the values for ``*args`` are those the *callee* requires, built as for any call. The callee
+is read from the forwarding call in the source: a function the module defines or imports, an
+attribute of an argument already built, or ``getattr(argument, NAME)`` with ``NAME`` a string
+constant or a module-level string.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from apiprof.engine.scenarios.heuristics import function_tree
+
+
+def forwarding_call(function: Callable[..., object], parameter: str) -> ast.Call | None:
+    """The call in ``function``'s body that passes ``*parameter`` on, if any."""
+    tree = function_tree(inspect.unwrap(getattr(function, "__func__", function)))
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(
+            isinstance(arg, ast.Starred)
+            and isinstance(arg.value, ast.Name)
+            and arg.value.id == parameter
+            for arg in node.args
+        ):
+            return node
+    return None
+
+
+def forwarded_callee(
+    function: Callable[..., object], parameter: str, built: Mapping[str, Any]
+) -> tuple[Callable[..., object], int] | None:
+    """The callable ``*parameter`` is forwarded to and how many positional arguments the call
+    puts before it; None when the call or its callee cannot be read without running code.
+    ``built``: the values already chosen for ``function``'s other parameters, by name."""
+    call = forwarding_call(function, parameter)
+    if call is None:
+        return None
+    namespace = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
+    callee = _callee(call.func, namespace, built)
+    if not callable(callee):
+        return None
+    leading = 0
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        leading += 1
+    return callee, leading
+
+
+def _callee(node: ast.expr, namespace: Mapping[str, Any], built: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in built:
+            return built[node.id]
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        owner = built.get(node.value.id, namespace.get(node.value.id))
+        return getattr(owner, node.attr, None) if owner is not None else None
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) == 2
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in built
+    ):
+        name = _string(node.args[1], namespace)
+        return getattr(built[node.args[0].id], name, None) if name else None
+    return None
+
+
+def _string(node: ast.expr, namespace: Mapping[str, Any]) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and isinstance(namespace.get(node.id), str):
+        return str(namespace[node.id])
+    return ""
