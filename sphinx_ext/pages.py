@@ -36,6 +36,7 @@ from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext.envdata import api_locations
 from apiprof.sphinx_ext.i18n import _
+from apiprof.sphinx_ext.page_body import ApiPage, api_page_html
 from apiprof.sphinx_ext.pages_names import (
     INDEX_PAGE,
     PAGE_BUILDERS,
@@ -373,10 +374,8 @@ def render_api_page(
             for name, count in pairs
         ]
 
-    return render(
-        "api_page.html",
+    page = ApiPage(
         summary=summary,
-        name_code=Markup("<code>%s</code>") % qualname,
         summary_html=inline_rst_html(summary.summary),
         view=view_summary(qualname, summary, []),
         legend=writer.legend,
@@ -401,3 +400,4 @@ def render_api_page(
         doc_url=_doc_url(writer, pagename, locations.get(qualname)),
         index_url=writer.builder.get_relative_uri(pagename, INDEX_PAGE),
     )
+    return api_page_html(page)
