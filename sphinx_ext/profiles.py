@@ -28,6 +28,7 @@ from sphinx.util import logging
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
+from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer (and sqlite-utils) loads only when a build reads data
     import sqlite_utils
@@ -107,6 +108,7 @@ class Profiles:
             self._db, self._pid = open_db(self.path, readonly=True), os.getpid()
         return self._db
 
+    @cycle_collector_paused()
     def check(self, known: tuple[tuple[int, ...] | None, str] | None) -> None:
         """Open the database once and fingerprint its contents; remember (and warn about) why
         it cannot be used. ``known`` is (stat key, fingerprint) from the previous build."""
