@@ -30,10 +30,9 @@ from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
-if TYPE_CHECKING:  # the database layer (and sqlite-utils) loads only when a build reads data
-    import sqlite_utils
-
+if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.query import ApiSummary, ScenarioSlice
+    from apiprof.db.schema import Reader
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +89,7 @@ class Profiles:
     path: Path
     fingerprint: str = ""
     error: str = ""
-    _db: sqlite_utils.Database | None = None
+    _db: Reader | None = None
     _pid: int = 0
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
@@ -101,11 +100,11 @@ class Profiles:
     def usable(self) -> bool:
         return not self.error
 
-    def connection(self) -> sqlite_utils.Database:
+    def connection(self) -> Reader:
         if self._db is None or self._pid != os.getpid():
-            from apiprof.db.schema import open_db
+            from apiprof.db.schema import open_reader
 
-            self._db, self._pid = open_db(self.path, readonly=True), os.getpid()
+            self._db, self._pid = open_reader(self.path), os.getpid()
         return self._db
 
     @cycle_collector_paused()
@@ -169,7 +168,7 @@ class Profiles:
             self._names = sorted({*self._cache, *(self._aliases or {})})
         return self._names
 
-    def _preload(self, db: sqlite_utils.Database) -> None:
+    def _preload(self, db: Reader) -> None:
         from apiprof.db import query
 
         summaries = query.all_summaries(db)
