@@ -115,19 +115,35 @@ class Manifest:
             write_if_changed(pages_root / MANIFEST, text, "utf-8", pages_root)
 
 
+def inside(path: str | Path, folder: str | Path) -> str:
+    """``path`` relative to ``folder`` ("/"-separated) after both are made absolute and
+    normalised ("" for the folder itself); ValueError when it lies outside. String operations:
+    pathlib's ``relative_to`` cost more than writing the pages."""
+    target, base = os.path.abspath(path), os.path.abspath(folder)
+    if target == base:
+        return ""
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if not target.startswith(prefix):
+        raise ValueError(f"{path} is not inside {folder}")
+    return target[len(prefix) :].replace(os.sep, "/")
+
+
 def write_if_changed(path: Path, text: str, encoding: str, root: Path) -> bool:
     """Write ``text`` unless the file already holds exactly it; refuses paths outside ``root``."""
-    target = Path(os.path.abspath(path))
-    if not target.is_relative_to(Path(os.path.abspath(root))):
-        raise ValueError(f"apiprof: refusing to write {path} outside {root}")
+    try:
+        inside(path, root)
+    except ValueError:
+        raise ValueError(f"apiprof: refusing to write {path} outside {root}") from None
     data = text.encode(encoding, "xmlcharrefreplace")
     try:
-        if target.read_bytes() == data:
-            return False
+        with open(path, "rb") as existing:
+            if existing.read() == data:
+                return False
     except OSError:
         pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as target:
+        target.write(data)
     return True
 
 
@@ -143,7 +159,7 @@ class PageWriter:
         self.written: set[str] = set()
 
     def relative(self, path: Path) -> str:
-        return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.outdir)).as_posix()
+        return inside(path, self.outdir)
 
     @cached_property
     def legend(self) -> Markup:
