@@ -21,7 +21,7 @@ from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
-from apiprof.sphinx_ext.rows import Cell, cell, rows
+from apiprof.sphinx_ext.rows import Cell, cell, rows, text
 
 if TYPE_CHECKING:
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
@@ -397,13 +397,15 @@ def scenario_table(
 ) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     figures = figures or SliceFigures()
-    metrics = [
-        m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
-    ]
+    shown = [s for s in slices if worth_showing(s.metric, s.histogram)]
+    present = {s.metric for s in shown}
+    metrics = [m for m in Metric if m in present]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
+    cells_of = {id(piece): _scenario_cell(piece, figures) for piece in shown}
+    missing = cell("—")
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
@@ -418,22 +420,21 @@ def scenario_table(
                 cell(source_label(first.source, scenario_id), rowspan=span),
             ]
         cells.append("" if size == NO_SIZE else str(size))
-        cells += [_scenario_cell(m, by_metric.get(m), figures) for m in metrics]
+        cells += [cells_of.get(id(by_metric.get(m)), missing) for m in metrics]
         body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None, figures: SliceFigures) -> Markup:
+def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures) -> Markup:
     """The median, with p90 and the number of calls as its tooltip."""
-    if piece is None or not worth_showing(metric, piece.histogram):
-        return cell("—")
+    metric = piece.metric
     median, p90 = figures(piece)
-    return cell(
-        format_value(metric, median),
-        title=_("p90 %(p90)s · %(n)s calls")
-        % {"p90": format_value(metric, p90), "n": piece.histogram.count},
-    )
+    title = _("p90 %(p90)s · %(n)s calls") % {
+        "p90": format_value(metric, p90),
+        "n": piece.histogram.count,
+    }
+    return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
 
 
 # -- lab scan next to real programs ------------------------------------------------------------
