@@ -55,6 +55,10 @@ def metric_label(metric: Metric) -> str:
             return _("I/O read")
         case Metric.IO_WRITE:
             return _("I/O written")
+        case Metric.CONSUME_WALL:
+            return _("wall time to call and consume the returned iterator")
+        case Metric.CONSUME_ALLOC:
+            return _("allocated to call and consume the returned iterator")
     raise KeyError(metric)
 
 
