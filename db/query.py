@@ -227,6 +227,21 @@ def _sized_histograms(
     return out
 
 
+def _sized_from_slices(
+    breakdowns: dict[str, list[ScenarioSlice]], qualnames: list[str]
+) -> dict[tuple, dict[Metric, Histogram]]:
+    """What :func:`_sized_histograms` reads, merged from scenario breakdowns instead."""
+    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
+    for qualname in qualnames:
+        for piece in breakdowns.get(qualname, ()):
+            per_metric = out[qualname, piece.size]
+            found = per_metric.get(piece.metric)
+            if found is None:
+                per_metric[piece.metric] = found = Histogram()
+            found.merge(piece.histogram)
+    return out
+
+
 def reference_size(sizes: Iterable[int]) -> int | None:
     """The measured size typical figures are given at: the one closest to
     :data:`REFERENCE_SIZE` on a log scale (the smaller on a tie); None without sized data."""
@@ -267,8 +282,13 @@ def module_summaries(db: Readable, module: str) -> dict[str, ApiSummary]:
     return summaries(db, names)
 
 
-def all_summaries(db: Readable, package: str | None = None) -> dict[str, ApiSummary]:
-    """Every known API (entry points and anything with buckets), optionally for one package."""
+def all_summaries(
+    db: Readable,
+    package: str | None = None,
+    breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+) -> dict[str, ApiSummary]:
+    """Every known API (entry points and anything with buckets), optionally for one package;
+    ``breakdowns`` as in :func:`summaries`."""
     if package is None:
         names = [
             r[0]
@@ -281,11 +301,18 @@ def all_summaries(db: Readable, package: str | None = None) -> dict[str, ApiSumm
             r[0]
             for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
         ]
-    return summaries(db, names)
+    return summaries(db, names, breakdowns)
 
 
-def summaries(db: Readable, qualnames: Iterable[str]) -> dict[str, ApiSummary]:
-    """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name."""
+def summaries(
+    db: Readable,
+    qualnames: Iterable[str],
+    breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+) -> dict[str, ApiSummary]:
+    """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name.
+
+    ``breakdowns`` (from :func:`scenario_breakdowns`, covering these names) are merged into the
+    histograms instead of reading the buckets again: a reader that needs both reads once."""
     qualnames = list(dict.fromkeys(qualnames))
     out: dict[str, ApiSummary] = {}
     for chunk_start in range(0, len(qualnames), 500):
@@ -302,7 +329,12 @@ def summaries(db: Readable, qualnames: Iterable[str]) -> dict[str, ApiSummary]:
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
         per_api: dict[str, dict[int, dict[Metric, Histogram]]] = defaultdict(dict)
-        for (qualname, size), per_metric in _sized_histograms(db, chunk).items():
+        sized = (
+            _sized_histograms(db, chunk)
+            if breakdowns is None
+            else _sized_from_slices(breakdowns, chunk)
+        )
+        for (qualname, size), per_metric in sized.items():
             per_api[qualname][size] = per_metric
         axes = _size_axes(db, chunk)
         for qualname, by_size in per_api.items():

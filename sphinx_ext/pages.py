@@ -235,7 +235,6 @@ def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
         frame = ""  # the theme altered the placeholders: render every page through it
     frame_url = str(escape(writer.page_url(next(iter(names.values()))))) if names else ""
     summaries = {name: profiles.lookup(name) for name in names}
-    profiles.load_slices(name for name, summary in summaries.items() if summary is not None)
     for qualname, pagename in names.items():
         summary = summaries[qualname]
         if summary is None:

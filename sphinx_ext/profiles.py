@@ -16,7 +16,7 @@ import hashlib
 import os
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,7 +94,7 @@ class Profiles:
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
-    _slices: dict[str, list[ScenarioSlice]] | None = None
+    _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
 
     @property
     def usable(self) -> bool:
@@ -169,31 +169,22 @@ class Profiles:
         return self._names
 
     def _preload(self, db: Reader) -> None:
+        """Every summary and scenario breakdown, from one read of the buckets: documents need
+        the summaries, the drill-down pages the breakdowns of most of the same APIs."""
         from apiprof.db import query
 
-        summaries = query.all_summaries(db)
+        breakdowns = query.scenario_breakdowns(db)
+        summaries = query.all_summaries(db, breakdowns=breakdowns)
         for qualname in query.collected_qualnames(db) & set(summaries):
-            summaries[qualname] = lab_first(
-                summaries[qualname], query.scenario_breakdown(db, qualname)
-            )
-        self._cache = summaries
+            summaries[qualname] = lab_first(summaries[qualname], breakdowns.get(qualname, []))
+        self._cache, self._slices = summaries, breakdowns
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
-
-    def load_slices(self, qualnames: Iterable[str]) -> None:
-        """Read the scenario breakdowns of many APIs at once (the pages show one per API)."""
-        from apiprof.db.query import scenario_breakdowns
-
-        names = list(qualnames)
-        found = self.read(scenario_breakdowns, names) or {}
-        self._slices = {name: found.get(name, []) for name in names}
 
     def slices(self, qualname: str) -> list[ScenarioSlice]:
         """An API's histograms by scenario and size (environments merged)."""
-        if self._slices is not None and qualname in self._slices:
-            return self._slices[qualname]
-        from apiprof.db.query import scenario_breakdown
-
-        return self.read(scenario_breakdown, qualname) or []
+        if self._slices is None:
+            self.lookup("")
+        return (self._slices or {}).get(qualname, [])
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""
