@@ -232,14 +232,24 @@ def _sized_from_slices(
 ) -> dict[tuple, dict[Metric, Histogram]]:
     """What :func:`_sized_histograms` reads, merged from scenario breakdowns instead."""
     out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
+    merged: set[int] = set()
     for qualname in qualnames:
         for piece in breakdowns.get(qualname, ()):
-            per_metric = out[qualname, piece.size]
-            found = per_metric.get(piece.metric)
-            if found is None:
-                per_metric[piece.metric] = found = Histogram()
-            found.merge(piece.histogram)
+            _pool(out[qualname, piece.size], piece.metric, piece.histogram, merged)
     return out
+
+
+def _pool(into: dict[Metric, Histogram], metric: Metric, hist: Histogram, merged: set[int]) -> None:
+    """Add ``hist`` to ``into[metric]`` without changing any histogram it did not make (ids in
+    ``merged``): a lone histogram is shared, not copied — most pools have one member."""
+    found = into.get(metric)
+    if found is None:
+        into[metric] = hist
+    elif id(found) in merged:
+        found.merge(hist)
+    else:
+        into[metric] = pooled = found + hist
+        merged.add(id(pooled))
 
 
 def reference_size(sizes: Iterable[int]) -> int | None:
@@ -258,10 +268,11 @@ def _typical(
 
     A metric measured only by unsized scenarios (none at the reference size) keeps their figure
     in the typical ones rather than disappearing from them."""
-    pooled: dict[Metric, Histogram] = defaultdict(Histogram)
+    pooled: dict[Metric, Histogram] = {}
+    merged: set[int] = set()
     for per_metric in by_size.values():
         for metric, hist in per_metric.items():
-            pooled[metric].merge(hist)
+            _pool(pooled, metric, hist, merged)
     size = reference_size(by_size)
     typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
     return size, typical, dict(pooled)

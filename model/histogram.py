@@ -253,10 +253,13 @@ class Histogram:
 
     def merge(self, other: Histogram) -> Histogram:
         """Add ``other`` into this histogram in place; returns self for chaining."""
-        for index, bucket in other.buckets.items():
-            self._add_bucket(index, bucket)
+        buckets, subs = self.buckets, self.subs  # _add_bucket and _add_sub, inlined: readers
+        for index, bucket in other.buckets.items():  # pool thousands of histograms
+            current = buckets.get(index)
+            buckets[index] = bucket if current is None else current + bucket
         for key, bucket in other.subs.items():
-            self._add_sub(key, bucket)
+            current = subs.get(key)
+            subs[key] = bucket if current is None else current + bucket
         return self
 
     def __add__(self, other: Histogram) -> Histogram:
