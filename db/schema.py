@@ -346,16 +346,21 @@ def open_db(
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or {another}"
-            ) from exc
-        raise DatabaseError(f"{path}: {exc}") from exc
+        raise _locked(exc, path, another) or DatabaseError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise DatabaseError(
             f"{path}: the database cannot be used ({exc}); pass another --db path or restore a copy"
         ) from exc
     return db
+
+
+def _locked(exc: sqlite3.Error, path: Path, another: str) -> DatabaseError | None:
+    """The error for a database another process holds locked (None for other failures)."""
+    if "locked" in str(exc) or "busy" in str(exc):
+        return DatabaseError(
+            f"{path}: the database is locked by another process; wait for it or {another}"
+        )
+    return None
 
 
 def open_reader(
@@ -388,11 +393,8 @@ def _checked(
         db = wrap(conn)
         tables = db.table_names()
     except sqlite3.DatabaseError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or {another}"
-            ) from exc
-        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}") from exc
+        unusable = DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}")
+        raise _locked(exc, path, another) or unusable from exc
     if tables and "meta" not in tables:
         raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if "meta" in tables:

@@ -19,8 +19,8 @@ from apiprof.sphinx_ext.rows import text
 
 if TYPE_CHECKING:
     from apiprof.db.query import ApiSummary, Provenance
+    from apiprof.sphinx_ext.growth_view import GrowthView
     from apiprof.sphinx_ext.views import (
-        GrowthView,
         MetricDetail,
         ScenarioTable,
         SideBySideRow,

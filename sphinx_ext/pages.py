@@ -34,6 +34,7 @@ from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext.envdata import api_locations
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
+from apiprof.sphinx_ext.growth_view import view_growth
 from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.page_body import ApiPage, api_page_html
 from apiprof.sphinx_ext.pages_names import (
@@ -55,7 +56,6 @@ from apiprof.sphinx_ext.views import (
     lab_and_collected,
     other_metrics,
     scenario_table,
-    view_growth,
     view_summary,
 )
 
