@@ -27,11 +27,15 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
+
+if TYPE_CHECKING:  # the queries only execute SQL: readers pass a light schema.Reader
+    import sqlite_utils
+
+    from apiprof.db.schema import Readable
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 REFERENCE_SIZE = 100
@@ -136,14 +140,14 @@ class ApiSummary:
         return hist.median if hist else None
 
 
-def resolve_name(db: sqlite_utils.Database, name: str) -> str:
+def resolve_name(db: Readable, name: str) -> str:
     """Canonical qualified name for ``name`` (follows re-export aliases; unknown names pass)."""
     row = db.execute("SELECT qualname FROM aliases WHERE alias = ?", [name]).fetchone()
     return row[0] if row else name
 
 
 def histograms(
-    db: sqlite_utils.Database,
+    db: Readable,
     qualname: str,
     *,
     metric: Metric | None = None,
@@ -182,7 +186,7 @@ def histograms(
     return dict(out)
 
 
-def has_sub_buckets(db: sqlite_utils.Database) -> bool:
+def has_sub_buckets(db: Readable) -> bool:
     """Whether the file has sub-buckets (a later migration); older files answer from buckets alone."""
     return (
         db.execute(
@@ -193,7 +197,7 @@ def has_sub_buckets(db: sqlite_utils.Database) -> bool:
 
 
 def _sized_histograms(
-    db: sqlite_utils.Database, qualnames: list[str], by_scenario: bool = False
+    db: Readable, qualnames: list[str], by_scenario: bool = False
 ) -> dict[tuple, dict[Metric, Histogram]]:
     """Histograms per (qualname, size) — or (qualname, scenario, size) — per metric, bucket and
     sub-bucket rows merged over environments (and scenarios unless ``by_scenario``)."""
@@ -223,6 +227,31 @@ def _sized_histograms(
     return out
 
 
+def _sized_from_slices(
+    breakdowns: dict[str, list[ScenarioSlice]], qualnames: list[str]
+) -> dict[tuple, dict[Metric, Histogram]]:
+    """What :func:`_sized_histograms` reads, merged from scenario breakdowns instead."""
+    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
+    merged: set[int] = set()
+    for qualname in qualnames:
+        for piece in breakdowns.get(qualname, ()):
+            _pool(out[qualname, piece.size], piece.metric, piece.histogram, merged)
+    return out
+
+
+def _pool(into: dict[Metric, Histogram], metric: Metric, hist: Histogram, merged: set[int]) -> None:
+    """Add ``hist`` to ``into[metric]`` without changing any histogram it did not make (ids in
+    ``merged``): a lone histogram is shared, not copied — most pools have one member."""
+    found = into.get(metric)
+    if found is None:
+        into[metric] = hist
+    elif id(found) in merged:
+        found.merge(hist)
+    else:
+        into[metric] = pooled = found + hist
+        merged.add(id(pooled))
+
+
 def reference_size(sizes: Iterable[int]) -> int | None:
     """The measured size typical figures are given at: the one closest to
     :data:`REFERENCE_SIZE` on a log scale (the smaller on a tie); None without sized data."""
@@ -239,23 +268,24 @@ def _typical(
 
     A metric measured only by unsized scenarios (none at the reference size) keeps their figure
     in the typical ones rather than disappearing from them."""
-    pooled: dict[Metric, Histogram] = defaultdict(Histogram)
+    pooled: dict[Metric, Histogram] = {}
+    merged: set[int] = set()
     for per_metric in by_size.values():
         for metric, hist in per_metric.items():
-            pooled[metric].merge(hist)
+            _pool(pooled, metric, hist, merged)
     size = reference_size(by_size)
     typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
     return size, typical, dict(pooled)
 
 
-def summary(db: sqlite_utils.Database, name: str) -> ApiSummary | None:
+def summary(db: Readable, name: str) -> ApiSummary | None:
     """Summary of one API by (possibly aliased) qualified name; None if the name is unknown."""
     qualname = resolve_name(db, name)
     found = summaries(db, [qualname])
     return found.get(qualname)
 
 
-def module_summaries(db: sqlite_utils.Database, module: str) -> dict[str, ApiSummary]:
+def module_summaries(db: Readable, module: str) -> dict[str, ApiSummary]:
     """All entry points whose canonical home is ``module`` (not its submodules)."""
     names = [
         r[0] for r in db.execute("SELECT qualname FROM entry_points WHERE module = ?", [module])
@@ -263,8 +293,13 @@ def module_summaries(db: sqlite_utils.Database, module: str) -> dict[str, ApiSum
     return summaries(db, names)
 
 
-def all_summaries(db: sqlite_utils.Database, package: str | None = None) -> dict[str, ApiSummary]:
-    """Every known API (entry points and anything with buckets), optionally for one package."""
+def all_summaries(
+    db: Readable,
+    package: str | None = None,
+    breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+) -> dict[str, ApiSummary]:
+    """Every known API (entry points and anything with buckets), optionally for one package;
+    ``breakdowns`` as in :func:`summaries`."""
     if package is None:
         names = [
             r[0]
@@ -277,11 +312,18 @@ def all_summaries(db: sqlite_utils.Database, package: str | None = None) -> dict
             r[0]
             for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
         ]
-    return summaries(db, names)
+    return summaries(db, names, breakdowns)
 
 
-def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, ApiSummary]:
-    """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name."""
+def summaries(
+    db: Readable,
+    qualnames: Iterable[str],
+    breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+) -> dict[str, ApiSummary]:
+    """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name.
+
+    ``breakdowns`` (from :func:`scenario_breakdowns`, covering these names) are merged into the
+    histograms instead of reading the buckets again: a reader that needs both reads once."""
     qualnames = list(dict.fromkeys(qualnames))
     out: dict[str, ApiSummary] = {}
     for chunk_start in range(0, len(qualnames), 500):
@@ -298,7 +340,12 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
         per_api: dict[str, dict[int, dict[Metric, Histogram]]] = defaultdict(dict)
-        for (qualname, size), per_metric in _sized_histograms(db, chunk).items():
+        sized = (
+            _sized_histograms(db, chunk)
+            if breakdowns is None
+            else _sized_from_slices(breakdowns, chunk)
+        )
+        for (qualname, size), per_metric in sized.items():
             per_api[qualname][size] = per_metric
         axes = _size_axes(db, chunk)
         for qualname, by_size in per_api.items():
@@ -316,7 +363,7 @@ def summaries(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, 
     return out
 
 
-def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict[str, GrowthRow]:
+def headline_growth(db: Readable, qualnames: Iterable[str]) -> dict[str, GrowthRow]:
     """The growth fit each API's summary shows (APIs without a fit are left out)."""
     qualnames = list(qualnames)
     out: dict[str, GrowthRow] = {}
@@ -327,7 +374,7 @@ def headline_growth(db: sqlite_utils.Database, qualnames: Iterable[str]) -> dict
     return out
 
 
-def _size_axes(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, str]:
+def _size_axes(db: Readable, qualnames: list[str]) -> dict[str, str]:
     """The size parameter's name per API (from its sized scenarios; "n" when unnamed)."""
     marks = ",".join("?" * len(qualnames))
     return {
@@ -340,7 +387,7 @@ def _size_axes(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, str
     }
 
 
-def _growth_rows(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, list[GrowthRow]]:
+def _growth_rows(db: Readable, qualnames: list[str]) -> dict[str, list[GrowthRow]]:
     marks = ",".join("?" * len(qualnames))
     found: dict[str, list[GrowthRow]] = defaultdict(list)
     for row in db.execute(
@@ -358,7 +405,7 @@ def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
     return min(fits, key=lambda f: (order.get(f.metric, 9), -f.points, f.rel_error), default=None)
 
 
-def growth(db: sqlite_utils.Database, qualname: str) -> list[GrowthRow]:
+def growth(db: Readable, qualname: str) -> list[GrowthRow]:
     """Every growth fit stored for an API (one per metric and sized scenario), time first: metrics
     in their display order, then by scenario."""
     order = {metric: position for position, metric in enumerate(Metric)}
@@ -378,13 +425,13 @@ class ScenarioSlice:
     histogram: Histogram
 
 
-def scenario_breakdown(db: sqlite_utils.Database, qualname: str) -> list[ScenarioSlice]:
+def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
     """Histograms split by scenario and size (environments merged) — the drill-down detail."""
     return scenario_breakdowns(db, [qualname]).get(qualname, [])
 
 
 def scenario_breakdowns(
-    db: sqlite_utils.Database, qualnames: Iterable[str] | None = None
+    db: Readable, qualnames: Iterable[str] | None = None
 ) -> dict[str, list[ScenarioSlice]]:
     """:func:`scenario_breakdown` of many APIs (every API when ``qualnames`` is None) in one
     query per 500 names: a docs build asks for all of them, one page each."""
@@ -431,7 +478,7 @@ class SizeFigures:
 
 
 def size_figures(
-    db: sqlite_utils.Database, qualname: str, metrics: Iterable[Metric] | None = None
+    db: Readable, qualname: str, metrics: Iterable[Metric] | None = None
 ) -> list[SizeFigures]:
     """Median, p90 and mean per scenario and size (sizes ascending), for the metrics asked for
     (default: all) — the figures one step away from the typical one."""
@@ -463,7 +510,7 @@ class Provenance:
     scans: tuple[dict, ...]  # {"id", "started_at", "finished_at", "calibration": {...}}
 
 
-def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
+def provenance(db: Readable, qualname: str) -> list[Provenance]:
     """Which machines and interpreters contributed samples to an API, and the scans there."""
     out = []
     for env_id, samples in db.execute(
@@ -495,7 +542,7 @@ def provenance(db: sqlite_utils.Database, qualname: str) -> list[Provenance]:
     return out
 
 
-def call_edges(db: sqlite_utils.Database, qualname: str) -> dict[str, list[tuple[str, int]]]:
+def call_edges(db: Readable, qualname: str) -> dict[str, list[tuple[str, int]]]:
     """Callers and callees of an API with call counts: ``{"callers": [...], "callees": [...]}``."""
     return {
         "callers": db.execute(
@@ -507,7 +554,7 @@ def call_edges(db: sqlite_utils.Database, qualname: str) -> dict[str, list[tuple
     }
 
 
-def data_version(db: sqlite_utils.Database) -> tuple:
+def data_version(db: Readable) -> tuple:
     """A cheap fingerprint that changes whenever profile data changes (for caches)."""
     return db.execute(
         "SELECT (SELECT COUNT(*) FROM buckets), (SELECT COALESCE(SUM(count), 0) FROM buckets), "
@@ -515,7 +562,7 @@ def data_version(db: sqlite_utils.Database) -> tuple:
     ).fetchone()
 
 
-def similar_names(db: sqlite_utils.Database, name: str, limit: int = 3) -> list[str]:
+def similar_names(db: Readable, name: str, limit: int = 3) -> list[str]:
     """Known qualified names closest to ``name`` (for "did you mean" hints on typos)."""
     import difflib
 
@@ -544,7 +591,7 @@ _CONTENT_TABLES = (
 )
 
 
-def content_fingerprint(db: sqlite_utils.Database) -> str:
+def content_fingerprint(db: Readable) -> str:
     """A hash of everything readers show (not of the file: a ``touch`` or a checkpoint of the
     write-ahead log leaves it alone, any changed row changes it)."""
     import hashlib
@@ -561,7 +608,7 @@ def content_fingerprint(db: sqlite_utils.Database) -> str:
     return digest.hexdigest()
 
 
-def collected_qualnames(db: sqlite_utils.Database) -> set[str]:
+def collected_qualnames(db: Readable) -> set[str]:
     """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
     ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
     return {
@@ -586,7 +633,7 @@ class FailureRow:
     traceback: str
 
 
-def failures(db: sqlite_utils.Database, qualname: str) -> list[FailureRow]:
+def failures(db: Readable, qualname: str) -> list[FailureRow]:
     """Every failed scenario or source stored for an API, in the order they were tried."""
     if "failures" not in db.table_names():  # a database from before failures were kept
         return []

@@ -14,12 +14,14 @@ import hashlib
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apiprof.errors import DatabaseError
+
+if TYPE_CHECKING:  # loaded by open_db only: readers (open_reader) never import sqlite-utils
+    import sqlite_utils
 
 APP_ID = "apiprof"
 DEFAULT_DB = "apiprof.db"
@@ -235,7 +237,35 @@ READABLE_SINCE = 2
 is: later migrations only add what scanning needs, so a read-only open need not migrate."""
 
 
-def schema_version(db: sqlite_utils.Database) -> int:
+class Readable(Protocol):
+    """What the queries need of a database: ``sqlite_utils.Database`` and :class:`Reader` both."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> sqlite3.Cursor: ...
+
+    def table_names(self) -> list[str]: ...
+
+
+D = TypeVar("D", bound=Readable)
+
+
+class Reader:
+    """A read-only database on a plain ``sqlite3`` connection (see :func:`open_reader`)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> sqlite3.Cursor:
+        return self.conn.execute(sql) if parameters is None else self.conn.execute(sql, parameters)
+
+    def table_names(self) -> list[str]:
+        query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return [row[0] for row in self.conn.execute(query)]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def schema_version(db: Readable) -> int:
     if "meta" not in db.table_names():
         return 0
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -304,7 +334,53 @@ def open_db(
     another process's write lock; ``another`` says how the reader names a different file (the
     editor's setting is not the CLI's ``--db``).
     """
+    import sqlite_utils
+
     path = Path(path)
+    db = _checked(path, readonly, create, timeout, another, sqlite_utils.Database)
+    if readonly:
+        return db
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        _switch_to_wal(db, timeout)
+        db.execute("PRAGMA synchronous = NORMAL")
+        migrate(db)
+    except sqlite3.OperationalError as exc:
+        raise _locked(exc, path, another) or DatabaseError(f"{path}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(
+            f"{path}: the database cannot be used ({exc}); pass another --db path or restore a copy"
+        ) from exc
+    return db
+
+
+def _locked(exc: sqlite3.Error, path: Path, another: str) -> DatabaseError | None:
+    """The error for a database another process holds locked (None for other failures)."""
+    if "locked" in str(exc) or "busy" in str(exc):
+        return DatabaseError(
+            f"{path}: the database is locked by another process; wait for it or {another}"
+        )
+    return None
+
+
+def open_reader(
+    path: str | Path, *, timeout: float = 30.0, another: str = "pass another --db path"
+) -> Reader:
+    """``open_db(path, readonly=True)`` (same checks, same errors) as a :class:`Reader`, for
+    readers that only run queries: importing sqlite-utils costs more than a docs build's reads."""
+    return _checked(Path(path), True, False, timeout, another, Reader)
+
+
+def _checked(
+    path: Path,
+    readonly: bool,
+    create: bool,
+    timeout: float,
+    another: str,
+    wrap: Callable[[sqlite3.Connection], D],
+) -> D:
+    """The connection ``wrap``ped, once it is known to be an apiprof database this apiprof can
+    read (read-only: without migrating) or migrate."""
     if not path.exists() and (readonly or not create):
         raise DatabaseError(
             f"{path}: no such database; run `apiprof-scan PACKAGE --db {path}` to create it"
@@ -314,14 +390,11 @@ def open_db(
             conn = _connect_readonly(path, timeout)
         else:
             conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False)
-        db = sqlite_utils.Database(conn)
+        db = wrap(conn)
         tables = db.table_names()
     except sqlite3.DatabaseError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or {another}"
-            ) from exc
-        raise DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}") from exc
+        unusable = DatabaseError(f"{path}: not a usable SQLite database ({exc}); {another}")
+        raise _locked(exc, path, another) or unusable from exc
     if tables and "meta" not in tables:
         raise DatabaseError(f"{path}: this SQLite file was not written by apiprof; {another}")
     if "meta" in tables:
@@ -338,28 +411,11 @@ def open_db(
         raise DatabaseError(
             f"{path}: written by a newer apiprof (schema {version} > {SCHEMA_VERSION}); upgrade apiprof"
         )
-    if readonly:
-        if version < READABLE_SINCE:
-            raise DatabaseError(
-                f"{path}: schema {version} is older than {READABLE_SINCE}; open it once read-write to migrate "
-                f"(any `apiprof-scan PACKAGE --db {path}` does)"
-            )
-        return db
-    try:
-        db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        _switch_to_wal(db, timeout)
-        db.execute("PRAGMA synchronous = NORMAL")
-        migrate(db)
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise DatabaseError(
-                f"{path}: the database is locked by another process; wait for it or {another}"
-            ) from exc
-        raise DatabaseError(f"{path}: {exc}") from exc
-    except sqlite3.DatabaseError as exc:
+    if readonly and version < READABLE_SINCE:
         raise DatabaseError(
-            f"{path}: the database cannot be used ({exc}); pass another --db path or restore a copy"
-        ) from exc
+            f"{path}: schema {version} is older than {READABLE_SINCE}; open it once read-write to migrate "
+            f"(any `apiprof-scan PACKAGE --db {path}` does)"
+        )
     return db
 
 

@@ -253,10 +253,13 @@ class Histogram:
 
     def merge(self, other: Histogram) -> Histogram:
         """Add ``other`` into this histogram in place; returns self for chaining."""
-        for index, bucket in other.buckets.items():
-            self._add_bucket(index, bucket)
+        buckets, subs = self.buckets, self.subs  # _add_bucket and _add_sub, inlined: readers
+        for index, bucket in other.buckets.items():  # pool thousands of histograms
+            current = buckets.get(index)
+            buckets[index] = bucket if current is None else current + bucket
         for key, bucket in other.subs.items():
-            self._add_sub(key, bucket)
+            current = subs.get(key)
+            subs[key] = bucket if current is None else current + bucket
         return self
 
     def __add__(self, other: Histogram) -> Histogram:
@@ -316,9 +319,10 @@ class Histogram:
     def _sub_count(self, index: int) -> int:
         return sum(b.count for (i, _), b in self.subs.items() if i == index)
 
-    def _cells(self) -> list[tuple[Bucket, float, float]]:
+    def _cells(self) -> list[tuple[Bucket, int, int]]:
         """The finest complete cells in value order: a bucket's sub-buckets where they hold
-        all its values, else the bucket itself; each with its value bounds."""
+        all its values, else the bucket itself; each as (cell, bucket, sub-bucket or -1) — its
+        bounds are worked out only for the few cells an order statistic falls in."""
         by_bucket: dict[int, list[tuple[int, Bucket]]] = {}
         for (index, sub), b in self.subs.items():
             if b.count:
@@ -331,9 +335,9 @@ class Histogram:
             subs = by_bucket.get(index)
             if subs and sum(b.count for _, b in subs) == bucket.count:
                 subs.sort(key=_first)
-                cells += [(b, *sub_bucket_bounds(index, sub)) for sub, b in subs]
+                cells += [(b, index, sub) for sub, b in subs]
             else:
-                cells.append((bucket, *bucket_bounds(index)))
+                cells.append((bucket, index, -1))
         return cells
 
     def percentile(self, q: float) -> float:
@@ -354,11 +358,11 @@ class Histogram:
         qs = tuple(qs)
         if not all(0 <= q <= 100 for q in qs):
             raise ValueError("percentile q must be within 0..100")
-        n = self.count
-        if n == 0:
-            return tuple(math.nan for _ in qs)
         cells = self._cells()
         ends = list(itertools.accumulate(b.count for b, _, _ in cells))
+        n = ends[-1] if ends else 0  # every value is in exactly one cell
+        if n == 0:
+            return tuple(math.nan for _ in qs)
         out = []
         for q in qs:
             position = q / 100 * (n - 1)
@@ -400,11 +404,11 @@ def _first(item: tuple[int, Bucket]) -> int:
     return item[0]
 
 
-def _order_statistic(cells: list[tuple[Bucket, float, float]], ends: list[int], k: int) -> float:
+def _order_statistic(cells: list[tuple[Bucket, int, int]], ends: list[int], k: int) -> float:
     """Estimate of the ``k``-th smallest value (0-based) from cells in value order, given the
     running totals of their counts (``ends``)."""
     position = min(bisect.bisect_right(ends, k), len(cells) - 1)
-    b, low, high = cells[position]
+    b, index, sub = cells[position]
     count = b.count  # cells hold at least one value
     mean = b.total / count
     if count == 1:
@@ -413,6 +417,7 @@ def _order_statistic(cells: list[tuple[Bucket, float, float]], ends: list[int], 
     variance = max(0.0, b.total_sq / count - mean**2)  # Bucket.variance, inlined: a hot loop
     spacing = math.sqrt(12 * variance / (count * count - 1))
     value = mean + spacing * (j - (count - 1) / 2)
+    low, high = bucket_bounds(index) if sub < 0 else sub_bucket_bounds(index, sub)
     return min(max(value, low), high)
 
 

@@ -11,11 +11,12 @@ from functools import lru_cache
 from gettext import NullTranslations
 from pathlib import Path
 
-from sphinx.locale import get_translator, is_translator_registered
+from sphinx.locale import get_translator, is_translator_registered, translators
 
 from apiprof.svg import Words
 
 CATALOG = "apiprof"
+_KEY = ("general", CATALOG)  # how sphinx.locale files the catalog Sphinx.add_message_catalog loads
 LOCALE_DIR = Path(__file__).with_name("locale")
 
 
@@ -23,9 +24,8 @@ def _(message: str) -> str:
     """The translation of ``message`` in the build's language (the message itself outside a
     build). A drill-down page asks for the same few dozen words hundreds of times, hence the
     cache (keyed by the translator, so each build's language is honoured)."""
-    if not is_translator_registered(CATALOG):
-        return message
-    return _lookup(get_translator(CATALOG), message)
+    translator = translators.get(_KEY)  # get_translator, without a call per word
+    return message if translator is None else _lookup(translator, message)
 
 
 @lru_cache(maxsize=2048)

@@ -17,6 +17,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
 from apiprof.sphinx_ext.envdata import note_lookup, record_use
+from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.profiles import profiles_for
 from apiprof.sphinx_ext.render import render_summary
@@ -29,6 +30,7 @@ class apiprof_summary(nodes.General, nodes.Element):
     """Cost summary of one API (attributes: qualname, canonical, view, compact, anchor)."""
 
 
+@cycle_collector_paused()
 def make_summary(
     env: BuildEnvironment,
     name: str,

@@ -14,13 +14,11 @@ pages the extension no longer produces (the API left the docs, the database was 
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import math
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -35,7 +33,10 @@ from apiprof import __version__
 from apiprof.format import format_bytes, format_ns, worth_showing
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext.envdata import api_locations
+from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
+from apiprof.sphinx_ext.growth_view import view_growth
 from apiprof.sphinx_ext.i18n import _
+from apiprof.sphinx_ext.page_body import ApiPage, api_page_html
 from apiprof.sphinx_ext.pages_names import (
     INDEX_PAGE,
     PAGE_BUILDERS,
@@ -55,7 +56,6 @@ from apiprof.sphinx_ext.views import (
     lab_and_collected,
     other_metrics,
     scenario_table,
-    view_growth,
     view_summary,
 )
 
@@ -115,19 +115,35 @@ class Manifest:
             write_if_changed(pages_root / MANIFEST, text, "utf-8", pages_root)
 
 
+def inside(path: str | Path, folder: str | Path) -> str:
+    """``path`` relative to ``folder`` ("/"-separated) after both are made absolute and
+    normalised ("" for the folder itself); ValueError when it lies outside. String operations:
+    pathlib's ``relative_to`` cost more than writing the pages."""
+    target, base = os.path.abspath(path), os.path.abspath(folder)
+    if target == base:
+        return ""
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if not target.startswith(prefix):
+        raise ValueError(f"{path} is not inside {folder}")
+    return target[len(prefix) :].replace(os.sep, "/")
+
+
 def write_if_changed(path: Path, text: str, encoding: str, root: Path) -> bool:
     """Write ``text`` unless the file already holds exactly it; refuses paths outside ``root``."""
-    target = Path(os.path.abspath(path))
-    if not target.is_relative_to(Path(os.path.abspath(root))):
-        raise ValueError(f"apiprof: refusing to write {path} outside {root}")
+    try:
+        inside(path, root)
+    except ValueError:
+        raise ValueError(f"apiprof: refusing to write {path} outside {root}") from None
     data = text.encode(encoding, "xmlcharrefreplace")
     try:
-        if target.read_bytes() == data:
-            return False
+        with open(path, "rb") as existing:
+            if existing.read() == data:
+                return False
     except OSError:
         pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as target:
+        target.write(data)
     return True
 
 
@@ -143,7 +159,7 @@ class PageWriter:
         self.written: set[str] = set()
 
     def relative(self, path: Path) -> str:
-        return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.outdir)).as_posix()
+        return inside(path, self.outdir)
 
     @cached_property
     def legend(self) -> Markup:
@@ -195,20 +211,6 @@ def write_pages(app: Sphinx) -> Iterator[tuple[str, dict[str, Any], str]]:
     yield from ()
 
 
-@contextmanager
-def cycle_collector_paused() -> Iterator[None]:
-    """Pages are made of strings and frozen records that form no reference cycles, yet their
-    allocations keep triggering the cycle collector, whose every full pass walks the whole
-    Sphinx environment: pausing it while pages are made saves about a fifth of their cost."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
     env = app.env
     profiles = profiles_for(env)
@@ -233,7 +235,6 @@ def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
         frame = ""  # the theme altered the placeholders: render every page through it
     frame_url = str(escape(writer.page_url(next(iter(names.values()))))) if names else ""
     summaries = {name: profiles.lookup(name) for name in names}
-    profiles.load_slices(name for name, summary in summaries.items() if summary is not None)
     for qualname, pagename in names.items():
         summary = summaries[qualname]
         if summary is None:
@@ -373,10 +374,8 @@ def render_api_page(
             for name, count in pairs
         ]
 
-    return render(
-        "api_page.html",
+    page = ApiPage(
         summary=summary,
-        name_code=Markup("<code>%s</code>") % qualname,
         summary_html=inline_rst_html(summary.summary),
         view=view_summary(qualname, summary, []),
         legend=writer.legend,
@@ -401,3 +400,4 @@ def render_api_page(
         doc_url=_doc_url(writer, pagename, locations.get(qualname)),
         index_url=writer.builder.get_relative_uri(pagename, INDEX_PAGE),
     )
+    return api_page_html(page)

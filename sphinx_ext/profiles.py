@@ -16,7 +16,7 @@ import hashlib
 import os
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,11 +28,15 @@ from sphinx.util import logging
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
+from apiprof.sphinx_ext.gc_pause import (
+    back_into_collections,
+    cycle_collector_paused,
+    keep_out_of_collections,
+)
 
-if TYPE_CHECKING:  # the database layer (and sqlite-utils) loads only when a build reads data
-    import sqlite_utils
-
+if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.query import ApiSummary, ScenarioSlice
+    from apiprof.db.schema import Reader
 
 logger = logging.getLogger(__name__)
 
@@ -89,24 +93,25 @@ class Profiles:
     path: Path
     fingerprint: str = ""
     error: str = ""
-    _db: sqlite_utils.Database | None = None
+    _db: Reader | None = None
     _pid: int = 0
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
-    _slices: dict[str, list[ScenarioSlice]] | None = None
+    _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
 
     @property
     def usable(self) -> bool:
         return not self.error
 
-    def connection(self) -> sqlite_utils.Database:
+    def connection(self) -> Reader:
         if self._db is None or self._pid != os.getpid():
-            from apiprof.db.schema import open_db
+            from apiprof.db.schema import open_reader
 
-            self._db, self._pid = open_db(self.path, readonly=True), os.getpid()
+            self._db, self._pid = open_reader(self.path), os.getpid()
         return self._db
 
+    @cycle_collector_paused()
     def check(self, known: tuple[tuple[int, ...] | None, str] | None) -> None:
         """Open the database once and fingerprint its contents; remember (and warn about) why
         it cannot be used. ``known`` is (stat key, fingerprint) from the previous build."""
@@ -167,32 +172,24 @@ class Profiles:
             self._names = sorted({*self._cache, *(self._aliases or {})})
         return self._names
 
-    def _preload(self, db: sqlite_utils.Database) -> None:
+    def _preload(self, db: Reader) -> None:
+        """Every summary and scenario breakdown, from one read of the buckets: documents need
+        the summaries, the drill-down pages the breakdowns of most of the same APIs."""
         from apiprof.db import query
 
-        summaries = query.all_summaries(db)
+        breakdowns = query.scenario_breakdowns(db)
+        summaries = query.all_summaries(db, breakdowns=breakdowns)
         for qualname in query.collected_qualnames(db) & set(summaries):
-            summaries[qualname] = lab_first(
-                summaries[qualname], query.scenario_breakdown(db, qualname)
-            )
-        self._cache = summaries
+            summaries[qualname] = lab_first(summaries[qualname], breakdowns.get(qualname, []))
+        self._cache, self._slices = summaries, breakdowns
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
-
-    def load_slices(self, qualnames: Iterable[str]) -> None:
-        """Read the scenario breakdowns of many APIs at once (the pages show one per API)."""
-        from apiprof.db.query import scenario_breakdowns
-
-        names = list(qualnames)
-        found = self.read(scenario_breakdowns, names) or {}
-        self._slices = {name: found.get(name, []) for name in names}
+        keep_out_of_collections()
 
     def slices(self, qualname: str) -> list[ScenarioSlice]:
         """An API's histograms by scenario and size (environments merged)."""
-        if self._slices is not None and qualname in self._slices:
-            return self._slices[qualname]
-        from apiprof.db.query import scenario_breakdown
-
-        return self.read(scenario_breakdown, qualname) or []
+        if self._slices is None:
+            self.lookup("")
+        return (self._slices or {}).get(qualname, [])
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""
@@ -234,3 +231,4 @@ def close_profiles(app: Sphinx, _exception: BaseException | None = None) -> None
     profiles = _PROFILES.pop(app.env, None)
     if profiles is not None:
         profiles.close()
+    back_into_collections()

@@ -7,7 +7,6 @@ the words go through :mod:`apiprof.sphinx_ext.i18n`.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,12 +15,12 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.format import format_bucket_range, format_value, worth_showing
-from apiprof.model.growth import GROWTH_CLASSES, GrowthFit
+from apiprof.model.growth import GROWTH_CLASSES
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
-from apiprof.sphinx_ext.rows import Cell, cell, rows
+from apiprof.sphinx_ext.rows import Cell, cell, rows, text
 
 if TYPE_CHECKING:
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
@@ -55,6 +54,10 @@ def metric_label(metric: Metric) -> str:
             return _("I/O read")
         case Metric.IO_WRITE:
             return _("I/O written")
+        case Metric.CONSUME_WALL:
+            return _("wall time to call and consume the returned iterator")
+        case Metric.CONSUME_ALLOC:
+            return _("allocated to call and consume the returned iterator")
     raise KeyError(metric)
 
 
@@ -397,13 +400,15 @@ def scenario_table(
 ) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     figures = figures or SliceFigures()
-    metrics = [
-        m for m in Metric if any(s.metric is m and worth_showing(m, s.histogram) for s in slices)
-    ]
+    shown = [s for s in slices if worth_showing(s.metric, s.histogram)]
+    present = {s.metric for s in shown}
+    metrics = [m for m in Metric if m in present]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
+    cells_of = {id(piece): _scenario_cell(piece, figures) for piece in shown}
+    missing = cell("—")
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
@@ -418,22 +423,21 @@ def scenario_table(
                 cell(source_label(first.source, scenario_id), rowspan=span),
             ]
         cells.append("" if size == NO_SIZE else str(size))
-        cells += [_scenario_cell(m, by_metric.get(m), figures) for m in metrics]
+        cells += [cells_of.get(id(by_metric.get(m)), missing) for m in metrics]
         body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
         seen.add(scenario_id)
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(metric: Metric, piece: ScenarioSlice | None, figures: SliceFigures) -> Markup:
+def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures) -> Markup:
     """The median, with p90 and the number of calls as its tooltip."""
-    if piece is None or not worth_showing(metric, piece.histogram):
-        return cell("—")
+    metric = piece.metric
     median, p90 = figures(piece)
-    return cell(
-        format_value(metric, median),
-        title=_("p90 %(p90)s · %(n)s calls")
-        % {"p90": format_value(metric, p90), "n": piece.histogram.count},
-    )
+    title = _("p90 %(p90)s · %(n)s calls") % {
+        "p90": format_value(metric, p90),
+        "n": piece.histogram.count,
+    }
+    return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
 
 
 # -- lab scan next to real programs ------------------------------------------------------------
@@ -480,136 +484,4 @@ def lab_and_collected(slices: list[ScenarioSlice]) -> tuple[SideBySideRow, ...]:
         SideBySideRow(metric_label(m), _side_cell(m, lab.get(m)), _side_cell(m, collected.get(m)))
         for m in Metric
         if worth_showing(m, lab.get(m)) or worth_showing(m, collected.get(m))
-    )
-
-
-# -- growth ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GrowthView:
-    metric: str
-    scenario_id: str
-    size_axis: str
-    growth_class: str
-    formula: str
-    quality: str
-    point_rows: Markup  # size, measured median, fitted value, difference ("" without a chart)
-    chart_svg: Markup
-
-
-def growth_formula(row: GrowthRow) -> str:
-    a, b = format_value(row.metric, row.intercept), row.coefficient
-    per_unit = format_value(row.metric, b) if b >= 1 else f"{b:.3g} {row.metric.unit}"
-    n = row.size_axis or "n"
-    if row.growth_class == "O(1)":
-        return f"≈ {a}"
-    if row.growth_class == "O(2^n)":
-        return f"≈ {a} · e^({b:.3g}·{n})"
-    term = {"O(log n)": f"ln {n}", "O(n)": n, "O(n log n)": f"{n}·ln {n}", "O(n^2)": f"{n}²"}[
-        row.growth_class
-    ]
-    return f"≈ {a} + {per_unit} · {term}"
-
-
-def _gap(measured: float, fitted: float) -> float:
-    return measured / fitted - 1 if fitted > 0 else math.inf
-
-
-CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
-"""Metrics whose growth fits get a chart; the other fits are listed in words."""
-
-
-def view_growth(
-    qualname: str,
-    rows: list[GrowthRow],
-    slices: list[ScenarioSlice],
-    figures: SliceFigures | None = None,
-) -> list[GrowthView]:
-    """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
-    time) and the allocation fit get a chart — the median cost at each measured size, which is
-    what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
-    figures = figures or SliceFigures()
-    charted: set[tuple[str, Metric]] = set()
-    for row in rows:
-        time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
-        if row.metric in CHARTED and not (row.metric.is_time and time_done):
-            charted.add((row.scenario_id, row.metric))
-    return [
-        _growth_view(qualname, row, slices, figures, (row.scenario_id, row.metric) in charted)
-        for row in rows
-    ]
-
-
-def _growth_view(
-    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
-) -> GrowthView:
-    fit = GrowthFit(
-        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
-    )
-    axis = row.size_axis or "n"
-    label = metric_label(row.metric)
-    quality = ngettext(
-        "fitted to the medians at %(n)s size", "fitted to the medians at %(n)s sizes", row.points
-    ) % {"n": row.points}
-    if not chart:
-        return GrowthView(
-            label,
-            row.scenario_id,
-            axis,
-            row.growth_class,
-            growth_formula(row),
-            quality,
-            Markup(""),
-            Markup(""),
-        )
-    points = sorted(
-        (float(s.size), figures(s)[0])
-        for s in slices
-        if s.scenario_id == row.scenario_id
-        and s.metric == row.metric
-        and s.size != NO_SIZE
-        and s.histogram
-    )
-    title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
-        "name": qualname,
-        "metric": label,
-        "axis": axis,
-        "scenario": row.scenario_id,
-        "growth": row.growth_class,
-    }
-    table: list[tuple[dict[str, str], tuple[Cell, ...]]] = []
-    worst = (0.0, 0.0)
-    for n, y in points:
-        predicted = fit.predict(n)
-        gap = _gap(y, predicted)
-        worst = max(worst, (abs(gap), n))
-        table.append(
-            (
-                {},
-                (
-                    f"{n:g}",
-                    format_value(row.metric, y),
-                    format_value(row.metric, predicted),
-                    f"{gap:+.0%}" if math.isfinite(gap) else "—",
-                ),
-            )
-        )
-    if points and math.isfinite(worst[0]):
-        quality += "; " + _(
-            "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
-        ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
-    return GrowthView(
-        metric=label,
-        scenario_id=row.scenario_id,
-        size_axis=axis,
-        growth_class=row.growth_class,
-        formula=growth_formula(row),
-        quality=quality,
-        point_rows=rows(table),
-        chart_svg=Markup(
-            svg.growth_svg(
-                points, fit, row.metric, title=title, size_axis=axis, words=graphic_words()
-            )
-        ),
     )
