@@ -28,11 +28,7 @@ from sphinx.util import logging
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
-from apiprof.sphinx_ext.gc_pause import (
-    back_into_collections,
-    cycle_collector_paused,
-    keep_out_of_collections,
-)
+from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.query import ApiSummary, ScenarioSlice
@@ -183,7 +179,6 @@ class Profiles:
             summaries[qualname] = lab_first(summaries[qualname], breakdowns.get(qualname, []))
         self._cache, self._slices = summaries, breakdowns
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
-        keep_out_of_collections()
 
     def slices(self, qualname: str) -> list[ScenarioSlice]:
         """An API's histograms by scenario and size (environments merged)."""
@@ -231,4 +226,3 @@ def close_profiles(app: Sphinx, _exception: BaseException | None = None) -> None
     profiles = _PROFILES.pop(app.env, None)
     if profiles is not None:
         profiles.close()
-    back_into_collections()
