@@ -7,8 +7,9 @@ leaves the program running without collection.
 
 The collector has no thread of its own: it does its work in the program's garbage-collection
 callbacks (``gc.callbacks``), on whichever thread triggered the collection. A thread, even one
-that only sleeps, costs a single-threaded program ≈1 % of its CPU time for as long as it runs:
-once a process has had a second thread, the C library's allocator takes a lock on every call.
+that only sleeps, was measured to cost a single-threaded program ≈1 % of its CPU time, and so
+did one that had already ended (most likely the C library's allocator, which locks on every
+call once a process has had a second thread).
 Collections come as the program allocates; the callback's fast path compares one monotonic clock
 reading with the next time anything can be due, so a program pays nothing noticeable between
 the collector's turns. A program that allocates no containers (or switches the collector off)
