@@ -1,8 +1,8 @@
 """What the server knows between requests, and the answer to each request.
 
 A :class:`Session` joins the pieces: settings (:mod:`.config`), the open documents (:mod:`.text`),
-the merged cost index (:mod:`.costs`), jedi (:mod:`.resolve`), call sites (:mod:`.calls`) and the
-text (:mod:`.render`). It speaks lsprotocol types and JSON-ready dicts but knows nothing of
+the merged cost index (:mod:`.costs`), jedi (:mod:`.resolve`), the calls' targets
+(:mod:`.targets`), completion items (:mod:`.completion`) and the text (:mod:`.render`). It speaks lsprotocol types and JSON-ready dicts but knows nothing of
 transports; :mod:`.server` wires it to pygls.
 
 By default the server is a *companion*: it runs beside pyright, pylance or jedi-language-server,
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +24,13 @@ from lsprotocol import types
 
 from apiprof.format import format_ns
 from apiprof.lsp_server.background import Background
-from apiprof.lsp_server.calls import CallMap, CallSite, StatementCache, map_calls
+from apiprof.lsp_server.calls import CallMap
+from apiprof.lsp_server.completion import (
+    EMPTY_COMPLETION,
+    IMPORT_CONTEXT,
+    TYPED_PREFIX,
+    completion_items,
+)
 from apiprof.lsp_server.config import ServerConfig, read_config, unwrap_section
 from apiprof.lsp_server.costs import CostIndex
 from apiprof.lsp_server.latency import LatencyTracker
@@ -38,56 +43,14 @@ from apiprof.lsp_server.render import (
     hover_text,
     short_hint,
 )
-from apiprof.lsp_server.resolve import Candidate, JediGate, Resolver
+from apiprof.lsp_server.resolve import JediGate, Resolver
+from apiprof.lsp_server.targets import CallTargets
 from apiprof.lsp_server.text import Document, Documents
 
 log = logging.getLogger(__name__)
 
 Notify = Callable[[types.MessageType, str], None]
-
-_KINDS = {
-    "module": types.CompletionItemKind.Module,
-    "class": types.CompletionItemKind.Class,
-    "instance": types.CompletionItemKind.Variable,
-    "function": types.CompletionItemKind.Function,
-    "param": types.CompletionItemKind.Variable,
-    "path": types.CompletionItemKind.File,
-    "keyword": types.CompletionItemKind.Keyword,
-    "property": types.CompletionItemKind.Property,
-    "statement": types.CompletionItemKind.Variable,
-}
-
-IMPORT_CONTEXT = re.compile(r"\bimport\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*$")
-"""The text before the cursor right after ``import`` (or ``import a, ``): where a space asks for
-completion in standalone mode."""
-
-_TYPED_PREFIX = re.compile(r"\w*$")
-MAX_CACHED_TARGETS = 200_000
 MAX_CACHED_CALL_COSTS = 50_000
-
-EMPTY_COMPLETION: dict[str, Any] = {"isIncomplete": False, "items": []}
-
-
-def sort_text(candidate: Candidate, style: str, typed: str) -> str:
-    """The ``sortText`` the Python server beside us gives the same candidate, so merged lists
-    keep both in one place: jedi-language-server sorts by jedi's order behind a letter for
-    public, private and dunder names; pyright by category, recency and name."""
-    name = candidate.label
-    dunder = name.startswith("__") and name.endswith("__") and len(name) > 4
-    if style == "jedi-language-server":
-        if candidate.type == "param" and name.endswith("="):
-            letter = "a"
-        elif dunder:
-            letter = "y"
-        elif name.startswith("__"):
-            letter = "x"
-        elif name.startswith("_"):
-            letter = "w"
-        else:
-            letter = "v"
-        return letter + str(candidate.index).zfill(len(str(candidate.total)))
-    category = 11 if dunder else 10 if name.startswith("_") and not typed else 9
-    return f"{category:02d}.9999.{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +102,15 @@ class Session:
         self._hints_generation = -1
         self._announced_generation = 0
         self._settings_changed = False
-        self._call_maps: dict[str, tuple[int | None, CallMap]] = {}
-        self._targets: dict[tuple[int, int, int], tuple[str, ...]] = {}
-        self._statements: StatementCache = {}  # call sites per module-level statement
-        self._resolving: set[str] = set()  # documents with a background job queued or running
         self._shown: dict[str, _ShownHints] = {}  # inlay hints per open document
-        self._targets_generation = 0
         self.on_stale: Callable[[], None] | None = None  # asks the client to fetch hints again
+        self.calls = CallTargets(
+            self.documents,
+            self.resolver,
+            background=lambda: self.background,
+            can_refresh=lambda: self.refresh_support["inlay"],
+            stale=lambda: self.on_stale() if self.on_stale is not None else None,
+        )
 
     # -- messages to the client's log channel (never popups) --------------------------------
     def warn(self, message: str) -> None:
@@ -224,7 +189,7 @@ class Session:
                 self.resolver = Resolver(
                     self.root, config.environment_path, report=self.warn, gate=self.gate
                 )
-            self._targets.clear()
+            self.calls.use(self.resolver)
             if self.resolver.environment is not None:
                 self.info(f"apiprof: resolving imports in {self.resolver.environment}")
         self._settings_changed = config != self.config
@@ -257,7 +222,7 @@ class Session:
 
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
-        self._call_maps.pop(uri, None)
+        self.calls.forget(uri)
         self._shown.pop(uri, None)
 
     def _prepare(self, doc: Document) -> None:
@@ -267,7 +232,7 @@ class Session:
             calls = (
                 self.jedi_only or self.config.inlay_hints.enabled or self.config.code_lens.enabled
             )
-            self._resolve_in_background(doc, calls=calls)
+            self.calls.resolve_in_background(doc, calls=calls)
 
     # -- completion -------------------------------------------------------------------------
     def complete(
@@ -296,27 +261,14 @@ class Session:
             doc.source, doc.path, line, column, qualnames=with_costs
         )
         hints = self._hints_for([c.qualname for c in candidates if c.costed]) if with_costs else {}
-        style = self.config.completion.sort_like
-        typed = _TYPED_PREFIX.search(before).group()  # type: ignore[union-attr]
-        items = []
-        for c in candidates:
-            hint = hints.get(c.qualname) if c.costed else None
-            if c.type == "path" or (companion and hint is None):
-                continue
-            item: dict[str, Any] = {
-                "label": c.label,
-                "kind": _KINDS.get(c.type, types.CompletionItemKind.Text).value,
-                "sortText": sort_text(c, style, typed),
-                "filterText": c.label,
-                "insertText": c.label,
-            }
-            if hint is not None:
-                if self.label_details:
-                    item["labelDetails"] = {"description": hint}
-                else:
-                    item["detail"] = hint
-                item["data"] = c.qualname
-            items.append(item)
+        items = completion_items(
+            candidates,
+            hints,
+            style=self.config.completion.sort_like,
+            typed=TYPED_PREFIX.search(before).group(),  # type: ignore[union-attr]
+            companion=companion,
+            label_details=self.label_details,
+        )
         return {"isIncomplete": False, "items": items}
 
     def _fresh_caches(self) -> None:
@@ -373,92 +325,6 @@ class Session:
         return types.Hover(contents=types.MarkupContent(kind=_kind(markup), value=text))
 
     # -- calls: inlay hints and code lenses -------------------------------------------------
-    def _call_map(self, doc: Document) -> CallMap:
-        cached = self._call_maps.get(doc.uri)
-        if cached is not None and cached[0] == doc.version and doc.version is not None:
-            return cached[1]
-        calls = map_calls(self.resolver.parse(doc.source, doc.path), doc.source, self._statements)
-        self._call_maps[doc.uri] = (doc.version, calls)
-        return calls
-
-    def _targets_of(
-        self, doc: Document, calls: CallMap, sites: list[CallSite]
-    ) -> list[tuple[str, ...]]:
-        """Targets of the given calls (in their order): from the imports, from earlier jedi
-        answers, and — for the rest — from jedi now (clients that cannot be told to ask again)
-        or in the background (none yet, then)."""
-        targets: list[tuple[str, ...]] = []
-        unknown: list[int] = []
-        known = self._targets
-        for index, site in enumerate(sites):
-            target = calls.target(site)
-            if target is not None:
-                targets.append((target,))
-                continue
-            names = known.get(site.key)
-            if names is None:
-                unknown.append(index)
-                names = ()
-            targets.append(names)
-        if unknown and self.background is not None and self.refresh_support["inlay"]:
-            self._resolve_in_background(doc)
-        elif unknown:
-            todo = [sites[i] for i in unknown]
-            for index, (site, names) in zip(
-                unknown, self.resolver.infer_calls(doc.source, doc.path, todo), strict=True
-            ):
-                self._remember_target(site, names)
-                targets[index] = names
-        return targets
-
-    def _remember_target(self, site: CallSite, names: tuple[str, ...]) -> None:
-        if len(self._targets) > MAX_CACHED_TARGETS:
-            self._targets.clear()
-        self._targets[site.key] = names
-
-    def _resolve_in_background(self, doc: Document, *, calls: bool = True) -> None:
-        """Parse the document (jedi's requests then find it parsed) and, with ``calls``, name
-        the calls only jedi can name."""
-        if self.background is None or doc.uri in self._resolving:
-            return
-        uri, version, source, path = doc.uri, doc.version, doc.source, doc.path
-        known = frozenset(self._targets)
-        resolver, documents, statements = self.resolver, self.documents, self._statements
-
-        def still_wanted() -> bool:
-            return uri in documents and documents.get(uri).version == version
-
-        def job() -> Callable[[], None]:
-            results: dict[CallSite, tuple[str, ...]] = {}
-            try:
-                module = resolver.parse(source, path)
-                found = map_calls(module, source, statements)
-                todo = [s for s in found.sites if found.target(s) is None and s.key not in known]
-                for site, names in resolver.infer_calls(source, path, todo if calls else []):
-                    results[site] = names
-                    if not still_wanted():
-                        break
-            except Exception:  # a closed document, code jedi or parso cannot take
-                log.exception("resolving the calls of %s failed", uri)
-            return lambda: self._resolved(uri, version, results)
-
-        self._resolving.add(uri)
-        self.background.submit(("calls", uri), job)
-
-    def _resolved(
-        self, uri: str, version: int | None, results: dict[CallSite, tuple[str, ...]]
-    ) -> None:
-        """Back on the event loop: keep the answers, and have the client ask for hints again.
-        A job overtaken by an edit is followed by one for the document as it is now."""
-        self._resolving.discard(uri)
-        if uri in self.documents and self.documents.get(uri).version != version:
-            self._resolve_in_background(self.documents.get(uri))
-        for site, names in results.items():
-            self._remember_target(site, names)
-        self._targets_generation += bool(results)
-        if results and self.on_stale is not None:
-            self.on_stale()
-
     def _costs_of(self, targets: list[tuple[str, ...]]) -> list[CallCost | None]:
         """What each call shows (None when it has no profile): the first candidate name a
         database knows. One batch lookup for the target names not seen since a database or the
@@ -499,17 +365,17 @@ class Session:
         self._fresh_caches()
         start = doc.position(where.start) or (len(doc.lines), 0)
         end = doc.position(where.end) or (len(doc.lines), 0)
-        calls = self._call_map(doc)
+        calls = self.calls.call_map(doc)
         wanted = calls.ending_between((start[0] + 1, start[1]), (end[0] + 1, end[1]))
         if self.jedi_only:  # the baseline: what finding the calls' targets costs, no more
-            self._targets_of(doc, calls, calls.by_end[wanted.start : wanted.stop])
+            self.calls.of(doc, calls, calls.by_end[wanted.start : wanted.stop])
             return []
         shown = self._shown_hints(doc, calls)
         todo = [i for i in wanted if shown.hints[i] is _UNBUILT]
         if todo:
             by_end = calls.by_end
             sites = [by_end[i] for i in todo]
-            costs = self._costs_of(self._targets_of(doc, calls, sites))
+            costs = self._costs_of(self.calls.of(doc, calls, sites))
             ascii_only = doc.source.isascii()  # then columns are code units in every encoding
             for i, site, cost in zip(todo, sites, costs, strict=True):
                 if cost is None or not cost.hinted:
@@ -524,7 +390,7 @@ class Session:
     def _shown_hints(self, doc: Document, calls: CallMap) -> _ShownHints:
         """This version's hints built so far (none after an edit, a database change, new
         targets from jedi or new settings); a document without versions is built afresh."""
-        stamp = (doc.version, self.index.generation, self._targets_generation, self.config)
+        stamp = (doc.version, self.index.generation, self.calls.generation, self.config)
         shown = self._shown.get(doc.uri)
         if shown is None or shown.calls is not calls or shown.stamp != stamp or doc.version is None:
             shown = _ShownHints(calls, stamp, [_UNBUILT] * len(calls.sites))
@@ -559,8 +425,8 @@ class Session:
         if not self.config.code_lens.enabled or self.jedi_only:
             return []
         doc = self.documents.get(uri)
-        calls = self._call_map(doc)
-        call_costs = self._costs_of(self._targets_of(doc, calls, calls.sites))
+        calls = self.calls.call_map(doc)
+        call_costs = self._costs_of(self.calls.of(doc, calls, calls.sites))
         lenses = []
         for function in calls.functions:
             costs = [

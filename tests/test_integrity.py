@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -44,8 +43,10 @@ def python(code: str, *args: str, **kwargs) -> subprocess.Popen:
     )
 
 
-def cli(*args: object, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
+def cli(
+    *args: object, extra_env: dict[str, str] | None = None, **kwargs
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES), **(extra_env or {})}
     return subprocess.run(
         [sys.executable, "-m", "apiprof.cli", *map(str, args)],
         capture_output=True,
@@ -337,8 +338,8 @@ def test_scenario_files_built_to_blow_the_stack_fail_clearly(tmp_path, text, rea
 # -- a killed scanner's leftovers ------------------------------------------------------------------
 
 
-def sandbox_folder(pid: int) -> Path | None:
-    base = Path(tempfile.gettempdir()) / f"apiprof-sandboxes-{os.getuid()}"
+def sandbox_folder(pid: int, temp: Path) -> Path | None:
+    base = temp / f"apiprof-sandboxes-{os.getuid()}"
     found = list(base.glob(f"*-{pid}-*")) if base.is_dir() else []
     return found[0] if found else None
 
@@ -359,9 +360,14 @@ def test_a_killed_scanners_workers_die_and_the_next_scan_removes_its_sandboxes(t
     db = tmp_path / "killed.db"
     slow = FIXTURES / "tiny_pkg" / "slow_scenarios.toml"  # pauses in a worker
     args = ["--db", db, "--scenarios", slow, "--repeat", "1", "--isolation", isolation, "-q"]
+    # a temp folder of its own: any other scan on this machine (another test run, a helper's
+    # scan) would otherwise clean the killed scanner's sandbox up before the next scan here
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    private = {"TMPDIR": str(temp)}
     scanner = subprocess.Popen(
         [sys.executable, "-m", "apiprof.cli", "scan", "tiny_pkg", *map(str, args)],
-        env={**os.environ, "PYTHONPATH": str(FIXTURES)},
+        env={**os.environ, "PYTHONPATH": str(FIXTURES), **private},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -369,7 +375,7 @@ def test_a_killed_scanners_workers_die_and_the_next_scan_removes_its_sandboxes(t
         folder, deadline = None, time.monotonic() + 120
         while time.monotonic() < deadline and not (folder and processes_in(folder)):
             time.sleep(0.1)
-            folder = sandbox_folder(scanner.pid)
+            folder = sandbox_folder(scanner.pid, temp)
         assert folder and processes_in(folder), "no worker appeared"
     finally:
         scanner.send_signal(signal.SIGKILL)
@@ -380,9 +386,12 @@ def test_a_killed_scanners_workers_die_and_the_next_scan_removes_its_sandboxes(t
     assert processes_in(folder) == [], "a worker outlived its scanner"
     assert folder.exists(), "the killed scanner had no chance to clean up"
     quick = ["--scenarios", FIXTURES / "tiny_pkg" / "scenarios.toml", "--no-docstrings"]
-    out = cli("scan", "tiny_pkg", *args[:2], *quick, "--summary-json", tmp_path / "s.json", "-q")
+    summary = tmp_path / "s.json"
+    out = cli(
+        "scan", "tiny_pkg", *args[:2], *quick, "--summary-json", summary, "-q", extra_env=private
+    )
     assert out.returncode == 0, out.stderr[-2000:]
-    warnings = json.loads((tmp_path / "s.json").read_text())["packages"][0]["warnings"]
+    warnings = json.loads(summary.read_text())["packages"][0]["warnings"]
     assert any("removed 1 sandbox folder(s)" in w for w in warnings), warnings
     assert not folder.exists()
 

@@ -139,7 +139,7 @@ def test_json_load_from_file_reads_exactly_the_file(tmp_path, monkeypatch):
     json.load's I/O read is the file's size, and the fit says it grows as O(n)."""
     from apiprof.engine.isolation.protocol import MeasureSettings
     from apiprof.engine.isolation.worker import Worker
-    from apiprof.engine.scan import BUNDLED_SCENARIOS
+    from apiprof.engine.scan.options import BUNDLED_SCENARIOS
     from apiprof.engine.scenarios.files import load_scenario_file
     from apiprof.model.growth import fit_growth
 

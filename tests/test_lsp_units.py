@@ -16,6 +16,7 @@ from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms, store_batch, store_entry_points
 from apiprof.format import cost_hint, format_ns
 from apiprof.lsp_server.calls import map_calls
+from apiprof.lsp_server.completion import sort_text
 from apiprof.lsp_server.config import InlayHintOptions, ServerConfig, read_config
 from apiprof.lsp_server.costs import CostIndex
 from apiprof.lsp_server.framing import BadFrame, FrameParser, Message, Skipped
@@ -30,7 +31,7 @@ from apiprof.lsp_server.render import (
     short_hint,
 )
 from apiprof.lsp_server.resolve import Candidate, Resolver, clamp_position
-from apiprof.lsp_server.session import Session, sort_text
+from apiprof.lsp_server.session import Session
 from apiprof.lsp_server.text import Document
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (

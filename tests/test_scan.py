@@ -10,7 +10,8 @@ import pytest
 
 from apiprof.db import query
 from apiprof.db.schema import open_db
-from apiprof.engine.scan import ScanOptions, ScanProgress, combine_outcomes, scan
+from apiprof.engine.scan import ScanOptions, ScanProgress, scan
+from apiprof.engine.scan.bucket import combine_outcomes
 from apiprof.errors import PackageNotFound, ScenarioFileError, UsageError
 from apiprof.model.records import Coverage, Metric
 

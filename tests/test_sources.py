@@ -288,7 +288,7 @@ def test_what_a_loop_does_with_the_items_types_the_list():
 
 def test_an_absent_declared_dependency_is_its_own_category():
     from apiprof.engine.discovery.discover import optional_dependency
-    from apiprof.engine.scan import module_failure
+    from apiprof.engine.scan.plan import module_failure
     from apiprof.engine.scenarios.spec import ScenarioSpec
     from apiprof.model.records import Coverage
 

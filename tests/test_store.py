@@ -243,7 +243,7 @@ def test_foreign_corrupt_and_newer_files_are_refused(tmp_path):
 
 
 def test_a_locked_database_is_reported_not_waited_on_forever(tmp_path):
-    from apiprof.engine.scan import claim_write_access
+    from apiprof.engine.scan.store import claim_write_access
 
     path = tmp_path / "a.db"
     open_db(path).conn.close()

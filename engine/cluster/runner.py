@@ -17,7 +17,8 @@ from pathlib import Path
 
 from apiprof.engine.cluster.inputs import import_names
 from apiprof.engine.isolation.pool import WorkerPool
-from apiprof.engine.scan import ScanOptions, discover_package, scan
+from apiprof.engine.scan import ScanOptions, scan
+from apiprof.engine.scan.discover import discover_package
 from apiprof.errors import ApiprofError, UsageError
 
 

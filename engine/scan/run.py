@@ -1,0 +1,38 @@
+"""Run: calibrate the probes and run the plan's tasks on the worker pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from apiprof.engine.isolation.pool import Task, TaskResult, WorkerPool
+from apiprof.engine.isolation.protocol import (
+    Calibrate,
+    Calibrated,
+    MeasureSettings,
+)
+from apiprof.engine.scan.discover import expect
+from apiprof.engine.scan.options import ScanOptions
+from apiprof.engine.scan.plan import Plan
+from apiprof.model.records import (
+    Calibration,
+)
+
+
+def calibrate_in_worker(pool: WorkerPool) -> Calibration:
+    """Probe costs, measured in a worker (the interpreter and settings that will be measured)."""
+    reply = expect(pool.request(Calibrate(), timeout=120), Calibrated, "calibrating the profiler")
+    return reply.calibration
+
+
+def run_plan(
+    pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None
+) -> Iterator[TaskResult]:
+    """Run every task on the pool; results arrive in completion order."""
+    settings = MeasureSettings(
+        calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
+    )
+    return pool.run(
+        Task(request.entry.qualname, replace(request, settings=settings))
+        for request in plan.requests
+    )
