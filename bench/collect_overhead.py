@@ -8,11 +8,12 @@ collector to start (it waits until the program has worked long enough to pay for
 start-up within the budget: start-up cost ÷ 1 %, ≈5–10 s of CPU) and then probe.
 
 Each round starts three copies of it at the same moment, each in a fresh interpreter started
-the normal way — collection off, collection on, and off again (the "twin", whose ratio to the
-first is the noise floor of the method at that moment) — and the order they are started in
+the normal way with the same environment variables — collection off (``APIPROF_COLLECT=0``),
+on, and off again (the "twin", whose ratio to the first is the noise floor of the method at
+that moment) — and the order they are started in
 rotates. Whatever else the machine does meanwhile slows all three alike. Rounds interleave the
 interpreters and configurations, so a change of load spreads over all of them. Reported per
-round: CPU time (user + system, the program's and its collector's threads, from ``wait4``) and
+round: CPU time (user + system of the whole process, the collector's turns included, from ``wait4``) and
 wall time of on ÷ off, the load average, and what the on run probed (APIs, calls) with the
 collector's own accounting of its cost; per interpreter and configuration: the median and the
 range over rounds. CPU is the figure the target is about (≤ 1.01, floor ≤ 1.03): wall time on a
@@ -213,18 +214,19 @@ def one_round(
     python: str, config: str, i: int, program: Path, reference: Path, work: Path
 ) -> Round:
     base = {k: v for k, v in os.environ.items() if not k.startswith("APIPROF_")}
-    off = {**base, "APIPROF_COLLECT": "0"}
     # one home per interpreter and configuration, as a user has: the start-up cost learnt by
     # one run sets the next one's warm-up
     home = work / f"home-{hashlib.sha256(python.encode()).hexdigest()[:8]}-{config}"
-    on = {
-        **base,
-        "APIPROF_COLLECT": "1",
+    settings = {
         "APIPROF_HOME": str(home),
         "APIPROF_REFERENCE": str(reference),
         "APIPROF_COLLECT_MAX_LOAD": "1000",
         **CONFIGS[config],
     }
+    # the off runs carry the very same variables (same size of environment: it shifts the
+    # stack and so the speed of an interpreter), only with collection switched off
+    on = {**base, **settings, "APIPROF_COLLECT": "1"}
+    off = {**base, **settings, "APIPROF_COLLECT": "0"}
     runs = [("off", off), ("on", on), ("twin", off)]
     runs = runs[i % 3 :] + runs[: i % 3]  # who starts first rotates
     load = os.getloadavg()[0]

@@ -7,7 +7,6 @@ place (``apiprof.db.store``) so fields are not spelled out again elsewhere.
 from __future__ import annotations
 
 import enum
-import hashlib
 import json
 import platform
 import sys
@@ -178,6 +177,8 @@ class Environment:
 
     @property
     def id(self) -> str:
+        import hashlib  # here: it loads OpenSSL, which collected programs need not pay for
+
         canonical = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

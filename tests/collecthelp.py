@@ -90,6 +90,11 @@ def counts(docs: list[dict], metric: str = "wall_ns") -> dict[str, int]:
 
 WAIT_FOR_COLLECTOR = """
 import json, sys, textwrap, time
+def leave_a_cycle():
+    # the collector takes its turns after garbage collections, which come as garbage piles
+    # up: like most real programs, this one leaves reference cycles behind
+    cycle = []
+    cycle.append(cycle)
 def wait_for_collector():
     # Tests only: a busy machine can delay the collector's start past a short program's end.
     from apiprof.engine.collect import bootstrap
@@ -99,6 +104,7 @@ def wait_for_collector():
         if collector is not None and collector.active:
             return calls
         json.dumps([0]); textwrap.dedent(" x")
+        leave_a_cycle()
         calls += 1
         time.sleep(0.005)
     raise SystemExit("the collector never started")
@@ -113,6 +119,7 @@ end = time.perf_counter() + seconds
 while time.perf_counter() < end:
     json.dumps({"a": [1, 2, 3], "b": "x" * 30})
     textwrap.dedent("    hello\\n    world")
+    leave_a_cycle()
     calls += 1
     if calls % 100 == 0:
         time.sleep(0.001)  # like real programs, it waits now and then (the collector gets a turn)

@@ -315,14 +315,14 @@ def test_a_busy_machine_and_taken_slots_mean_no_collection(tmp_path, monkeypatch
     layout = Layout(tmp_path)
     monkeypatch.setattr("apiprof.engine.collect.collector._load_per_cpu", lambda: 5.0)
     busy = Collector(layout, CollectConfig(max_load=0.75, apis=("json.dumps",)), 0, 0)
-    busy.run()
+    assert not busy.begin()
     assert busy.slot is None and busy.probes is None
     held = [acquire_slot(layout, 2) for _ in range(2)]
     assert acquire_slot(layout, 2) is None and slots_in_use(layout, 2) == 2
     full = Collector(
         layout, CollectConfig(max_load=1000, max_programs=2, apis=("json.dumps",)), 0, 0
     )
-    full.run()
+    assert not full.begin()
     assert full.probes is None
     for slot in held:
         slot.release()
@@ -427,7 +427,7 @@ def test_a_forked_child_collects_its_own_calls_only(tmp_path, reference):
         def work(seconds):
             n, end = 0, time.perf_counter() + seconds
             while time.perf_counter() < end:
-                json.dumps([n]); n += 1
+                json.dumps([n]); leave_a_cycle(); n += 1
                 if n % 100 == 0:
                     time.sleep(0.001)
             return n

@@ -175,5 +175,17 @@ def test_unwatch_and_close_restore_the_code(probes):
         assert all(sys.monitoring.get_tool(t) != "apiprof-collect" for t in range(6))
 
 
+@pytest.mark.skipif(not HAS_MONITORING, reason="sys.monitoring is 3.12+")
+def test_exceptions_elsewhere_reach_no_probe_while_nothing_is_watched(probes):
+    assert sys.monitoring.get_events(probes.tool) == 0  # the calibration left nothing on
+    handle = probes.watch(fails)
+    assert sys.monitoring.get_events(probes.tool) != 0  # unwinds are global events
+    probes.pause()
+    assert sys.monitoring.get_events(probes.tool) == 0
+    probes.resume()
+    probes.unwatch(handle)
+    assert sys.monitoring.get_events(probes.tool) == 0
+
+
 def test_probe_costs_are_measured_when_opened(probes):
     assert 0 < probes.inside_ns <= probes.probe_cost_ns < 50_000

@@ -43,7 +43,7 @@ class ReferenceCandidates:
     """Candidates and call edges from an apiprof database, read-only, queried per new module."""
 
     def __init__(self, path: Path) -> None:
-        # read on the collector's thread, closed at exit on the program's main thread
+        # read in the collector's turns, on whichever thread collected garbage, closed at exit
         self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self._partners: dict[str, set[str]] = {}
 

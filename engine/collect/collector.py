@@ -1,20 +1,21 @@
 """The collector inside a collected program: choose APIs, keep their probes within budget,
 summarise into the spool.
 
-It runs on one background thread that ticks after every so much of the program's own CPU work
+It has no thread of its own: :mod:`~apiprof.engine.collect.bootstrap` gives it a turn after the
+program's garbage collections, and it ticks after every so much of the program's own CPU work
 (not of wall time: on a busy machine a program may get a tenth of a CPU, and ticks paced by the
-clock would then cost ten times their share), checking the clock cheaply in between:
+clock would then cost ten times their share):
 
 * new modules in ``sys.modules`` bring new candidates; each is drawn with the configured rate
   and queued, and queued APIs are instrumented while fewer than the limit are, skipping one that
   shares a call stack with an instrumented API;
 * the **budget**: everything collection costs the program — the start-up on the main thread,
-  this thread's CPU time (imports, choosing, reading records, writing summaries) and every probed
+  the CPU time of its turns (imports, choosing, reading records, writing summaries) and every probed
   call at the probes' measured cost — is kept at or below ``budget`` × the CPU time the program
   itself has used (not its wall time: on a busy machine, or in a program that mostly waits, wall
   time runs far ahead of the work done, and 1 % of it would be more than 1 % of the work). Past
   it, every probe is switched off until the program has worked long enough to pay for more; the
-  thread also sleeps longer the less budget is left;
+  ticks also come further apart the less budget is left;
 * records are read into log2 tallies (WALL for every call, CPU for the sampled ones); an API
   that has given ``samples`` calls makes room for the next one drawn, and so does one the
   program has not called during ``IDLE_CPU_NS`` of its probed work while others wait (most
@@ -34,12 +35,10 @@ import os
 import platform
 import random
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from apiprof.engine.collect.bootstrap import wait_for_work
 from apiprof.engine.collect.choose import (
     Candidate,
     ListedCandidates,
@@ -66,7 +65,7 @@ from apiprof.model.records import Metric
 if TYPE_CHECKING:
     import subprocess
 
-MIN_TICK = 0.05  # each wake-up takes the GIL from the program: not too often
+MIN_TICK = 0.05  # seconds of the program's CPU work between ticks, at least
 MAX_TICK = 2.0  # seconds of the program's CPU work between ticks, at most
 ASSUMED_PROBE_SHARE = 0.5  # worst-case share of program time probes take until measured
 SPEED_COST_NS = 12_000_000  # what measuring the machine-speed index costs, about
@@ -124,10 +123,9 @@ class Collector:
         self.layout, self.config = layout, config
         self.started_ns = started_ns
         self.started_cpu_ns = started_cpu_ns  # the process's CPU time when collection began
-        self.main_thread_ns = main_thread_ns  # start-up and exit work on the host's thread
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.finished = threading.Event()
+        self.main_thread_ns = main_thread_ns  # the start-up hook's work
+        self.own_ns = 0  # CPU time of the collector's turns (imports, ticks, closing)
+        self.next_tick_cpu = 0.0  # the program's CPU time at which the next tick is due
         self.slot: Slot | None = None
         self.source: ReferenceCandidates | ListedCandidates | None = None
         self.probes: LiveProbes | None = None
@@ -141,8 +139,6 @@ class Collector:
         self.tallies: dict[str, _Tallies] = {}
         self.versions: dict[str, str] = {}
         self.speed_ns: float | None = None
-        self.thread_cpu_ns = 0  # this collector's own CPU time on its thread(s), imports included
-        self.thread_cpu_base = 0  # CPU of the collector's earlier threads (before a fork)
         self.last_flush_ns = started_ns
         self.last_spent, self.last_tick_cpu = 0.0, 0
         self.probe_share = ASSUMED_PROBE_SHARE
@@ -151,38 +147,47 @@ class Collector:
         self.closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def run(self) -> None:
-        """The collector's thread: take a program slot (unless the machine is busy or every
-        slot is taken), then tick until the program exits."""
-        self.thread_cpu_base = self.thread_cpu_ns
+    def begin(self) -> bool:
+        """Take a program slot (unless the machine is busy or every slot is taken) and set the
+        probes up; False if this program is not collected."""
+        cpu0 = time.thread_time_ns()
         try:
-            if self.probes is None:
-                if self.config.max_load and _load_per_cpu() > self.config.max_load:
-                    return
+            if self.config.max_load and _load_per_cpu() > self.config.max_load:
+                ready = False
+            else:
                 self.slot = acquire_slot(self.layout, self.config.max_programs)
-                if self.slot is None or not self._setup():
-                    self._shutdown()
-                    return
-                save_setup_cost(self.layout, time.thread_time_ns())
-            while not self.stop.is_set():
-                tick0 = time.thread_time_ns()
-                with self.lock:
-                    if self.closed:
-                        break
-                    delay = self._tick()
-                self.tick_cost_ns = 0.8 * self.tick_cost_ns + 0.2 * (time.thread_time_ns() - tick0)
-                self._wait(delay)
+                ready = self.slot is not None and self._setup()
+        except Exception:
+            ready = False
+        self.own_ns += time.thread_time_ns() - cpu0
+        if not ready:
+            self._shutdown()
+            return False
+        save_setup_cost(self.layout, self.own_ns)
+        return True
+
+    def turn(self) -> float:
+        """The collector's turn (after a garbage collection): tick if the program has done
+        enough work since the last tick or a summary is due. Returns the ``perf_counter_ns``
+        before which the next turn has nothing to do (infinity once collection is off)."""
+        cpu0 = time.thread_time_ns()
+        try:
+            flush_at = self.last_flush_ns + self.config.interval * 1e9
+            missing = self.next_tick_cpu - self.program_cpu_ns()
+            if missing <= 0 or time.perf_counter_ns() >= flush_at:
+                delay = self._tick()
+                tick = time.thread_time_ns() - cpu0
+                self.tick_cost_ns = 0.8 * self.tick_cost_ns + 0.2 * tick
+                missing = delay * 1e9
+                self.next_tick_cpu = self.program_cpu_ns() + missing
+                flush_at = self.last_flush_ns + self.config.interval * 1e9
         except Exception:
             self._shutdown()
+            return float("inf")
         finally:
-            self.finished.set()
-
-    def _wait(self, work_s: float) -> None:
-        """Sleep until the program has done ``work_s`` more seconds of CPU work, the next summary
-        is due, or collection stops."""
-        target = self.program_cpu_ns() + work_s * 1e9
-        flush_at = self.last_flush_ns + self.config.interval * 1e9
-        wait_for_work(self.stop, lambda: target - self.program_cpu_ns(), flush_at)
+            self.own_ns += time.thread_time_ns() - cpu0
+        # the program's CPU time grows no faster than the clock with one busy thread
+        return min(time.perf_counter_ns() + missing, flush_at)
 
     def _setup(self) -> bool:
         if self.config.apis:
@@ -197,35 +202,30 @@ class Collector:
         return True
 
     def close(self) -> None:
-        """At exit (host's main thread): stop the thread, read the last records, remove every
-        probe, write the final summary, free the slot."""
-        t0 = time.thread_time_ns()  # the host's thread: its CPU time, as the budget counts
-        self.stop.set()
-        self.finished.wait(timeout=2.0)
-        if not self.lock.acquire(timeout=2.0):
+        """At exit: read the last records, remove every probe, write the final summary, free
+        the slot."""
+        t0 = time.thread_time_ns()
+        if self.closed:
             return
+        self.closed = True
         try:
-            if self.closed:
-                return
-            self.closed = True
             if self.probes is not None:
                 self._absorb(self.probes.drain())
                 self.probes.close()
                 self._flush(final=True)
-                self.main_thread_ns += time.thread_time_ns() - t0
+                self.own_ns += time.thread_time_ns() - t0
                 save_program_cost(self.layout, self.cost_report())
         finally:
             self._release()
-            self.lock.release()
 
     def _shutdown(self) -> None:
         """Collection off for the rest of this program (nothing to collect, or a failure)."""
-        with self.lock:
-            self.closed = True
-            if self.probes is not None:
+        self.closed = True
+        if self.probes is not None:
+            with contextlib.suppress(Exception):
                 self.probes.close()
-                self.probes = None
-            self._release()
+            self.probes = None
+        self._release()
 
     def _release(self) -> None:
         if self.source is not None:
@@ -236,36 +236,24 @@ class Collector:
             self.slot.release()
             self.slot = None
 
-    def prepare_thread(self) -> bool:
-        """Fresh events for a new run of the thread (after a fork stopped it); False if
-        collection has ended for this program."""
-        self.stop = threading.Event()
-        self.finished = threading.Event()
-        if self.closed or self.probes is None:
-            self.finished.set()
-            return False
-        return True
-
     def after_fork_in_child(self) -> bool:
         """A forked child is a program of its own: the parent's calls stay the parent's, and the
-        child collects only if it gets a slot. True if its thread should be started again."""
-        self.lock = threading.Lock()  # the parent's thread may have held it
+        child collects only if it gets a slot. True if it goes on collecting."""
         self.tallies.clear()
         self.uploaders.clear()
         if self.slot is not None:
             self.slot.release()  # the parent keeps the lock through its own descriptor
             self.slot = None
-        if not self.prepare_thread():
+        if self.closed or self.probes is None:
             return False
-        assert self.probes is not None
         self.probes.drain()  # calls made before the fork are the parent's
         self.started_ns = self.last_flush_ns = time.perf_counter_ns()
         self.started_cpu_ns = time.process_time_ns()  # the child's own CPU clock
-        self.main_thread_ns, self.thread_cpu_ns, self.last_spent, self.last_tick_cpu = 0, 0, 0.0, 0
+        self.main_thread_ns, self.own_ns, self.last_spent = 0, 0, 0.0
+        self.last_tick_cpu, self.next_tick_cpu = 0, 0.0
         self.slot = acquire_slot(self.layout, self.config.max_programs)
         if self.slot is None:
             self._shutdown()
-            self.finished.set()
             return False
         return True
 
@@ -284,7 +272,7 @@ class Collector:
             "budget": self.config.budget,
             "probed_calls": self.probes.calls(),
             "probe_cost_ns": self.probes.probe_cost_ns,
-            "collector_cpu_ms": self.thread_cpu_ns / 1e6,
+            "collector_cpu_ms": self.own_ns / 1e6,
             "main_thread_ms": self.main_thread_ns / 1e6,
             "apis_measured": len(self.measured),
         }
@@ -292,23 +280,18 @@ class Collector:
     # -- one tick ------------------------------------------------------------------------------
     def spent_ns(self) -> float:
         assert self.probes is not None
-        return (
-            self.main_thread_ns
-            + self.thread_cpu_ns
-            + self.probes.calls() * self.probes.probe_cost_ns
-        )
+        return self.main_thread_ns + self.own_ns + self.probes.calls() * self.probes.probe_cost_ns
 
     def program_cpu_ns(self) -> int:
         """CPU time the program itself has used since collection began (the budget's base: on
         a busy machine a program's wall time runs far ahead of the work it does)."""
-        return time.process_time_ns() - self.started_cpu_ns - self.thread_cpu_ns
+        return time.process_time_ns() - self.started_cpu_ns - self.own_ns
 
     def _tick(self) -> float:
         """One round of bookkeeping; returns the seconds of the program's CPU work until the
         next (at least enough for ticks to cost a quarter of the budget at most)."""
         probes = self.probes
         assert probes is not None
-        self.thread_cpu_ns = self.thread_cpu_base + time.thread_time_ns()
         now = time.perf_counter_ns()
         program = self.program_cpu_ns()
         allowance = self.config.budget * program

@@ -26,7 +26,6 @@ physical sense — the checks merge applies, :mod:`apiprof.model.checks`); any v
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -138,6 +137,8 @@ def new_batch_id() -> str:
 def slice_of(qualname: str, slices: int) -> int:
     """Which of ``slices`` partitions an API belongs to (the same on every backend and client:
     the first 32 bits of its name's MD5, modulo ``slices``)."""
+    import hashlib  # here: it loads OpenSSL, which collected programs need not pay for
+
     return int(hashlib.md5(qualname.encode()).hexdigest()[:8], 16) % slices
 
 

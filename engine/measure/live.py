@@ -192,6 +192,10 @@ class LiveProbes:
         watch = self.watches[index]
         if HAS_MONITORING:
             _monitoring.set_local_events(self.tool, watch.function.__code__, 0)
+            if self.paused or not any(i != index for i in self.watches):
+                # the unwind and throw events are global: every exception leaving any frame of
+                # the program would call the probe while nothing is watched
+                _monitoring.set_events(self.tool, 0)
         else:
             watch.function.__code__ = watch.original
 
