@@ -184,3 +184,26 @@ def test_a_child_asked_what_its_holder_is_asked_implements_it(gathered):
 def test_a_proxy_wrapping_a_c_method_is_called_by_its_own_signature(gathered):
     failure, items = try_scenario(spec_for(gathered, "gaps_pkg.compat.Bag.items"))
     assert failure is None and list(items) == [("a", 1)]
+
+
+def test_a_receiver_with_a_compiled_init_is_fed_but_never_renewed():
+    """Running a C ``__init__`` again may leak what the previous run allocated (msgpack 1.1's
+    Unpacker leaks its buffer), and a scenario renews its receiver thousands of times."""
+    from collections import deque
+
+    from apiprof.engine.scenarios.building import BuildContext
+    from apiprof.engine.scenarios.warmup import _renewal
+
+    class Python:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+    compiled, python = deque([1, 2]), Python(3)
+    context = BuildContext("q", 10, seed=0, variant=1)
+    context.made = {id(compiled): (compiled, ([1, 2],), {}), id(python): (python, (3,), {})}
+    assert _renewal(compiled, context) is None
+    renew = _renewal(python, context)
+    assert renew is not None
+    python.size = 0
+    renew()
+    assert python.size == 3

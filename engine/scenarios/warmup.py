@@ -8,7 +8,8 @@ realistic input where the package makes it (the inverse class's output: ``Packer
 Each call may consume what it was fed and leave the rest (``read_array_header`` reads a header
 and leaves the items), so a receiver its class built is renewed before being fed again: its
 ``__init__`` runs again with the arguments it was built with, and every measured call starts
-from the same state. Later variants feed other flavours of input (a packed map, not a list,
+from the same state — when that ``__init__`` is Python code (a compiled one may leak what the
+previous run allocated). Later variants feed other flavours of input (a packed map, not a list,
 for ``read_map_header``).
 """
 
@@ -97,12 +98,17 @@ def warm_receiver(
 
 def _renewal(instance: object, context: BuildContext) -> Callable[[], object] | None:
     """Runs the receiver's ``__init__`` again with the arguments its class was built with (None
-    when a factory built it: its arguments are not the class's)."""
+    when a factory built it: its arguments are not the class's; and when ``__init__`` is
+    compiled code, which may allocate afresh without freeing what the previous run made —
+    msgpack 1.1's C ``Unpacker`` leaks its 1 MiB buffer each time, and a scenario renews its
+    receiver thousands of times)."""
     made = context.made.get(id(instance))
     if made is None or made[0] is not instance:
         return None
     _, args, kwargs = made
     initialize = type(instance).__init__
+    if not inspect.isfunction(initialize):
+        return None
     return lambda: initialize(instance, *args, **kwargs)
 
 
