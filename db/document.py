@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlite_utils
 
-from apiprof.db import query
+from apiprof.db import details, query
 from apiprof.errors import UsageError
 from apiprof.model.histogram import bucket_bounds, sub_bucket_bounds
 from apiprof.model.records import NO_SIZE, Metric
@@ -46,7 +46,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
     if found is not None:
         found = found.at_reference()
     if found is None:
-        near = query.similar_names(db, qualname)
+        near = details.similar_names(db, qualname)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise UsageError(
             f"no profile for {qualname!r} in this database{hint}; scan its package with `apiprof-scan PACKAGE`"
@@ -89,7 +89,7 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
             ],
         }
     scenarios: dict[str, dict[str, Any]] = {}
-    ran = query.scenario_inputs(db, found.qualname)
+    ran = details.scenario_inputs(db, found.qualname)
     for piece in query.scenario_breakdown(db, found.qualname):
         entry = scenarios.setdefault(
             piece.scenario_id,
@@ -143,5 +143,5 @@ def profile_document(db: sqlite_utils.Database, qualname: str) -> dict[str, Any]
         ],
         "scenario_count": found.scenarios,
         "scenarios": list(scenarios.values()),
-        "failures": [asdict(row) for row in query.failures(db, found.qualname)],
+        "failures": [asdict(row) for row in details.failures(db, found.qualname)],
     }

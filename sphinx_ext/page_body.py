@@ -18,7 +18,8 @@ from apiprof.sphinx_ext.i18n import _, ngettext
 from apiprof.sphinx_ext.rows import text
 
 if TYPE_CHECKING:
-    from apiprof.db.query import ApiSummary, Provenance
+    from apiprof.db.details import Provenance
+    from apiprof.db.query import ApiSummary
     from apiprof.sphinx_ext.growth_view import GrowthView
     from apiprof.sphinx_ext.views import (
         MetricDetail,

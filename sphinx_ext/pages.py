@@ -356,13 +356,13 @@ def render_api_page(
     names: dict[str, str],
 ) -> str:
     """The body of one API's drill-down page."""
-    from apiprof.db import query
+    from apiprof.db import details, query
 
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.slices(qualname)
     figures = SliceFigures()
-    edges = profiles.read(query.call_edges, qualname) or {"callers": [], "callees": []}
+    edges = profiles.read(details.call_edges, qualname) or {"callers": [], "callees": []}
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
         return [
@@ -394,7 +394,7 @@ def render_api_page(
         side_by_side=lab_and_collected(slices),
         scenarios=scenario_table(slices, figures),
         growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices, figures),
-        provenance=profiles.read(query.provenance, qualname) or [],
+        provenance=profiles.read(details.provenance, qualname) or [],
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),
         doc_url=_doc_url(writer, pagename, locations.get(qualname)),

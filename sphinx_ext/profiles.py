@@ -116,7 +116,7 @@ class Profiles:
             if known is not None and stat is not None and known[0] == stat:
                 self.fingerprint = known[1]  # the very file the last build read without trouble
             else:
-                from apiprof.db.query import content_fingerprint
+                from apiprof.db.fingerprint import content_fingerprint
 
                 self.fingerprint = content_fingerprint(self.connection())
         except (DatabaseError, sqlite3.Error) as exc:
@@ -171,11 +171,11 @@ class Profiles:
     def _preload(self, db: Reader) -> None:
         """Every summary and scenario breakdown, from one read of the buckets: documents need
         the summaries, the drill-down pages the breakdowns of most of the same APIs."""
-        from apiprof.db import query
+        from apiprof.db import details, query
 
         breakdowns = query.scenario_breakdowns(db)
         summaries = query.all_summaries(db, breakdowns=breakdowns)
-        for qualname in query.collected_qualnames(db) & set(summaries):
+        for qualname in details.collected_qualnames(db) & set(summaries):
             summaries[qualname] = lab_first(summaries[qualname], breakdowns.get(qualname, []))
         self._cache, self._slices = summaries, breakdowns
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())

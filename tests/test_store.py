@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from apiprof.db import query
+from apiprof.db import details, query
 from apiprof.db.merge import merge_files
 from apiprof.db.schema import SCHEMA_VERSION, migrate, open_db, schema_version
 from apiprof.db.store import (
@@ -147,7 +147,7 @@ def test_merge_carries_the_failures_behind_each_verdict_it_takes(tmp_path):
     )
     merge_files(out, [failed])
     db = open_db(out, readonly=True)
-    assert [(f.scenario_id, f.phase, f.reason) for f in query.failures(db, "pkg.f")] == [
+    assert [(f.scenario_id, f.phase, f.reason) for f in details.failures(db, "pkg.f")] == [
         ("synth:pkg.f", "call", "raised KeyError")
     ]
     db.conn.close()
@@ -157,7 +157,7 @@ def test_merge_carries_the_failures_behind_each_verdict_it_takes(tmp_path):
     merge_files(fresh, [later, failed])  # the other order: the failure arrives second
     for merged in (out, fresh):
         db = open_db(merged, readonly=True)
-        assert query.failures(db, "pkg.f") == [], "a failure never outlives a profiled verdict"
+        assert details.failures(db, "pkg.f") == [], "a failure never outlives a profiled verdict"
         db.conn.close()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
-from apiprof.db.query import failures as failure_rows
+from apiprof.db.details import failures as failure_rows
 from apiprof.db.query import summaries
 from apiprof.engine.isolation.protocol import (
     Discovered,

@@ -1,0 +1,137 @@
+"""An API's background, for drill-down pages and ``apiprof show``: which machines and scans
+its samples came from, its callers and callees, why it was not profiled, what each scenario
+ran, whether real programs measured it, and the known names closest to a mistyped one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from apiprof.model.records import Metric, ScenarioSource
+
+if TYPE_CHECKING:  # the queries only execute SQL: readers pass a light schema.Reader
+    import sqlite_utils
+
+    from apiprof.db.schema import Readable
+
+
+@dataclass(frozen=True)
+class Provenance:
+    environment_id: str
+    python: str
+    implementation: str
+    system: str
+    machine: str
+    cpu: str
+    samples: int
+    scans: tuple[dict, ...]  # {"id", "started_at", "finished_at", "calibration": {...}}
+
+
+def provenance(db: Readable, qualname: str) -> list[Provenance]:
+    """Which machines and interpreters contributed samples to an API, and the scans there."""
+    out = []
+    for env_id, samples in db.execute(
+        "SELECT environment_id, SUM(count) FROM buckets WHERE qualname = ? AND metric = ? "
+        "GROUP BY environment_id",
+        [qualname, str(Metric.WALL)],
+    ).fetchall():
+        env = db.execute(
+            "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?",
+            [env_id],
+        ).fetchone() or ("?", "?", "?", "?", "?")
+        scans = tuple(
+            {
+                "id": sid,
+                "started_at": started,
+                "finished_at": finished,
+                "calibration": json.loads(cal or "{}"),
+            }
+            for sid, started, finished, cal in db.execute(
+                "SELECT id, started_at, finished_at, calibration FROM scans WHERE environment_id = ? "
+                "AND package = (SELECT package FROM entry_points WHERE qualname = ?) ORDER BY id",
+                [env_id, qualname],
+            )
+        )
+        python, implementation, system, machine, cpu = env
+        out.append(
+            Provenance(env_id, python, implementation, system, machine, cpu, int(samples), scans)
+        )
+    return out
+
+
+def call_edges(db: Readable, qualname: str) -> dict[str, list[tuple[str, int]]]:
+    """Callers and callees of an API with call counts: ``{"callers": [...], "callees": [...]}``."""
+    return {
+        "callers": db.execute(
+            "SELECT caller, count FROM call_edges WHERE callee = ? ORDER BY count DESC", [qualname]
+        ).fetchall(),
+        "callees": db.execute(
+            "SELECT callee, count FROM call_edges WHERE caller = ? ORDER BY count DESC", [qualname]
+        ).fetchall(),
+    }
+
+
+def similar_names(db: Readable, name: str, limit: int = 3) -> list[str]:
+    """Known qualified names closest to ``name`` (for "did you mean" hints on typos)."""
+    import difflib
+
+    prefix = name.split(".", 1)[0]
+    known = [
+        r[0]
+        for r in db.execute(
+            "SELECT qualname FROM entry_points WHERE package = ? UNION SELECT alias FROM aliases WHERE alias LIKE ?",
+            [prefix, f"{prefix}.%"],
+        )
+    ]
+    return difflib.get_close_matches(name, known, n=limit, cutoff=0.6)
+
+
+def collected_qualnames(db: Readable) -> set[str]:
+    """APIs with in-the-wild measurements (bucket rows of a scenario whose source is
+    ``collected``, or of the scenario id ``collected``), which readers show apart from the lab's."""
+    return {
+        row[0]
+        for row in db.execute(
+            "SELECT DISTINCT b.qualname FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
+            "WHERE s.source = ? OR b.scenario_id = ?",
+            [str(ScenarioSource.COLLECTED)] * 2,
+        )
+    }
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One failed attempt behind an entry point's "not profiled" verdict."""
+
+    scenario_id: str
+    phase: str
+    kind: str
+    reason: str
+    location: str
+    traceback: str
+
+
+def failures(db: Readable, qualname: str) -> list[FailureRow]:
+    """Every failed scenario or source stored for an API, in the order they were tried."""
+    if "failures" not in db.table_names():  # a database from before failures were kept
+        return []
+    rows = db.execute(
+        "SELECT scenario_id, phase, kind, reason, location, traceback FROM failures "
+        "WHERE qualname = ? ORDER BY position",
+        [qualname],
+    ).fetchall()
+    return [FailureRow(*(value or "" for value in row)) for row in rows]
+
+
+def scenario_inputs(db: sqlite_utils.Database, qualname: str) -> dict[str, dict[str, str]]:
+    """What each stored scenario of an API ran: {scenario id: {setup, call, inputs}}."""
+    columns = {column.name for column in db.table("scenarios").columns}
+    if "inputs" not in columns:
+        return {}
+    return {
+        row[0]: {"setup": row[1] or "", "call": row[2] or "", "inputs": row[3] or ""}
+        for row in db.execute(
+            "SELECT id, setup, call, inputs FROM scenarios WHERE qualname = ?", [qualname]
+        )
+    }

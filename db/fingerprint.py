@@ -1,0 +1,39 @@
+"""Whether what readers show has changed: a hash of the rows behind it, not of the file."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apiprof.db.schema import Readable
+
+
+_CONTENT_TABLES = (
+    "entry_points",
+    "aliases",
+    "coverage",
+    "scenarios",
+    "buckets",
+    "growth",
+    "call_edges",
+    "environments",
+    "scans",
+    "failures",
+)
+
+
+def content_fingerprint(db: Readable) -> str:
+    """A hash of everything readers show (not of the file: a ``touch`` or a checkpoint of the
+    write-ahead log leaves it alone, any changed row changes it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    present = set(db.table_names())
+    for table in _CONTENT_TABLES:
+        if table not in present:
+            continue
+        columns = len(db.execute(f"SELECT * FROM [{table}] LIMIT 0").description)
+        order = ", ".join(str(i) for i in range(1, columns + 1))
+        rows = db.execute(f"SELECT * FROM [{table}] ORDER BY {order}").fetchall()
+        digest.update(f"\x00{table}\x00{rows!r}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
