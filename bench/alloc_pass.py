@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtu
 
 import groundtruth_pkg as gt
 
-from apiprof.engine.measure import alloc
+from apiprof.engine.measure import alloc, alloccounters
 
 ROUNDS = 5
 RECORDS = [{"id": i, "ok": True, "tags": ["a", "b"]} for i in range(2000)]
@@ -67,7 +67,7 @@ def measure(name: str, run: Callable[[], object], target: object) -> None:
 
 
 def main() -> None:
-    print(f"python {sys.version.split()[0]}, counter: {alloc.counter_name()}")
+    print(f"python {sys.version.split()[0]}, counter: {alloccounters.counter_name()}")
     measure("calls", gt.mid, gt.leaf.__code__)
     measure("generators", lambda: json.dumps(RECORDS, indent=2), json.dumps.__code__)
 

@@ -12,8 +12,9 @@ import sys
 import groundtruth_pkg as gt
 import pytest
 
-from apiprof.engine.measure import alloc
-from apiprof.engine.measure.alloc import TracemallocCounter, run_allocation_pass
+from apiprof.engine.measure import alloc, alloccounters
+from apiprof.engine.measure.alloc import run_allocation_pass
+from apiprof.engine.measure.alloccounters import TracemallocCounter
 from apiprof.engine.measure.probes import HAS_MONITORING, normalize_callable
 
 HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
@@ -22,7 +23,7 @@ HEADER = bytearray(0).__sizeof__()  # object header; the buffer adds n + 1
 SLACK = 256
 
 needs_extension = pytest.mark.skipif(
-    alloc._alloccount is None, reason="apiprof.engine.measure._alloccount not built"
+    alloccounters._alloccount is None, reason="apiprof.engine.measure._alloccount not built"
 )
 
 
@@ -32,7 +33,7 @@ def code(f):
 
 @needs_extension
 def test_counter_counts_requested_bytes_and_pauses():
-    ext = alloc._alloccount
+    ext = alloccounters._alloccount
     assert ext.install()
     try:
         before = ext.allocated()
@@ -158,8 +159,8 @@ def test_exceptions_propagate_and_hooks_are_removed():
 
     with pytest.raises(ValueError, match="scenario failed"):
         run_allocation_pass(boom, [code(gt.leaf)])
-    if alloc._alloccount is not None:
-        assert not alloc._alloccount.is_installed()
+    if alloccounters._alloccount is not None:
+        assert not alloccounters._alloccount.is_installed()
 
 
 # -- item: allocation figures that cannot silently go wrong ---------------------------------
@@ -216,7 +217,7 @@ def test_a_failing_callback_invalidates_the_pass(monkeypatch):
 def test_a_pause_left_open_does_not_silence_the_next_pass():
     """A timeout raised between pause and resume used to leave the counter paused for the rest
     of the worker: every later allocation read 0 bytes."""
-    ext = alloc._alloccount
+    ext = alloccounters._alloccount
     ext.pause()  # what an interrupted callback leaves behind
     res = run_allocation_pass(gt.child_alloc, [code(gt.child_alloc)], repeat=3)
     assert res.incl[code(gt.child_alloc)].median == gt.CHILD_BYTES + HEADER + 1
@@ -242,7 +243,7 @@ def test_timeout_inside_the_hook_leaves_counting_on(monkeypatch):
     with pytest.raises(timeouts.CallTimeout):
         run_allocation_pass(gt.parent_alloc, [code(gt.parent_alloc)], repeat=3)
     monkeypatch.setattr(alloc._Recorder, "enter", original)
-    assert alloc._alloccount.depth() == 0
+    assert alloccounters._alloccount.depth() == 0
     res = run_allocation_pass(gt.child_alloc, [code(gt.child_alloc)], repeat=3)
     assert res.incl[code(gt.child_alloc)].median == gt.CHILD_BYTES + HEADER + 1
 

@@ -144,7 +144,8 @@ def test_a_nested_limited_call_gives_the_outer_one_its_deadline_back(alarm_handl
 def test_the_guard_is_invisible_to_profilers_and_allocation_counting(alarm_handler):
     """Signals that fire while calls run (the stretches last several limits) re-arm the timer
     in C: no frame, call or allocation of the guard reaches a profile hook or the counter."""
-    from apiprof.engine.measure.alloc import _alloccount, run_allocation_pass
+    from apiprof.engine.measure.alloc import run_allocation_pass
+    from apiprof.engine.measure.alloccounters import _alloccount
 
     limit = 0.5
     seen: set[str] = set()

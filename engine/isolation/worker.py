@@ -67,6 +67,7 @@ from apiprof.engine.isolation.suitework import run_suite
 from apiprof.engine.isolation.syscalls import native_arch
 from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
+from apiprof.engine.scenarios.building import RANK
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
@@ -74,7 +75,7 @@ from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError
-from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
+from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase
 
 Send = Callable[[str, Reply], None]
 
@@ -311,16 +312,7 @@ class Worker:
         return Failure(Coverage.MEMORY, f"ran out of memory (worker cap {self.memory_mb} MiB)")
 
 
-MADE_UP = frozenset(
-    {
-        ScenarioSource.SYNTHESIZED,
-        ScenarioSource.STUBS,
-        ScenarioSource.DOCSTRING_TYPES,
-        ScenarioSource.FACTORIES,
-        ScenarioSource.OBSERVED,
-        ScenarioSource.HEURISTICS,
-    }
-)
+MADE_UP = frozenset(RANK)
 """Sources whose arguments apiprof made up: when a call rejects them, that is no crash."""
 
 

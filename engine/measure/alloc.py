@@ -12,17 +12,7 @@ cumulative allocation counter at every entry and exit:
 * every (ancestor, descendant) pair on the stack goes into the co-stack relation, which the
   timing plan colours; self-recursion yields (f, f).
 
-Counters (``Calibration.alloc_mechanism``):
-
-* ``allocator hook (_alloccount)`` — the C extension wraps the RAW/MEM/OBJ allocators and adds
-  every requested size to a per-thread total (realloc counts its new size; free lists count 0).
-  The hook pauses the counter while it does its own bookkeeping, so probes add 0 bytes.
-  On 3.11 sys.setprofile materialises a frame object per Python call before the hook runs (an
-  allocation the unprofiled program never makes); the hook subtracts its size
-  (``sys.getsizeof(frame)``, once per generator frame) from every later reading.
-* ``tracemalloc (net)`` — fallback when the extension is not built: the change in traced
-  *current* memory, i.e. bytes still alive at exit (freed temporaries are not counted and may
-  make a call look negative, clamped at 0); the hook's own lists are included. Approximate.
+The byte counter is :mod:`.alloccounters`'s (the allocator hook, else tracemalloc).
 
 **The first run is not counted** where later runs called the same function: it pays the
 interpreter's one-off bookkeeping for every call site that runs for the first time under the
@@ -51,14 +41,13 @@ import random
 import sys
 import threading
 import time
-import tracemalloc
 import types
 import typing
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
+from apiprof.engine.measure.alloccounters import AllocCounter, choose_counter
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.iocount import IoCounter, open_io_counter
 from apiprof.engine.measure.probes import (
@@ -69,77 +58,10 @@ from apiprof.engine.measure.probes import (
 )
 from apiprof.model.histogram import Histogram, IntTally
 
-try:
-    from apiprof.engine.measure import _alloccount
-except ImportError:  # the optional extension was not built
-    _alloccount = None  # type: ignore[assignment]
-
 Key = Hashable  # a code object (Python function) or a normalized C-level callable
 
 IO_FULL_CALLS = 32  # calls per target and run whose I/O is always read
 IO_SAMPLE_EVERY = 16  # beyond those, the share of calls read is 1 / IO_SAMPLE_EVERY
-
-
-class AllocCounter(Protocol):
-    """A cumulative byte counter with pause/resume around the hook's own work."""
-
-    name: str
-
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def pause(self) -> int: ...
-    def resume(self) -> None: ...
-    def paused(self) -> bool: ...
-
-
-class ExtensionCounter:
-    name = "allocator hook (_alloccount)"
-
-    def start(self) -> None:
-        self._owner = _alloccount.install()
-
-    def stop(self) -> None:
-        if self._owner:
-            _alloccount.uninstall()
-
-    # the C functions themselves, not wrappers: the hook calls them around every event
-    if _alloccount is not None:
-        pause = staticmethod(_alloccount.pause)
-        resume = staticmethod(_alloccount.resume)
-
-    def paused(self) -> bool:
-        return bool(_alloccount.depth())
-
-
-class TracemallocCounter(AllocCounter):
-    name = "tracemalloc (net)"
-
-    def start(self) -> None:
-        self._owner = not tracemalloc.is_tracing()
-        if self._owner:
-            tracemalloc.start(1)
-
-    def stop(self) -> None:
-        if self._owner:
-            tracemalloc.stop()
-
-    def pause(self) -> int:
-        return tracemalloc.get_traced_memory()[0]
-
-    def resume(self) -> None:
-        return None
-
-    def paused(self) -> bool:
-        return False
-
-
-def choose_counter() -> AllocCounter:
-    """The best available counter: the allocator hook when built, else tracemalloc."""
-    return ExtensionCounter() if _alloccount is not None else TracemallocCounter()
-
-
-def counter_name() -> str:
-    return choose_counter().name
 
 
 @dataclass

@@ -40,7 +40,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from apiprof.engine.measure.alloc import counter_name
+from apiprof.engine.measure.alloccounters import counter_name
 from apiprof.engine.measure.instrument import MECHANISM
 from apiprof.engine.measure.iocount import io_mechanism
 from apiprof.engine.measure.machine import machine_speed_ns

@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from apiprof.engine.measure.alloc import choose_counter
+from apiprof.engine.measure.alloccounters import choose_counter
 from apiprof.engine.measure.probes import clone_function, restore_code, set_code
 
 try:
