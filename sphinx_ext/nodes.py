@@ -57,7 +57,7 @@ def make_summary(
     )
     text = view.compact_text if compact else view.full_text()
     fallback = nodes.paragraph(
-        text, f"{_('Cost')}: {text}" if compact else text, classes=["apiprof-text"]
+        text, _("Cost") + ": " + text if compact else text, classes=["apiprof-text"]
     )
     fallback["translatable"] = False  # numbers, not prose: keep them out of gettext catalogs
     node += fallback

@@ -37,6 +37,12 @@ def fill(translated: str, **variables: Any) -> str:
     return translated % {name: text(value) for name, value in variables.items()}
 
 
+def header(*labels: str) -> str:
+    """A table's header row. Callers pass literal ``_()`` calls, never ``_()`` inside an
+    f-string: Babel cannot see into f-strings before Python 3.12."""
+    return "<thead><tr>" + "".join(f"<th>{label}</th>" for label in labels) + "</tr></thead>\n"
+
+
 def scroll(label: str) -> str:
     """The opening tag of a horizontally scrolling, keyboard-reachable table wrapper."""
     return f'<div class="apiprof-scroll" role="region" tabindex="0" aria-label="{label}">\n'
@@ -132,10 +138,13 @@ def _side_by_side(out: list[str], side_by_side: Sequence[SideBySideRow]) -> None
         "</p>\n",
         scroll(title),
         '<table class="apiprof-table apiprof-table-sources">\n',
-        f"  <thead><tr><th>{_('metric')}</th>",
-        f'<th class="apiprof-source-lab">{_("lab scan")}</th>',
-        f'<th class="apiprof-source-collected">{_("measured in real programs")}</th>',
-        "</tr></thead>\n  <tbody>\n",
+        "  <thead><tr><th>",
+        _("metric"),
+        '</th><th class="apiprof-source-lab">',
+        _("lab scan"),
+        '</th><th class="apiprof-source-collected">',
+        _("measured in real programs"),
+        "</th></tr></thead>\n  <tbody>\n",
     ]
     for row in side_by_side:
         out.append(f'    <tr>\n      <th scope="row">{text(row.label)}</th>\n')
@@ -157,7 +166,7 @@ def _side_by_side(out: list[str], side_by_side: Sequence[SideBySideRow]) -> None
 
 
 def _distributions(out: list[str], details: Sequence[MetricDetail], other_rows: str) -> None:
-    out.append(f'<section id="apiprof-metrics">\n<h2>{_("Distributions")}</h2>\n')
+    out += ['<section id="apiprof-metrics">\n<h2>', _("Distributions"), "</h2>\n"]
     for d in details:
         metric = text(d.view.metric.value)
         out += [
@@ -176,15 +185,19 @@ def _distributions(out: list[str], details: Sequence[MetricDetail], other_rows: 
             "</figcaption>\n    </figure>\n    ",
             scroll(_("Percentiles")),
             '    <table class="apiprof-table apiprof-table-percentiles">\n',
-            f"      <thead><tr><th>{_('percentile')}</th><th>{_('value')}</th></tr></thead>\n",
+            "      ",
+            header(_("percentile"), _("value")),
             "      <tbody>\n      ",
             str(d.percentile_rows),
-            f"\n      <tr><td>{_('calls measured')}</td><td>{text(d.view.samples)}</td></tr>\n",
+            "\n      <tr><td>",
+            _("calls measured"),
+            f"</td><td>{text(d.view.samples)}</td></tr>\n",
             "      </tbody>\n    </table>\n    </div>\n  </div>\n  ",
             scroll(_("Calls per range of cost")),
             f'  <table class="apiprof-table apiprof-table-buckets" data-metric="{metric}">\n',
-            f"    <thead><tr><th>{_('range of cost')}</th><th>{_('calls')}</th>",
-            f"<th>{_('share')}</th></tr></thead>\n    <tbody>\n    ",
+            "    ",
+            header(_("range of cost"), _("calls"), _("share")),
+            "    <tbody>\n    ",
             str(d.bucket_rows),
             "\n    </tbody>\n  </table>\n  </div>\n</section>\n",
         ]
@@ -194,8 +207,9 @@ def _distributions(out: list[str], details: Sequence[MetricDetail], other_rows: 
             f"<h3>{title}</h3>\n",
             scroll(title),
             '<table class="apiprof-table apiprof-table-other">\n',
-            f"  <thead><tr><th>{_('metric')}</th><th>{_('median')}</th><th>p10 – p90</th>",
-            f"<th>{_('calls measured')}</th></tr></thead>\n  <tbody>\n  ",
+            "  ",
+            header(_("metric"), _("median"), "p10 – p90", _("calls measured")),
+            "  <tbody>\n  ",
             other_rows,
             "\n  </tbody>\n</table>\n</div>\n",
         ]
@@ -210,18 +224,19 @@ def _scenarios(out: list[str], scenarios: ScenarioTable) -> None:
         "</p>\n",
         scroll(title),
         '<table class="apiprof-table apiprof-table-scenarios">\n',
-        f"  <thead><tr><th>{_('scenario')}</th><th>{_('source')}</th><th>{_('size')}</th>",
-        *(f"<th>{text(column)}</th>" for column in scenarios.columns),
-        "</tr></thead>\n  <tbody>\n  ",
+        "  ",
+        header(_("scenario"), _("source"), _("size"), *map(text, scenarios.columns)),
+        "  <tbody>\n  ",
         str(scenarios.body),
         "\n  </tbody>\n</table>\n</div>\n</section>\n",
     ]
 
 
 def _fit_caption(g: GrowthView) -> str:
+    scenario = _("scenario")
     return (
         f"<strong>{text(g.growth_class)}</strong> — {text(g.metric)} {text(g.formula)}; "
-        f"{text(g.quality)}; {_('scenario')} <code>{text(g.scenario_id)}</code>"
+        f"{text(g.quality)}; {scenario} <code>{text(g.scenario_id)}</code>"
     )
 
 
@@ -237,22 +252,22 @@ def _growth(out: list[str], growth: Sequence[GrowthView]) -> None:
             f"\n  <figcaption>{_fit_caption(g)}</figcaption>\n</figure>\n",
             scroll(title),
             '<table class="apiprof-table apiprof-table-growth">\n',
-            f"  <thead><tr><th>{text(g.size_axis)}</th><th>{_('measured median')}</th>",
-            f"<th>{_('fitted curve')}</th><th>{_('difference')}</th></tr></thead>\n",
+            "  ",
+            header(text(g.size_axis), _("measured median"), _("fitted curve"), _("difference")),
             "  <tbody>\n  ",
             str(g.point_rows),
             "\n  </tbody>\n</table>\n</div>\n",
         ]
     others = [g for g in growth if not g.point_rows]
     if others:
-        out += [f"<p>{_('Other fits:')}</p>\n", '<ul class="apiprof-fits">\n']
+        out += ["<p>", _("Other fits:"), '</p>\n<ul class="apiprof-fits">\n']
         out += [f"<li>{_fit_caption(g)}</li>\n" for g in others]
         out.append("</ul>\n")
     out.append("</section>\n")
 
 
 def _calls(out: list[str], callers: Sequence[Edge], callees: Sequence[Edge]) -> None:
-    out.append(f'<section id="apiprof-calls">\n<h2>{_("Calls")}</h2>\n')
+    out += ['<section id="apiprof-calls">\n<h2>', _("Calls"), "</h2>\n"]
     out.append('<div class="apiprof-detail-row">\n')
     for title, edges in ((_("Called by"), callers), (_("Calls"), callees)):
         if not edges:
@@ -261,7 +276,8 @@ def _calls(out: list[str], callers: Sequence[Edge], callees: Sequence[Edge]) -> 
             "  ",
             scroll(title),
             '  <table class="apiprof-table apiprof-table-edges">\n',
-            f"    <thead><tr><th>{title}</th><th>{_('calls')}</th></tr></thead>\n",
+            "    ",
+            header(title, _("calls")),
             "    <tbody>\n",
         ]
         for name, url, count in edges:
@@ -292,8 +308,9 @@ def _provenance(out: list[str], provenance: Sequence[Provenance]) -> None:
         f'<section id="apiprof-provenance">\n<h2>{title}</h2>\n',
         scroll(title),
         '<table class="apiprof-table apiprof-table-provenance">\n',
-        f"  <thead><tr><th>{_('interpreter')}</th><th>{_('system')}</th><th>{_('CPU')}</th>",
-        f"<th>{_('calls measured')}</th><th>{_('scans')}</th></tr></thead>\n  <tbody>\n",
+        "  ",
+        header(_("interpreter"), _("system"), _("CPU"), _("calls measured"), _("scans")),
+        "  <tbody>\n",
     ]
     for p in provenance:
         scans = "<br>".join(_scan_line(scan) for scan in p.scans) or _("added outside a scan")

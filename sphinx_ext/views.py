@@ -274,7 +274,7 @@ class SummaryView:
     def full_text(self) -> str:
         """One sentence for non-HTML builders."""
         if not self.profiled:
-            return f"{_('Cost')}: {self.not_profiled_text}."
+            return _("Cost") + f": {self.not_profiled_text}."
         parts = [
             _("%(metric)s ≈%(median)s (p10–p90 %(p10)s – %(p90)s)")
             % {"metric": m.label, "median": m.median, "p10": m.p10, "p90": m.p90}
@@ -293,7 +293,7 @@ class SummaryView:
             )
         else:
             parts.append(self.samples_text)
-        return f"{_('Cost')}: " + " · ".join(parts) + "."
+        return _("Cost") + ": " + " · ".join(parts) + "."
 
 
 def view_summary(

@@ -8,6 +8,7 @@ Real Sphinx builds of tests/roots/test-apiprof-basic against databases written h
 
 from __future__ import annotations
 
+import ast
 import gettext
 import os
 import re
@@ -279,6 +280,23 @@ def test_message_catalog_is_complete_and_compiled():
     assert {key(m.id): strings(m.string) for m in compiled if m.id} == translated
     german_gettext = gettext.translation("apiprof", str(locale), languages=["de"])
     assert german_gettext.gettext("Cost") == "Kosten"
+
+
+def test_no_message_is_translated_inside_an_f_string():
+    """Babel reads into f-strings only on Python 3.12+, so a ``_()`` inside one would make
+    the extracted catalog depend on the interpreter that extracted it."""
+    hidden = []
+    for path in sorted(i18n.LOCALE_DIR.parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                hidden += [
+                    f"{path.name}:{call.lineno}"
+                    for call in ast.walk(node)
+                    if isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id in {"_", "ngettext"}
+                ]
+    assert not hidden, f"translate outside the f-string: {hidden}"
 
 
 def test_german_build_shows_german_words(tmp_path):
