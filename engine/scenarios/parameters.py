@@ -23,6 +23,8 @@ from apiprof.engine.scenarios.building import (
     name_of,
     rotated,
 )
+from apiprof.engine.scenarios.callees import usage_through_callees
+from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.factories import (
     Produced,
@@ -35,7 +37,6 @@ from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
     sibling_default,
-    usage_of,
 )
 from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
@@ -253,24 +254,28 @@ def parameter_candidates(
             found.append((Produced(producer), ScenarioSource.FACTORIES))
         for produced in inverse_class_producers(target):
             found.append((produced, ScenarioSource.FACTORIES))
+    vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after guesses
     if "stubs" in sources:
         stub = stub_signature(target)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:
-            found.append((typed, ScenarioSource.STUBS))
+            (vague_stubs if _says_nothing(typed) else found).append((typed, ScenarioSource.STUBS))
     module = sys.modules.get(getattr(target, "__module__", "") or "")
     if "docstring_types" in sources:
         classes = package_classes(getattr(target, "__module__", "") or "")
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
     if "heuristics" in sources and not (annotated and not vague):
-        usage = usage_of(target, parameter.name)
+        usage = usage_through_callees(target, parameter.name)
         strong: list[Any] = []
         weak: list[Any] = []
         if usage is not None:
             classes = package_classes(getattr(target, "__module__", "") or "")
             strong, weak = infer_from_usage(usage, module, classes)
         guess = guess_from_name(parameter.name)
-        for typed in [*strong[:3], *([guess] if guess is not None else []), *weak[:2]]:
+        named = classes_named_by(
+            parameter.name, package_classes(getattr(target, "__module__", "") or "")
+        )
+        for typed in [*strong[:3], *([guess] if guess is not None else []), *named, *weak[:2]]:
             found.append((typed, ScenarioSource.HEURISTICS))
         sibling = sibling_default(signature, parameter.name) if not found else None
         if sibling is not None:  # the weakest hint: only when nothing else says anything
@@ -279,12 +284,20 @@ def parameter_candidates(
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
     unique: dict[str, tuple[Any, ScenarioSource]] = {}
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _says_nothing(annotation: Any) -> bool:
+    """``Any``, ``object`` and ``type[Any]``: a stub that types nothing."""
+    if typing.get_origin(annotation) is type:
+        return typing.get_args(annotation)[:1] in ((Any,), (object,))
+    return annotation in (Any, object)
 
 
 def _is_first_required(signature: inspect.Signature, parameter: inspect.Parameter) -> bool:

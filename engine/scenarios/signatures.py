@@ -109,7 +109,8 @@ WELL_KNOWN_NAMES: dict[str, Any] = {**STDLIB_NAMES, "Enum": enum.Enum, "abc": ab
 
 def package_classes(module: str) -> dict[str, type]:
     """The classes defined in ``module``'s top-level package and imported so far, by their names
-    (a name two classes share is left out: it would be a guess)."""
+    (a name two classes share is left out, it would be a guess, unless only one of them is
+    defined in a public module)."""
     package = module.split(".")[0]
     if not package:
         return {}
@@ -124,5 +125,18 @@ def package_classes(module: str) -> dict[str, type]:
             ):
                 seen = found.setdefault(value.__name__, value)
                 if seen is not value:
-                    found[value.__name__] = None
+                    found[value.__name__] = _public_one(seen, value)
     return {name: cls for name, cls in found.items() if cls is not None}
+
+
+def _public_one(first: type | None, second: type) -> type | None:
+    """Of two classes sharing a name, the one a public module defines when the other's module
+    is private (``yaml.error.Mark`` over the C extension's ``yaml._yaml.Mark``); else None."""
+    if first is None:
+        return None
+    private = [
+        any(part.startswith("_") for part in cls.__module__.split(".")) for cls in (first, second)
+    ]
+    if private == [False, True]:
+        return first
+    return second if private == [True, False] else None

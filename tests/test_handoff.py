@@ -1,0 +1,74 @@
+"""Argument synthesis on an untyped parser shaped like real ones (fixture ``handoff_pkg``):
+parameters named after the package's classes, arguments checked only by the method they are
+handed to, and a loader class passed in where the stub says only ``type[Any]``."""
+
+from __future__ import annotations
+
+import pytest
+
+from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios.classnames import classes_named_by
+from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.signatures import package_classes
+from apiprof.engine.scenarios.synth import synthesize
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import ScenarioSource
+
+
+@pytest.fixture(scope="module")
+def gathered():
+    return gather_scenarios(discover("handoff_pkg"), sizes=(10, 100))
+
+
+def test_every_entry_point_of_the_fixture_is_profiled(gathered):
+    assert gathered.unscenarioed() == {}
+    for spec in gathered.specs:
+        assert try_scenario(spec)[0] is None, spec.id
+
+
+def test_a_parameter_named_after_a_class_of_the_package_is_an_instance_of_it(gathered):
+    import handoff_pkg
+
+    token = synthesize("handoff_pkg.Token", 10)
+    assert [type(arg) for arg in token.args] == [handoff_pkg.Mark, handoff_pkg.Mark]
+    assert token.used["start_mark"] is token.used["end_mark"] is ScenarioSource.HEURISTICS
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.Token.span")
+    assert try_scenario(spec)[0] is None
+
+
+def test_a_class_named_in_a_public_module_wins_over_a_private_namesake():
+    import handoff_pkg
+
+    assert package_classes("handoff_pkg")["Mark"] is handoff_pkg.Mark
+
+
+def test_names_match_whole_then_by_their_tail_and_capitalised_names_mean_the_class():
+    class Request:
+        pass
+
+    class PreparedRequest:
+        pass
+
+    classes = {"Request": Request, "PreparedRequest": PreparedRequest}
+    assert classes_named_by("prepared_request", classes) == [PreparedRequest, Request]
+    assert classes_named_by("preparedRequest", classes) == [PreparedRequest, Request]
+    assert classes_named_by("Request", classes) == [type[Request]]
+    assert classes_named_by("req", classes) == []
+    assert classes_named_by("a_request", {}) == []
+
+
+def test_a_parameter_checked_by_the_method_it_is_handed_to_gets_what_that_method_checks():
+    import handoff_pkg
+
+    result = synthesize("handoff_pkg.Constructor.construct_text", 10)
+    assert isinstance(result.args[0], handoff_pkg.ScalarNode)
+    assert result.target(*result.args) == str(result.args[0].value)
+
+
+def test_a_capitalised_parameter_gets_the_class_when_the_stub_only_says_type_any():
+    import handoff_pkg
+
+    result = synthesize("handoff_pkg.load", 10)
+    assert result.args[1] is handoff_pkg.Loader
+    assert result.used["Loader"] is ScenarioSource.HEURISTICS
+    assert result.target(*result.args) == result.args[0].split()
