@@ -9,6 +9,7 @@ import pytest
 from apiprof.engine.discovery.discover import discover
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.trial import try_scenario
@@ -53,8 +54,19 @@ def test_names_match_whole_then_by_their_tail_and_capitalised_names_mean_the_cla
     assert classes_named_by("prepared_request", classes) == [PreparedRequest, Request]
     assert classes_named_by("preparedRequest", classes) == [PreparedRequest, Request]
     assert classes_named_by("Request", classes) == [type[Request]]
-    assert classes_named_by("req", classes) == []
+    assert classes_named_by("req", classes) == [Request]  # an abbreviation
+    assert classes_named_by("pr", classes) == [PreparedRequest]  # its initials
+    assert classes_named_by("rst", classes) == [Request]  # first and last letters
+    assert classes_named_by("rq", classes) == []
     assert classes_named_by("a_request", {}) == []
+
+
+def test_an_abbreviated_class_name_is_an_instance_of_that_class():
+    import handoff_pkg
+
+    result = synthesize("handoff_pkg.token_fields", 10)
+    assert isinstance(result.args[0], handoff_pkg.Token)
+    assert result.target(*result.args) == ["end_mark", "start_mark"]
 
 
 def test_a_parameter_checked_by_the_method_it_is_handed_to_gets_what_that_method_checks():
@@ -72,3 +84,9 @@ def test_a_capitalised_parameter_gets_the_class_when_the_stub_only_says_type_any
     assert result.args[1] is handoff_pkg.Loader
     assert result.used["Loader"] is ScenarioSource.HEURISTICS
     assert result.target(*result.args) == result.args[0].split()
+
+
+def test_a_parameter_handed_to_a_method_that_looks_nothing_up_is_no_registry_key():
+    import handoff_pkg
+
+    assert registered_keys(handoff_pkg.Constructor.construct_text, "node") == []

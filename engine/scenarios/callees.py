@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import fields
 
 from apiprof.engine.scenarios.heuristics import Usage, function_tree, usage_of
+from apiprof.engine.scenarios.signatures import defining_class
 
 MAX_DEPTH = 2
 """How many calls deep a parameter is followed."""
@@ -104,7 +104,7 @@ def _resolve(
     if isinstance(func, ast.Name):
         found = getattr(function, "__globals__", {}).get(func.id)
     elif isinstance(func, ast.Attribute) and (_is_name(func.value, "self") or _is_super(func)):
-        owner = _owner(function)
+        owner = defining_class(function)
         if owner is not None and _is_super(func):  # the next class in the MRO that has it
             after = owner.__mro__[1:]
             owner = next((cls for cls in after if func.attr in vars(cls)), None)
@@ -116,17 +116,6 @@ def _resolve(
     if (getattr(found, "__module__", "") or "").split(".")[0] != package:
         return None, False
     return found, bound
-
-
-def _owner(function: Callable[..., object]) -> type | None:
-    """The class whose body defines ``function`` (from its qualified name)."""
-    parts = (getattr(function, "__qualname__", "") or "").split(".")
-    if len(parts) < 2 or "<locals>" in parts:
-        return None
-    value: object = sys.modules.get(getattr(function, "__module__", "") or "")
-    for part in parts[:-1]:
-        value = getattr(value, part, None)
-    return value if inspect.isclass(value) else None
 
 
 def _parameter_names(callee: Callable[..., object], bound: bool) -> list[str]:

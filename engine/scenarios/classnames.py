@@ -4,7 +4,10 @@ Untyped packages name parameters after the objects they pass around: ``start_mar
 ``Mark``, ``prepared_request`` a ``PreparedRequest``, ``token`` a ``Token``, and a capitalised
 ``Loader`` is the ``Loader`` class itself (``yaml.load(stream, Loader)``). The whole name is
 matched first, then its shorter tails (``prepared_request``, then ``request``), against the
-package's class names, ignoring case and underscores.
+package's class names, ignoring case and underscores. A one-word name that matches none may be
+an abbreviation of one (``stmt`` a ``Statement``, ``tlist`` a ``TokenList``, ``req`` a
+``Request``, ``cj`` a ``CookieJar``): used when it abbreviates at most two of the classes
+(exceptions left out).
 """
 
 from __future__ import annotations
@@ -23,12 +26,49 @@ def classes_named_by(parameter: str, classes: Mapping[str, type]) -> list[Any]:
     if bare[0].isupper() and bare in classes:
         return [type[classes[bare]]]
     by_key = {name.lower(): cls for name, cls in classes.items()}
-    words = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", bare).lower().split("_")
-    words = [word for word in words if word]
+    words = _words(bare)
     found: list[Any] = []
     for start in range(len(words)):
         key = "".join(words[start:])
         cls = by_key.get(key) if start == 0 or len(key) >= 3 else None
         if cls is not None and cls not in found:
             found.append(cls)
-    return found
+    if found or len(words) != 1:
+        return found
+    abbreviated = sorted(
+        (
+            name
+            for name, cls in classes.items()
+            if name[:1] != "_"
+            and not issubclass(cls, BaseException)  # `sql` is not an SQLParseError
+            and _abbreviates(words[0], name)
+        ),
+        key=len,
+    )
+    return [classes[name] for name in abbreviated] if len(abbreviated) <= MAX_ABBREVIATED else []
+
+
+MAX_ABBREVIATED = 2
+"""An abbreviation that fits more classes than this says nothing."""
+
+
+def _words(name: str) -> list[str]:
+    """``start_mark`` and ``startMark`` → ``["start", "mark"]``."""
+    spaced = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    return [word for word in spaced.split("_") if word]
+
+
+def _abbreviates(short: str, class_name: str) -> bool:
+    """Whether ``short`` abbreviates ``class_name``: its initials (``cj``), a prefix of three
+    letters or more (``req``), or its first and last letters with some in between in order
+    (``stmt``, ``tlist``)."""
+    words = _words(class_name)
+    full = "".join(words)
+    if len(words) > 1 and short == "".join(word[0] for word in words):
+        return True
+    if len(short) < 3 or len(short) >= len(full) or short[0] != full[0]:
+        return False
+    if full.startswith(short):
+        return True
+    letters = iter(full)
+    return short[-1] == full[-1] and all(letter in letters for letter in short)

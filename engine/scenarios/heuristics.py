@@ -59,7 +59,7 @@ for _names, _annotation in [
         "placeholder label title fmt chars instring input_string source src content contents "
         "value_str token key_name attr attribute tag tagname fieldname field_name string_ strg "
         "template markup html xml code expr expression query header headers_text keyword "
-        "delimiter quote prompt description comment unit",
+        "delimiter quote prompt description comment unit sql anchor",
         str,
     ),
     ("char ch c", CharMarker),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine.scenarios.heuristics import function_tree
+from apiprof.engine.scenarios.signatures import defining_class
 
 MAX_KEYS = 4
 """Keys offered as argument flavours (the first few, in the registry's order)."""
@@ -49,9 +50,22 @@ def registered_keys(function: Callable[..., object], parameter: str) -> list[Reg
     found = [RegisteredKey(path, namespace) for path in dict.fromkeys(_lookups(raw, parameter))]
     if not found:
         via = _passed_to_own_method(raw, parameter)
-        if via is not None:
+        if via is not None and _may_look_up(raw, via):
             found.append(RegisteredKey((), namespace, via))
     return found
+
+
+def _may_look_up(function: Callable[..., object], via: tuple[str, int]) -> bool:
+    """Whether the method ``via`` names, as the class defining ``function`` has it, looks its
+    parameter up (True when that class cannot be found: a subclass's method may)."""
+    owner = defining_class(function)
+    method = getattr(owner, via[0], None) if owner is not None else None
+    if owner is None:
+        return True
+    names = _parameter_names(method)
+    if method is None or via[1] >= len(names):
+        return False
+    return bool(_lookups(inspect.unwrap(method), names[via[1]]))
 
 
 def keys_of(marker: RegisteredKey, receiver: object) -> list[Any]:

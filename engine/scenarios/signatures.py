@@ -140,3 +140,14 @@ def _public_one(first: type | None, second: type) -> type | None:
     if private == [False, True]:
         return first
     return second if private == [True, False] else None
+
+
+def defining_class(function: Callable[..., object]) -> type | None:
+    """The class whose body defines ``function`` (from its qualified name), or None."""
+    parts = (getattr(function, "__qualname__", "") or "").split(".")
+    if len(parts) < 2 or "<locals>" in parts:
+        return None
+    value: object = sys.modules.get(getattr(function, "__module__", "") or "")
+    for part in parts[:-1]:
+        value = getattr(value, part, None)
+    return value if inspect.isclass(value) else None
