@@ -139,6 +139,14 @@ for _names, _annotation in [
     ("tzstr tz_string tzname_str", typing.Literal["+02:00", "UTC"]),
     ("json_string json_text json_str", typing.Literal['{"a": [1, 2, 3], "b": null}']),
     ("cls klass class_ type_ typ kind", type),
+    ("str_ unicode_", str),  # named after the type they are
+    ("int_ integer", int),
+    ("float_", float),
+    ("bytes_ bytearray_", bytes),
+    ("list_ lst_", list[int]),
+    ("dict_", dict[str, int]),
+    ("set_", set[int]),
+    ("tuple_", tuple[int, ...]),
     ("flag enabled strict verbose reverse", bool),
 ]:
     _NAME_GUESSES.update(dict.fromkeys(_names.split(), _annotation))

@@ -38,7 +38,7 @@ from apiprof.engine.scenarios.heuristics import (
     infer_from_usage,
     sibling_default,
 )
-from apiprof.engine.scenarios.registered import registered_keys
+from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.values import build
@@ -217,17 +217,19 @@ def build_parameter(
     if not annotated:  # guesses disagree: later variants lead with the next guess
         context.choices = max(context.choices, len(candidates))
     turn = 0 if annotated or context.depth else context.variant
-    problems = []
+    problems: list[str] = []
+    empty_registries: list[str] = []  # an empty registry says less than what else failed
     for annotation, source in rotated(candidates, turn):
         try:
             with context.attempt():
                 value = build(annotation, context, parameter.name)
         except CannotSynthesize as error:
-            problems.append(str(error))
+            empty = isinstance(annotation, RegisteredKey)
+            (empty_registries if empty else problems).append(str(error))
             continue
         context.credit(parameter.name, source)
         return value
-    raise CannotSynthesize(problems[0])
+    raise CannotSynthesize([*problems, *empty_registries][0])
 
 
 def parameter_candidates(

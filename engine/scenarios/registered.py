@@ -36,7 +36,13 @@ class RegisteredKey:
     namespace: Mapping[str, Any]
     via: tuple[str, int] | None = None
 
-    def __repr__(self) -> str:  # shown in reasons and used to deduplicate candidates
+    def where(self) -> str:
+        """The registry, as a reason names it."""
+        if self.via is not None:
+            return f"the registry self.{self.via[0]}() looks it up in"
+        return ".".join(self.path)
+
+    def __repr__(self) -> str:  # used to deduplicate candidates
         if self.via is not None:
             return f"RegisteredKey(self.{self.via[0]}#{self.via[1]})"
         return f"RegisteredKey({'.'.join(self.path)})"
