@@ -10,7 +10,7 @@ from apiprof.engine.discovery.discover import discover
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.registered import registered_keys
-from apiprof.engine.scenarios.signatures import package_classes
+from apiprof.engine.scenarios.signatures import package_classes, type_hints
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
@@ -104,3 +104,15 @@ def test_a_key_of_a_registry_that_starts_empty_says_so():
         "parameter 'a' is looked up in self.entries, which holds no keys on the receiver built "
         "here: a scenario must add one first"
     )
+
+
+def test_annotations_naming_what_only_type_checking_imports_resolve(gathered):
+    import ipaddress
+
+    from handoff_pkg import late
+
+    assert type_hints(late.is_loopback)["address"] is ipaddress.IPv4Address
+    assert type_hints(late.total)["counts"] == dict[str, int]
+    for qualname in ("handoff_pkg.late.is_loopback", "handoff_pkg.late.total"):
+        spec = next(s for s in gathered.specs if s.qualname == qualname)
+        assert spec.source is ScenarioSource.SYNTHESIZED

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.engine.scenarios.typechecking import type_checking_names
 from apiprof.engine.scenarios.typetext import STDLIB_NAMES
 
 
@@ -89,11 +90,14 @@ def type_hints(target: Callable[..., object]) -> dict[str, Any]:
             continue
         except Exception:
             pass
-        # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib ones
+        # names imported only under `if TYPE_CHECKING:`: the package's classes, common stdlib
+        # ones, what the module's TYPE_CHECKING block imports
         if widened is None:
+            module = getattr(function, "__module__", "") or ""
             widened = {
                 **WELL_KNOWN_NAMES,
-                **package_classes(getattr(function, "__module__", "") or ""),
+                **package_classes(module),
+                **type_checking_names(module),
                 **namespace,
             }
         try:
