@@ -39,8 +39,7 @@ def classes_named_by(parameter: str, classes: Mapping[str, type]) -> list[Any]:
         (
             name
             for name, cls in classes.items()
-            if name[:1] != "_"
-            and not issubclass(cls, BaseException)  # `sql` is not an SQLParseError
+            if not issubclass(cls, BaseException)  # `sql` is not an SQLParseError
             and _abbreviates(words[0], name)
         ),
         key=len,
