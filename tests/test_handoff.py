@@ -9,6 +9,8 @@ import pytest
 from apiprof.engine.discovery.discover import discover
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.factories import factories_for
+from apiprof.engine.scenarios.instances import declared_returns
 from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, type_hints
 from apiprof.engine.scenarios.synth import synthesize
@@ -116,3 +118,11 @@ def test_annotations_naming_what_only_type_checking_imports_resolve(gathered):
     for qualname in ("handoff_pkg.late.is_loopback", "handoff_pkg.late.total"):
         spec = next(s for s in gathered.specs if s.qualname == qualname)
         assert spec.source is ScenarioSource.SYNTHESIZED
+
+
+def test_a_receiver_usable_only_from_its_own_factory_is_made_by_it(gathered):
+    from handoff_pkg.rules import Lexer
+
+    assert factories_for(Lexer, declared_returns) == [Lexer.get_default_instance]
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.rules.Lexer.is_keyword")
+    assert try_scenario(spec)[0] is None

@@ -148,12 +148,21 @@ def _returns_instance(
         for name, value in getattr(function, "__globals__", {}).items()
         if inspect.isclass(value) and issubclass(value, cls)
     )
+    returns_value = False
+    calls_own_class = False  # `cls._instance = cls()` ... `return cls._instance`: a singleton
     for node in ast.walk(tree):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             called = node.value.func
             if isinstance(called, ast.Name) and called.id in names:
                 return True
-    return False
+        returns_value |= isinstance(node, ast.Return) and node.value is not None
+        calls_own_class |= (
+            own_class
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "cls"
+        )
+    return returns_value and calls_own_class
 
 
 @functools.cache

@@ -45,8 +45,22 @@ def under_construction(element: Any, context: BuildContext) -> bool:
     return inspect.isclass(element) and element in context.building
 
 
+FACTORY_TURN = 3
+"""Every third variant from the third (2, 5) builds the receiver with the class's own factory
+first: a class that can be called plainly may still need its factory to be usable (a lexer
+whose ``get_default_instance()`` loads its rules, a client whose ``from_config()`` sets it up)."""
+
+
 def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     problems: list[str] = []
+    if cls is context.owner and "subclasses" in context.sources:
+        own = [f for f in factories_for(cls, declared_returns) if getattr(f, "__self__", 0) is cls]
+        if own:
+            context.choices = max(context.choices, FACTORY_TURN)
+        if own and context.variant % FACTORY_TURN == FACTORY_TURN - 1:
+            made = _first_instance(cls, own, context)
+            if made is not None:
+                return made
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
     else:
@@ -62,15 +76,9 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             *concrete_subclasses(cls, member, overriding),
             *factories_for(cls, declared_returns),
         ]
-        for alternative in rotated(alternatives, context.variant):
-            try:
-                with context.attempt():
-                    instance = call_with_arguments(alternative, context)
-            except CannotSynthesize:
-                continue
-            if is_instance(instance, cls):
-                context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
-                return instance
+        instance = _first_instance(cls, rotated(alternatives, context.variant), context)
+        if instance is not None:
+            return instance
         if alternatives:
             problems.append(
                 f"none of its {len(alternatives)} concrete subclasses and factories "
@@ -87,6 +95,22 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         except CannotSynthesize as error:
             problems.append(str(error).partition(": ")[2])
     raise CannotSynthesize("; ".join(problems))
+
+
+def _first_instance(
+    cls: type, alternatives: list[Callable[..., Any]], context: BuildContext
+) -> object | None:
+    """The first instance of ``cls`` one of ``alternatives`` builds (credited), or None."""
+    for alternative in alternatives:
+        try:
+            with context.attempt():
+                instance = call_with_arguments(alternative, context)
+        except CannotSynthesize:
+            continue
+        if is_instance(instance, cls):
+            context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
+            return instance
+    return None
 
 
 def is_instance(value: object, cls: type) -> bool:
