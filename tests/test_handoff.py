@@ -126,3 +126,9 @@ def test_a_receiver_usable_only_from_its_own_factory_is_made_by_it(gathered):
     assert factories_for(Lexer, declared_returns) == [Lexer.get_default_instance]
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.rules.Lexer.is_keyword")
     assert try_scenario(spec)[0] is None
+
+
+def test_a_re_exported_exception_group_gets_a_message_and_exceptions(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.compat.ExceptionGroup")
+    failure, made = try_scenario(spec)
+    assert failure is None and isinstance(made, ExceptionGroup) and made.exceptions

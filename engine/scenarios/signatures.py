@@ -31,6 +31,8 @@ def signature_of(
             return inspect.signature(target, follow_wrapped=False)
         except (TypeError, ValueError):
             pass
+    if inspect.isclass(target) and issubclass(target, BaseExceptionGroup):
+        return _EXCEPTION_GROUP  # a message and the exceptions it groups, both required
     if inspect.isclass(target) and issubclass(target, BaseException):
         return inspect.Signature()  # exceptions take any arguments; none is a valid call
     from_doc = docstring_signature(target)
@@ -43,6 +45,17 @@ def signature_of(
     if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
         return inspect.Signature()
     return None
+
+
+_EXCEPTION_GROUP = inspect.Signature(
+    [
+        inspect.Parameter("message", inspect.Parameter.POSITIONAL_ONLY, annotation=str),
+        inspect.Parameter(
+            "exceptions", inspect.Parameter.POSITIONAL_ONLY, annotation=list[ValueError]
+        ),
+    ]
+)
+"""What ``ExceptionGroup`` takes (C code without a text signature; backports re-export it)."""
 
 
 def docstring_signature(target: Callable[..., object]) -> inspect.Signature | None:
