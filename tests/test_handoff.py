@@ -60,6 +60,7 @@ def test_names_match_whole_then_by_their_tail_and_capitalised_names_mean_the_cla
     assert classes_named_by("pr", classes) == [PreparedRequest]  # its initials
     assert classes_named_by("rst", classes) == [Request]  # first and last letters
     assert classes_named_by("rq", classes) == []
+    assert classes_named_by("prep_rst", classes) == [PreparedRequest]  # its words joined
     assert classes_named_by("a_request", {}) == []
 
 

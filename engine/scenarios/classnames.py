@@ -4,9 +4,9 @@ Untyped packages name parameters after the objects they pass around: ``start_mar
 ``Mark``, ``prepared_request`` a ``PreparedRequest``, ``token`` a ``Token``, and a capitalised
 ``Loader`` is the ``Loader`` class itself (``yaml.load(stream, Loader)``). The whole name is
 matched first, then its shorter tails (``prepared_request``, then ``request``), against the
-package's class names, ignoring case and underscores. A one-word name that matches none may be
+package's class names, ignoring case and underscores. A name that matches none may be
 an abbreviation of one (``stmt`` a ``Statement``, ``tlist`` a ``TokenList``, ``req`` a
-``Request``, ``cj`` a ``CookieJar``): used when it abbreviates at most two of the classes
+``Request``, ``cj`` a ``CookieJar``, ``tb_info`` a ``TracebackInfo``): used when it abbreviates at most two of the classes
 (exceptions left out).
 """
 
@@ -33,14 +33,14 @@ def classes_named_by(parameter: str, classes: Mapping[str, type]) -> list[Any]:
         cls = by_key.get(key) if start == 0 or len(key) >= 3 else None
         if cls is not None and cls not in found:
             found.append(cls)
-    if found or len(words) != 1:
+    if found:
         return found
     abbreviated = sorted(
         (
             name
             for name, cls in classes.items()
             if not issubclass(cls, BaseException)  # `sql` is not an SQLParseError
-            and _abbreviates(words[0], name)
+            and _abbreviates("".join(words), name)
         ),
         key=len,
     )
