@@ -36,11 +36,17 @@ class RegisteredKey:
     namespace: Mapping[str, Any]
     via: tuple[str, int] | None = None
 
-    def where(self) -> str:
-        """The registry, as a reason names it."""
-        if self.via is not None:
-            return f"the registry self.{self.via[0]}() looks it up in"
-        return ".".join(self.path)
+    def empty_reason(self, parameter: str) -> str:
+        """Why no key of an empty registry could be passed, and what to do."""
+        where = (
+            f"the registry self.{self.via[0]}() looks it up in"
+            if self.via is not None
+            else ".".join(self.path)
+        )
+        return (
+            f"parameter {parameter!r} is looked up in {where}, which holds no keys on the "
+            "receiver built here: a scenario must add one first"
+        )
 
     def __repr__(self) -> str:  # used to deduplicate candidates
         if self.via is not None:

@@ -152,10 +152,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
         if not keys:
-            raise CannotSynthesize(
-                f"parameter {name!r} is looked up in {tp.where()}, which holds no keys on the "
-                "receiver built here: a scenario must add one first"
-            )
+            raise CannotSynthesize(tp.empty_reason(name))
         return context.pick(keys)
     if tp in _TYPING_PROTOCOLS:
         return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
