@@ -133,3 +133,9 @@ def test_a_re_exported_exception_group_gets_a_message_and_exceptions(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.compat.ExceptionGroup")
     failure, made = try_scenario(spec)
     assert failure is None and isinstance(made, ExceptionGroup) and made.exceptions
+
+
+def test_a_plural_of_a_well_known_name_is_a_list_of_what_the_singular_is(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.plural.apply_all")
+    assert spec.source is ScenarioSource.HEURISTICS
+    assert try_scenario(spec)[0] is None

@@ -162,7 +162,8 @@ def guess_from_name(name: str) -> Any:
     for suffix, annotation in _SUFFIXES:
         if lowered.endswith(suffix):
             return annotation
-    return None
+    singular = _NAME_GUESSES.get(lowered[:-1]) if lowered.endswith("s") else None
+    return typing.cast(Any, list)[singular] if singular is not None else None  # funcs, paths
 
 
 _SUFFIXES: list[tuple[str, Any]] = [
