@@ -4,6 +4,8 @@ handed to, and a loader class passed in where the stub says only ``type[Any]``."
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from apiprof.engine.discovery.discover import discover
@@ -11,6 +13,7 @@ from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.factories import factories_for
 from apiprof.engine.scenarios.instances import declared_returns
+from apiprof.engine.scenarios.parameters import parameter_candidates
 from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, type_hints
 from apiprof.engine.scenarios.synth import synthesize
@@ -62,6 +65,21 @@ def test_names_match_whole_then_by_their_tail_and_capitalised_names_mean_the_cla
     assert classes_named_by("rq", classes) == []
     assert classes_named_by("prep_rst", classes) == [PreparedRequest]  # its words joined
     assert classes_named_by("a_request", {}) == []
+    assert classes_named_by("req", classes, abbreviations=False) == []
+    assert classes_named_by("request", classes, abbreviations=False) == [Request]
+
+
+def test_a_well_known_name_is_no_abbreviation_of_a_class(gathered):
+    from handoff_pkg import plural
+
+    signature = inspect.signature(plural.shout)
+    candidates = parameter_candidates(
+        plural.shout, signature.parameters["text"], signature, type_hints(plural.shout)
+    )
+    assert plural.TextWrapper not in [typed for typed, _ in candidates]
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.plural.shout")
+    failure, shouted = try_scenario(spec)
+    assert failure is None and isinstance(shouted, str)
 
 
 def test_an_abbreviated_class_name_is_an_instance_of_that_class():

@@ -17,9 +17,13 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def classes_named_by(parameter: str, classes: Mapping[str, type]) -> list[Any]:
+def classes_named_by(
+    parameter: str, classes: Mapping[str, type], *, abbreviations: bool = True
+) -> list[Any]:
     """Annotations for a parameter whose name names one of ``classes``: the class itself
-    (``type[C]``) for a capitalised name, else an instance of it; most specific first."""
+    (``type[C]``) for a capitalised name, else an instance of it; most specific first.
+    Without ``abbreviations`` only whole names and their tails count (for a name with a
+    well-known meaning of its own: ``text`` is no abbreviation of ``TextTestRunner``)."""
     bare = parameter.strip("_")
     if not bare or not classes:
         return []
@@ -33,7 +37,7 @@ def classes_named_by(parameter: str, classes: Mapping[str, type]) -> list[Any]:
         cls = by_key.get(key) if start == 0 or len(key) >= 3 else None
         if cls is not None and cls not in found:
             found.append(cls)
-    if found:
+    if found or not abbreviations:
         return found
     abbreviated = sorted(
         (

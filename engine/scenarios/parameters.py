@@ -275,7 +275,9 @@ def parameter_candidates(
             strong, weak = infer_from_usage(usage, module, classes)
         guess = guess_from_name(parameter.name)
         named = classes_named_by(
-            parameter.name, package_classes(getattr(target, "__module__", "") or "")
+            parameter.name,
+            package_classes(getattr(target, "__module__", "") or ""),
+            abbreviations=guess is None,
         )
         for typed in [*strong[:3], *([guess] if guess is not None else []), *named, *weak[:2]]:
             found.append((typed, ScenarioSource.HEURISTICS))
