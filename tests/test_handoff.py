@@ -157,3 +157,8 @@ def test_a_plural_of_a_well_known_name_is_a_list_of_what_the_singular_is(gathere
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.plural.apply_all")
     assert spec.source is ScenarioSource.HEURISTICS
     assert try_scenario(spec)[0] is None
+
+
+def test_the_member_of_a_union_the_name_says_comes_first():
+    result = synthesize("handoff_pkg.loading.words_in", 10)
+    assert isinstance(result.args[0], str) and result.used["text_str"] is ScenarioSource.STUBS

@@ -209,6 +209,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return io.BytesIO(_json_text(rng, n).encode())
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
+        members.sort(key=lambda member: member is not guess_from_name(name))  # dt_str: str first
         member = members[context.variant % len(members)]
         context.choices = max(context.choices, len(members))
         inner = context.inner(context.variant // len(members))
