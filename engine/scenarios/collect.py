@@ -226,12 +226,13 @@ _SEVERITY = (
     Coverage.MISSING_DEPENDENCY,
     Coverage.MEMORY,
     Coverage.TIMED_OUT,
+    Coverage.CRASHED,  # a trial that stopped its worker (a new one ran the rest)
     Coverage.SKIPPED,
 )
 
 
 def worst(kinds: Sequence[Coverage]) -> Coverage:
     """The kind that best explains several failures of one entry point's candidate scenarios:
-    an import failure, a missing optional dependency, then running out of memory or time;
-    otherwise it lacks arguments."""
+    an import failure, a missing optional dependency, then running out of memory or time, or
+    crashing its worker; otherwise it lacks arguments."""
     return next((kind for kind in _SEVERITY if kind in kinds), Coverage.NO_ARGUMENTS)
