@@ -110,6 +110,8 @@ def running_problem(request: Request, running: Running) -> str:
     the request that follows the worker's death), and only tasks that run scenarios send it."""
     if not isinstance(request, (ProfileEntry, CaptureExamples)):
         return f"announced a scenario in answer to a {type(request).__name__} request"
+    if not running.key and not running.scenario:  # none runs now
+        return ""
     if problem := scenario_id_problem(running.scenario) or scenario_id_problem(running.key):
         return f"announced {problem}"
     return ""

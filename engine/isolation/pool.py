@@ -361,8 +361,9 @@ class WorkerPool:
                 worker.importing = ""
             elif isinstance(message, ScenarioOutcome):
                 worker.partials.append(message)
+                worker.running = None  # that size is over
             elif isinstance(message, Running):
-                worker.running = message
+                worker.running = message if message.key else None
             elif isinstance(message, Captured) and isinstance(task.request, RunSuite):
                 worker.captured += message.calls
             else:

@@ -24,7 +24,8 @@ from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase
 @dataclass(frozen=True)
 class Running:
     """Sent by a worker just before it runs a scenario at a size: in a trial (phase
-    ``collect``) or measured (phase ``call``). ``key`` tells variants sharing an id apart."""
+    ``collect``) or measured (phase ``call``). ``key`` tells variants sharing an id apart; an
+    empty key says the trial is over (a death after it is no scenario's doing)."""
 
     key: str
     scenario: str
@@ -92,6 +93,13 @@ class Watch:
         if stop is None:
             self.announce(Running(key, spec.id, size, phase))
         return stop
+
+    def idle(self) -> None:
+        """Say that no scenario runs now."""
+        self.announce(IDLE)
+
+
+IDLE = Running("", "")
 
 
 WATCH = Watch()

@@ -40,6 +40,13 @@ def try_scenario(
     stop = WATCH.stop_for(spec, NO_SIZE if size is None else size, Phase.COLLECT)
     if stop is not None:
         return stop.failure(), None
+    try:
+        return _trial(spec, size, calls)
+    finally:
+        WATCH.idle()  # what runs next (building another scenario) is no trial of this one
+
+
+def _trial(spec: ScenarioSpec, size: int | None, calls: int) -> tuple[Failure | None, object]:
     result: object = None
     stage = "setup"
     try:
