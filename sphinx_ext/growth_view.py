@@ -105,7 +105,7 @@ def _growth_view(
         if s.scenario_id == row.scenario_id
         and s.metric == row.metric
         and s.size != NO_SIZE
-        and s.histogram
+        and s.rows
     )
     title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
         "name": qualname,

@@ -383,7 +383,7 @@ class SliceFigures:
         """(median, p90) of ``piece``'s histogram."""
         found = self._known.get(id(piece))
         if found is None or found[0] is not piece:
-            found = self._known[id(piece)] = (piece, piece.histogram.percentiles((50, 90)))
+            found = self._known[id(piece)] = (piece, piece.rows.percentiles((50, 90)))
         return found[1]
 
 
@@ -400,7 +400,7 @@ def scenario_table(
 ) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     figures = figures or SliceFigures()
-    shown = [s for s in slices if worth_showing(s.metric, s.histogram)]
+    shown = [s for s in slices if worth_showing(s.metric, s.rows)]
     present = {s.metric for s in shown}
     metrics = [m for m in Metric if m in present]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
@@ -435,7 +435,7 @@ def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures) -> Markup:
     median, p90 = figures(piece)
     title = _("p90 %(p90)s · %(n)s calls") % {
         "p90": format_value(metric, p90),
-        "n": piece.histogram.count,
+        "n": piece.rows.count,
     }
     return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
 

@@ -1,0 +1,243 @@
+"""Histograms by scenario and size — the drill-down detail — and the summaries pooled from them.
+
+A docs build shows every slice's median and p90 and every API's pooled figures, read in one go:
+tens of thousands of histograms. So a slice keeps the rows the database returned
+(:class:`~apiprof.model.histogram_rows.HistogramRows`, figures computed from them as a
+:class:`Histogram` would) and builds the full object only when asked; pooling adds the rows'
+sums in plain lists, in the order :class:`Histogram` addition would, so the pooled histograms
+are the very ones the per-API queries give.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import groupby
+from operator import itemgetter
+from typing import TYPE_CHECKING
+
+from apiprof.model.histogram import Bucket, Histogram
+from apiprof.model.histogram_rows import HistogramRows
+from apiprof.model.records import NO_SIZE, Metric
+
+if TYPE_CHECKING:
+    from apiprof.db.schema import Readable
+
+REFERENCE_SIZE = 100
+"""The input size typical figures are given at, when an API was measured at sizes."""
+
+
+def reference_size(sizes: Iterable[int]) -> int | None:
+    """The measured size typical figures are given at: the one closest to
+    :data:`REFERENCE_SIZE` on a log scale (the smaller on a tie); None without sized data."""
+    sized = [s for s in sizes if s != NO_SIZE]
+    if not sized:
+        return None
+    return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
+
+
+@dataclass(frozen=True)
+class ScenarioSlice:
+    """One API's measurements of one metric in one scenario at one size (environments merged)."""
+
+    scenario_id: str
+    source: str
+    description: str
+    size: int
+    metric: Metric
+    rows: HistogramRows = field(repr=False)
+
+    @cached_property
+    def histogram(self) -> Histogram:
+        return self.rows.histogram()
+
+
+_SLICE = itemgetter(0, 1, 2, 3)  # qualname, scenario_id, size, metric
+
+
+def _single_environment(db: Readable) -> bool:
+    """Whether every row comes from one environment: rows are then read as stored, without
+    summing over environments (the sum of one row is the row)."""
+    return len(db.execute("SELECT DISTINCT environment_id FROM buckets LIMIT 2").fetchall()) < 2
+
+
+def _slice_rows(db: Readable, table: str, columns: str, names: list[str] | None) -> Iterator:
+    """``table``'s rows of ``names`` (every API when None) as (qualname, scenario_id, size,
+    metric, *columns), environments summed, each slice's rows in bucket order."""
+    where = f"WHERE qualname IN ({','.join('?' * len(names))})" if names is not None else ""
+    keys = "qualname, metric, scenario_id, size"
+    plain = ", ".join(columns.split(", ")[:-3])
+    if _single_environment(db):  # primary-key order: no grouping, no sorting
+        return db.execute(
+            f"SELECT qualname, scenario_id, size, metric, {columns} FROM {table} {where} "
+            f"ORDER BY {keys}, environment_id, {plain}",
+            names or [],
+        )
+    return db.execute(
+        f"SELECT qualname, scenario_id, size, metric, {plain}, SUM(count), SUM(sum), "
+        f"SUM(sum_sq) FROM {table} {where} GROUP BY {keys}, {plain} ORDER BY {keys}, {plain}",
+        names or [],
+    )
+
+
+def _grouped(rows: Iterator) -> dict[tuple, list[tuple]]:
+    return {key: [row[4:] for row in group] for key, group in groupby(rows, _SLICE)}
+
+
+def scenario_breakdowns(
+    db: Readable, qualnames: Iterable[str] | None = None
+) -> dict[str, list[ScenarioSlice]]:
+    """:func:`scenario_breakdown` of many APIs (every API when ``qualnames`` is None): two
+    queries, whatever the number of APIs — a docs build asks for all of them, one page each."""
+    from apiprof.db.query import has_sub_buckets
+
+    names = None if qualnames is None else list(qualnames)
+    if names is not None and len(names) > 500:  # SQLite's limit on bound parameters
+        out: dict[str, list[ScenarioSlice]] = {}
+        for start in range(0, len(names), 500):
+            out.update(scenario_breakdowns(db, names[start : start + 500]))
+        return out
+    if names is None:
+        query, params = "SELECT id, source, description FROM scenarios", []
+    else:
+        marks = ",".join("?" * len(names))
+        query = (
+            "SELECT id, source, description FROM scenarios WHERE id IN "
+            f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))"
+        )
+        params = names
+    scenarios = {sid: (source, description) for sid, source, description in db.execute(query, params)}
+    buckets = _grouped(_slice_rows(db, "buckets", "bucket, count, sum, sum_sq", names))
+    subs = (
+        _grouped(_slice_rows(db, "sub_buckets", "bucket, sub, count, sum, sum_sq", names))
+        if has_sub_buckets(db)
+        else {}
+    )
+    metrics = {str(m): m for m in Metric}
+    found: dict[str, list[ScenarioSlice]] = {}
+    for key in sorted(buckets, key=lambda k: (k[0], k[1], k[2], str(k[3]))):
+        qualname, scenario_id, size, metric = key
+        source, description = scenarios.get(scenario_id, ("", ""))
+        rows = HistogramRows(buckets[key], subs.get(key, ()))
+        found.setdefault(qualname, []).append(
+            ScenarioSlice(scenario_id, source, description, size, metrics[metric], rows)
+        )
+    return found
+
+
+def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
+    """Histograms split by scenario and size (environments merged) — the drill-down detail."""
+    return scenario_breakdowns(db, [qualname]).get(qualname, [])
+
+
+# -- pooling slices into an API's summary histograms ---------------------------------------------
+
+
+class _Pool:
+    """The sum of some slices' rows per bucket and sub-bucket, as ``Histogram`` addition would
+    make it (``current + added``, in the order added); one member is kept as it is."""
+
+    __slots__ = ("buckets", "first", "subs")
+
+    def __init__(self, first: HistogramRows | None = None) -> None:
+        self.first = first
+        self.buckets: dict[int, list] = {}
+        self.subs: dict[tuple[int, int], list] = {}
+
+    def add(self, rows: HistogramRows) -> None:
+        if self.first is not None:
+            first, self.first = self.first, None
+            self.add(first)
+        buckets, subs = self.buckets, self.subs
+        for index, count, total, total_sq in rows.rows:
+            cell = buckets.get(index)
+            if cell is None:
+                buckets[index] = [count, total, total_sq]
+            else:
+                cell[0] += count
+                cell[1] += total
+                cell[2] += total_sq
+        for index, sub, count, total, total_sq in rows.sub_rows:
+            cell = subs.get(key := (index, sub))
+            if cell is None:
+                subs[key] = [count, total, total_sq]
+            else:
+                cell[0] += count
+                cell[1] += total
+                cell[2] += total_sq
+
+    def add_pool(self, other: _Pool) -> None:
+        if other.first is not None:
+            self.add(other.first)
+            return
+        if self.first is not None:
+            first, self.first = self.first, None
+            self.add(first)
+        for mine, theirs in ((self.buckets, other.buckets), (self.subs, other.subs)):
+            for key, (count, total, total_sq) in theirs.items():
+                cell = mine.get(key)
+                if cell is None:
+                    mine[key] = [count, total, total_sq]
+                else:
+                    cell[0] += count
+                    cell[1] += total
+                    cell[2] += total_sq
+
+    def histogram(self) -> Histogram:
+        if self.first is not None:
+            return self.first.histogram()
+        return Histogram(
+            {index: Bucket(*cell) for index, cell in self.buckets.items()},
+            {key: Bucket(*cell) for key, cell in self.subs.items()},
+        )
+
+
+def pooled_histograms(
+    slices: list[ScenarioSlice],
+) -> tuple[int | None, dict[Metric, Histogram], dict[Metric, Histogram]]:
+    """(reference size, typical histograms, pooled histograms) of one API's slices (in
+    :func:`scenario_breakdowns` order), as the per-API query gives them: scenarios pooled per
+    size, then sizes pooled; typical are the unsized figures overlaid with the reference size's."""
+    by_size: dict[int, dict[Metric, _Pool]] = {}
+    for piece in slices:
+        per_metric = by_size.setdefault(piece.size, {})
+        pool = per_metric.get(piece.metric)
+        if pool is None:
+            per_metric[piece.metric] = _Pool(piece.rows)
+        else:
+            pool.add(piece.rows)
+    everything: dict[Metric, _Pool] = {}
+    copies: set[int] = set()  # pools made here (the others belong to one size)
+    for per_metric in by_size.values():
+        for metric, pool in per_metric.items():
+            found = everything.get(metric)
+            if found is None:
+                everything[metric] = pool
+                continue
+            if id(found) not in copies:
+                found = everything[metric] = _copy(found)
+                copies.add(id(found))
+            found.add_pool(pool)
+    size = reference_size(by_size)
+    typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
+    made: dict[int, Histogram] = {}
+
+    def histogram(pool: _Pool) -> Histogram:
+        if id(pool) not in made:
+            made[id(pool)] = pool.histogram()
+        return made[id(pool)]
+
+    return (
+        size,
+        {metric: histogram(pool) for metric, pool in typical.items()},
+        {metric: histogram(pool) for metric, pool in everything.items()},
+    )
+
+
+def _copy(pool: _Pool) -> _Pool:
+    copy = _Pool(pool.first)
+    copy.buckets = {key: list(cell) for key, cell in pool.buckets.items()}
+    copy.subs = {key: list(cell) for key, cell in pool.subs.items()}
+    return copy
