@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from apiprof.model.histogram import Bucket, Histogram
+from apiprof.model.histogram import SUB_SCALE, Bucket, Histogram
 from apiprof.model.histogram_rows import HistogramRows
 from apiprof.model.records import NO_SIZE, Metric
 
@@ -108,7 +108,9 @@ def scenario_breakdowns(
             f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))"
         )
         params = names
-    scenarios = {sid: (source, description) for sid, source, description in db.execute(query, params)}
+    scenarios = {
+        sid: (source, description) for sid, source, description in db.execute(query, params)
+    }
     buckets = _grouped(_slice_rows(db, "buckets", "bucket, count, sum, sum_sq", names))
     subs = (
         _grouped(_slice_rows(db, "sub_buckets", "bucket, sub, count, sum, sum_sq", names))
@@ -137,19 +139,23 @@ def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
 
 class _Pool:
     """The sum of some slices' rows per bucket and sub-bucket, as ``Histogram`` addition would
-    make it (``current + added``, in the order added); one member is kept as it is."""
+    make it (``current + added``, in the order added); one member is kept as it is. Sub-bucket
+    ``(i, j)`` is filed under ``8 * i + j``: no key tuple per row."""
 
     __slots__ = ("buckets", "first", "subs")
 
     def __init__(self, first: HistogramRows | None = None) -> None:
         self.first = first
-        self.buckets: dict[int, list] = {}
-        self.subs: dict[tuple[int, int], list] = {}
+        self.buckets: dict[int, list[Any]] = {}
+        self.subs: dict[int, list[Any]] = {}
 
-    def add(self, rows: HistogramRows) -> None:
+    def _unshare(self) -> None:
         if self.first is not None:
             first, self.first = self.first, None
             self.add(first)
+
+    def add(self, rows: HistogramRows) -> None:
+        self._unshare()
         buckets, subs = self.buckets, self.subs
         for index, count, total, total_sq in rows.rows:
             cell = buckets.get(index)
@@ -160,7 +166,7 @@ class _Pool:
                 cell[1] += total
                 cell[2] += total_sq
         for index, sub, count, total, total_sq in rows.sub_rows:
-            cell = subs.get(key := (index, sub))
+            cell = subs.get(key := (index << SUB_SCALE) + sub)
             if cell is None:
                 subs[key] = [count, total, total_sq]
             else:
@@ -172,9 +178,7 @@ class _Pool:
         if other.first is not None:
             self.add(other.first)
             return
-        if self.first is not None:
-            first, self.first = self.first, None
-            self.add(first)
+        self._unshare()
         for mine, theirs in ((self.buckets, other.buckets), (self.subs, other.subs)):
             for key, (count, total, total_sq) in theirs.items():
                 cell = mine.get(key)
@@ -185,12 +189,19 @@ class _Pool:
                     cell[1] += total
                     cell[2] += total_sq
 
+    def copy(self) -> _Pool:
+        copy = _Pool(self.first)
+        copy.buckets = {key: list(cell) for key, cell in self.buckets.items()}
+        copy.subs = {key: list(cell) for key, cell in self.subs.items()}
+        return copy
+
     def histogram(self) -> Histogram:
         if self.first is not None:
             return self.first.histogram()
+        mask = (1 << SUB_SCALE) - 1
         return Histogram(
             {index: Bucket(*cell) for index, cell in self.buckets.items()},
-            {key: Bucket(*cell) for key, cell in self.subs.items()},
+            {(key >> SUB_SCALE, key & mask): Bucket(*cell) for key, cell in self.subs.items()},
         )
 
 
@@ -217,7 +228,7 @@ def pooled_histograms(
                 everything[metric] = pool
                 continue
             if id(found) not in copies:
-                found = everything[metric] = _copy(found)
+                found = everything[metric] = found.copy()
                 copies.add(id(found))
             found.add_pool(pool)
     size = reference_size(by_size)
@@ -234,10 +245,3 @@ def pooled_histograms(
         {metric: histogram(pool) for metric, pool in typical.items()},
         {metric: histogram(pool) for metric, pool in everything.items()},
     )
-
-
-def _copy(pool: _Pool) -> _Pool:
-    copy = _Pool(pool.first)
-    copy.buckets = {key: list(cell) for key, cell in pool.buckets.items()}
-    copy.subs = {key: list(cell) for key, cell in pool.subs.items()}
-    return copy

@@ -22,7 +22,6 @@ plus exhausting what it returned, and are labelled so (``Metric.label``).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
