@@ -11,7 +11,7 @@ are the very ones the per-API queries give.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import groupby
@@ -55,34 +55,44 @@ class ScenarioSlice:
 
 
 _SLICE = itemgetter(0, 1, 2, 3)  # qualname, scenario_id, size, metric
+_KEYS = "qualname, metric, scenario_id, size"  # a slice: the primary key's first columns
 
 
-def _single_environment(db: Readable) -> bool:
-    """Whether every row comes from one environment: rows are then read as stored, without
-    summing over environments (the sum of one row is the row)."""
-    return len(db.execute("SELECT DISTINCT environment_id FROM buckets LIMIT 2").fetchall()) < 2
+def _rows_by_slice(
+    db: Readable, table: str, columns: str, names: list[str] | None
+) -> dict[tuple, list[tuple]]:
+    """``table``'s rows of ``names`` (every API when None) per slice (qualname, scenario_id,
+    size, metric), environments summed, each slice's rows in bucket order.
 
-
-def _slice_rows(db: Readable, table: str, columns: str, names: list[str] | None) -> Iterator:
-    """``table``'s rows of ``names`` (every API when None) as (qualname, scenario_id, size,
-    metric, *columns), environments summed, each slice's rows in bucket order."""
+    With one environment (the usual file: one machine's scans) nothing needs summing, and the
+    rows are read in primary-key order as bare numbers — no key strings per row, no sorting —
+    and cut into slices by a count of rows per slice."""
     where = f"WHERE qualname IN ({','.join('?' * len(names))})" if names is not None else ""
-    keys = "qualname, metric, scenario_id, size"
-    plain = ", ".join(columns.split(", ")[:-3])
-    if _single_environment(db):  # primary-key order: no grouping, no sorting
-        return db.execute(
-            f"SELECT qualname, scenario_id, size, metric, {columns} FROM {table} {where} "
-            f"ORDER BY {keys}, environment_id, {plain}",
-            names or [],
-        )
-    return db.execute(
+    params = names or []
+    plain = ", ".join(columns.split(", ")[:-3])  # bucket(, sub)
+    environments = db.execute(f"SELECT DISTINCT environment_id FROM {table} LIMIT 2").fetchall()
+    if len(environments) < 2:
+        numbers = db.execute(
+            f"SELECT {columns} FROM {table} {where} ORDER BY {_KEYS}, environment_id, {plain}",
+            params,
+        ).fetchall()
+        out: dict[tuple, list[tuple]] = {}
+        start = 0
+        for qualname, scenario_id, size, metric, n in db.execute(
+            f"SELECT qualname, scenario_id, size, metric, COUNT(*) FROM {table} {where} "
+            f"GROUP BY {_KEYS} ORDER BY {_KEYS}",
+            params,
+        ):
+            out[qualname, scenario_id, size, metric] = numbers[start : start + n]
+            start += n
+        if start == len(numbers):
+            return out
+        # a scan wrote between the two reads: read again, the general way
+    rows = db.execute(
         f"SELECT qualname, scenario_id, size, metric, {plain}, SUM(count), SUM(sum), "
-        f"SUM(sum_sq) FROM {table} {where} GROUP BY {keys}, {plain} ORDER BY {keys}, {plain}",
-        names or [],
+        f"SUM(sum_sq) FROM {table} {where} GROUP BY {_KEYS}, {plain} ORDER BY {_KEYS}, {plain}",
+        params,
     )
-
-
-def _grouped(rows: Iterator) -> dict[tuple, list[tuple]]:
     return {key: [row[4:] for row in group] for key, group in groupby(rows, _SLICE)}
 
 
@@ -111,9 +121,9 @@ def scenario_breakdowns(
     scenarios = {
         sid: (source, description) for sid, source, description in db.execute(query, params)
     }
-    buckets = _grouped(_slice_rows(db, "buckets", "bucket, count, sum, sum_sq", names))
+    buckets = _rows_by_slice(db, "buckets", "bucket, count, sum, sum_sq", names)
     subs = (
-        _grouped(_slice_rows(db, "sub_buckets", "bucket, sub, count, sum, sum_sq", names))
+        _rows_by_slice(db, "sub_buckets", "bucket, sub, count, sum, sum_sq", names)
         if has_sub_buckets(db)
         else {}
     )
