@@ -392,11 +392,20 @@ def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
 def growth(db: Readable, qualname: str) -> list[GrowthRow]:
     """Every growth fit stored for an API (one per metric and sized scenario), time first: metrics
     in their display order, then by scenario."""
+    return growths(db, [qualname]).get(qualname, [])
+
+
+def growths(db: Readable, qualnames: Iterable[str] | None = None) -> dict[str, list[GrowthRow]]:
+    """:func:`growth` of many APIs (every API when None), one query per 500 names."""
+    if qualnames is None:
+        qualnames = [row[0] for row in db.execute("SELECT DISTINCT qualname FROM growth")]
+    names = list(qualnames)
     order = {metric: position for position, metric in enumerate(Metric)}
-    return sorted(
-        _growth_rows(db, [qualname]).get(qualname, []),
-        key=lambda g: (order[g.metric], g.scenario_id),
-    )
+    out: dict[str, list[GrowthRow]] = {}
+    for start in range(0, len(names), 500):
+        for qualname, fits in _growth_rows(db, names[start : start + 500]).items():
+            out[qualname] = sorted(fits, key=lambda g: (order[g.metric], g.scenario_id))
+    return out
 
 
 @dataclass(frozen=True)

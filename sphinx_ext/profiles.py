@@ -37,13 +37,15 @@ from apiprof.model.records import Metric, ScenarioSource
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
-    from apiprof.db.query import ApiSummary, ScenarioSlice
+    from apiprof.db.details import Provenance
+    from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
 
 logger = logging.getLogger(__name__)
 
 _PROFILES: weakref.WeakKeyDictionary[BuildEnvironment, Profiles] = weakref.WeakKeyDictionary()
 T = TypeVar("T")
+Edges = dict[str, list[tuple[str, int]]]  # {"callers": [(name, calls)], "callees": [...]}
 UNUSABLE = "unusable"
 """Digest of every name while the database cannot be read (so documents are re-read later)."""
 
@@ -124,6 +126,7 @@ class Profiles:
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
     _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
+    _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
 
     @property
     def usable(self) -> bool:
@@ -217,6 +220,23 @@ class Profiles:
         if self._slices is None:
             self.lookup("")
         return (self._slices or {}).get(qualname, [])
+
+    def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:
+        """An API's growth fits, provenance and callers/callees — every API's read at the first
+        call, since every drill-down page shows them (a few queries instead of six per page)."""
+        if self._background is None:
+            from apiprof.db import details, query
+
+            def read_all(db: Reader) -> tuple[dict, dict, dict]:
+                return query.growths(db), details.provenances(db), details.all_call_edges(db)
+
+            self._background = self.read(read_all) or ({}, {}, {})
+        growth, provenance, edges = self._background
+        return (
+            growth.get(qualname, []),
+            provenance.get(qualname, []),
+            edges.get(qualname, {"callers": [], "callees": []}),
+        )
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""
