@@ -333,7 +333,7 @@ class Histogram:
                 continue
             subs = by_bucket.get(index)
             if subs and sum(b.count for _, b in subs) == bucket.count:
-                subs.sort(key=_first)
+                subs.sort()  # sub-bucket numbers are unique: buckets are never compared
                 cells += [(b.count, b.total, b.total_sq, index, sub) for sub, b in subs]
             else:
                 cells.append((bucket.count, bucket.total, bucket.total_sq, index, -1))
@@ -382,10 +382,6 @@ class Histogram:
         return out
 
 
-def _first(item: tuple[int, Bucket]) -> int:
-    return item[0]
-
-
 Cell = tuple[int, float, float, int, int]
 """One cell an order statistic can fall in: (count, sum, sum of squares, bucket, sub-bucket or
 -1 for a whole bucket); cells are listed in value order and hold at least one value each. Its
@@ -394,40 +390,47 @@ bounds are worked out only for the few cells an order statistic falls in."""
 
 def percentiles_of_cells(cells: list[Cell], qs: Iterable[float]) -> tuple[float, ...]:
     """:meth:`Histogram.percentiles` of the histogram whose complete cells are ``cells``: the
-    one computation behind every percentile apiprof shows, whatever form the histogram is held in."""
+    one computation behind every percentile apiprof shows, whatever form the histogram is held
+    in (a docs build asks it for tens of thousands, hence the inlined order statistics)."""
     qs = tuple(qs)
-    if not all(0 <= q <= 100 for q in qs):
-        raise ValueError("percentile q must be within 0..100")
-    ends = list(itertools.accumulate(cell[0] for cell in cells))
+    for q in qs:
+        if not 0 <= q <= 100:
+            raise ValueError("percentile q must be within 0..100")
+    ends = list(itertools.accumulate([cell[0] for cell in cells]))
     n = ends[-1] if ends else 0  # every value is in exactly one cell
     if n == 0:
         return tuple(math.nan for _ in qs)
+    last = len(cells) - 1
     out = []
     for q in qs:
         position = q / 100 * (n - 1)
         lower = math.floor(position)
-        low_value = _order_statistic(cells, ends, lower)
-        if position != lower:
-            high_value = _order_statistic(cells, ends, lower + 1)
-            low_value += (position - lower) * (high_value - low_value)
+        values = []
+        for k in (lower, lower + 1) if position != lower else (lower,):
+            # the k-th smallest value (0-based), estimated in the cell that holds it
+            at = min(bisect.bisect_right(ends, k), last)
+            count, total, total_sq, index, sub = cells[at]  # cells hold at least one value
+            mean = total / count
+            if count == 1:
+                values.append(mean)
+                continue
+            j = min(k - (ends[at] - count), count - 1)
+            variance = max(0.0, total_sq / count - mean**2)  # Bucket.variance, inlined
+            spacing = math.sqrt(12 * variance / (count * count - 1))
+            value = mean + spacing * (j - (count - 1) / 2)
+            if sub < 0 or index == ZERO_BUCKET:
+                low, high = bucket_bounds(index)
+            else:  # sub_bucket_bounds, inlined
+                low, high = (
+                    math.ldexp(_SUB_EDGES[sub], index),
+                    math.ldexp(_SUB_EDGES[sub + 1], index),
+                )
+            values.append(min(max(value, low), high))
+        low_value = values[0]
+        if len(values) == 2:
+            low_value += (position - lower) * (values[1] - low_value)
         out.append(low_value)
     return tuple(out)
-
-
-def _order_statistic(cells: list[Cell], ends: list[int], k: int) -> float:
-    """Estimate of the ``k``-th smallest value (0-based) from cells in value order, given the
-    running totals of their counts (``ends``)."""
-    position = min(bisect.bisect_right(ends, k), len(cells) - 1)
-    count, total, total_sq, index, sub = cells[position]  # cells hold at least one value
-    mean = total / count
-    if count == 1:
-        return mean
-    j = min(k - (ends[position] - count), count - 1)
-    variance = max(0.0, total_sq / count - mean**2)  # Bucket.variance, inlined: a hot loop
-    spacing = math.sqrt(12 * variance / (count * count - 1))
-    value = mean + spacing * (j - (count - 1) / 2)
-    low, high = bucket_bounds(index) if sub < 0 else sub_bucket_bounds(index, sub)
-    return min(max(value, low), high)
 
 
 class IntTally:
