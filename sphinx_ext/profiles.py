@@ -101,13 +101,13 @@ def summary_digest(summary: ApiSummary | None) -> str:
         if not (isinstance(value, dict) and item.name in ("histograms", "typical")):
             digest.update(f"{item.name}={value!r}\x00".encode("utf-8", "surrogatepass"))
             continue
-        for metric, hist in value.items():
+        for metric, hist in sorted(value.items()):  # equal summaries, equal digests
             numbers = array("d")
-            for index, b in hist.buckets.items():
-                numbers.extend((index, b.count, b.total, b.total_sq))
+            for row in hist.rows():
+                numbers.extend(row)
             numbers.append(math.inf)  # between the buckets and the sub-buckets
-            for (index, sub), b in hist.subs.items():
-                numbers.extend((index, sub, b.count, b.total, b.total_sq))
+            for sub_row in hist.sub_rows():
+                numbers.extend(sub_row)
             digest.update(f"{item.name}:{metric}\x00".encode())
             digest.update(numbers.tobytes())
     return digest.hexdigest()[:16]

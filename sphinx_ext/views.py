@@ -407,7 +407,8 @@ def scenario_table(
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
-    cells_of = {id(piece): _scenario_cell(piece, figures) for piece in shown}
+    tip = _("p90 %(p90)s · %(n)s calls")  # translated once per table, not once per cell
+    cells_of = {id(piece): _scenario_cell(piece, figures, tip) for piece in shown}
     missing = cell("—")
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
@@ -429,14 +430,11 @@ def scenario_table(
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures) -> Markup:
-    """The median, with p90 and the number of calls as its tooltip."""
+def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> Markup:
+    """The median, with p90 and the number of calls as its tooltip (``tip``, translated)."""
     metric = piece.metric
     median, p90 = figures(piece)
-    title = _("p90 %(p90)s · %(n)s calls") % {
-        "p90": format_value(metric, p90),
-        "n": piece.rows.count,
-    }
+    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
     return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
 
 
