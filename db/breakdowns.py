@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -38,9 +37,10 @@ def reference_size(sizes: Iterable[int]) -> int | None:
     return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScenarioSlice:
-    """One API's measurements of one metric in one scenario at one size (environments merged)."""
+    """One API's measurements of one metric in one scenario at one size (environments merged);
+    ``rows`` answers the figures pages show, :attr:`histogram` is built on each access."""
 
     scenario_id: str
     source: str
@@ -49,7 +49,7 @@ class ScenarioSlice:
     metric: Metric
     rows: HistogramRows = field(repr=False)
 
-    @cached_property
+    @property
     def histogram(self) -> Histogram:
         return self.rows.histogram()
 
@@ -129,7 +129,7 @@ def scenario_breakdowns(
     )
     metrics = {str(m): m for m in Metric}
     found: dict[str, list[ScenarioSlice]] = {}
-    for key in sorted(buckets, key=lambda k: (k[0], k[1], k[2], str(k[3]))):
+    for key in sorted(buckets):  # (qualname, scenario_id, size, metric as stored)
         qualname, scenario_id, size, metric = key
         source, description = scenarios.get(scenario_id, ("", ""))
         rows = HistogramRows(buckets[key], subs.get(key, ()))

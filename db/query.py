@@ -427,16 +427,15 @@ def size_figures(
     """Median, p90 and mean per scenario and size (sizes ascending), for the metrics asked for
     (default: all) — the figures one step away from the typical one."""
     wanted = set(metrics) if metrics is not None else set(Metric)
-    return [
-        SizeFigures(
-            piece.scenario_id,
-            piece.size,
-            piece.metric,
-            piece.histogram.count,
-            piece.histogram.median,
-            piece.histogram.percentile(90),
-            piece.histogram.mean,
+    out = []
+    for piece in scenario_breakdown(db, qualname):
+        if piece.metric not in wanted or not piece.rows:
+            continue
+        hist = piece.histogram
+        median, p90 = hist.percentiles((50, 90))
+        out.append(
+            SizeFigures(
+                piece.scenario_id, piece.size, piece.metric, hist.count, median, p90, hist.mean
+            )
         )
-        for piece in scenario_breakdown(db, qualname)
-        if piece.metric in wanted and piece.histogram
-    ]
+    return out
