@@ -147,6 +147,19 @@ def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
 # -- pooling slices into an API's summary histograms ---------------------------------------------
 
 
+def _add_sums(into: dict[int, list[Any]], rows: Iterable[tuple[int, int, float, float]]) -> None:
+    """Add (key, count, sum, sum of squares) rows into ``into``'s [count, sum, sum of squares]
+    per key, current + added as :class:`Bucket` addition does."""
+    for key, count, total, total_sq in rows:
+        cell = into.get(key)
+        if cell is None:
+            into[key] = [count, total, total_sq]
+        else:
+            cell[0] += count
+            cell[1] += total
+            cell[2] += total_sq
+
+
 class _Pool:
     """The sum of some slices' rows per bucket and sub-bucket, as ``Histogram`` addition would
     make it (``current + added``, in the order added); one member is kept as it is. Sub-bucket
@@ -166,23 +179,8 @@ class _Pool:
 
     def add(self, rows: HistogramRows) -> None:
         self._unshare()
-        buckets, subs = self.buckets, self.subs
-        for index, count, total, total_sq in rows.rows:
-            cell = buckets.get(index)
-            if cell is None:
-                buckets[index] = [count, total, total_sq]
-            else:
-                cell[0] += count
-                cell[1] += total
-                cell[2] += total_sq
-        for index, sub, count, total, total_sq in rows.sub_rows:
-            cell = subs.get(key := (index << SUB_SCALE) + sub)
-            if cell is None:
-                subs[key] = [count, total, total_sq]
-            else:
-                cell[0] += count
-                cell[1] += total
-                cell[2] += total_sq
+        _add_sums(self.buckets, rows.rows)
+        _add_sums(self.subs, [((i << SUB_SCALE) + j, c, s, sq) for i, j, c, s, sq in rows.sub_rows])
 
     def add_pool(self, other: _Pool) -> None:
         if other.first is not None:
@@ -190,14 +188,7 @@ class _Pool:
             return
         self._unshare()
         for mine, theirs in ((self.buckets, other.buckets), (self.subs, other.subs)):
-            for key, (count, total, total_sq) in theirs.items():
-                cell = mine.get(key)
-                if cell is None:
-                    mine[key] = [count, total, total_sq]
-                else:
-                    cell[0] += count
-                    cell[1] += total
-                    cell[2] += total_sq
+            _add_sums(mine, [(key, *sums) for key, sums in theirs.items()])
 
     def copy(self) -> _Pool:
         copy = _Pool(self.first)
