@@ -12,11 +12,13 @@ from apiprof.engine.discovery.discover import discover
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.factories import factories_for
+from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.instances import declared_returns
 from apiprof.engine.scenarios.parameters import parameter_candidates
 from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, type_hints
 from apiprof.engine.scenarios.synth import synthesize
+from apiprof.engine.scenarios.typetext import PathMarker
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
 
@@ -162,3 +164,8 @@ def test_a_plural_of_a_well_known_name_is_a_list_of_what_the_singular_is(gathere
 def test_the_member_of_a_union_the_name_says_comes_first():
     result = synthesize("handoff_pkg.loading.words_in", 10)
     assert isinstance(result.args[0], str) and result.used["text_str"] is ScenarioSource.STUBS
+
+
+def test_a_plural_of_a_name_that_means_anything_is_no_list():
+    assert guess_from_name("defaults") is None  # a tuple, a dict...: not a list of anything
+    assert guess_from_name("paths") == list[PathMarker]

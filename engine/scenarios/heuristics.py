@@ -163,7 +163,8 @@ def guess_from_name(name: str) -> Any:
         if lowered.endswith(suffix):
             return annotation
     singular = _NAME_GUESSES.get(lowered[:-1]) if lowered.endswith("s") else None
-    return typing.cast(Any, list)[singular] if singular is not None else None  # funcs, paths
+    known = singular is not None and singular is not Any  # `defaults` is no list of anything
+    return typing.cast(Any, list)[singular] if known else None  # funcs, paths: several of one
 
 
 _SUFFIXES: list[tuple[str, Any]] = [

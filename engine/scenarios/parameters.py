@@ -256,7 +256,7 @@ def parameter_candidates(
             found.append((Produced(producer), ScenarioSource.FACTORIES))
         for produced in inverse_class_producers(target):
             found.append((produced, ScenarioSource.FACTORIES))
-    vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after guesses
+    vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
         stub = stub_signature(target)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:
@@ -298,10 +298,12 @@ def parameter_candidates(
 
 
 def _says_nothing(annotation: Any) -> bool:
-    """``Any``, ``object`` and ``type[Any]``: a stub that types nothing."""
-    if typing.get_origin(annotation) is type:
-        return typing.get_args(annotation)[:1] in ((Any,), (object,))
-    return annotation in (Any, object)
+    """``type[Any]``: a stub that names no class (building it gives ``Any`` itself). A plain
+    ``Any`` stays where it is: its flavours are what some calls need."""
+    return typing.get_origin(annotation) is type and typing.get_args(annotation)[:1] in (
+        (Any,),
+        (object,),
+    )
 
 
 def _is_first_required(signature: inspect.Signature, parameter: inspect.Parameter) -> bool:
