@@ -18,8 +18,8 @@ from apiprof.engine.scenarios.parameters import parameter_candidates
 from apiprof.engine.scenarios.registered import registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, type_hints
 from apiprof.engine.scenarios.synth import synthesize
-from apiprof.engine.scenarios.typetext import PathMarker
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.typetext import PathMarker
 from apiprof.model.records import ScenarioSource
 
 
