@@ -15,9 +15,10 @@ tests and the benchmarks call:
    (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
 
 Each timing pass measures for a time budget with a minimum number of runs
-(:class:`~apiprof.engine.measure.passlog.Budget`), and is preceded by a short reference workload
-(:mod:`~apiprof.engine.measure.machine`) whose slowdown, with the preempted runs, is reported
-as the report's :class:`~apiprof.model.records.Disturbance`.
+(:class:`~apiprof.engine.measure.passlog.Budget`), between two timings of a short reference
+workload (:mod:`~apiprof.engine.measure.machine`); a pass the machine stalled is measured again
+(:mod:`~apiprof.engine.measure.settle`). What measuring saw of other load is the report's
+:class:`~apiprof.model.records.Disturbance`.
 """
 
 from __future__ import annotations
@@ -29,16 +30,13 @@ from dataclasses import dataclass, field
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
-from apiprof.engine.measure.costs import measure_calls
-from apiprof.engine.measure.machine import reference_check_ns
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import PySite, Site, resolve_site
+from apiprof.engine.measure.settle import settled_pass
 from apiprof.engine.measure.switches import open_switches
-from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
-    BUSY_FACTOR,
     NO_SIZE,
     Calibration,
     CallEdge,
@@ -111,19 +109,16 @@ def profile(
             measure(key, Metric.IO_WRITE, alloc.io_write[key])
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
-        report.disturbance += _reference_check(calibration)
-        log = run_timing_pass(
+        kept = settled_pass(
             run_once,
             [sites[key] for key in group],
             alloc.callers,
             budget=budget,
             switches=switches,
+            calibration=calibration,
         )
-        report.disturbance += Disturbance(
-            runs=log.runs, disturbed_runs=log.disturbed_runs, preempted_ns=log.preempted_ns
-        )
-        all_costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
-        for key, costs, weight in zip(group, all_costs, log.cpu_every):
+        report.disturbance += kept.seen
+        for key, costs, weight in zip(group, kept.costs, kept.log.cpu_every):
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns, weight))
@@ -156,13 +151,6 @@ def _consume(run_once: Callable[[], object], site: PySite, budget: Budget) -> Co
         )
     except Exception:
         return None
-
-
-def _reference_check(calibration: Calibration) -> Disturbance:
-    """Time the reference workload (warm); slow against the calibrated index = a busy machine."""
-    took = reference_check_ns()
-    slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
-    return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
 
 
 def resolve_targets(
