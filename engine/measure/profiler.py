@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
+from apiprof.engine.measure.batch import Batcher, batch_times
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
 from apiprof.engine.measure.passlog import Budget
@@ -79,18 +80,23 @@ def profile(
     calibration: Calibration | None = None,
     warmup: bool = True,
     consume: bool = True,
+    batch: Batcher | None = None,
 ) -> ProfileReport:
     """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
     times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
     runs past ``max_seconds`` (each runs the scenario at least once). Exceptions from
     ``run_once`` propagate. ``warmup``: one unrecorded run before each timing pass;
     ``consume``: consumption passes for targets returning iterators (a long scenario such as a
-    test suite turns both off: every extra run costs a whole suite)."""
+    test suite turns both off: every extra run costs a whole suite). ``batch``: how to run the
+    scenario several times per call, for timing cheap scenarios in a plain loop
+    (:mod:`~apiprof.engine.measure.batch`)."""
     calibration = calibration or calibrate()
     budget = Budget(max(1, repeat), time_budget, max_seconds, warmup)
     switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
+    times = batch_times(run_once) if batch is not None else 1
+    timed = batch(times) if batch is not None and times > 1 else run_once
     ran = [key for key in sites if alloc.calls[key]]
     report = ProfileReport(
         calibration=calibration, seen={name for key in ran for name in names[key]}
@@ -110,12 +116,13 @@ def profile(
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
         kept = settled_pass(
-            run_once,
+            timed,
             [sites[key] for key in group],
             alloc.callers,
             budget=budget,
             switches=switches,
             calibration=calibration,
+            runs_per_call=times,
         )
         report.disturbance += kept.seen
         for key, costs, weight in zip(group, kept.costs, kept.log.cpu_every):

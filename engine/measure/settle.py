@@ -81,9 +81,11 @@ def settled_pass(
     calibration: Calibration,
     check: Callable[[Calibration], Disturbance] = reference_check,
     attempts: int = PASS_ATTEMPTS,
+    runs_per_call: int = 1,
 ) -> Settled:
     """One group's timing pass, measured again while a stall is seen around it (module
-    docstring); ``check`` times the reference workload (tests inject a stalled machine)."""
+    docstring); ``check`` times the reference workload (tests inject a stalled machine);
+    each call of ``run_once`` runs the scenario ``runs_per_call`` times (a batch)."""
     seen = Disturbance()
     tried: list[tuple[float, Settled]] = []
     for _ in range(max(1, attempts)):
@@ -93,7 +95,9 @@ def settled_pass(
         after = check(calibration)  # attempts would not say which of them stalled
         seen += before + after
         seen += Disturbance(
-            runs=log.runs, disturbed_runs=log.disturbed_runs, preempted_ns=log.preempted_ns
+            runs=log.runs * runs_per_call,
+            disturbed_runs=log.disturbed_runs * runs_per_call,
+            preempted_ns=log.preempted_ns,
         )
         score = stall(before, after, costs, calibration.machine_speed_ns)
         tried.append((score, Settled(log, costs, Disturbance())))
