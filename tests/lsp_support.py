@@ -232,6 +232,17 @@ async def inlay_hints(
     return {(h.position.line, h.position.character): h.label for h in hints}
 
 
+def settings(client: LanguageClient, **options) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"apiprof": options})
+    )
+
+
+async def settle(client: LanguageClient) -> None:
+    """Wait until the server has applied everything sent so far (requests are answered in order)."""
+    await client.protocol.send_request_async("apiprof/latencyReport", None)
+
+
 def logged(client: LanguageClient, text: str) -> list[str]:
     return [m.message for m in client.log_messages if text in m.message]
 

@@ -19,27 +19,22 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import shlex
-import shutil
 import sqlite3
 import threading
 import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from apiprof.tracing.delaytrace import Collection, TraceFiles, write_delay_trace
 from apiprof.tracing.hang import HangDump, HangWatch
-from apiprof.tracing.record import process_facts
-from apiprof.tracing.recording import Marker, RecordingWriter
+from apiprof.tracing.recording import Marker
 from apiprof.tracing.sampler import Sampler, ThreadTable
 from apiprof.tracing.settings import TrackerSettings, load_settings
 from apiprof.tracing.stacks import StackTable
 from apiprof.tracing.state import TraceState
-from apiprof.tracing.summary import loaded_packages, machine_facts, utc_now, write_json
 from apiprof.tracing.upload import Uploader, UploadError, UploadResult, pending_traces
 
 log = logging.getLogger(__name__)
@@ -51,10 +46,9 @@ FINISHED_MARKERS = 16384
 """Finished markers remembered for the next trace (seconds' worth in any real program)."""
 RECHECK_SECONDS = 60.0
 """After a refused trace, how long further exceedances of that event skip the state file."""
-TRACE_FILE, SUMMARY_FILE = "trace.sqlite", "summary.json"
 
 
-class _Mark:
+class Mark:
     """A running event; the token ``begin`` returns and ``end`` takes."""
 
     __slots__ = ("event", "flagged", "ident", "start", "threshold")
@@ -78,36 +72,6 @@ class _Scope:
 
     def __exit__(self, *exc: object) -> None:
         self._tracker.end(self._mark)
-
-
-@dataclass(frozen=True)
-class TraceFiles:
-    """A finished delay trace: its directory, the trace and the summary."""
-
-    trace_id: str
-    event: str
-    directory: Path
-    trace: Path
-    summary: Path
-    window: tuple[float, float]  # seconds of the trace from the slow event's start to its end
-    thread: str  # the thread the slow event ran on
-
-    def report_command(self) -> str:
-        start, end = self.window
-        return (
-            f"apiprof window {self.trace} --from {start:.3f} --to {end:.3f}"
-            f" --thread {shlex.quote(self.thread)}"
-        )
-
-
-@dataclass
-class _Collection:
-    trigger: _Mark
-    trigger_ns: int
-    elapsed_ns: int
-    until: int
-    samples: list[Tick]
-    hangs: list[HangDump] = field(default_factory=list)
 
 
 class DelayTracker:
@@ -149,13 +113,13 @@ class DelayTracker:
         smallest = min((e.threshold_ms for e in settings.events.values()), default=100.0)
         self.sampler.idle_interval = min(0.1, max(settings.interval_ms, smallest / 4) / 1000)
         self._thresholds = {name: e.threshold_ns for name, e in settings.events.items()}
-        self._running: set[_Mark] = set()
+        self._running: set[Mark] = set()
         self._finished: deque[tuple[str, int, int, int, int | None]] = deque(
             maxlen=FINISHED_MARKERS
         )
-        self._late: deque[_Mark] = deque()
+        self._late: deque[Mark] = deque()
         self._ring: deque[Tick] = deque()
-        self._collection: _Collection | None = None
+        self._collection: Collection | None = None
         self._state = TraceState(settings.output_dir)
         self._quiet: dict[str, float] = {}  # event → wall time before which it is not traced
         self._hang: HangWatch | None = None
@@ -170,13 +134,13 @@ class DelayTracker:
         return cls(load_settings(path), **options)
 
     # -- markers: the application's side (any thread, cheap) ------------------------------
-    def begin(self, event: str) -> _Mark:
+    def begin(self, event: str) -> Mark:
         """Mark the start of an event; pass the result to :meth:`end`."""
-        mark = _Mark(event, threading.get_ident(), self.clock(), self._thresholds.get(event))
+        mark = Mark(event, threading.get_ident(), self.clock(), self._thresholds.get(event))
         self._running.add(mark)
         return mark
 
-    def end(self, mark: _Mark) -> None:
+    def end(self, mark: Mark) -> None:
         """Mark the end of the event ``begin`` returned ``mark`` for."""
         now = self.clock()
         self._running.discard(mark)
@@ -326,7 +290,7 @@ class DelayTracker:
                 mark.flagged = True
                 self._exceeded(mark, now)
 
-    def _exceeded(self, mark: _Mark, now: int) -> None:
+    def _exceeded(self, mark: Mark, now: int) -> None:
         if self._collection is not None:
             return  # the trace being recorded shows this delay too
         settings = self.settings
@@ -347,7 +311,7 @@ class DelayTracker:
             return
         event = settings.events[mark.event]
         log.info("delay tracker: %s exceeded %g ms; recording", mark.event, event.threshold_ms)
-        self._collection = _Collection(
+        self._collection = Collection(
             trigger=mark,
             trigger_ns=now,
             elapsed_ns=now - mark.start,
@@ -363,7 +327,7 @@ class DelayTracker:
         collection, self._collection = self._collection, None
         assert collection is not None
         try:
-            files = self._write(collection, now, cut_short)
+            files = write_delay_trace(self, collection, now, cut_short)
         except (OSError, sqlite3.Error) as error:
             log.warning("delay tracker: could not write the trace: %s", error)
             return
@@ -377,7 +341,7 @@ class DelayTracker:
         if self._uploader is not None:
             self._uploader.submit(files.directory)
 
-    def _markers(self, since: int, until: int) -> list[Marker]:
+    def markers_between(self, since: int, until: int) -> list[Marker]:
         """Markers overlapping ``[since, until]``: finished ones, then those still running."""
         number = self.threads.number_of
         markers = [
@@ -391,124 +355,3 @@ class DelayTracker:
             if m.start <= until
         ]
         return markers
-
-    def _write(self, collection: _Collection, now: int, cut_short: bool) -> TraceFiles:
-        trigger = collection.trigger
-        event = self.settings.events[trigger.event]
-        samples = sorted(collection.samples, key=lambda tick: tick[0])
-        first_sample = samples[0][0] if samples else collection.trigger_ns
-        origin = min(first_sample, trigger.start)  # markers start on or after the origin
-        pre_trigger = max(0, collection.trigger_ns - first_sample)
-        markers = self._markers(origin, now)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.wall()))
-        trace_id = f"{stamp}-{trigger.event}-{self.session_id[:8]}"
-        final = self.settings.output_dir / trace_id
-        partial = self.settings.output_dir / f".{trace_id}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        trigger_thread = self.threads.number_of(trigger.ident)
-        trigger_info = {
-            "event": trigger.event,
-            "at_ns": collection.trigger_ns - origin,
-            "threshold_ns": trigger.threshold,
-            "elapsed_ns": collection.elapsed_ns,
-            "event_start_ns": trigger.start - origin,
-            "thread": trigger_thread,
-        }
-        meta = {
-            **process_facts(),
-            "kind": "delay trace",
-            "trace_id": trace_id,
-            "session_id": self.session_id,
-            "interval_ns": round(self.settings.interval_ms * 1e6),
-            "trigger": trigger_info,
-            "pre_trigger_ns": pre_trigger,
-            "trace_ns": now - collection.trigger_ns,
-            "configured_trace_ns": round(event.trace_seconds * 1e9),
-            "cut_short": cut_short,
-            "duration_ns": now - origin + 1,
-        }
-        writer = RecordingWriter(partial / TRACE_FILE, meta)
-        try:
-            for t, batch in samples:
-                writer.add_tick(t - origin, batch)
-            writer.add_markers(
-                Marker(
-                    m.event,
-                    m.thread,
-                    m.start_ns - origin,
-                    None if m.end_ns is None else m.end_ns - origin,
-                    m.threshold_ns,
-                )
-                for m in markers
-            )
-        except BaseException:
-            writer.close()
-            raise
-        writer.finish(self.stacks, self.threads.threads, {})
-        names = {t.number: t.name for t in self.threads.threads}
-        delays = [
-            {
-                "event": m.event,
-                "thread": names.get(m.thread, str(m.thread)),
-                "start_s": round((m.start_ns - origin) / 1e9, 6),
-                "duration_ms": None if m.duration_ns is None else round(m.duration_ns / 1e6, 3),
-                "running_for_ms": round((now - m.start_ns) / 1e6, 3) if m.end_ns is None else None,
-                "threshold_ms": m.threshold_ns / 1e6,
-            }
-            for m in markers
-            if m.threshold_ns is not None
-            and ((m.end_ns if m.end_ns is not None else now) - m.start_ns) > m.threshold_ns
-        ]
-        window = (
-            max(0.0, (trigger.start - origin) / 1e9),
-            (now - origin + 1) / 1e9,
-        )
-        summary = {
-            "trace_id": trace_id,
-            "session_id": self.session_id,
-            "created_at": utc_now(),
-            "trigger": {
-                "event": trigger.event,
-                "threshold_ms": event.threshold_ms,
-                "elapsed_ms_at_trigger": round(collection.elapsed_ns / 1e6, 3),
-                "thread": names.get(trigger_thread, str(trigger_thread)),
-            },
-            "delays": delays,
-            "trace": {
-                "file": TRACE_FILE,
-                "samples": writer.samples,
-                "threads": len(self.threads.threads),
-                "pre_trigger_seconds": round(pre_trigger / 1e9, 6),
-                "trace_seconds": round((now - collection.trigger_ns) / 1e9, 6),
-                "configured_trace_seconds": event.trace_seconds,
-                "interval_ms": self.settings.interval_ms,
-                "cut_short": cut_short,
-                "report": (
-                    f"apiprof window {TRACE_FILE} --from {window[0]:.3f} --to {window[1]:.3f}"
-                    f" --thread {shlex.quote(names.get(trigger_thread, str(trigger_thread)))}"
-                ),
-            },
-            "hangs": [
-                {
-                    "gil_blocked_for_more_than_s": h.seconds,
-                    "at_s": round((h.at_ns - origin) / 1e9, 6),
-                    "dump": h.text,
-                }
-                for h in collection.hangs
-            ],
-            "machine": machine_facts(),
-            "process": {"pid": os.getpid()},
-            "packages": loaded_packages(),
-        }
-        write_json(partial / SUMMARY_FILE, summary)
-        os.replace(partial, final)
-        return TraceFiles(
-            trace_id,
-            trigger.event,
-            final,
-            final / TRACE_FILE,
-            final / SUMMARY_FILE,
-            window,
-            names.get(trigger_thread, str(trigger_thread)),
-        )
