@@ -32,7 +32,7 @@ def target() -> None:
         time.sleep(STALL_SECONDS)
 
 
-def settle(check, attempts: int = PASS_ATTEMPTS):
+def settle(check, attempts: int = PASS_ATTEMPTS, retry_under: float = 60.0):
     return settled_pass(
         target,
         [PySite(target)],
@@ -42,6 +42,7 @@ def settle(check, attempts: int = PASS_ATTEMPTS):
         calibration=CALIBRATION,
         check=check,
         attempts=attempts,
+        retry_under=retry_under,
     )
 
 
@@ -84,6 +85,13 @@ def test_a_machine_that_stays_stalled_keeps_a_pass_and_warns():
     assert seen.busy
     (warning,) = busy_warnings(seen)
     assert "1 of 1 timing passes still ran on a stalled machine" in warning
+
+
+def test_a_long_pass_is_kept_stalled_without_a_second_attempt():
+    stalled[0] = False
+    kept = settle(lambda calibration: SLOW, retry_under=0.0)  # every pass counts as long here
+    seen = kept.seen
+    assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, 0, 1)
 
 
 def test_the_least_stalled_attempt_is_kept():

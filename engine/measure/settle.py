@@ -13,13 +13,18 @@ bracket every pass instead:
   :data:`~apiprof.engine.measure.costs.PREEMPTED_SHARE` the preempted calls stay in the
   figures (with the switched-out time taken off), and they read high.
 
-A pass with either sign is run again, up to ``PASS_ATTEMPTS`` times in all; the first clean
-attempt is kept, else the least disturbed one, counted as a stalled pass (the scan warns when
-the machine stays too busy: :attr:`~apiprof.model.records.Disturbance.busy`).
+A pass with either sign is run again, up to ``PASS_ATTEMPTS`` times in all, when it took less
+than ``RETRY_UNDER_SECONDS``; the first clean attempt is kept, else the least disturbed one,
+counted as a stalled pass (the scan warns when the machine stays too busy:
+:attr:`~apiprof.model.records.Disturbance.busy`). Long passes are not run again: their calls
+take milliseconds, a time slice's worth, so on a loaded machine most of them are preempted in
+every attempt (json at load 8 on 2 cores: 9 such passes measured again made the scan 1.46× the
+fixed-20-runs scan time instead of about 1.2×).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
@@ -32,6 +37,8 @@ from apiprof.engine.measure.switches import SwitchSource
 from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
 
+RETRY_UNDER_SECONDS = 0.25
+"""Only passes shorter than this (wall time) are measured again."""
 PASS_ATTEMPTS = 2
 """Timing passes per group at most: the first, and one more when it stalled. A transient stall
 is over by then; on a machine that stays loaded (json at load 9 on 2 cores: 7 of 106 passes
@@ -84,6 +91,7 @@ def settled_pass(
     check: Callable[[Calibration], Disturbance] = reference_check,
     attempts: int = PASS_ATTEMPTS,
     runs_per_call: int = 1,
+    retry_under: float = RETRY_UNDER_SECONDS,
 ) -> Settled:
     """One group's timing pass, measured again while a stall is seen around it (module
     docstring); ``check`` times the reference workload (tests inject a stalled machine);
@@ -92,7 +100,9 @@ def settled_pass(
     tried: list[tuple[float, Settled]] = []
     for _ in range(max(1, attempts)):
         before = check(calibration)  # each attempt its own pair: a slow check between two
+        started = time.perf_counter()
         log = run_timing_pass(run_once, sites, callers, budget=budget, switches=switches)
+        took = time.perf_counter() - started
         costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
         after = check(calibration)  # attempts would not say which of them stalled
         seen += before + after
@@ -103,7 +113,7 @@ def settled_pass(
         )
         score = stall(before, after, costs, calibration.machine_speed_ns)
         tried.append((score, Settled(log, costs, Disturbance())))
-        if not score:
+        if not score or took >= retry_under:
             break
     score, kept = min(tried, key=lambda attempt: attempt[0])  # the first of equals
     seen += Disturbance(passes=1, remeasured_passes=len(tried) - 1, stalled_passes=int(score > 0))
