@@ -113,7 +113,8 @@ def _escape(value: str) -> str:
 
 def number(value: float) -> str:
     """A coordinate as the graphics write it: at most two decimals, no trailing zeros."""
-    return f"{value:.2f}".rstrip("0").rstrip(".")
+    written = f"{value:.2f}"
+    return written if written[-1] != "0" else written.rstrip("0").rstrip(".")
 
 
 Attribute = str | int | float

@@ -30,32 +30,50 @@ class Provenance:
 
 def provenance(db: Readable, qualname: str) -> list[Provenance]:
     """Which machines and interpreters contributed samples to an API, and the scans there."""
-    out = []
-    for env_id, samples in db.execute(
-        "SELECT environment_id, SUM(count) FROM buckets WHERE qualname = ? AND metric = ? "
-        "GROUP BY environment_id",
-        [qualname, str(Metric.WALL)],
-    ).fetchall():
-        env = db.execute(
-            "SELECT python, implementation, system, machine, cpu FROM environments WHERE id = ?",
-            [env_id],
-        ).fetchone() or ("?", "?", "?", "?", "?")
-        scans = tuple(
-            {
-                "id": sid,
-                "started_at": started,
-                "finished_at": finished,
-                "calibration": json.loads(cal or "{}"),
-            }
-            for sid, started, finished, cal in db.execute(
-                "SELECT id, started_at, finished_at, calibration FROM scans WHERE environment_id = ? "
-                "AND package = (SELECT package FROM entry_points WHERE qualname = ?) ORDER BY id",
-                [env_id, qualname],
-            )
+    return provenances(db, [qualname]).get(qualname, [])
+
+
+def provenances(db: Readable, qualnames: list[str] | None = None) -> dict[str, list[Provenance]]:
+    """:func:`provenance` of many APIs (every API when None) in a few queries: a docs build
+    shows it on every drill-down page."""
+    where, params = "", [str(Metric.WALL)]
+    if qualnames is not None:
+        if not qualnames:
+            return {}
+        where = f"AND qualname IN ({','.join('?' * len(qualnames))})"
+        params += qualnames
+    samples = db.execute(
+        f"SELECT qualname, environment_id, SUM(count) FROM buckets WHERE metric = ? {where} "
+        "GROUP BY qualname, environment_id ORDER BY qualname, environment_id",
+        params,
+    ).fetchall()
+    if not samples:
+        return {}
+    environments = {
+        row[0]: row[1:]
+        for row in db.execute(
+            "SELECT id, python, implementation, system, machine, cpu FROM environments"
         )
-        python, implementation, system, machine, cpu = env
-        out.append(
-            Provenance(env_id, python, implementation, system, machine, cpu, int(samples), scans)
+    }
+    packages = dict(db.execute("SELECT qualname, package FROM entry_points").fetchall())
+    scans: dict[tuple[str, str], list[dict]] = {}
+    for sid, env_id, package, started, finished, cal in db.execute(
+        "SELECT id, environment_id, package, started_at, finished_at, calibration FROM scans "
+        "ORDER BY id"
+    ):
+        scans.setdefault((env_id, package), []).append(
+            {"id": sid, "started_at": started, "finished_at": finished, "calibration": cal}
+        )
+    out: dict[str, list[Provenance]] = {}
+    for qualname, env_id, count in samples:
+        python, implementation, system, machine, cpu = environments.get(env_id) or ("?",) * 5
+        package = packages.get(qualname)
+        found = tuple(
+            {**scan, "calibration": json.loads(scan["calibration"] or "{}")}
+            for scan in (scans.get((env_id, package), ()) if package is not None else ())
+        )
+        out.setdefault(qualname, []).append(
+            Provenance(env_id, python, implementation, system, machine, cpu, int(count), found)
         )
     return out
 
@@ -70,6 +88,17 @@ def call_edges(db: Readable, qualname: str) -> dict[str, list[tuple[str, int]]]:
             "SELECT callee, count FROM call_edges WHERE caller = ? ORDER BY count DESC", [qualname]
         ).fetchall(),
     }
+
+
+def all_call_edges(db: Readable) -> dict[str, dict[str, list[tuple[str, int]]]]:
+    """:func:`call_edges` of every API that has any, from one read of the table."""
+    out: dict[str, dict[str, list[tuple[str, int]]]] = {}
+    for caller, callee, count in db.execute(
+        "SELECT caller, callee, count FROM call_edges ORDER BY count DESC, caller, callee"
+    ):
+        out.setdefault(callee, {"callers": [], "callees": []})["callers"].append((caller, count))
+        out.setdefault(caller, {"callers": [], "callees": []})["callees"].append((callee, count))
+    return out
 
 
 def similar_names(db: Readable, name: str, limit: int = 3) -> list[str]:

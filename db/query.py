@@ -22,12 +22,19 @@ plus exhausting what it returned, and are labelled so (``Metric.label``).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from apiprof.db.breakdowns import (
+    REFERENCE_SIZE,
+    ScenarioSlice,
+    pooled_histograms,
+    reference_size,
+    scenario_breakdown,
+    scenario_breakdowns,
+)
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Metric
 
@@ -35,8 +42,13 @@ if TYPE_CHECKING:  # the queries only execute SQL: readers pass a light schema.R
     from apiprof.db.schema import Readable
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
-REFERENCE_SIZE = 100
-"""The input size typical figures are given at, when an API was measured at sizes."""
+__all__ = [  # re-exported: readers ask this module
+    "REFERENCE_SIZE",
+    "ScenarioSlice",
+    "reference_size",
+    "scenario_breakdown",
+    "scenario_breakdowns",
+]
 
 
 @dataclass(frozen=True)
@@ -193,46 +205,28 @@ def has_sub_buckets(db: Readable) -> bool:
     )
 
 
-def _sized_histograms(
-    db: Readable, qualnames: list[str], by_scenario: bool = False
-) -> dict[tuple, dict[Metric, Histogram]]:
-    """Histograms per (qualname, size) — or (qualname, scenario, size) — per metric, bucket and
-    sub-bucket rows merged over environments (and scenarios unless ``by_scenario``)."""
+def _sized_histograms(db: Readable, qualnames: list[str]) -> dict[tuple, dict[Metric, Histogram]]:
+    """Histograms per (qualname, size) per metric, bucket and sub-bucket rows merged over
+    environments and scenarios."""
     marks = ",".join("?" * len(qualnames))
-    keys = "qualname, scenario_id, size" if by_scenario else "qualname, size"
-    width = 3 if by_scenario else 2
     rows: dict[tuple, list[tuple]] = defaultdict(list)
     for row in db.execute(
-        f"SELECT {keys}, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
-        f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket",
+        "SELECT qualname, size, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
+        f"WHERE qualname IN ({marks}) GROUP BY qualname, size, metric, bucket",
         qualnames,
     ):
-        rows[tuple(row[: width + 1])].append(row[width + 1 :])
+        rows[row[:3]].append(row[3:])
     sub_rows: dict[tuple, list[tuple]] = defaultdict(list)
     if has_sub_buckets(db):
         for row in db.execute(
-            f"SELECT {keys}, metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) FROM sub_buckets "
-            f"WHERE qualname IN ({marks}) GROUP BY {keys}, metric, bucket, sub",
+            "SELECT qualname, size, metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) "
+            f"FROM sub_buckets WHERE qualname IN ({marks}) GROUP BY qualname, size, metric, bucket, sub",
             qualnames,
         ):
-            sub_rows[tuple(row[: width + 1])].append(row[width + 1 :])
+            sub_rows[row[:3]].append(row[3:])
     out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
     for key, buckets in rows.items():
-        out[key[:width]][Metric(key[width])] = Histogram.from_buckets(
-            buckets, sub_rows.get(key, ())
-        )
-    return out
-
-
-def _sized_from_slices(
-    breakdowns: dict[str, list[ScenarioSlice]], qualnames: list[str]
-) -> dict[tuple, dict[Metric, Histogram]]:
-    """What :func:`_sized_histograms` reads, merged from scenario breakdowns instead."""
-    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
-    merged: set[int] = set()
-    for qualname in qualnames:
-        for piece in breakdowns.get(qualname, ()):
-            _pool(out[qualname, piece.size], piece.metric, piece.histogram, merged)
+        out[key[:2]][Metric(key[2])] = Histogram.from_buckets(buckets, sub_rows.get(key, ()))
     return out
 
 
@@ -247,15 +241,6 @@ def _pool(into: dict[Metric, Histogram], metric: Metric, hist: Histogram, merged
     else:
         into[metric] = pooled = found + hist
         merged.add(id(pooled))
-
-
-def reference_size(sizes: Iterable[int]) -> int | None:
-    """The measured size typical figures are given at: the one closest to
-    :data:`REFERENCE_SIZE` on a log scale (the smaller on a tie); None without sized data."""
-    sized = [s for s in sizes if s != NO_SIZE]
-    if not sized:
-        return None
-    return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
 
 
 def _typical(
@@ -337,17 +322,19 @@ def summaries(
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
         per_api: dict[str, dict[int, dict[Metric, Histogram]]] = defaultdict(dict)
-        sized = (
-            _sized_histograms(db, chunk)
-            if breakdowns is None
-            else _sized_from_slices(breakdowns, chunk)
-        )
-        for (qualname, size), per_metric in sized.items():
-            per_api[qualname][size] = per_metric
+        if breakdowns is None:
+            for (qualname, size), per_metric in _sized_histograms(db, chunk).items():
+                per_api[qualname][size] = per_metric
         axes = _size_axes(db, chunk)
-        for qualname, by_size in per_api.items():
+        for qualname in per_api if breakdowns is None else chunk:
+            if breakdowns is None:
+                figures = _typical(per_api[qualname])
+            elif breakdowns.get(qualname):
+                figures = pooled_histograms(breakdowns[qualname])
+            else:
+                continue
             found = out.setdefault(qualname, ApiSummary(qualname))
-            found.reference_size, found.typical, found.histograms = _typical(by_size)
+            found.reference_size, found.typical, found.histograms = figures
             found.size_axis = axes.get(qualname, "") if found.reference_size is not None else ""
         for qualname, n in db.execute(
             f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",
@@ -405,60 +392,20 @@ def _headline_growth(fits: list[GrowthRow]) -> GrowthRow | None:
 def growth(db: Readable, qualname: str) -> list[GrowthRow]:
     """Every growth fit stored for an API (one per metric and sized scenario), time first: metrics
     in their display order, then by scenario."""
-    order = {metric: position for position, metric in enumerate(Metric)}
-    return sorted(
-        _growth_rows(db, [qualname]).get(qualname, []),
-        key=lambda g: (order[g.metric], g.scenario_id),
-    )
+    return growths(db, [qualname]).get(qualname, [])
 
 
-@dataclass(frozen=True)
-class ScenarioSlice:
-    scenario_id: str
-    source: str
-    description: str
-    size: int
-    metric: Metric
-    histogram: Histogram
-
-
-def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
-    """Histograms split by scenario and size (environments merged) — the drill-down detail."""
-    return scenario_breakdowns(db, [qualname]).get(qualname, [])
-
-
-def scenario_breakdowns(
-    db: Readable, qualnames: Iterable[str] | None = None
-) -> dict[str, list[ScenarioSlice]]:
-    """:func:`scenario_breakdown` of many APIs (every API when ``qualnames`` is None) in one
-    query per 500 names: a docs build asks for all of them, one page each."""
+def growths(db: Readable, qualnames: Iterable[str] | None = None) -> dict[str, list[GrowthRow]]:
+    """:func:`growth` of many APIs (every API when None), one query per 500 names."""
     if qualnames is None:
-        names = [row[0] for row in db.execute("SELECT DISTINCT qualname FROM buckets")]
-    else:
-        names = list(qualnames)
-    out: dict[str, list[ScenarioSlice]] = defaultdict(list)
+        qualnames = [row[0] for row in db.execute("SELECT DISTINCT qualname FROM growth")]
+    names = list(qualnames)
+    order = {metric: position for position, metric in enumerate(Metric)}
+    out: dict[str, list[GrowthRow]] = {}
     for start in range(0, len(names), 500):
-        batch = names[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        scenarios = {
-            sid: (source, description)
-            for sid, source, description in db.execute(
-                "SELECT id, source, description FROM scenarios WHERE id IN "
-                f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))",
-                batch,
-            )
-        }
-        for (qualname, scenario_id, size), per_metric in sorted(
-            _sized_histograms(db, batch, by_scenario=True).items()
-        ):
-            source, description = scenarios.get(scenario_id, ("", ""))
-            for metric in sorted(per_metric, key=str):
-                out[qualname].append(
-                    ScenarioSlice(
-                        scenario_id, source, description, size, metric, per_metric[metric]
-                    )
-                )
-    return dict(out)
+        for qualname, fits in _growth_rows(db, names[start : start + 500]).items():
+            out[qualname] = sorted(fits, key=lambda g: (order[g.metric], g.scenario_id))
+    return out
 
 
 @dataclass(frozen=True)
@@ -480,16 +427,15 @@ def size_figures(
     """Median, p90 and mean per scenario and size (sizes ascending), for the metrics asked for
     (default: all) — the figures one step away from the typical one."""
     wanted = set(metrics) if metrics is not None else set(Metric)
-    return [
-        SizeFigures(
-            piece.scenario_id,
-            piece.size,
-            piece.metric,
-            piece.histogram.count,
-            piece.histogram.median,
-            piece.histogram.percentile(90),
-            piece.histogram.mean,
+    out = []
+    for piece in scenario_breakdown(db, qualname):
+        if piece.metric not in wanted or not piece.rows:
+            continue
+        hist = piece.histogram
+        median, p90 = hist.percentiles((50, 90))
+        out.append(
+            SizeFigures(
+                piece.scenario_id, piece.size, piece.metric, hist.count, median, p90, hist.mean
+            )
         )
-        for piece in scenario_breakdown(db, qualname)
-        if piece.metric in wanted and piece.histogram
-    ]
+    return out

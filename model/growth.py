@@ -26,6 +26,7 @@ _MODELS: list[tuple[str, Callable[[float], float]]] = [
     ("O(n^2)", lambda n: n * n),
 ]
 GROWTH_CLASSES = [name for name, _ in _MODELS] + ["O(2^n)"]
+_MODEL_OF = dict(_MODELS)  # predict() is called for every point of every drawn curve
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class GrowthFit:
     def predict(self, n: float) -> float:
         if self.growth_class == "O(2^n)":
             return self.intercept * math.exp(self.coefficient * n)
-        return self.intercept + self.coefficient * dict(_MODELS)[self.growth_class](n)
+        return self.intercept + self.coefficient * _MODEL_OF[self.growth_class](n)
 
 
 def fit_growth(sizes: Sequence[float], costs: Sequence[float]) -> GrowthFit | None:

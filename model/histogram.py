@@ -319,25 +319,24 @@ class Histogram:
     def _sub_count(self, index: int) -> int:
         return sum(b.count for (i, _), b in self.subs.items() if i == index)
 
-    def _cells(self) -> list[tuple[Bucket, int, int]]:
+    def _cells(self) -> list[Cell]:
         """The finest complete cells in value order: a bucket's sub-buckets where they hold
-        all its values, else the bucket itself; each as (cell, bucket, sub-bucket or -1) — its
-        bounds are worked out only for the few cells an order statistic falls in."""
+        all its values, else the bucket itself (sub-bucket -1) — see :data:`Cell`."""
         by_bucket: dict[int, list[tuple[int, Bucket]]] = {}
         for (index, sub), b in self.subs.items():
             if b.count:
                 by_bucket.setdefault(index, []).append((sub, b))
-        cells = []
+        cells: list[Cell] = []
         for index in sorted(self.buckets):
             bucket = self.buckets[index]
             if not bucket.count:
                 continue
             subs = by_bucket.get(index)
             if subs and sum(b.count for _, b in subs) == bucket.count:
-                subs.sort(key=_first)
-                cells += [(b, index, sub) for sub, b in subs]
+                subs.sort()  # sub-bucket numbers are unique: buckets are never compared
+                cells += [(b.count, b.total, b.total_sq, index, sub) for sub, b in subs]
             else:
-                cells.append((bucket, index, -1))
+                cells.append((bucket.count, bucket.total, bucket.total_sq, index, -1))
         return cells
 
     def percentile(self, q: float) -> float:
@@ -355,24 +354,7 @@ class Histogram:
     def percentiles(self, qs: Iterable[float]) -> tuple[float, ...]:
         """:meth:`percentile` of each of ``qs`` (same answers), ordering the cells once: a
         display showing a median, p10, p90 and p99 pays for one pass, not four."""
-        qs = tuple(qs)
-        if not all(0 <= q <= 100 for q in qs):
-            raise ValueError("percentile q must be within 0..100")
-        cells = self._cells()
-        ends = list(itertools.accumulate(b.count for b, _, _ in cells))
-        n = ends[-1] if ends else 0  # every value is in exactly one cell
-        if n == 0:
-            return tuple(math.nan for _ in qs)
-        out = []
-        for q in qs:
-            position = q / 100 * (n - 1)
-            lower = math.floor(position)
-            low_value = _order_statistic(cells, ends, lower)
-            if position != lower:
-                high_value = _order_statistic(cells, ends, lower + 1)
-                low_value += (position - lower) * (high_value - low_value)
-            out.append(low_value)
-        return tuple(out)
+        return percentiles_of_cells(self._cells(), qs)
 
     @property
     def median(self) -> float:
@@ -400,25 +382,55 @@ class Histogram:
         return out
 
 
-def _first(item: tuple[int, Bucket]) -> int:
-    return item[0]
+Cell = tuple[int, float, float, int, int]
+"""One cell an order statistic can fall in: (count, sum, sum of squares, bucket, sub-bucket or
+-1 for a whole bucket); cells are listed in value order and hold at least one value each. Its
+bounds are worked out only for the few cells an order statistic falls in."""
 
 
-def _order_statistic(cells: list[tuple[Bucket, int, int]], ends: list[int], k: int) -> float:
-    """Estimate of the ``k``-th smallest value (0-based) from cells in value order, given the
-    running totals of their counts (``ends``)."""
-    position = min(bisect.bisect_right(ends, k), len(cells) - 1)
-    b, index, sub = cells[position]
-    count = b.count  # cells hold at least one value
-    mean = b.total / count
-    if count == 1:
-        return mean
-    j = min(k - (ends[position] - count), count - 1)
-    variance = max(0.0, b.total_sq / count - mean**2)  # Bucket.variance, inlined: a hot loop
-    spacing = math.sqrt(12 * variance / (count * count - 1))
-    value = mean + spacing * (j - (count - 1) / 2)
-    low, high = bucket_bounds(index) if sub < 0 else sub_bucket_bounds(index, sub)
-    return min(max(value, low), high)
+def percentiles_of_cells(cells: list[Cell], qs: Iterable[float]) -> tuple[float, ...]:
+    """:meth:`Histogram.percentiles` of the histogram whose complete cells are ``cells``: the
+    one computation behind every percentile apiprof shows, whatever form the histogram is held
+    in (a docs build asks it for tens of thousands, hence the inlined order statistics)."""
+    qs = tuple(qs)
+    for q in qs:
+        if not 0 <= q <= 100:
+            raise ValueError("percentile q must be within 0..100")
+    ends = list(itertools.accumulate([cell[0] for cell in cells]))
+    n = ends[-1] if ends else 0  # every value is in exactly one cell
+    if n == 0:
+        return tuple(math.nan for _ in qs)
+    last = len(cells) - 1
+    out = []
+    for q in qs:
+        position = q / 100 * (n - 1)
+        lower = math.floor(position)
+        values = []
+        for k in (lower, lower + 1) if position != lower else (lower,):
+            # the k-th smallest value (0-based), estimated in the cell that holds it
+            at = min(bisect.bisect_right(ends, k), last)
+            count, total, total_sq, index, sub = cells[at]  # cells hold at least one value
+            mean = total / count
+            if count == 1:
+                values.append(mean)
+                continue
+            j = min(k - (ends[at] - count), count - 1)
+            variance = max(0.0, total_sq / count - mean**2)  # Bucket.variance, inlined
+            spacing = math.sqrt(12 * variance / (count * count - 1))
+            value = mean + spacing * (j - (count - 1) / 2)
+            if sub < 0 or index == ZERO_BUCKET:
+                low, high = bucket_bounds(index)
+            else:  # sub_bucket_bounds, inlined
+                low, high = (
+                    math.ldexp(_SUB_EDGES[sub], index),
+                    math.ldexp(_SUB_EDGES[sub + 1], index),
+                )
+            values.append(min(max(value, low), high))
+        low_value = values[0]
+        if len(values) == 2:
+            low_value += (position - lower) * (values[1] - low_value)
+        out.append(low_value)
+    return tuple(out)
 
 
 class IntTally:

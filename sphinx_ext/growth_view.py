@@ -71,8 +71,18 @@ def view_growth(
         time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
         if row.metric in CHARTED and not (row.metric.is_time and time_done):
             charted.add((row.scenario_id, row.metric))
+    sized: dict[tuple[str, Metric], list[ScenarioSlice]] = {}  # the slices each chart plots
+    for s in slices:
+        if s.size != NO_SIZE and s.rows:
+            sized.setdefault((s.scenario_id, s.metric), []).append(s)
     return [
-        _growth_view(qualname, row, slices, figures, (row.scenario_id, row.metric) in charted)
+        _growth_view(
+            qualname,
+            row,
+            sized.get((row.scenario_id, row.metric), []),
+            figures,
+            (row.scenario_id, row.metric) in charted,
+        )
         for row in rows
     ]
 
@@ -80,6 +90,7 @@ def view_growth(
 def _growth_view(
     qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
 ) -> GrowthView:
+    """``slices``: the fit's scenario and metric at each measured size."""
     fit = GrowthFit(
         row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
     )
@@ -99,14 +110,7 @@ def _growth_view(
             Markup(""),
             Markup(""),
         )
-    points = sorted(
-        (float(s.size), figures(s)[0])
-        for s in slices
-        if s.scenario_id == row.scenario_id
-        and s.metric == row.metric
-        and s.size != NO_SIZE
-        and s.histogram
-    )
+    points = sorted((float(s.size), figures(s)[0]) for s in slices)
     title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
         "name": qualname,
         "metric": label,

@@ -356,13 +356,11 @@ def render_api_page(
     names: dict[str, str],
 ) -> str:
     """The body of one API's drill-down page."""
-    from apiprof.db import details, query
-
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.slices(qualname)
     figures = SliceFigures()
-    edges = profiles.read(details.call_edges, qualname) or {"callers": [], "callees": []}
+    fits, provenance, edges = profiles.background(qualname)
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
         return [
@@ -393,8 +391,8 @@ def render_api_page(
         ),
         side_by_side=lab_and_collected(slices),
         scenarios=scenario_table(slices, figures),
-        growth=view_growth(qualname, profiles.read(query.growth, qualname) or [], slices, figures),
-        provenance=profiles.read(details.provenance, qualname) or [],
+        growth=view_growth(qualname, fits, slices, figures),
+        provenance=provenance,
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),
         doc_url=_doc_url(writer, pagename, locations.get(qualname)),

@@ -4,20 +4,26 @@ The database is inspected once when the builder starts (in the main process, bef
 readers fork), so a missing or corrupt file produces exactly one warning. Readers open their
 own read-only connection on first use — SQLite connections must not cross a fork.
 
-What decides whether documents are re-read is the database's *content* fingerprint (a hash of
-its rows), not its modification time: touching the file or checkpointing its write-ahead log
-changes nothing. Hashing is skipped while the file's stat is the one the fingerprint was taken at, and then the
-database is not even opened: a rebuild with nothing to do never loads the database layer.
+What decides whether documents are re-read is the database's *content*, not its modification
+time: touching the file or checkpointing its write-ahead log changes nothing. Hashing is skipped
+while the file's stat is the one the fingerprint was taken at, and then the database is not even
+opened: a rebuild with nothing to do never loads the database layer. A build with nothing to
+compare against (a fresh environment) hashes the file's bytes, which is cheap; a later build
+that finds those bytes changed hashes the rows (:func:`~apiprof.db.fingerprint.content_fingerprint`),
+and when that differs from what the last build recorded, the documents are re-read only where
+the summary of an API they show changed (:func:`~apiprof.sphinx_ext.envdata.outdated_docs`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sqlite3
 import weakref
+from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,13 +37,15 @@ from apiprof.model.records import Metric, ScenarioSource
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
-    from apiprof.db.query import ApiSummary, ScenarioSlice
+    from apiprof.db.details import Provenance
+    from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
 
 logger = logging.getLogger(__name__)
 
 _PROFILES: weakref.WeakKeyDictionary[BuildEnvironment, Profiles] = weakref.WeakKeyDictionary()
 T = TypeVar("T")
+Edges = dict[str, list[tuple[str, int]]]  # {"callers": [(name, calls)], "callees": [...]}
 UNUSABLE = "unusable"
 """Digest of every name while the database cannot be read (so documents are re-read later)."""
 
@@ -82,6 +90,29 @@ def lab_first(summary: ApiSummary, slices: list[ScenarioSlice]) -> ApiSummary:
     return lab_summary if lab_summary.profiled else summary
 
 
+def summary_digest(summary: ApiSummary | None) -> str:
+    """A hash of everything an API's summary holds: its fields as text, its histograms' numbers
+    as raw doubles (printing them, as ``repr`` does, cost a docs build a tenth of a second)."""
+    digest = hashlib.sha1()
+    if summary is None:
+        return digest.hexdigest()[:16]
+    for item in fields(summary):
+        value = getattr(summary, item.name)
+        if not (isinstance(value, dict) and item.name in ("histograms", "typical")):
+            digest.update(f"{item.name}={value!r}\x00".encode("utf-8", "surrogatepass"))
+            continue
+        for metric, hist in sorted(value.items()):  # equal summaries, equal digests
+            numbers = array("d")
+            for row in hist.rows():
+                numbers.extend(row)
+            numbers.append(math.inf)  # between the buckets and the sub-buckets
+            for sub_row in hist.sub_rows():
+                numbers.extend(sub_row)
+            digest.update(f"{item.name}:{metric}\x00".encode())
+            digest.update(numbers.tobytes())
+    return digest.hexdigest()[:16]
+
+
 @dataclass
 class Profiles:
     """Read-only access to one database for one build; ``error`` is set when it is unusable."""
@@ -95,6 +126,7 @@ class Profiles:
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
     _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
+    _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
 
     @property
     def usable(self) -> bool:
@@ -115,10 +147,13 @@ class Profiles:
             stat = _stat_key(self.path)
             if known is not None and stat is not None and known[0] == stat:
                 self.fingerprint = known[1]  # the very file the last build read without trouble
-            else:
-                from apiprof.db.fingerprint import content_fingerprint
+                return
+            from apiprof.db.fingerprint import content_fingerprint, file_fingerprint
 
-                self.fingerprint = content_fingerprint(self.connection())
+            db = self.connection()  # opened here, so a bad file gets its one warning now
+            self.fingerprint = file_fingerprint(self.path)
+            if known is not None and known[1] != self.fingerprint:
+                self.fingerprint = content_fingerprint(db)  # the bytes moved: did the content?
         except (DatabaseError, sqlite3.Error) as exc:
             self.fail(str(exc) if isinstance(exc, DatabaseError) else f"{self.path}: {exc}")
 
@@ -159,7 +194,7 @@ class Profiles:
         summary = self.lookup(name)
         if self.error:
             return UNUSABLE
-        return hashlib.sha1(repr(summary).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return summary_digest(summary)
 
     def known_names(self) -> list[str]:
         """Every name a directive may use (for "did you mean" hints)."""
@@ -185,6 +220,23 @@ class Profiles:
         if self._slices is None:
             self.lookup("")
         return (self._slices or {}).get(qualname, [])
+
+    def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:
+        """An API's growth fits, provenance and callers/callees — every API's read at the first
+        call, since every drill-down page shows them (a few queries instead of six per page)."""
+        if self._background is None:
+            from apiprof.db import details, query
+
+            def read_all(db: Reader) -> tuple[dict, dict, dict]:
+                return query.growths(db), details.provenances(db), details.all_call_edges(db)
+
+            self._background = self.read(read_all) or ({}, {}, {})
+        growth, provenance, edges = self._background
+        return (
+            growth.get(qualname, []),
+            provenance.get(qualname, []),
+            edges.get(qualname, {"callers": [], "callees": []}),
+        )
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""

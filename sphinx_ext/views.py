@@ -383,7 +383,7 @@ class SliceFigures:
         """(median, p90) of ``piece``'s histogram."""
         found = self._known.get(id(piece))
         if found is None or found[0] is not piece:
-            found = self._known[id(piece)] = (piece, piece.histogram.percentiles((50, 90)))
+            found = self._known[id(piece)] = (piece, piece.rows.percentiles((50, 90)))
         return found[1]
 
 
@@ -400,14 +400,15 @@ def scenario_table(
 ) -> ScenarioTable:
     """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
     figures = figures or SliceFigures()
-    shown = [s for s in slices if worth_showing(s.metric, s.histogram)]
+    shown = [s for s in slices if worth_showing(s.metric, s.rows)]
     present = {s.metric for s in shown}
     metrics = [m for m in Metric if m in present]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
-    cells_of = {id(piece): _scenario_cell(piece, figures) for piece in shown}
+    tip = _("p90 %(p90)s · %(n)s calls")  # translated once per table, not once per cell
+    cells_of = {id(piece): _scenario_cell(piece, figures, tip) for piece in shown}
     missing = cell("—")
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
@@ -429,14 +430,11 @@ def scenario_table(
     return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
 
 
-def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures) -> Markup:
-    """The median, with p90 and the number of calls as its tooltip."""
+def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> Markup:
+    """The median, with p90 and the number of calls as its tooltip (``tip``, translated)."""
     metric = piece.metric
     median, p90 = figures(piece)
-    title = _("p90 %(p90)s · %(n)s calls") % {
-        "p90": format_value(metric, p90),
-        "n": piece.histogram.count,
-    }
+    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
     return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
 
 

@@ -53,7 +53,7 @@ def test_a_reader_is_fed_by_its_sibling_with_what_the_inverse_class_makes(gather
     spec = spec_for(gathered, "gaps_pkg.Unpacker.unpack")
     assert spec.source is ScenarioSource.FACTORIES
     assert "Unpacker.feed(b'" in spec.inputs and "not measured" in spec.description
-    assert spec.call.startswith("warmup()\n")
+    assert spec.call.startswith("target, args = warmup(target, args)\n")
     # the method that works on a fresh receiver is measured on a fresh one
     plain = spec_for(gathered, "gaps_pkg.Unpacker.buffered")
     assert "warmup" not in plain.call
@@ -64,7 +64,7 @@ def test_a_reader_is_fed_by_its_sibling_with_what_the_inverse_class_makes(gather
 
 def test_a_receiver_is_renewed_before_each_feed_so_every_call_starts_alike(gathered):
     spec = spec_for(gathered, "gaps_pkg.Unpacker.read_header")  # consumes only the header
-    assert spec.call.startswith("warmup()\n")
+    assert spec.call.startswith("target, args = warmup(target, args)\n")
     first, second = try_scenario(spec), try_scenario(spec)
     assert first[0] is None and second[0] is None and first[1] == second[1]
 
@@ -186,13 +186,14 @@ def test_a_proxy_wrapping_a_c_method_is_called_by_its_own_signature(gathered):
     assert failure is None and list(items) == [("a", 1)]
 
 
-def test_a_receiver_with_a_compiled_init_is_fed_but_never_renewed():
+def test_a_receiver_with_a_compiled_init_is_replaced_by_a_new_one_not_renewed():
     """Running a C ``__init__`` again may leak what the previous run allocated (msgpack 1.1's
-    Unpacker leaks its buffer), and a scenario renews its receiver thousands of times."""
+    Unpacker leaks its buffer), and a scenario renews its receiver thousands of times: a new
+    receiver is built from the same arguments, and the call made on it."""
     from collections import deque
 
     from apiprof.engine.scenarios.building import BuildContext
-    from apiprof.engine.scenarios.warmup import _renewal
+    from apiprof.engine.scenarios.warmup import Warmup, _renewal
 
     class Python:
         def __init__(self, size: int) -> None:
@@ -201,9 +202,21 @@ def test_a_receiver_with_a_compiled_init_is_fed_but_never_renewed():
     compiled, python = deque([1, 2]), Python(3)
     context = BuildContext("q", 10, seed=0, variant=1)
     context.made = {id(compiled): (compiled, ([1, 2],), {}), id(python): (python, (3,), {})}
-    assert _renewal(compiled, context) is None
-    renew = _renewal(python, context)
-    assert renew is not None
+    renew, rebuild = _renewal(compiled, context)
+    assert renew is None and rebuild is not None
+    # as the scenario calls it: each call finds a receiver as built and fed, never a used one
+    bound = Warmup("append", 9, "deque.append", compiled, renew, rebuild)
+    unbound = Warmup("append", 9, "deque.append", compiled, renew, rebuild)
+    target, args = compiled.popleft, ()
+    method, given = deque.popleft, (compiled,)
+    for _ in range(3):
+        target, args = bound(target, args)
+        assert target is not None and target.__self__ is not compiled
+        assert target(*args) == 1 and list(target.__self__) == [2, 9]
+        method, given = unbound(method, given)
+        assert given[0] is not compiled and list(given[0]) == [1, 2, 9]
+    renew, rebuild = _renewal(python, context)
+    assert renew is not None and rebuild is None
     python.size = 0
     renew()
     assert python.size == 3

@@ -22,8 +22,9 @@ def missing_dependency(error: str, package: str) -> str:
 def optional_dependency(error: BaseException, package: str) -> str:
     """The dependency ``package``'s distribution declares (an extra, mostly) whose absence
     ``error`` or an exception it chains from reports — networkx imports numpy inside the
-    functions that need it — or "" (a module name made up by synthesised arguments is not one)."""
-    declared = declared_requirements(package.split(".")[0])
+    functions that need it — or "" (a module name made up by synthesised arguments is not one).
+    The package's metadata is read only for an error that names a module or an extra: reading
+    it takes most of a second in a large environment, and most failures name neither."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
@@ -33,7 +34,7 @@ def optional_dependency(error: BaseException, package: str) -> str:
         if isinstance(current, ModuleNotFoundError) and current.name:
             names.insert(0, current.name)
         for name in names:
-            if _normalized(name.split(".")[0]) in declared:
+            if _normalized(name.split(".")[0]) in declared_requirements(package.split(".")[0]):
                 return name.split(".")[0]
         extra = _extra_asked_for(str(current), package)
         if extra:
@@ -46,13 +47,17 @@ def _extra_asked_for(message: str, package: str) -> str:
     """``"pyparsing[diagrams]"`` when the message tells to ``pip install`` an extra of the
     package's own distribution (raised where an optional part is used without it), else ""."""
     top = package.split(".")[0]
-    distributions = {
-        _normalized(name) for name in importlib.metadata.packages_distributions().get(top, [top])
-    }
     for name, extra in re.findall(r"pip install\W*([\w.-]+)\[([\w,.-]+)\]", message):
-        if _normalized(name) in distributions | {_normalized(top)}:
+        if _normalized(name) in {*map(_normalized, _distributions_of(top)), _normalized(top)}:
             return f"{name}[{extra}]"
     return ""
+
+
+@functools.cache
+def _distributions_of(package: str) -> tuple[str, ...]:
+    """The distributions that provide the top-level module ``package`` (its own name when
+    none is known)."""
+    return tuple(importlib.metadata.packages_distributions().get(package, [package]))
 
 
 @functools.cache
@@ -61,7 +66,7 @@ def declared_requirements(package: str) -> frozenset[str]:
     provide ``package``."""
     metadata = importlib.metadata
     names: set[str] = set()
-    for distribution in metadata.packages_distributions().get(package, [package]):
+    for distribution in _distributions_of(package):
         try:
             requirements = metadata.requires(distribution) or []
         except metadata.PackageNotFoundError:

@@ -31,6 +31,7 @@ from apiprof.engine.isolation.protocol import (
     Ready,
     Refused,
     Request,
+    Running,
     RunSuite,
     ScenarioOutcome,
     SuiteFinished,
@@ -70,6 +71,8 @@ def violation(request: Request, message: object) -> str:
         return ""
     if isinstance(message, Ready):
         return "announced itself again in the middle of a task"
+    if isinstance(message, Running):
+        return running_problem(request, message)
     if isinstance(message, ScenarioOutcome):
         if not isinstance(request, ProfileEntry) or not request.profile:
             return "sent scenario measurements for a task that measures nothing"
@@ -99,6 +102,18 @@ def violation(request: Request, message: object) -> str:
         costs += message.calibration.cpu_overhead_ns.values()
         if not all(math.isfinite(c) and 0 <= c <= MAX_PROBE_COST_NS for c in costs):
             return "sent probe costs outside physical sense"
+    return ""
+
+
+def running_problem(request: Request, running: Running) -> str:
+    """A scenario about to run is named by a short printable key and id (they come back in
+    the request that follows the worker's death), and only tasks that run scenarios send it."""
+    if not isinstance(request, (ProfileEntry, CaptureExamples)):
+        return f"announced a scenario in answer to a {type(request).__name__} request"
+    if not running.key and not running.scenario:  # none runs now
+        return ""
+    if problem := scenario_id_problem(running.scenario) or scenario_id_problem(running.key):
+        return f"announced {problem}"
     return ""
 
 

@@ -32,8 +32,8 @@ import select
 import selectors
 import time
 from collections import deque
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field, replace
 
 from apiprof.engine.isolation import contract
 from apiprof.engine.isolation.confine import Confinement, SandboxRoot
@@ -49,6 +49,7 @@ from apiprof.engine.isolation.protocol import (
     ProtocolError,
     Reply,
     Request,
+    Running,
     RunSuite,
     ScenarioOutcome,
 )
@@ -93,6 +94,17 @@ class TaskResult:
     attempts: list[Attempt] = field(default_factory=list)
     # arguments a --tests suite captured, sent before its final reply (kept if the worker dies)
     captured: list[CapturedCall] = field(default_factory=list)
+    running: Running | None = None  # the scenario it said it ran when its worker died
+
+    def after(self, earlier: TaskResult) -> TaskResult:
+        """This result of a task run again, merged with the ``earlier`` run's: everything
+        both workers sent, this one's end."""
+        return replace(
+            self,
+            partials=[*earlier.partials, *self.partials],
+            attempts=[*earlier.attempts, *self.attempts],
+            captured=[*earlier.captured, *self.captured],
+        )
 
     @property
     def failure(self) -> Failure | None:
@@ -100,6 +112,10 @@ class TaskResult:
         if isinstance(self.reply, Failed):
             return self.reply.failure
         return self.lost
+
+
+Rerun = Callable[[TaskResult], Task | None]
+"""Whether a task is run again after this result, and how (see :mod:`~apiprof.engine.isolation.rerun`)."""
 
 
 class WorkerPool:
@@ -182,17 +198,35 @@ class WorkerPool:
         else:
             self.idle.append(worker)
 
-    def request(self, request: Request, timeout: float | None = None) -> TaskResult:
+    def request(
+        self, request: Request, timeout: float | None = None, rerun: Rerun | None = None
+    ) -> TaskResult:
         """Run one request on one worker and wait for its result."""
-        results = self.run([Task("single", request, timeout)])
+        results = self.run([Task("single", request, timeout)], rerun)
         try:
             return next(results)
         finally:
             results.close()
 
-    def run(self, tasks: Iterable[Task]) -> Generator[TaskResult, None, None]:
-        """Run tasks on up to ``jobs`` workers, yielding each result as it arrives (any order)."""
+    def run(
+        self, tasks: Iterable[Task], rerun: Rerun | None = None
+    ) -> Generator[TaskResult, None, None]:
+        """Run tasks on up to ``jobs`` workers, yielding each result as it arrives (any order).
+        ``rerun`` may turn a result into a task to run again first (in a new worker); the
+        result yielded at last is merged from every run of the task."""
         pending = deque(tasks)
+        earlier: dict[str, TaskResult] = {}  # task id -> its runs so far, while it runs again
+
+        def settled(result: TaskResult) -> TaskResult | None:
+            if result.task.id in earlier:
+                result = result.after(earlier.pop(result.task.id))
+            again = rerun(result) if rerun is not None else None
+            if again is None:
+                return result
+            earlier[again.id] = result
+            pending.appendleft(again)
+            return None
+
         busy: dict[ConfinedWorker, tuple[Task, float]] = {}  # worker -> (task, deadline)
         watched: dict[ConfinedWorker, list[int]] = {}  # its descriptors, as registered
         sel = selectors.DefaultSelector()
@@ -223,14 +257,16 @@ class WorkerPool:
                         for fd in watched.pop(worker):
                             sel.unregister(fd)
                         del busy[worker]
-                        yield result
+                        if (result := settled(result)) is not None:
+                            yield result
                 now = time.monotonic()
                 for worker, (task, deadline) in list(busy.items()):
                     if now >= deadline:
                         for fd in watched.pop(worker):
                             sel.unregister(fd)
                         del busy[worker]
-                        yield self._timed_out(worker, task)
+                        if (result := settled(self._timed_out(worker, task))) is not None:
+                            yield result
         finally:
             sel.close()
             for worker in busy:
@@ -291,7 +327,7 @@ class WorkerPool:
             self._drain_notifications(worker)
             why = describe_death(worker.exit_status(), worker.stderr_tail(), self.options.memory_mb)
             self._discard(worker)
-            return _result(task, worker, lost=why)
+            return replace(_result(task, worker, lost=why), running=worker.running)
         reply, problem = self._absorb(worker, task, data)
         if problem:
             return self._broke_rules(worker, task, problem)
@@ -325,6 +361,9 @@ class WorkerPool:
                 worker.importing = ""
             elif isinstance(message, ScenarioOutcome):
                 worker.partials.append(message)
+                worker.running = None  # that size is over
+            elif isinstance(message, Running):
+                worker.running = message if message.key else None
             elif isinstance(message, Captured) and isinstance(task.request, RunSuite):
                 worker.captured += message.calls
             else:

@@ -37,6 +37,7 @@ from apiprof.engine.isolation.protocol import (
     ProtocolError,
     Ready,
     Request,
+    Running,
     ScenarioOutcome,
     write_message,
 )
@@ -146,6 +147,7 @@ class ConfinedWorker(ABC):
         self.partials: list[ScenarioOutcome] = []
         self.captured: list[CapturedCall] = []  # sent by a --tests suite before its final reply
         self.attempts: list[Attempt] = []
+        self.running: Running | None = None  # the scenario it said it runs now
         self.importing = ""  # the module the current task is importing ("" once it is done)
         self.supervisor: Supervisor | None = None
         self.host_pid = 0
@@ -233,6 +235,7 @@ class ConfinedWorker(ABC):
         self.partials = []
         self.captured = []
         self.attempts = []
+        self.running = None
         self.reader.start_task()
         self.importing = (
             request.entry.module

@@ -27,6 +27,7 @@ from apiprof.engine.discovery.discover import Discovery
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.partial import PartialArgument
 from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.stops import Running, Stop
 from apiprof.model.codec import DecodeError, from_data, to_data
 from apiprof.model.records import (
     NO_SIZE,
@@ -108,6 +109,11 @@ class ProfileEntry:
     sources: list[str] = field(default_factory=list)
     captured: list[CapturedCall] = field(default_factory=list)  # calls seen in examples/tests
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    # after a worker died on this entry point: what stopped it (not run again), and the sizes
+    # it sent already (measured, or failed: not run again either)
+    stops: list[Stop] = field(default_factory=list)
+    measured: list[Running] = field(default_factory=list)
+    ended: list[Running] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ class CaptureExamples:
     package: str
     entries: list[EntryPoint] = field(default_factory=list)
     budget: float = 90.0
+    stops: list[Stop] = field(default_factory=list)  # examples that stopped an earlier worker
 
 
 @dataclass(frozen=True)
@@ -280,6 +287,7 @@ Reply = (
     | Discovered
     | Captured
     | ScenarioOutcome
+    | Running
     | EntryFinished
     | SuiteFinished
     | Failed
@@ -302,13 +310,14 @@ REPLIES: dict[str, type] = {
         Discovered,
         Captured,
         ScenarioOutcome,
+        Running,
         EntryFinished,
         SuiteFinished,
         Failed,
         Refused,
     )
 }
-PARTIAL = (ScenarioOutcome, Attempted, Imported)
+PARTIAL = (ScenarioOutcome, Running, Attempted, Imported)
 """Replies that come before a request's final reply."""
 
 

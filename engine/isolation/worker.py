@@ -65,6 +65,7 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.isolation.suitework import run_suite
 from apiprof.engine.isolation.syscalls import native_arch
+from apiprof.engine.isolation.userns import enter_user_namespace
 from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.measure.batch import repeated
@@ -74,6 +75,7 @@ from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
+from apiprof.engine.scenarios.stops import WATCH, scenario_key, watching
 from apiprof.engine.scenarios.trial import failure_from
 from apiprof.errors import ApiprofError, MeasurementError
 from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase
@@ -97,7 +99,10 @@ class Worker:
     def handle(self, request: Request) -> Reply:
         handler: Callable[[Any], Reply] = getattr(self, f"on_{type(request).__name__}")
         self.enter_phase(request)
-        return handler(request)
+        if not isinstance(request, (ProfileEntry, CaptureExamples)):
+            return handler(request)
+        with watching(self.emit, request.stops):  # say what runs, in case it stops the worker
+            return handler(request)
 
     def enter_phase(self, request: Request) -> None:
         """Tell the reporter (and the scanner) whose code runs next. An entry point's module is
@@ -167,8 +172,15 @@ class Worker:
         if not specs:
             why = self.no_scenario_failure(collected.unscenarioed)
             return EntryFinished(unscenarioed=why, failures=collected.failures)
+        measured = {(run.key, run.size) for run in request.measured}  # by an earlier worker
+        ended = {(run.key, run.size) for run in request.ended}
         for spec in specs:
+            key = scenario_key(spec)
             for size in scenario_sizes(spec):
+                if (key, size) in measured:
+                    continue
+                if (key, size) in ended or WATCH.stop_for(spec, size, Phase.CALL):
+                    break
                 work = functools.partial(self.profile_size, spec, size, request.settings)
                 with timeouts.stretch():  # the call limits' timers, armed once for all runs
                     outcome = self.attempt(work, source=spec.source, scenario=spec.id)
@@ -452,41 +464,6 @@ def run_worker(args: argparse.Namespace) -> None:
             report=lambda attempt: send(worker.task_id, Attempted(attempt)),
         )
     serve(args.request_fd, args.result_fd, worker, listener)
-
-
-def enter_user_namespace() -> None:
-    """Become uid/gid 65534 of a user namespace of this process's own (bubblewrap ran as root
-    and ``setpriv`` already dropped to uid 65534 outside, so this grants nothing outside), then
-    give up the capabilities a new user namespace hands its creator."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def check(result: int, doing: str) -> None:
-        if result != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"{doing}: {os.strerror(code)}")
-
-    uid, gid = os.getuid(), os.getgid()
-    check(libc.unshare(0x10000000), "user namespaces are unavailable here: unshare(CLONE_NEWUSER)")
-    for name, text in (
-        ("setgroups", "deny"),
-        ("uid_map", f"{uid} {uid} 1"),
-        ("gid_map", f"{gid} {gid} 1"),
-    ):
-        with open(f"/proc/self/{name}", "w") as stream:
-            stream.write(text)
-    pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 24, 47, 4
-    for capability in range(64):
-        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
-            break  # past the last capability this kernel knows
-    check(libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0), "clearing ambient caps")
-
-    class Header(ctypes.Structure):
-        _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
-
-    empty = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, for two 32-bit halves
-    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), empty), "capset")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from apiprof.engine.isolation.protocol import (
     Blame,
     EntryFinished,
 )
+from apiprof.engine.isolation.rerun import stop_failures
 from apiprof.engine.testsuite import SuiteRun
 from apiprof.model.checks import qualname_problem, within
 from apiprof.model.records import (
@@ -71,6 +72,9 @@ def bucket_results(
                 reason = f"{partial.failure.reason} [scenario {spec.id}]"
                 outcomes.append((partial.failure.kind, reason))
                 failures.append(replace(partial.failure, scenario=spec.id))
+        for stopped in stop_failures(result):  # sizes whose worker died: the rest ran again
+            outcomes.append((stopped.kind, f"{stopped.reason} [scenario {stopped.scenario}]"))
+            failures.append(stopped)
         # the task as a whole failed: collection, or the worker died
         if (failure := result.failure) is not None:
             outcomes.append((failure.kind, failure.reason))

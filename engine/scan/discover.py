@@ -17,6 +17,7 @@ from apiprof.engine.isolation.protocol import (
     Discovered,
     Refused,
 )
+from apiprof.engine.isolation.rerun import rerun_task
 from apiprof.engine.scan.bucket import ImportAttempts
 from apiprof.engine.scan.options import ScanOptions, check_scenario_files
 from apiprof.engine.scenarios.capture import CapturedCall
@@ -89,7 +90,7 @@ def capture_in_worker(
     it makes try is recorded like any other import's."""
     discovery = found.discovery
     request = CaptureExamples(discovery.package, discovery.entry_points, CAPTURE_BUDGET)
-    result = pool.request(request, timeout=CAPTURE_BUDGET + 60)
+    result = pool.request(request, timeout=CAPTURE_BUDGET + 60, rerun=rerun_task)
     blocked_at_import.add(result.attempts)
     return list(result.reply.calls) if isinstance(result.reply, Captured) else []
 

@@ -11,6 +11,7 @@ from apiprof.engine.isolation.protocol import (
     Calibrated,
     MeasureSettings,
 )
+from apiprof.engine.isolation.rerun import rerun_task
 from apiprof.engine.scan.discover import expect
 from apiprof.engine.scan.options import ScanOptions
 from apiprof.engine.scan.plan import Plan
@@ -28,11 +29,14 @@ def calibrate_in_worker(pool: WorkerPool) -> Calibration:
 def run_plan(
     pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None
 ) -> Iterator[TaskResult]:
-    """Run every task on the pool; results arrive in completion order."""
+    """Run every task on the pool; results arrive in completion order. An entry point whose
+    worker dies in one of its scenarios runs again without it (:mod:`~apiprof.engine.
+    isolation.rerun`)."""
     settings = MeasureSettings(
         calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
     )
-    return pool.run(
+    tasks = (
         Task(request.entry.qualname, replace(request, settings=settings))
         for request in plan.requests
     )
+    return pool.run(tasks, rerun_task)

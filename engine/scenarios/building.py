@@ -63,7 +63,7 @@ class BuildContext:
     # where each argument's type came from: "parameter" -> source (for the description)
     used: dict[str, ScenarioSource] = field(default_factory=dict)
     # a sibling call giving the receiver its input, made before each measured call (warmup.py)
-    warmup: Callable[[], None] | None = None
+    warmup: Callable[..., object] | None = None
     receiver: object = None  # the instance a method is called on, once built (receivers.py)
     # id(instance) -> (instance, the arguments its class was called with): to renew a receiver
     # (warmup.py); the instance is held so that its id stays its own

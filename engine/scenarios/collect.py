@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
-from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, try_scenario
 from apiprof.model.records import Coverage, Failure, Phase
 
 # -- combining sources -----------------------------------------------------------------------
@@ -166,7 +167,7 @@ def replay_captures(
     calls: Sequence[CapturedCall], sizes: tuple[int, ...], *, check: bool = True
 ) -> list[ScenarioSpec]:
     """Scenarios replaying the captured calls that run (at most two): sized when a list or
-    string argument can be stretched and the call still runs at the largest size."""
+    string argument can be stretched and the call still runs at two sizes or more."""
     kept: list[ScenarioSpec] = []
     for index, call in enumerate((c for c in calls if c.payload), start=1):
         if len(kept) >= MAX_CAPTURED_SCENARIOS:
@@ -179,11 +180,30 @@ def replay_captures(
             continue
         if sizes and can_resize(call):
             sized = captured_spec(call, index, sizes)
-            if all(try_scenario(sized, size, calls=1)[0] is None for size in (sizes[0], sizes[-1])):
-                kept.append(sized)
+            workable = workable_sizes(sized)
+            if len(workable) >= 2:
+                kept.append(replace(sized, sizes=workable))
                 continue
         kept.append(unsized)
     return kept
+
+
+def workable_sizes(spec: ScenarioSpec) -> tuple[int, ...]:
+    """The sizes of ``spec`` that run a trial call, smallest first: a size is tried only while
+    the last one was fast enough for it to fit the trial time limit even if the call grows as
+    the square of the size (a combinatorial call hangs at a larger size, or stops its worker in
+    C code, and is never tried there)."""
+    workable: list[int] = []
+    for size in sorted(spec.sizes):
+        started = time.monotonic()
+        if try_scenario(spec, size, calls=1)[0] is not None:
+            break
+        workable.append(size)
+        took = time.monotonic() - started
+        following = [later for later in spec.sizes if later > size]
+        if following and took * (min(following) / size) ** 2 > TRIAL_SECONDS / 2:
+            break
+    return tuple(workable)
 
 
 MAX_CAPTURED_SCENARIOS = 2
@@ -206,12 +226,13 @@ _SEVERITY = (
     Coverage.MISSING_DEPENDENCY,
     Coverage.MEMORY,
     Coverage.TIMED_OUT,
+    Coverage.CRASHED,  # a trial that stopped its worker (a new one ran the rest)
     Coverage.SKIPPED,
 )
 
 
 def worst(kinds: Sequence[Coverage]) -> Coverage:
     """The kind that best explains several failures of one entry point's candidate scenarios:
-    an import failure, a missing optional dependency, then running out of memory or time;
-    otherwise it lacks arguments."""
+    an import failure, a missing optional dependency, then running out of memory or time, or
+    crashing its worker; otherwise it lacks arguments."""
     return next((kind for kind in _SEVERITY if kind in kinds), Coverage.NO_ARGUMENTS)

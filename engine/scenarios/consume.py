@@ -28,12 +28,29 @@ def consume(result: object, limit: int = UNSIZED_CONSUME_LIMIT) -> object:
     """Drain an iterator result (at most ``limit`` items) so a lazy API's real work is measured;
     run a coroutine to its end, and drain an async iterator the same way."""
     if isinstance(result, abc.Iterator):
-        collections.deque(itertools.islice(result, limit), maxlen=0)
+        _drain(result, limit)
     elif isinstance(result, abc.Awaitable):
         return _event_loop().run_until_complete(_awaited(result))
     elif isinstance(result, abc.AsyncIterator):
         _event_loop().run_until_complete(_drained(result, limit))
     return result
+
+
+DRAIN_CHUNK = 64
+"""Items drained in C between two chances for a time limit to interrupt the drain."""
+_END = object()
+
+
+def _drain(iterator: abc.Iterator[object], limit: int) -> None:
+    """Draw ``limit`` items (fewer if it ends) in chunks: an iterator written in C (``itertools``
+    over a large input) never runs Python code, so a per-call time limit could interrupt it only
+    between chunks; one drained in a single C loop ends its worker instead."""
+    while limit > 0:
+        step = min(DRAIN_CHUNK, limit)
+        collections.deque(itertools.islice(iterator, step - 1), maxlen=0)
+        if next(iterator, _END) is _END:
+            return
+        limit -= step
 
 
 async def _awaited(result: abc.Awaitable[object]) -> object:

@@ -63,7 +63,9 @@ class Synthesis:
     files: bool = False  # the measured call must `rewind(args, kwargs)` first
     used: dict[str, ScenarioSource] = field(default_factory=dict)  # parameter -> its source
     heavy: bool = False  # its sized argument holds objects built one by one: sizes capped
-    warmup: Callable[[], None] | None = None  # call before each measured call (feeds the receiver)
+    warmup: Callable[..., object] | None = (
+        None  # call before each measured call (feeds the receiver)
+    )
 
     @property
     def source(self) -> ScenarioSource:

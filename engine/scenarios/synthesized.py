@@ -114,8 +114,8 @@ def synthesized_spec(
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
-    if synthesis.warmup is not None:
-        call = f"warmup()\n{call}"
+    if synthesis.warmup is not None:  # on a new receiver, when one is built for each call
+        call = f"target, args = warmup(target, args)\n{call}"
     if synthesis.heavy:  # n objects built one by one: a thousand is slow to make and measure
         sizes = tuple(size for size in sizes if size <= HEAVY_MAX_SIZE) or sizes[:1]
     description = f"synthesised arguments (variant {variant})" + (

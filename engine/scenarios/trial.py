@@ -14,7 +14,8 @@ from apiprof.engine import timeouts
 from apiprof.engine.discovery.dependencies import optional_dependency
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
-from apiprof.model.records import Coverage, Failure, Phase
+from apiprof.engine.scenarios.stops import WATCH
+from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase
 
 TRIAL_SECONDS = 5.0
 """A trial call that takes longer than this is abandoned (its scenario is dropped)."""
@@ -30,9 +31,22 @@ def try_scenario(
 
     Calls twice by default: an argument that the first call uses up (an iterator, a file read
     to its end) makes repeated measurement meaningless, and this catches it.
+
+    A trial that stopped an earlier worker of this entry point (:mod:`~apiprof.engine.
+    scenarios.stops`) is not run again: it fails as it did then.
     """
     if size is None and spec.size_axis:
         size = spec.sizes[0]
+    stop = WATCH.stop_for(spec, NO_SIZE if size is None else size, Phase.COLLECT)
+    if stop is not None:
+        return stop.failure(), None
+    try:
+        return _trial(spec, size, calls)
+    finally:
+        WATCH.idle()  # what runs next (building another scenario) is no trial of this one
+
+
+def _trial(spec: ScenarioSpec, size: int | None, calls: int) -> tuple[Failure | None, object]:
     result: object = None
     stage = "setup"
     try:

@@ -6,11 +6,13 @@ realistic input where the package makes it (the inverse class's output: ``Packer
 ``Unpacker``). The feeding runs outside what is measured: only the method's own calls count.
 
 Each call may consume what it was fed and leave the rest (``read_array_header`` reads a header
-and leaves the items), so a receiver its class built is renewed before being fed again: its
-``__init__`` runs again with the arguments it was built with, and every measured call starts
-from the same state — when that ``__init__`` is Python code (a compiled one may leak what the
-previous run allocated). Later variants feed other flavours of input (a packed map, not a list,
-for ``read_map_header``).
+and leaves the items), so a receiver its class built is renewed before being fed again, and
+every measured call starts from the same state: a Python ``__init__`` runs again on it with the
+arguments it was built with; a receiver whose ``__init__`` is compiled is replaced by a new one
+built from the same arguments (running a compiled ``__init__`` again may leak what the previous
+run allocated: msgpack 1.1's ``Unpacker`` leaks its 1 MiB buffer each time), and the scenario
+calls the method on the new one. Later variants feed other flavours of input (a packed map, not
+a list, for ``read_map_header``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from apiprof.engine.scenarios import parameters  # a cycle: see values.py
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
@@ -29,24 +32,45 @@ FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend",
 """Names of methods that hand a receiver its input, most specific first."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Warmup:
-    """A sibling call to make on the receiver before each measured call."""
+    """A sibling call to make on the receiver before each measured call: ``target, args =
+    warmup(target, args)`` renews the receiver, feeds it, and hands back the call to make (on
+    the new receiver, when one was built)."""
 
-    feeder: Callable[..., object]  # bound to the receiver
+    feeder: str  # the method's name: "feed"
     value: object
     label: str  # "Unpacker.feed"
+    receiver: object
     renew: Callable[[], object] | None = None  # resets the receiver to how it was built
+    rebuild: Callable[[], object] | None = None  # builds a receiver as it was built
 
-    def __call__(self) -> None:
-        if self.renew is not None:
+    def __call__(
+        self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
+    ) -> tuple[Callable[..., object] | None, tuple[Any, ...]]:
+        if self.rebuild is not None:
+            old, self.receiver = self.receiver, self.rebuild()
+            target, args = _rebound(target, args, old, self.receiver)
+        elif self.renew is not None:
             self.renew()
-        self.feeder(self.value)
+        getattr(self.receiver, self.feeder)(self.value)
+        return target, args
 
     @property
     def shown(self) -> str:
         """``Unpacker.feed(b'...')``, as a person reads it."""
         return f"{self.label}{shown_arguments((self.value,), {})}"
+
+
+def _rebound(
+    target: Callable[..., object] | None, args: tuple[Any, ...], old: object, new: object
+) -> tuple[Callable[..., object] | None, tuple[Any, ...]]:
+    """The call on ``old`` made on ``new``: a method bound to it, or one given it first."""
+    if target is not None and getattr(target, "__self__", None) is old:
+        target = getattr(new, target.__name__)
+    if args and args[0] is old:
+        args = (new, *args[1:])
+    return target, args
 
 
 def feeder_of(owner: type, member: str) -> str:
@@ -93,23 +117,28 @@ def warm_receiver(
     context.choices = max(context.choices, 2 * inner.choices)
     label = f"{owner.__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
-    return Warmup(getattr(instance, name), value, label, _renewal(instance, context))
+    renew, rebuild = _renewal(instance, context)
+    return Warmup(name, value, label, instance, renew, rebuild)
 
 
-def _renewal(instance: object, context: BuildContext) -> Callable[[], object] | None:
-    """Runs the receiver's ``__init__`` again with the arguments its class was built with (None
-    when a factory built it: its arguments are not the class's; and when ``__init__`` is
-    compiled code, which may allocate afresh without freeing what the previous run made —
-    msgpack 1.1's C ``Unpacker`` leaks its 1 MiB buffer each time, and a scenario renews its
-    receiver thousands of times)."""
+def _renewal(
+    instance: object, context: BuildContext
+) -> tuple[Callable[[], object] | None, Callable[[], object] | None]:
+    """How to renew the receiver (neither when a factory built it: its arguments are not the
+    class's): ``(renew, None)`` runs its Python ``__init__`` again with the arguments its class
+    was called with; ``(None, rebuild)`` calls the class with them for a new receiver when
+    ``__init__`` is compiled code, which may allocate afresh without freeing what the previous
+    run made — msgpack 1.1's C ``Unpacker`` leaks its 1 MiB buffer each time, and a scenario
+    renews its receiver thousands of times."""
     made = context.made.get(id(instance))
     if made is None or made[0] is not instance:
-        return None
+        return None, None
     _, args, kwargs = made
-    initialize = type(instance).__init__
+    cls = type(instance)
+    initialize = cls.__init__
     if not inspect.isfunction(initialize):
-        return None
-    return lambda: initialize(instance, *args, **kwargs)
+        return None, lambda: cls(*args, **kwargs)
+    return (lambda: initialize(instance, *args, **kwargs)), None
 
 
 def _required_count(method: Callable[..., object]) -> int:
