@@ -218,8 +218,11 @@ class Disturbance:
     ``runs`` scenario runs were timed; ``disturbed_runs`` of them were preempted and measured
     again (or, when no clean run came within the budget, kept); ``preempted_ns`` is the
     switched-out time subtracted from timed calls; ``reference_ns`` sums ``references`` timings of
-    the short reference workload run between passes, ``slow_references`` of which took more
-    than :data:`BUSY_FACTOR` times the calibrated figure.
+    the short reference workload run before and after every timing pass, ``slow_references``
+    of which took more than :data:`BUSY_FACTOR` times the calibrated figure. ``passes`` timing
+    passes were kept; ``remeasured_passes`` more were run because the machine stalled around
+    one (a slow reference timing, most of a target's calls preempted), and ``stalled_passes`` of
+    the kept ones still showed a stall after every attempt.
     """
 
     runs: int = 0
@@ -228,6 +231,9 @@ class Disturbance:
     references: int = 0
     reference_ns: float = 0.0
     slow_references: int = 0
+    passes: int = 0
+    remeasured_passes: int = 0
+    stalled_passes: int = 0
 
     def __add__(self, other: Disturbance) -> Disturbance:
         return Disturbance(
@@ -237,10 +243,11 @@ class Disturbance:
     @property
     def busy(self) -> bool:
         """Whether the machine stayed too busy for reference numbers: a quarter of the reference
-        timings ran slow (the CPU was shared), or half the runs were preempted."""
+        timings ran slow (the CPU was shared), half the runs were preempted, or a pass was still
+        stalled after every attempt to measure it again."""
         slow = self.references and self.slow_references / self.references > 0.25
         disturbed = self.runs and self.disturbed_runs / self.runs > 0.5
-        return bool(slow or disturbed)
+        return bool(slow or disturbed or self.stalled_passes)
 
     def to_json(self) -> dict[str, Any]:
         return typing.cast(dict[str, Any], to_data(self))

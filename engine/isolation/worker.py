@@ -68,6 +68,7 @@ from apiprof.engine.isolation.syscalls import native_arch
 from apiprof.engine.isolation.userns import enter_user_namespace
 from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
+from apiprof.engine.measure.batch import repeated
 from apiprof.engine.scenarios.building import RANK
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
@@ -243,7 +244,8 @@ class Worker:
         setup = timeouts.limit_each_call(
             lambda: compile_scenario(spec, size if spec.size_axis else None), limit
         )
-        run_once = timeouts.limit_each_call(setup(), limit)  # type: ignore[arg-type]
+        scenario: Callable[[], object] = setup()  # type: ignore[assignment]
+        run_once = timeouts.limit_each_call(scenario, limit)
         slowest = [0.0]
 
         # the slowest run (under the allocation pass) decides whether to grow
@@ -263,6 +265,7 @@ class Worker:
             max_seconds=settings.max_seconds,
             time_budget=settings.time_budget,
             calibration=settings.calibration,
+            batch=lambda times: timeouts.limit_each_call(repeated(scenario, times), limit),
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
             why = Failure(

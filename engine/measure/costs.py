@@ -24,10 +24,14 @@ SHIFT_MIN_CALLS = 16
 @dataclass(frozen=True)
 class CallCosts:
     """Per-call active times of one site in one pass (ns): WALL for every call in order of the
-    calls' ends, CPU for the calls whose CPU clock was sampled."""
+    calls' ends, CPU for the calls whose CPU clock was sampled. ``calls`` were timed,
+    ``preempted_calls`` of them switched out of (left out of the figures unless more than
+    ``PREEMPTED_SHARE``)."""
 
     wall_ns: list[float]
     cpu_ns: list[float]
+    calls: int = 0
+    preempted_calls: int = 0
 
 
 def probe_kinds(site: Site, hooked: bool = False) -> tuple[str, str]:
@@ -211,7 +215,8 @@ def _finish(
        capped at its own call's WALL figure (single-threaded code reads CPU ≈ WALL; only time
        off the CPU — blocking, sleeping — makes CPU lower).
     """
-    if any(preempted) and sum(preempted) <= PREEMPTED_SHARE * len(preempted):
+    calls, hits = len(preempted), sum(preempted)
+    if hits and hits <= PREEMPTED_SHARE * calls:
         if len(cpu) == sum(sampled):
             cpu = [
                 c for c, hit in zip(cpu, (h for h, f in zip(preempted, sampled) if f)) if not hit
@@ -231,7 +236,7 @@ def _finish(
     if len(sampled_wall) == len(cpu):
         cpu = [max(0.0, min(c, w) - shift) for c, w in zip(cpu, sampled_wall)]
     wall = [max(0.0, w - shift) if flag else w for w, flag in zip(wall, sampled)]
-    return CallCosts(wall, cpu)
+    return CallCosts(wall, cpu, calls, hits)
 
 
 def _events_of(

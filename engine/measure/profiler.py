@@ -15,9 +15,10 @@ tests and the benchmarks call:
    (:mod:`~apiprof.engine.measure.switches`) removed, bucketed into histograms.
 
 Each timing pass measures for a time budget with a minimum number of runs
-(:class:`~apiprof.engine.measure.passlog.Budget`), and is preceded by a short reference workload
-(:mod:`~apiprof.engine.measure.machine`) whose slowdown, with the preempted runs, is reported
-as the report's :class:`~apiprof.model.records.Disturbance`.
+(:class:`~apiprof.engine.measure.passlog.Budget`), between two timings of a short reference
+workload (:mod:`~apiprof.engine.measure.machine`); a pass the machine stalled is measured again
+(:mod:`~apiprof.engine.measure.settle`). What measuring saw of other load is the report's
+:class:`~apiprof.model.records.Disturbance`.
 """
 
 from __future__ import annotations
@@ -27,18 +28,16 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
+from apiprof.engine.measure.batch import Batcher, batch_times
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
-from apiprof.engine.measure.costs import measure_calls
-from apiprof.engine.measure.machine import reference_check_ns
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import PySite, Site, resolve_site
+from apiprof.engine.measure.settle import settled_pass
 from apiprof.engine.measure.switches import open_switches
-from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
-    BUSY_FACTOR,
     NO_SIZE,
     Calibration,
     CallEdge,
@@ -81,18 +80,23 @@ def profile(
     calibration: Calibration | None = None,
     warmup: bool = True,
     consume: bool = True,
+    batch: Batcher | None = None,
 ) -> ProfileReport:
     """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
     times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
     runs past ``max_seconds`` (each runs the scenario at least once). Exceptions from
     ``run_once`` propagate. ``warmup``: one unrecorded run before each timing pass;
     ``consume``: consumption passes for targets returning iterators (a long scenario such as a
-    test suite turns both off: every extra run costs a whole suite)."""
+    test suite turns both off: every extra run costs a whole suite). ``batch``: how to run the
+    scenario several times per call, for timing cheap scenarios in a plain loop
+    (:mod:`~apiprof.engine.measure.batch`)."""
     calibration = calibration or calibrate()
     budget = Budget(max(1, repeat), time_budget, max_seconds, warmup)
     switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
+    times = batch_times(run_once) if batch is not None else 1
+    timed = batch(times) if batch is not None and times > 1 else run_once
     ran = [key for key in sites if alloc.calls[key]]
     report = ProfileReport(
         calibration=calibration, seen={name for key in ran for name in names[key]}
@@ -111,19 +115,17 @@ def profile(
             measure(key, Metric.IO_WRITE, alloc.io_write[key])
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
-        report.disturbance += _reference_check(calibration)
-        log = run_timing_pass(
-            run_once,
+        kept = settled_pass(
+            timed,
             [sites[key] for key in group],
             alloc.callers,
             budget=budget,
             switches=switches,
+            calibration=calibration,
+            runs_per_call=times,
         )
-        report.disturbance += Disturbance(
-            runs=log.runs, disturbed_runs=log.disturbed_runs, preempted_ns=log.preempted_ns
-        )
-        all_costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
-        for key, costs, weight in zip(group, all_costs, log.cpu_every):
+        report.disturbance += kept.seen
+        for key, costs, weight in zip(group, kept.costs, kept.log.cpu_every):
             if costs.wall_ns:
                 measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
                 measure(key, Metric.CPU, Histogram.of(costs.cpu_ns, weight))
@@ -156,13 +158,6 @@ def _consume(run_once: Callable[[], object], site: PySite, budget: Budget) -> Co
         )
     except Exception:
         return None
-
-
-def _reference_check(calibration: Calibration) -> Disturbance:
-    """Time the reference workload (warm); slow against the calibrated index = a busy machine."""
-    took = reference_check_ns()
-    slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
-    return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
 
 
 def resolve_targets(

@@ -183,12 +183,18 @@ def busy_warnings(seen: Disturbance) -> list[str]:
     """What a person should know when the machine stayed busy while measuring."""
     if not seen.busy:
         return []
+    stalled = (
+        f", and {seen.stalled_passes} of {seen.passes} timing passes still ran on a stalled "
+        f"machine after {seen.remeasured_passes} passes were measured again"
+        if seen.stalled_passes
+        else ""
+    )
     return [
         f"the machine stayed busy while measuring: {seen.slow_references} of {seen.references} "
         "reference timings ran more than 1.5x slower than calibrated and "
-        f"{seen.disturbed_runs} of {seen.runs} runs were preempted (preempted time is subtracted, "
-        "a shared CPU is not); figures may read high — scan again on a quieter machine for "
-        "reference numbers"
+        f"{seen.disturbed_runs} of {seen.runs} runs were preempted{stalled} (preempted time is "
+        "subtracted, a shared CPU is not); figures may read high — scan again on a quieter "
+        "machine for reference numbers"
     ]
 
 
