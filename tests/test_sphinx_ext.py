@@ -38,7 +38,7 @@ from apiprof.model.records import (
 ROOT = Path(__file__).parent / "roots" / "test-apiprof-basic"
 ENV = Environment("3.12.1", "cpython", "Linux", "x86_64", "Test CPU")
 
-# bucket counts per API and metric (the SPEC's worked example for parse's time and allocation)
+# bucket counts per API and metric (parse's are the bucketing example of docs/mechanisms.rst)
 COUNTS = {
     "demo_mod.parse": {Metric.CPU: {4: 191, 5: 109}, Metric.ALLOC_INCL: {1: 100, 2: 100, 4: 100}},
     "demo_mod.render": {
