@@ -152,7 +152,7 @@ def test_same_content_in_other_bytes_rereads_no_document(tmp_path):
     reader shows) the rows are compared, and nothing a document shows changed."""
     import sqlite3
 
-    from test_sphinx_ext import add_cpu_samples, build, build_logged, make_project
+    from sphinxhelp import add_cpu_samples, build, build_logged, make_project
 
     srcdir = make_project(tmp_path)
     build(srcdir)

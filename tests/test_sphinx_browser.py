@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_sphinx_ext import build, make_project
+from sphinxhelp import build, make_project
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_sphinx_ext import ENV, build, make_project
+from sphinxhelp import ENV, build, make_project
 
 from apiprof.db.schema import open_db
 from apiprof.db.store import add_histograms

@@ -8,20 +8,14 @@ Real Sphinx builds of tests/roots/test-apiprof-basic against databases written h
 
 from __future__ import annotations
 
-import ast
-import gettext
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-from babel.messages.extract import extract_from_dir
-from babel.messages.mofile import read_mo
-from babel.messages.pofile import read_po
-from test_sphinx_ext import (
+from sphinxhelp import (
     COUNTS,
     ENV,
     add_cpu_samples,
@@ -30,6 +24,7 @@ from test_sphinx_ext import (
     elements,
     links,
     make_project,
+    rebuild,
     resolve,
     write_database,
 )
@@ -47,17 +42,9 @@ from apiprof.model.records import (
     Scenario,
     ScenarioSource,
 )
-from apiprof.sphinx_ext import i18n
 from apiprof.sphinx_ext.pages_names import INDEX_PAGE, assign_page_names
 
 LATEXMK = shutil.which("latexmk")
-
-
-def rebuild(srcdir: Path, buildername: str = "html", **conf) -> tuple[Any, str]:
-    """Build again into the output folder of the last :func:`build` (an incremental build);
-    returns the app and its status output."""
-    app, _, status = build_logged(srcdir, buildername, **conf)
-    return app, status
 
 
 def mtimes(folder: Path) -> dict[Path, int]:
@@ -124,7 +111,7 @@ def test_every_builder_writes_the_text_or_the_graphic(tmp_path, buildername):
         assert "apiprof-chart-histogram" in produced
 
 
-# -- 4. -W builds: see test_sphinx_ext (notes by default, warnings when asked) --------------------
+# -- 4. -W builds: see test_sphinx_ext.py (notes by default, warnings when asked) --------------------
 
 # -- 5. the cost index is linkable ---------------------------------------------------------------
 
@@ -239,83 +226,6 @@ def test_empty_database_file_is_called_empty(tmp_path):
     [line] = [w for w in warnings.splitlines() if "apiprof" in w]
     assert "the database is empty" in line and "apiprof-scan" in line
     assert "schema 0" not in line
-
-
-# -- 10. translations ---------------------------------------------------------------------------
-
-
-def key(message_id: str | tuple[str, ...]) -> str:
-    return message_id if isinstance(message_id, str) else message_id[0]
-
-
-def strings(message: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    return (message,) if isinstance(message, str) else tuple(message)
-
-
-def test_message_catalog_is_complete_and_compiled():
-    locale = i18n.LOCALE_DIR
-    method_map = [("**.py", "python"), ("templates/**.html", "jinja2")]
-    options = {"templates/**.html": {"extensions": "jinja2.ext.i18n"}}
-    used = {
-        message if isinstance(message, str) else message[0]
-        for _file, _line, message, _comments, _context in extract_from_dir(
-            locale.parent,
-            method_map,
-            options,
-            keywords={"_": None, "ngettext": (1, 2)},
-        )
-    }
-    template = {
-        m.id if isinstance(m.id, str) else m.id[0]
-        for m in read_po((locale / "apiprof.pot").open("rb"))
-        if m.id
-    }
-    assert used == template, "re-extract apiprof.pot (docs/sphinx.rst, Translations)"
-    with (locale / "de" / "LC_MESSAGES" / "apiprof.po").open("rb") as po:
-        german = read_po(po)
-    translated = {key(m.id): strings(m.string) for m in german if m.id}
-    assert set(translated) == template and all(translated.values())
-    with (locale / "de" / "LC_MESSAGES" / "apiprof.mo").open("rb") as mo:
-        compiled = read_mo(mo)
-    assert {key(m.id): strings(m.string) for m in compiled if m.id} == translated
-    german_gettext = gettext.translation("apiprof", str(locale), languages=["de"])
-    assert german_gettext.gettext("Cost") == "Kosten"
-
-
-def test_no_message_is_translated_inside_an_f_string():
-    """Babel reads into f-strings only on Python 3.12+, so a ``_()`` inside one would make
-    the extracted catalog depend on the interpreter that extracted it."""
-    hidden = []
-    for path in sorted(i18n.LOCALE_DIR.parent.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.JoinedStr):
-                hidden += [
-                    f"{path.name}:{call.lineno}"
-                    for call in ast.walk(node)
-                    if isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Name)
-                    and call.func.id in {"_", "ngettext"}
-                ]
-    assert not hidden, f"translate outside the f-string: {hidden}"
-
-
-def test_german_build_shows_german_words(tmp_path):
-    srcdir = make_project(tmp_path)
-    app, warnings = build(srcdir, language="de")
-    out = Path(app.outdir)
-    index = (out / "index.html").read_text(encoding="utf-8")
-    assert ">Kosten<" in index and ">Details<" in index and "300 gemessene Aufrufe" in index
-    assert ">Cost<" not in index and ">details<" not in index
-    page = (out / "apiprof" / "demo_mod.render.html").read_text(encoding="utf-8")
-    assert (
-        "Verteilungen" in page
-        and "Kostenbereich" in page
-        and "Wachstum mit der Eingabegröße" in page
-    )
-    assert "API-Kosten" in (out / "apiprof" / "index.html").read_text(encoding="utf-8")
-    assert "Traceback" not in warnings
-    rebuild(srcdir)  # English again: another language, another catalog, in the same process
-    assert ">Cost<" in (out / "index.html").read_text(encoding="utf-8")
 
 
 # -- issue 9: lab scan and real programs side by side ---------------------------------------------
