@@ -290,11 +290,11 @@ class Histogram:
 
     @property
     def total(self) -> float:
-        return sum(b.total for b in self.buckets.values())
+        return math.fsum(b.total for b in self.buckets.values())  # any order, any Python
 
     @property
     def total_sq(self) -> float:
-        return sum(b.total_sq for b in self.buckets.values())
+        return math.fsum(b.total_sq for b in self.buckets.values())
 
     @property
     def mean(self) -> float:

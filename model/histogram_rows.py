@@ -10,6 +10,7 @@ same computation (:func:`~apiprof.model.histogram.percentiles_of_cells`), so the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ class HistogramRows:
 
     @property
     def total(self) -> float:
-        return sum(row[2] for row in self.rows)
+        return math.fsum(row[2] for row in self.rows)
 
     def __bool__(self) -> bool:
         return any(row[1] for row in self.rows)
