@@ -217,3 +217,10 @@ def rebuild(srcdir: Path, buildername: str = "html", **conf) -> tuple[Any, str]:
     returns the app and its status output."""
     app, _, status = build_logged(srcdir, buildername, **conf)
     return app, status
+
+
+def build_html_once(tmp_path_factory) -> tuple[Path, Path, str]:
+    """A module's shared HTML build of the test project: (source dir, output dir, warnings)."""
+    srcdir = make_project(tmp_path_factory.mktemp("html"))
+    app, warnings = build(srcdir)
+    return srcdir, Path(app.outdir), warnings

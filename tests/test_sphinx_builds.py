@@ -14,6 +14,7 @@ from sphinxhelp import (
     add_cpu_samples,
     bars_by_metric,
     build,
+    build_html_once,
     elements,
     links,
     make_project,
@@ -31,12 +32,7 @@ from apiprof.model.records import (
     Metric,
 )
 
-
-@pytest.fixture(scope="module")
-def html_build(tmp_path_factory) -> tuple[Path, Path, str]:
-    srcdir = make_project(tmp_path_factory.mktemp("html"))
-    app, warnings = build(srcdir)
-    return srcdir, Path(app.outdir), warnings
+html_build = pytest.fixture(scope="module")(build_html_once)
 
 
 # -- autodoc ------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from sphinxhelp import (
     COUNTS,
     bars_by_metric,
     build,
+    build_html_once,
     build_logged,
     elements,
     ids_in,
@@ -28,12 +29,7 @@ from apiprof.model.records import (
     Metric,
 )
 
-
-@pytest.fixture(scope="module")
-def html_build(tmp_path_factory) -> tuple[Path, Path, str]:
-    srcdir = make_project(tmp_path_factory.mktemp("html"))
-    app, warnings = build(srcdir)
-    return srcdir, Path(app.outdir), warnings
+html_build = pytest.fixture(scope="module")(build_html_once)
 
 
 # -- the directive -----------------------------------------------------------------------------
