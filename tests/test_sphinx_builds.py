@@ -18,6 +18,7 @@ from sphinxhelp import (
     elements,
     links,
     make_project,
+    rebuild,
     resolve,
     write_database,
 )
@@ -133,33 +134,11 @@ def test_each_page_has_its_own_canonical_url_with_html_baseurl(tmp_path):
 def test_database_change_rereads_documents_that_use_it(tmp_path):
     srcdir = make_project(tmp_path)
     build(srcdir)
-    status = StringIO()
-    app = SphinxTestApp(
-        "html",
-        srcdir=srcdir,
-        builddir=srcdir.parent / "_build-html",
-        status=status,
-        warning=StringIO(),
-    )
-    try:
-        app.build()
-    finally:
-        app.cleanup()
-    assert "0 added, 0 changed, 0 removed" in status.getvalue()
+    _, status = rebuild(srcdir)
+    assert "0 added, 0 changed, 0 removed" in status
     add_cpu_samples(srcdir / "apiprof.db", "demo_mod.parse", {4: 700})
-    status = StringIO()
-    app = SphinxTestApp(
-        "html",
-        srcdir=srcdir,
-        builddir=srcdir.parent / "_build-html",
-        status=status,
-        warning=StringIO(),
-    )
-    try:
-        app.build()
-    finally:
-        app.cleanup()
-    assert "0 added, 2 changed, 0 removed" in status.getvalue()  # both documents show parse
+    app, status = rebuild(srcdir)
+    assert "0 added, 2 changed, 0 removed" in status  # both documents show parse
     assert "1000 calls measured" in (Path(app.outdir) / "index.html").read_text(encoding="utf-8")
     drawn = bars_by_metric(Path(app.outdir) / "index.html", "apiprof-demo-mod-parse")
     assert drawn[str(Metric.CPU)] == {4: 891, 5: 109}
