@@ -55,10 +55,15 @@ MAX_ABBREVIATED = 2
 """An abbreviation that fits more classes than this says nothing."""
 
 
+def snake_case(name: str) -> str:
+    """``startMark`` and ``StartMark`` → ``start_mark`` (runs of capitals stay one word:
+    ``HTTPError`` → ``httperror``)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
 def _words(name: str) -> list[str]:
     """``start_mark`` and ``startMark`` → ``["start", "mark"]``."""
-    spaced = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-    return [word for word in spaced.split("_") if word]
+    return [word for word in snake_case(name).split("_") if word]
 
 
 def _abbreviates(short: str, class_name: str) -> bool:

@@ -17,7 +17,6 @@ import datetime
 import functools
 import inspect
 import io
-import re
 import socket
 import textwrap
 import types
@@ -26,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.typetext import (
     BinaryFileMarker,
     DirectoryMarker,
@@ -156,7 +156,7 @@ def guess_from_name(name: str) -> Any:
     """An annotation for a well-known unannotated parameter name, or None (no safe guess)."""
     if name in _NAME_GUESSES:
         return _NAME_GUESSES[name]
-    lowered = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower().strip("_")  # camelCase
+    lowered = snake_case(name).strip("_")
     if lowered in _NAME_GUESSES:
         return _NAME_GUESSES[lowered]
     for suffix, annotation in _SUFFIXES:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections.abc as abc
 import functools
 import inspect
-import re
 import sys
 import typing
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 
 from apiprof.engine.scenarios import instances  # a cycle: see values.py
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.factories import import_package
 from apiprof.model.records import ScenarioSource
 
@@ -128,7 +128,7 @@ def _words_for(wanted: Any) -> frozenset[str]:
     ``make_template``...; an iterator: ``generate``, ``iterate``...)."""
     if not inspect.isclass(wanted):
         return frozenset({"generate", "iterate", "stream", "tokenize", "walk"})
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", wanted.__name__).lower()
+    snake = snake_case(wanted.__name__)
     return frozenset(
         {snake, *(f"{verb}_{snake}" for verb in ("get", "make", "create", "new", "build", "to"))}
     )
