@@ -118,6 +118,13 @@ def print_scan_summary(summary) -> None:
         )
     if summary.resumed_skipped:
         console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
+    if summary.self_drive is not None:
+        drive = summary.self_drive
+        console.print(
+            f"self-driven capture: {drive.drivers_run} runs of the package's working scenarios "
+            f"reached {drive.reached} of the {drive.watched} entry points nothing else could call; "
+            f"{len(drive.profiled)} profiled that way ({drive.seconds:.1f} s)"
+        )
     if summary.most_expensive:
         table = Table(title="Most expensive entry points (median time per call)")
         for column in ("entry point", "time median", "time p90", "allocated", "growth", "samples"):

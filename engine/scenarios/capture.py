@@ -59,6 +59,7 @@ class CapturedCall:
     origin: str  # "doc:pkg.f#1" (a docstring example) or "tests:path::test_name"
     shown: str = ""  # the arguments as a person reads them (reprs, shortened)
     problem: str = ""  # why the arguments could not be copied
+    driver: str = ""  # the scenario whose run passed them (self-driven capture), else ""
 
 
 Location = tuple[str, str]
