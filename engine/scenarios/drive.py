@@ -100,27 +100,29 @@ def drive_capture(
         return Driving([], {})
     deadline = time.monotonic() + budget
     texts: dict[object, ScenarioSpec] = {}  # a text a driver returned -> the first driver
-    consumers: list[ScenarioSpec] = []
+    consumers: list[tuple[ScenarioSpec, set[type]]] = []  # and the types of its text arguments
     ran = 0
     for spec in [unsized(d) for d in drivers[:MAX_DRIVERS]]:
         if time.monotonic() > deadline:
             break
         ran += 1
-        result = _drive(recorder, spec.id, spec)
+        result, takes = _drive(recorder, spec.id, spec)
         if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
             texts.setdefault(result, spec)
-        if takes_arguments(spec):
-            consumers.append(spec)
+        if takes and takes_arguments(spec):
+            consumers.append((spec, takes))
 
-    def reached(spec: ScenarioSpec) -> int:
-        return len(recorder.reach.get(spec.id, ()))
+    def reached(consumer: tuple[ScenarioSpec, set[type]]) -> int:
+        return len(recorder.reach.get(consumer[0].id, ()))
 
-    richest = [p for _, p in sorted(texts.items(), key=lambda item: -_richness(item[0]))]
-    for consumer in sorted(consumers, key=reached, reverse=True)[:MAX_CONSUMERS]:
-        for producer in richest[:MAX_TEXTS]:
-            if producer.id == consumer.id or time.monotonic() > deadline:
-                continue
+    richest = sorted(texts, key=_richness, reverse=True)
+    for consumer, takes in sorted(consumers, key=reached, reverse=True)[:MAX_CONSUMERS]:
+        fed = [text for text in richest if type(text) in takes and texts[text].id != consumer.id]
+        for text in fed[:MAX_TEXTS]:
+            if time.monotonic() > deadline:
+                break
             ran += 1
+            producer = texts[text]
             trip = round_trip_spec(consumer, producer)
             _drive(recorder, f"roundtrip:{consumer.id}{ROUND_TRIP}{producer.id}", trip)
     reach = {ref: sorted(names) for ref, names in recorder.reach.items()}
@@ -134,14 +136,18 @@ def _richness(text: object) -> int:
     return len(set(text)) + min(text.count(newline), 50)  # type: ignore[arg-type]
 
 
-def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> object:
-    """Run one driver (setup unwatched: only the package's own calls in ``call`` count);
-    what its call returns, or None when it fails."""
+def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> tuple[object, set[type]]:
+    """Run one driver (setup unwatched: only the package's own calls in ``call`` count): what
+    its call returns (None when it fails), and the types of its text arguments."""
     recorder.origin = ref
+    takes: set[type] = set()
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             run = compile_scenario(spec, None)
+            namespace = getattr(run, "__globals__", {})
+            arguments = [*namespace.get("args", ()), *namespace.get("kwargs", {}).values()]
+            takes = {type(value) for value in arguments if type(value) in (str, bytes)}
             with capturing(recorder):
-                return run()
+                return run(), takes
     except (Exception, timeouts.CallTimeout):  # what it reached before failing is kept
-        return None
+        return None, takes

@@ -69,6 +69,7 @@ def round_trip_spec(consumer: ScenarioSpec, producer: ScenarioSpec) -> ScenarioS
             "args, kwargs = with_text(args, kwargs, _produced)\n"
         ),
         description=f"{consumer.qualname} on what {producer.qualname} returned",
+        inputs=f"{consumer.qualname}(<what {producer.inputs or producer.qualname} returned>)",
     )
 
 
@@ -162,4 +163,5 @@ def through_driver_spec(
         + (f"; its arguments cannot be copied: {why}" if why else ""),
         targets=(qualname,),
         repeat=None,
+        inputs=f"its calls inside {driver.inputs or driver.qualname}",
     )
