@@ -17,7 +17,7 @@ from apiprof.engine.isolation.protocol import DriveCapture, Driven
 from apiprof.engine.measure import profiler
 from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
 from apiprof.engine.scenarios.drive import drive_capture
-from apiprof.engine.scenarios.drivenspecs import replay_spec, through_driver_spec
+from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
@@ -93,8 +93,20 @@ def test_a_round_trip_feeds_one_drivers_text_to_another():
     assert all(drivers)
     found = drive_capture(WATCHED, drivers)
     trip = "roundtrip:synth:driven_pkg.parse <- synth:driven_pkg.dump"
-    assert set(found.reach) == {trip} and found.reach[trip] == sorted(WATCHED)
-    assert found.drivers_run == 3
+    assert found.reach[trip] == sorted(WATCHED)
+    assert all(ref.startswith("roundtrip:") for ref in found.reach)  # alone, neither reaches
+    # parse, dump, dump fed two richer values, parse fed the three texts dump made
+    assert found.drivers_run == 7
+
+
+def test_drivers_are_named_so_the_scanner_rebuilds_them_from_what_it_sent():
+    dump = find_synthesized_scenario("driven_pkg.dump", (10, 100))[0]
+    drivers = {EXAMPLE.id: EXAMPLE, dump.id: dump}
+    trip = driver_spec(f"roundtrip:{EXAMPLE.id} <- rich:{dump.id}", drivers)
+    assert trip is not None and "rich_value('rich')" in trip.setup and not trip.size_axis
+    assert driver_spec(f"plain:{dump.id}", drivers).id == f"plain:{dump.id}"
+    for invented in ("rich:synth:elsewhere", f"roundtrip:{EXAMPLE.id} <- doc:x#1", "exec:x"):
+        assert driver_spec(invented, drivers) is None
 
 
 def test_a_worker_may_not_name_drivers_or_entry_points_it_was_not_given(driven):

@@ -104,9 +104,12 @@ def drive_held(
     ranked = [spec for spec, _ in sorted(drivers.values(), key=driver_rank)][:MAX_DRIVERS]
     report.watched, report.drivers = len(held), len(ranked)
     driven = capture_mid_stream(pool, package, list(held), ranked, budget)
+    reached: set[str] = set()
     if driven is not None:
         report.drivers_run = driven.drivers_run
-        report.reached = len({name for names in driven.reach.values() for name in names})
+        reached = {name for names in driven.reach.values() for name in names}
+        reached |= {call.qualname for call in driven.calls}
+        report.reached = len(reached)
     tasks = retry_tasks(held, driven, {spec.id: spec for spec in ranked}, settings)
     for result in pool.run(tasks, rerun_task):
         first = held.pop(result.task.id)
@@ -116,9 +119,16 @@ def drive_held(
         else:
             yield with_failures(first, failures_of(result))
     report.seconds = time.monotonic() - started
-    reason = "self-driven capture: none of the package's working scenarios called it"
-    for first in held.values():
-        yield with_failures(first, [Failure(Coverage.NO_ARGUMENTS, reason)] if driven else [])
+    for qualname, first in held.items():
+        why = UNREACHED if qualname not in reached else ONLY_FAILED
+        yield with_failures(first, [Failure(Coverage.NO_ARGUMENTS, why)] if driven else [])
+
+
+UNREACHED = "self-driven capture: none of the package's working scenarios called it"
+ONLY_FAILED = (
+    "self-driven capture: only drivers that then failed called it, with arguments that cannot "
+    "be copied"
+)
 
 
 def capture_mid_stream(
@@ -153,7 +163,7 @@ def retry_tasks(
     tasks = []
     for qualname, result in held.items():
         request = result.task.request
-        if not isinstance(request, ProfileEntry) or not reached.get(qualname):
+        if not isinstance(request, ProfileEntry):
             continue
         copied = [call for call in calls[qualname] if call.payload]
         why = next((call.problem for call in calls[qualname] if call.problem), "")

@@ -10,8 +10,11 @@ the capture recorder of :mod:`~apiprof.engine.scenarios.capture`, watching only 
 points still without a scenario. Drivers are the package's own: its working docstring,
 scenario-file, synthesised and observed-value scenarios, then *round trips* — a driver that
 takes a text argument, fed what another driver returned (``load(dump(x))``, ``parse(format(s))``):
-the package's own output is a well-formed input of its own grammar. Round trips pair the
-consumers that reached the most watched entry points with the richest texts.
+the package's own output is a well-formed input of its own grammar. A driver that turns a
+list or mapping into a text is also fed a richer nested value (the same, format-agnostic one
+for every package: :func:`~.drivenspecs.rich_value`), so its text shows more of the grammar.
+Round trips pair the consumers that reached the most watched entry points with the richest
+texts.
 
 What a driver passes is pickled when the call starts (the receiver as it was mid-stream);
 what cannot be pickled is replayed by running the driver again (:mod:`.drivenspecs`). Which
@@ -34,7 +37,8 @@ from apiprof.engine.scenarios.capture import (
     watch_list,
 )
 from apiprof.engine.scenarios.drivenspecs import (
-    ROUND_TRIP,
+    VARIANTS,
+    richer_spec,
     round_trip_spec,
     takes_arguments,
     unsized,
@@ -52,6 +56,12 @@ MAX_CONSUMERS = 6
 MAX_TEXTS = 4
 """Round trips: the consumers reaching the most watched entry points, each fed the richest
 texts the drivers returned."""
+
+MAX_PRODUCERS = 4
+"""Drivers returning a text fed :func:`~.drivenspecs.rich_value` (each in both variants)."""
+
+TEXTS = frozenset({str, bytes})
+CONTAINERS = frozenset({list, tuple, dict, set})
 
 MIN_TEXT = 8
 """Shorter results are too plain to teach a parser anything (``'1'``, ``'abc'``)."""
@@ -85,7 +95,8 @@ class Driving:
     """What the drivers passed to the watched entry points, and whom each driver reached."""
 
     calls: list[CapturedCall]
-    reach: dict[str, list[str]]  # driver (id or round trip) -> watched entry points it reached
+    # driver (id, variant or round trip) that ran to its end -> watched entry points it reached
+    reach: dict[str, list[str]]
     drivers_run: int = 0
 
 
@@ -101,16 +112,29 @@ def drive_capture(
     deadline = time.monotonic() + budget
     texts: dict[object, ScenarioSpec] = {}  # a text a driver returned -> the first driver
     consumers: list[tuple[ScenarioSpec, set[type]]] = []  # and the types of its text arguments
+    producers: list[ScenarioSpec] = []  # drivers returning a text from a container argument
     ran = 0
     for spec in [unsized(d) for d in drivers[:MAX_DRIVERS]]:
         if time.monotonic() > deadline:
             break
         ran += 1
         result, takes = _drive(recorder, spec.id, spec)
+        if not takes_arguments(spec):
+            continue
+        if isinstance(result, (str, bytes)) and takes & CONTAINERS:
+            producers.append(spec)  # of a text, from a container: fed richer values too
         if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
             texts.setdefault(result, spec)
-        if takes and takes_arguments(spec):
-            consumers.append((spec, takes))
+        if takes & TEXTS:
+            consumers.append((spec, takes & TEXTS))
+    for producer, kind in [(p, kind) for p in producers[:MAX_PRODUCERS] for kind in VARIANTS]:
+        if time.monotonic() > deadline:
+            break
+        ran += 1
+        spec = richer_spec(producer, kind)
+        result, _ = _drive(recorder, spec.id, spec)
+        if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
+            texts.setdefault(result, spec)
 
     def reached(consumer: tuple[ScenarioSpec, set[type]]) -> int:
         return len(recorder.reach.get(consumer[0].id, ()))
@@ -122,9 +146,8 @@ def drive_capture(
             if time.monotonic() > deadline:
                 break
             ran += 1
-            producer = texts[text]
-            trip = round_trip_spec(consumer, producer)
-            _drive(recorder, f"roundtrip:{consumer.id}{ROUND_TRIP}{producer.id}", trip)
+            trip = round_trip_spec(consumer, texts[text])
+            _drive(recorder, trip.id, trip)
     reach = {ref: sorted(names) for ref, names in recorder.reach.items()}
     return Driving(recorder.results(), reach, ran)
 
@@ -138,7 +161,7 @@ def _richness(text: object) -> int:
 
 def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> tuple[object, set[type]]:
     """Run one driver (setup unwatched: only the package's own calls in ``call`` count): what
-    its call returns (None when it fails), and the types of its text arguments."""
+    its call returns (None when it fails), and the types of its arguments."""
     recorder.origin = ref
     takes: set[type] = set()
     try:
@@ -146,8 +169,10 @@ def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> tuple[objec
             run = compile_scenario(spec, None)
             namespace = getattr(run, "__globals__", {})
             arguments = [*namespace.get("args", ()), *namespace.get("kwargs", {}).values()]
-            takes = {type(value) for value in arguments if type(value) in (str, bytes)}
+            takes = {type(value) for value in arguments}
             with capturing(recorder):
                 return run(), takes
-    except (Exception, timeouts.CallTimeout):  # what it reached before failing is kept
+    except (Exception, timeouts.CallTimeout):
+        # the calls it passed before failing are kept, but it is no driver to run again
+        recorder.reach.pop(ref, None)
         return None, takes

@@ -91,14 +91,75 @@ def with_text(args: tuple[Any, ...], kwargs: dict[str, Any], text: object) -> Ar
 
 
 def driver_spec(ref: str, drivers: Mapping[str, ScenarioSpec]) -> ScenarioSpec | None:
-    """The driver (unsized) a reference names: a driver's id or a round trip of two; None when
-    it names neither (a worker may not invent the code another worker runs)."""
+    """The driver (unsized) a reference names: a driver's id, a variant of one fed a richer
+    value, or a round trip of two; None when it names none (a worker may not invent the code
+    another worker runs)."""
     if ref in drivers:
         return unsized(drivers[ref])
-    consumer, _, producer = ref.removeprefix("roundtrip:").partition(ROUND_TRIP)
-    if ref.startswith("roundtrip:") and consumer in drivers and producer in drivers:
-        return round_trip_spec(unsized(drivers[consumer]), unsized(drivers[producer]))
-    return None
+    kind, _, rest = ref.partition(":")
+    if kind in VARIANTS and rest in drivers:
+        return richer_spec(unsized(drivers[rest]), kind)
+    consumer_ref, _, producer_ref = rest.partition(ROUND_TRIP)
+    if kind != "roundtrip" or consumer_ref not in drivers:
+        return None
+    producer = driver_spec(producer_ref, drivers) if producer_ref != ref else None
+    return round_trip_spec(unsized(drivers[consumer_ref]), producer) if producer else None
+
+
+# -- richer values for producers ------------------------------------------------------------------
+
+
+def rich_value(kind: str) -> object:
+    """A value showing much of what a serialiser can write, the same for every package (not a
+    document of any format): nested mappings and lists, numbers, flags, None, a text over two
+    lines and one with quotes, the same list twice (anchors, references); ``rich`` adds a
+    tuple and bytes, which plain-data serialisers refuse."""
+    shared = [1, 2]
+    value: dict[str, object] = {
+        "name": "two words",
+        "count": 3,
+        "ratio": 2.5,
+        "flag": True,
+        "empty": None,
+        "items": [1, "a", [2, 3], {"key": "value"}],
+        "lines": "line one\nline two\n",
+        "quoted": 'it\'s: "quoted" #',
+        "same": [shared, shared],
+    }
+    if kind == "rich":
+        value.update(pair=(1, "b"), raw=b"\x00\xff")
+    return value
+
+
+VARIANTS = ("plain", "rich")
+"""The richer values a producer is fed (:func:`rich_value`), by their name in a driver's id."""
+
+
+def richer_spec(producer: ScenarioSpec, kind: str) -> ScenarioSpec:
+    """``producer`` with its first container argument replaced by :func:`rich_value`."""
+    return replace(
+        producer,
+        id=f"{kind}:{producer.id}"[:MAX_SCENARIO_ID],
+        setup=(
+            f"{producer.setup}"
+            "from apiprof.engine.scenarios.drivenspecs import rich_value, with_value\n"
+            f"args, kwargs = with_value(args, kwargs, rich_value({kind!r}))\n"
+        ),
+        description=f"{producer.qualname} on a {kind} nested value",
+        inputs=f"{producer.qualname}(<a {kind} nested value>)",
+    )
+
+
+def with_value(args: tuple[Any, ...], kwargs: dict[str, Any], value: object) -> Arguments:
+    """The arguments with the first list, tuple, dict or set replaced by ``value``."""
+    containers = (list, tuple, dict, set)
+    for index, old in enumerate(args):
+        if type(old) in containers:
+            return (*args[:index], value, *args[index + 1 :]), kwargs
+    for name, old in kwargs.items():
+        if type(old) in containers:
+            return args, {**kwargs, name: value}
+    raise TypeError("no container argument to put a richer value in")
 
 
 # -- replaying ---------------------------------------------------------------------------------
