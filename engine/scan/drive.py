@@ -229,12 +229,13 @@ def working_specs(result: TaskResult) -> list[ScenarioSpec]:
     return list(found.values())
 
 
-def driver_rank(driver: tuple[ScenarioSpec, bool]) -> tuple[int, bool, str]:
+def driver_rank(driver: tuple[ScenarioSpec, bool]) -> tuple[int, bool, int, str]:
     """Sort key of a driver: its source (:data:`DRIVER_ORDER`), a function's before a
-    method's (a function runs a whole stream; a method often a step of one), its id."""
+    method's (a function runs a whole stream; a method often a step of one), the package's
+    front door before its back rooms (``yaml.safe_load`` before ``yaml.scanner.scan``), id."""
     spec, function = driver
     order = DRIVER_ORDER.index(spec.source) if spec.source in DRIVER_ORDER else len(DRIVER_ORDER)
-    return order, not function, spec.id
+    return order, not function, spec.qualname.count("."), spec.id
 
 
 def with_failures(result: TaskResult, extra: list[Failure]) -> TaskResult:
