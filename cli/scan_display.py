@@ -69,6 +69,7 @@ class ScanProgressBar:
             "capture": "capturing arguments from docstring examples",
             "tests": "running the test suite under the profiler (--tests)",
             "profile": "profiling",
+            "drive": "running the package's working scenarios for what nothing else could call",
         }
         if event.stage in labels:
             self.progress.update(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerPool
@@ -27,6 +27,7 @@ from apiprof.engine.isolation.protocol import (
     ProfileEntry,
 )
 from apiprof.engine.isolation.rerun import rerun_task
+from apiprof.engine.scan.progress import ScanProgress
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.drive import DRIVE_BUDGET, MAX_DRIVERS
 from apiprof.engine.scenarios.drivenspecs import driver_spec, through_driver_spec
@@ -82,11 +83,13 @@ def drive_held(
     results: Iterable[TaskResult],
     settings: MeasureSettings,
     report: DriveReport,
+    progress: Callable[[ScanProgress], None] = lambda event: None,
     *,
     budget: float = DRIVE_BUDGET,
 ) -> Generator[TaskResult, None, None]:
     """Pass ``results`` on, holding back those the self-driven capture may mend; then drive
-    the package for them and pass on their results, merged with the first run's."""
+    the package for them (said to ``progress``) and pass on their results, merged with the
+    first run's."""
     held: dict[str, TaskResult] = {}
     drivers: dict[str, tuple[ScenarioSpec, bool]] = {}  # id -> (spec, of a plain function)
     for result in results:
@@ -103,6 +106,7 @@ def drive_held(
     started = time.monotonic()
     ranked = [spec for spec, _ in sorted(drivers.values(), key=driver_rank)][:MAX_DRIVERS]
     report.watched, report.drivers = len(held), len(ranked)
+    progress(ScanProgress("drive"))
     driven = capture_mid_stream(pool, package, list(held), ranked, budget)
     reached: set[str] = set()
     if driven is not None:

@@ -190,7 +190,7 @@ def _scan(
             results = run_plan(pool, plan, options, calibration)
             if options.self_drive:  # entry points nothing could call, driven by the package
                 settings = measure_settings(options, calibration)
-                results = drive_held(pool, package, results, settings, driving)
+                results = drive_held(pool, package, results, settings, driving, report)
             batches = bucket_results(results, suite, blocked_at_import)
 
             def noted() -> Generator[tuple[str, ScanBatch], None, None]:
