@@ -35,6 +35,7 @@ from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.records import Coverage, EntryKind, Failure, ScenarioSource
 
 FUNCTIONS = frozenset({EntryKind.FUNCTION, EntryKind.BUILTIN})
+"""Entry kinds whose scenarios run ahead of methods' as drivers (:func:`driver_rank`)."""
 
 DRIVABLE = frozenset({Coverage.NO_ARGUMENTS, Coverage.CRASHED})
 """Failures that arguments built mid-stream may mend (others are the sandbox's, the clock's,
@@ -51,7 +52,7 @@ DRIVER_ORDER = (
     ScenarioSource.OBSERVED,
 )
 """Drivers written or run by people come first, then values the package returned; made-up
-arguments last. Within a source, module-level functions before methods."""
+arguments last (:func:`driver_rank`)."""
 
 
 @dataclass
