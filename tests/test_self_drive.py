@@ -16,6 +16,7 @@ from apiprof.engine.isolation.contract import violation
 from apiprof.engine.isolation.protocol import DriveCapture, Driven
 from apiprof.engine.measure import profiler
 from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+from apiprof.engine.scenarios.doctexts import docstring_text, literal_blocks
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
@@ -95,8 +96,34 @@ def test_a_round_trip_feeds_one_drivers_text_to_another():
     trip = "roundtrip:synth:driven_pkg.parse <- synth:driven_pkg.dump"
     assert found.reach[trip] == sorted(WATCHED)
     assert all(ref.startswith("roundtrip:") for ref in found.reach)  # alone, neither reaches
-    # parse, dump, dump fed two richer values, parse fed the three texts dump made
-    assert found.drivers_run == 7
+    # parse, dump, dump fed two richer values, parse fed the three texts dump made and the
+    # one a docstring shows
+    assert found.drivers_run == 8
+    documented = "roundtrip:synth:driven_pkg.parse <- doctext:driven_pkg.Parser.parse#1"
+    assert found.reach[documented] == sorted(WATCHED)
+
+
+def test_literal_blocks_of_docstrings_are_texts_of_the_package():
+    doc = """Render it.
+
+    .. sourcecode:: jinja
+       :linenos:
+
+        {% for x in y %}{{ x }}{% endfor %}
+
+    In short::
+
+        [1, 2]
+
+    >>> render("{{ 1 }}")
+    '1'
+    """
+    assert literal_blocks(doc) == ["{% for x in y %}{{ x }}{% endfor %}\n", "[1, 2]\n"]
+    assert docstring_text("driven_pkg.Parser.parse", 1) == "[7, [8, 9]]\n"
+    assert driver_spec("doctext:driven_pkg.Parser.parse#1", {}).call == (
+        "docstring_text('driven_pkg.Parser.parse', 1)"
+    )
+    assert driver_spec("doctext:not a name#1", {}) is None
 
 
 def test_drivers_are_named_so_the_scanner_rebuilds_them_from_what_it_sent():

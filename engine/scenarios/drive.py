@@ -10,7 +10,8 @@ the capture recorder of :mod:`~apiprof.engine.scenarios.capture`, watching only 
 points still without a scenario. Drivers are the package's own: its working docstring,
 scenario-file, synthesised and observed-value scenarios, then *round trips* — a driver that
 takes a text argument, fed what another driver returned (``load(dump(x))``, ``parse(format(s))``):
-the package's own output is a well-formed input of its own grammar. A driver that turns a
+the package's own output is a well-formed input of its own grammar; so are the texts its
+docstrings show in literal blocks (:mod:`.doctexts`). A driver that turns a
 list or mapping into a text is also fed a richer nested value (the same, format-agnostic one
 for every package: :func:`~.drivenspecs.rich_value`), so its text shows more of the grammar.
 Round trips pair the consumers that reached the most watched entry points with the richest
@@ -36,8 +37,10 @@ from apiprof.engine.scenarios.capture import (
     capturing,
     watch_list,
 )
+from apiprof.engine.scenarios.doctexts import package_texts
 from apiprof.engine.scenarios.drivenspecs import (
     VARIANTS,
+    doctext_spec,
     richer_spec,
     round_trip_spec,
     takes_arguments,
@@ -53,9 +56,10 @@ MAX_DRIVERS = 200
 """Working scenarios run as drivers at most (most take milliseconds; the budget bounds them)."""
 
 MAX_CONSUMERS = 6
-MAX_TEXTS = 4
+MAX_TEXTS = 6
+MAX_DOC_TEXTS = 100
 """Round trips: the consumers reaching the most watched entry points, each fed the richest
-texts the drivers returned."""
+texts the drivers returned and the texts the package's docstrings show."""
 
 MAX_PRODUCERS = 4
 """Drivers returning a text fed :func:`~.drivenspecs.rich_value` (each in both variants)."""
@@ -135,14 +139,15 @@ def drive_capture(
         result, _ = _drive(recorder, spec.id, spec)
         if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
             texts.setdefault(result, spec)
+    richest = sorted(texts, key=_richness, reverse=True)[:MAX_TEXTS]
+    richest += _documented_texts(watched[0].split(".")[0], texts)
 
     def reached(consumer: tuple[ScenarioSpec, set[type]]) -> int:
         return len(recorder.reach.get(consumer[0].id, ()))
 
-    richest = sorted(texts, key=_richness, reverse=True)
     for consumer, takes in sorted(consumers, key=reached, reverse=True)[:MAX_CONSUMERS]:
         fed = [text for text in richest if type(text) in takes and texts[text].id != consumer.id]
-        for text in fed[:MAX_TEXTS]:
+        for text in fed:
             if time.monotonic() > deadline:
                 break
             ran += 1
@@ -150,6 +155,21 @@ def drive_capture(
             _drive(recorder, trip.id, trip)
     reach = {ref: sorted(names) for ref, names in recorder.reach.items()}
     return Driving(recorder.results(), reach, ran)
+
+
+def _documented_texts(top: str, texts: dict[object, ScenarioSpec]) -> list[object]:
+    """Up to :data:`MAX_DOC_TEXTS` texts the package's docstrings show, not yet in ``texts``
+    (added there, with the producer that reads each again)."""
+    found: list[object] = []
+    for ref, text in package_texts(top):
+        spec = doctext_spec(ref)
+        if spec is None or text in texts or len(set(text)) < MIN_TEXT:
+            continue
+        texts[text] = spec
+        found.append(text)
+        if len(found) >= MAX_DOC_TEXTS:
+            break
+    return found
 
 
 def _richness(text: object) -> int:

@@ -34,7 +34,7 @@ from apiprof.engine.scenarios.capture import (
 )
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
-from apiprof.model.checks import MAX_SCENARIO_ID
+from apiprof.model.checks import MAX_SCENARIO_ID, qualname_problem
 from apiprof.model.records import ScenarioSource
 
 ROUND_TRIP = " <- "
@@ -97,6 +97,8 @@ def driver_spec(ref: str, drivers: Mapping[str, ScenarioSpec]) -> ScenarioSpec |
     if ref in drivers:
         return unsized(drivers[ref])
     kind, _, rest = ref.partition(":")
+    if kind == "doctext":
+        return doctext_spec(ref)
     if kind in VARIANTS and rest in drivers:
         return richer_spec(unsized(drivers[rest]), kind)
     consumer_ref, _, producer_ref = rest.partition(ROUND_TRIP)
@@ -104,6 +106,23 @@ def driver_spec(ref: str, drivers: Mapping[str, ScenarioSpec]) -> ScenarioSpec |
         return None
     producer = driver_spec(producer_ref, drivers) if producer_ref != ref else None
     return round_trip_spec(unsized(drivers[consumer_ref]), producer) if producer else None
+
+
+def doctext_spec(ref: str) -> ScenarioSpec | None:
+    """The producer of a text a docstring shows, ``doctext:QUALNAME#K`` (see
+    :mod:`.doctexts`); None for a malformed name."""
+    qualname, _, index = ref.removeprefix("doctext:").rpartition("#")
+    if qualname_problem(qualname) or not index.isdigit():
+        return None
+    return ScenarioSpec(
+        id=ref,
+        qualname=qualname,
+        source=ScenarioSource.DOCSTRING,
+        description=f"literal block {index} of the docstring of {qualname}",
+        setup="from apiprof.engine.scenarios.doctexts import docstring_text\n",
+        call=f"docstring_text({qualname!r}, {int(index)})",
+        inputs=f"<literal block {index} of the docstring of {qualname}>",
+    )
 
 
 # -- richer values for producers ------------------------------------------------------------------
