@@ -119,6 +119,9 @@ def test_literal_blocks_of_docstrings_are_texts_of_the_package():
     '1'
     """
     assert literal_blocks(doc) == ["{% for x in y %}{{ x }}{% endfor %}\n", "[1, 2]\n"]
+    # a first line's block, as written and as Python 3.13 strips it: one paragraph
+    for first in ("Such as::\n\n        [1]\n\n    More.\n", "Such as::\n\n[1]\n\nMore.\n"):
+        assert literal_blocks(first) == ["[1]\n"]
     assert docstring_text("driven_pkg.Parser.parse", 1) == "[7, [8, 9]]\n"
     assert driver_spec("doctext:driven_pkg.Parser.parse#1", {}).call == (
         "docstring_text('driven_pkg.Parser.parse', 1)"

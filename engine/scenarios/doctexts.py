@@ -27,17 +27,21 @@ _DIRECTIVE = re.compile(r"^\s*\.\. (?:sourcecode|code-block|code)::")
 
 def literal_blocks(docstring: str) -> list[str]:
     """The literal blocks of a reST docstring, dedented: what follows a line ending in ``::``
-    or a ``sourcecode``/``code-block`` directive, indented deeper than that line."""
+    or a ``sourcecode``/``code-block`` directive, indented deeper than that line. After a
+    first line (whose indentation the docstring does not show; Python 3.13 also strips the
+    block's), the block is one paragraph."""
     lines = docstring.expandtabs().splitlines()
     blocks: list[str] = []
     for index, line in enumerate(lines):
         if not (line.rstrip().endswith("::") or _DIRECTIVE.match(line)):
             continue
-        indent = len(line) - len(line.lstrip())
+        indent = len(line) - len(line.lstrip()) if index else -1
         body: list[str] = []
         for following in lines[index + 1 :]:
             deeper = len(following) - len(following.lstrip()) > indent
             if following.strip() and not deeper:
+                break
+            if not following.strip() and index == 0 and any(b.strip() for b in body):
                 break
             if not body and following.strip().startswith(":"):  # a directive's option
                 continue
