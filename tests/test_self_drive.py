@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,21 @@ def test_drivers_are_named_so_the_scanner_rebuilds_them_from_what_it_sent():
     assert driver_spec(f"plain:{dump.id}", drivers).id == f"plain:{dump.id}"
     for invented in ("rich:synth:elsewhere", f"roundtrip:{EXAMPLE.id} <- doc:x#1", "exec:x"):
         assert driver_spec(invented, drivers) is None
+
+
+def test_a_round_trip_whose_name_would_be_too_long_is_not_run():
+    parse, dump = (
+        find_synthesized_scenario(q, (10,))[0] for q in ("driven_pkg.parse", "driven_pkg.dump")
+    )
+    long = replace(parse, id="synth:" + "p" * 500)
+    found = drive_capture(WATCHED, [long, dump])
+    assert found.reach == {}  # parse(dump(...)) would be named over 512 characters
+    assert (
+        violation(
+            DriveCapture("driven_pkg", WATCHED, [long, dump]), Driven(found.calls, found.reach)
+        )
+        == ""
+    )
 
 
 def test_a_worker_may_not_name_drivers_or_entry_points_it_was_not_given(driven):

@@ -48,6 +48,7 @@ from apiprof.engine.scenarios.drivenspecs import (
 )
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
+from apiprof.model.checks import MAX_SCENARIO_ID
 
 DRIVE_BUDGET = 30.0
 """Seconds all drivers of a scan may run together (each is also limited to the trial time)."""
@@ -140,7 +141,8 @@ def drive_capture(
         if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
             texts.setdefault(result, spec)
     richest = sorted(texts, key=_richness, reverse=True)[:MAX_TEXTS]
-    richest += _documented_texts(watched[0].split(".")[0], texts)
+    if consumers:
+        richest += _documented_texts(watched[0].split(".")[0], texts)
 
     def reached(consumer: tuple[ScenarioSpec, set[type]]) -> int:
         return len(recorder.reach.get(consumer[0].id, ()))
@@ -184,6 +186,8 @@ def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> tuple[objec
     its call returns (None when it fails), and the types of its arguments."""
     recorder.origin = ref
     takes: set[type] = set()
+    if len(ref) > MAX_SCENARIO_ID:  # a name the scanner would refuse: not run
+        return None, takes
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             run = compile_scenario(spec, None)

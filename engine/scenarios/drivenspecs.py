@@ -61,7 +61,7 @@ def round_trip_spec(consumer: ScenarioSpec, producer: ScenarioSpec) -> ScenarioS
     """``consumer`` with its first text argument replaced by what ``producer`` returns."""
     return replace(
         consumer,
-        id=f"roundtrip:{consumer.id}{ROUND_TRIP}{producer.id}"[:MAX_SCENARIO_ID],
+        id=f"roundtrip:{consumer.id}{ROUND_TRIP}{producer.id}",
         setup=(
             "from apiprof.engine.scenarios.drivenspecs import output_of, with_text\n"
             f"_produced = output_of({producer.setup!r}, {producer.call!r})\n"
@@ -158,7 +158,7 @@ def richer_spec(producer: ScenarioSpec, kind: str) -> ScenarioSpec:
     """``producer`` with its first container argument replaced by :func:`rich_value`."""
     return replace(
         producer,
-        id=f"{kind}:{producer.id}"[:MAX_SCENARIO_ID],
+        id=f"{kind}:{producer.id}",
         setup=(
             f"{producer.setup}"
             "from apiprof.engine.scenarios.drivenspecs import rich_value, with_value\n"
