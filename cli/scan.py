@@ -60,6 +60,11 @@ SOURCE_FLAGS = [
     ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
+    (
+        "self-drive",
+        "do not run the package's working scenarios to capture the arguments it passes "
+        "mid-stream to entry points nothing else could call (parser, scanner, emitter methods)",
+    ),
 ]
 """``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
 
@@ -239,6 +244,7 @@ def scan_options(args: argparse.Namespace):
         observed=not args.no_observed,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
+        self_drive=not args.no_self_drive,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,

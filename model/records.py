@@ -107,6 +107,7 @@ class ScenarioSource(enum.StrEnum):
     HEURISTICS = "heuristics"  # typed from parameter names and how the body uses them
     CAPTURED = "captured"  # arguments recorded while the test suite or docstring examples ran
     TESTS = "tests"  # the package's own test suite
+    DRIVEN = "driven"  # arguments the package passed mid-stream while its working scenarios ran
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
 
 

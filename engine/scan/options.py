@@ -39,6 +39,9 @@ class ScanOptions:
     observed: bool = True  # values the package's entry points return, where one is wanted
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
+    # arguments the package passes mid-stream while its working scenarios run, for the entry
+    # points nothing else could call
+    self_drive: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20
@@ -81,6 +84,7 @@ class ScanOptions:
         "observed",
         "heuristics",
         "capture",
+        "self_drive",
         "sizes",
         "repeat",
         "max_seconds",

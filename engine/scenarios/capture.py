@@ -59,6 +59,7 @@ class CapturedCall:
     origin: str  # "doc:pkg.f#1" (a docstring example) or "tests:path::test_name"
     shown: str = ""  # the arguments as a person reads them (reprs, shortened)
     problem: str = ""  # why the arguments could not be copied
+    driver: str = ""  # the scenario whose run passed them (self-driven capture), else ""
 
 
 Location = tuple[str, str]
@@ -181,12 +182,20 @@ def shown_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _short_repr(value: object) -> str:
+def _short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` shortened; an object without a repr of its own shows its state (a
+    receiver captured mid-stream: ``Scanner(text='[1, 2]', pos=1, depth=1)``), not its address."""
+    state = getattr(value, "__dict__", None)
+    if type(value).__repr__ is object.__repr__ and isinstance(state, dict) and state:
+        inner = ", ".join(f"{k}={_short_repr(v, 24)}" for k, v in list(state.items())[:8])
+        text = f"{type(value).__name__}({inner})"
+        return text if len(text) <= 2 * limit else text[: 2 * limit - 1] + "…"
     try:
-        text = repr(value)
+        text = repr(value) if type(value).__repr__ is not object.__repr__ else ""
     except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:59] + "…"
+        text = ""
+    text = text or f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def location_of(code: types.CodeType, tops: frozenset[str]) -> Location:
