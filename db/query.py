@@ -289,10 +289,11 @@ def all_summaries(
     """Every known API (entry points and anything with buckets), optionally for one package;
     ``breakdowns`` and ``pooled`` as in :func:`summaries`."""
     if package is None:
+        measured = "api_figures" if pooled is not None else "buckets"  # the smaller one
         names = [
             r[0]
             for r in db.execute(
-                "SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM buckets"
+                f"SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM {measured}"
             )
         ]
     else:
@@ -350,8 +351,10 @@ def summaries(
             found = out.setdefault(qualname, ApiSummary(qualname))
             found.reference_size, found.typical, found.histograms = figures
             found.size_axis = axes.get(qualname, "") if found.reference_size is not None else ""
+        slices = "slice_figures" if pooled is not None else "buckets"  # the same slices
         for qualname, n in db.execute(
-            f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",
+            f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM {slices} "
+            f"WHERE qualname IN ({marks}) GROUP BY qualname",
             chunk,
         ):
             out[qualname].scenarios = n
