@@ -134,25 +134,43 @@ def refresh_if_stale(db: sqlite_utils.Database) -> None:
                 refresh_figures(db)
 
 
-def stored_breakdowns(db: Readable) -> dict[str, list[ScenarioSlice]]:
-    """:func:`~apiprof.db.breakdowns.scenario_breakdowns` of every API with the stored figures
-    in place of the rows, in the same order."""
-    from apiprof.db.breakdowns import ScenarioSlice, scenario_sources
+class StoredSlices:
+    """Every API's stored slice figures, held as the rows read and made into
+    :class:`~apiprof.db.breakdowns.ScenarioSlice` records — as
+    :func:`~apiprof.db.breakdowns.scenario_breakdowns` gives them, in the same order — when an
+    API's are asked for. A docs build holds every slice for the whole build, and as ~30k
+    records they lengthened each of the build's full cycle collections by a quarter; rows of
+    plain values are tuples the collector stops tracking."""
 
-    scenarios = scenario_sources(db, None)
-    metrics = {str(m): m for m in Metric}
-    found: dict[str, list[ScenarioSlice]] = {}
-    for qualname, scenario_id, size, metric, *columns in db.execute(
-        f"SELECT {', '.join(SLICE_KEY)}, {', '.join(COLUMNS)} FROM slice_figures "
-        f"ORDER BY {', '.join(SLICE_KEY)}"  # the primary key's order: no sorting
-    ):
-        source, description = scenarios.get(scenario_id, ("", ""))
-        found.setdefault(qualname, []).append(
-            ScenarioSlice(
-                scenario_id, source, description, size, metrics[metric], _figures(columns)
+    def __init__(self, db: Readable) -> None:
+        from apiprof.db.breakdowns import scenario_sources
+
+        self.scenarios = scenario_sources(db, None)
+        self.rows: dict[str, list[tuple]] = {}
+        for row in db.execute(
+            f"SELECT {', '.join(SLICE_KEY)}, {', '.join(COLUMNS)} FROM slice_figures "
+            f"ORDER BY {', '.join(SLICE_KEY)}"  # the primary key's order: no sorting
+        ):
+            self.rows.setdefault(row[0], []).append(row)
+
+    def __contains__(self, qualname: str) -> bool:
+        return qualname in self.rows
+
+    def slices(self, qualname: str) -> list[ScenarioSlice]:
+        from apiprof.db.breakdowns import ScenarioSlice
+
+        out = []
+        for _qualname, scenario_id, size, metric, *columns in self.rows.get(qualname, ()):
+            source, description = self.scenarios.get(scenario_id, ("", ""))
+            out.append(
+                ScenarioSlice(
+                    scenario_id, source, description, size, _METRICS[metric], _figures(columns)
+                )
             )
-        )
-    return found
+        return out
+
+
+_METRICS = {str(m): m for m in Metric}
 
 
 def _figures(columns: list) -> Figures:
@@ -167,11 +185,10 @@ def _figures(columns: list) -> Figures:
 def stored_pooled(db: Readable) -> dict[str, Pooled]:
     """Every API's stored summary figures, as :func:`~apiprof.db.query.summaries` takes them."""
     out: dict[str, Pooled] = {}
-    metrics = {str(m): m for m in Metric}
     for qualname, pool, metric, size, *columns in db.execute(
         f"SELECT {', '.join(API_KEY)}, reference_size, {', '.join(COLUMNS)} FROM api_figures "
         "ORDER BY qualname, pool, position"
     ):
         _size, typical, everything = out.setdefault(qualname, (size, {}, {}))
-        (typical if pool == TYPICAL else everything)[metrics[metric]] = _figures(columns)
+        (typical if pool == TYPICAL else everything)[_METRICS[metric]] = _figures(columns)
     return out

@@ -39,6 +39,7 @@ from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.details import Provenance
+    from apiprof.db.figures import StoredSlices
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
 
@@ -131,7 +132,9 @@ class Profiles:
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
-    _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
+    _slices: dict[str, list[ScenarioSlice]] | None = None  # read with the summaries: every
+    # API's, or (with stored figures) those of APIs with collected measurements; the rest are
+    _stored: StoredSlices | None = None  # made from their stored figures when asked for
     _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
 
     @property
@@ -223,12 +226,11 @@ class Profiles:
 
         collected = details.collected_qualnames(db)
         if figures.has_current_figures(db):
-            breakdowns = figures.stored_breakdowns(db)
+            self._stored = figures.StoredSlices(db)
             summaries = query.all_summaries(db, pooled=figures.stored_pooled(db))
             names = sorted(collected & set(summaries))
-            drawn = query.scenario_breakdowns(db, names) if names else {}
-            breakdowns.update(drawn)
-            summaries.update(query.summaries(db, names, breakdowns=drawn))
+            breakdowns = query.scenario_breakdowns(db, names) if names else {}
+            summaries.update(query.summaries(db, names, breakdowns=breakdowns))
         else:
             logger.info(
                 "apiprof: %s has no stored figures yet, so they are worked out from its buckets; "
@@ -244,10 +246,14 @@ class Profiles:
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
 
     def slices(self, qualname: str) -> list[ScenarioSlice]:
-        """An API's histograms by scenario and size (environments merged)."""
+        """An API's histograms (or their stored figures) by scenario and size, environments
+        merged."""
         if self._slices is None:
             self.lookup("")
-        return (self._slices or {}).get(qualname, [])
+        found = (self._slices or {}).get(qualname)
+        if found is None and self._stored is not None:
+            return self._stored.slices(qualname)
+        return found or []
 
     def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:
         """An API's growth fits, provenance and callers/callees — every API's read at the first
