@@ -22,6 +22,9 @@ STORED_PERCENTILES = (10, 50, 90, 99)
 """The percentiles readers print (p10–p90 ranges, medians, the drill-down's p99), stored."""
 
 
+_POSITION: dict[float, int] = {q: i for i, q in enumerate(STORED_PERCENTILES)}
+
+
 class Distribution(Protocol):
     """What a reader asks of a slice's measurements: a :class:`Histogram`, its rows
     (:class:`~apiprof.model.histogram_rows.HistogramRows`) or its stored :class:`Figures`."""
@@ -54,10 +57,12 @@ class Summarised(Distribution, Protocol):
     def counts(self) -> dict[int, int]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Figures:
     """A histogram's count, sums-derived statistics, :data:`STORED_PERCENTILES` and calls per
-    log2 bucket (``"bucket:count"`` pairs, read on demand: most readers never draw)."""
+    log2 bucket (``"bucket:count"`` pairs, read on demand: most readers never draw). Treat it
+    as read-only; it is not a frozen dataclass because a docs build makes one per slice, ~15k,
+    and a frozen one's checked attribute setting took five times as long."""
 
     count: int
     total: float
@@ -69,15 +74,12 @@ class Figures:
     def percentiles(self, qs: Iterable[float]) -> tuple[float, ...]:
         """The stored percentiles asked for; ValueError for any other (compute those from the
         histogram)."""
-        out = []
-        for q in qs:
-            try:
-                out.append(self.quantiles[STORED_PERCENTILES.index(q)])
-            except ValueError:
-                raise ValueError(
-                    f"p{q} is not stored (only {STORED_PERCENTILES}); read the histogram"
-                ) from None
-        return tuple(out)
+        try:
+            return tuple([self.quantiles[_POSITION[q]] for q in qs])
+        except KeyError as missing:
+            raise ValueError(
+                f"p{missing} is not stored (only {STORED_PERCENTILES}); read the histogram"
+            ) from None
 
     def percentile(self, q: float) -> float:
         return self.percentiles((q,))[0]
