@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.format import format_bucket_range, format_value, worth_showing
-from apiprof.model.figures import Summarised
+from apiprof.model.figures import Figures, Summarised
 from apiprof.model.growth import GROWTH_CLASSES
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
@@ -378,7 +378,9 @@ class SliceFigures:
         self._known: dict[int, tuple[ScenarioSlice, tuple[float, ...]]] = {}
 
     def __call__(self, piece: ScenarioSlice) -> tuple[float, ...]:
-        """(median, p90) of ``piece``'s histogram."""
+        """(median, p90) of ``piece``'s histogram (stored figures are read, not remembered)."""
+        if type(piece.rows) is Figures:
+            return piece.rows.percentiles((50, 90))
         found = self._known.get(id(piece))
         if found is None or found[0] is not piece:
             found = self._known[id(piece)] = (piece, piece.rows.percentiles((50, 90)))
