@@ -52,7 +52,8 @@ _FIGURE_SQL = (
 
 
 def create_tables(db: sqlite_utils.Database) -> None:
-    """The two tables (schema migration), filled from the buckets already stored."""
+    """The two tables (schema migration), empty: :func:`refresh_if_stale` fills them once
+    every migration has run, so the figures are made by code that knows the whole schema."""
     db.execute(
         "CREATE TABLE slice_figures (qualname TEXT NOT NULL, scenario_id TEXT NOT NULL, "
         f"size INTEGER NOT NULL, metric TEXT NOT NULL, {_FIGURE_SQL}, "
@@ -63,12 +64,12 @@ def create_tables(db: sqlite_utils.Database) -> None:
         f"metric TEXT NOT NULL, position INTEGER NOT NULL, reference_size INTEGER, {_FIGURE_SQL}, "
         f"PRIMARY KEY ({', '.join(API_KEY)})) WITHOUT ROWID"
     )
-    refresh_figures(db)
 
 
 def refresh_figures(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:
     """Work out again the figures of ``qualnames`` (every API when None) from their buckets;
-    the caller owns the transaction. APIs left without buckets lose their figures."""
+    the caller owns the transaction. APIs left without buckets lose their figures. Only a
+    refresh of every API marks the figures as made by this computation."""
     from apiprof.db.query import scenario_breakdowns, summaries
 
     names = None if qualnames is None else sorted(set(qualnames))
@@ -109,11 +110,12 @@ def refresh_figures(db: sqlite_utils.Database, qualnames: Iterable[str] | None =
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             rows,
         )
-    db.execute(
-        "INSERT INTO meta (key, value) VALUES ('figures_version', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [FIGURES_VERSION],
-    )
+    if names is None:
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('figures_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [FIGURES_VERSION],
+        )
 
 
 def has_current_figures(db: Readable) -> bool:
@@ -125,7 +127,8 @@ def has_current_figures(db: Readable) -> bool:
 
 
 def refresh_if_stale(db: sqlite_utils.Database) -> None:
-    """Recompute every figure when an older computation made them (read-write opens)."""
+    """Work out every figure when the tables are new or an older computation made them
+    (read-write opens, after the migrations)."""
     from apiprof.db.schema import immediate
 
     if "api_figures" in db.table_names() and not has_current_figures(db):

@@ -222,7 +222,7 @@ def _v9_failures_and_inputs(db: sqlite_utils.Database) -> None:
 
 def _v10_stored_figures(db: sqlite_utils.Database) -> None:
     # Every slice's and API's printed figures, kept current by every writer (db/figures.py), so
-    # readers need not work them out from the buckets; filled from the buckets already stored.
+    # readers need not work them out from the buckets; open_db fills them after migrating.
     from apiprof.db.figures import create_tables
 
     create_tables(db)
