@@ -234,8 +234,8 @@ class Profiles:
         else:
             logger.info(
                 "apiprof: %s has no stored figures yet, so they are worked out from its buckets; "
-                "open it once with a writing command (`apiprof merge`, `apiprof-scan`) to store "
-                "them and build faster",
+                "any apiprof command that writes to it (a scan, `apiprof merge`, `apiprof sync`) stores "
+                "them, and builds get faster",
                 self.path,
             )
             breakdowns = query.scenario_breakdowns(db)
