@@ -38,7 +38,7 @@ def reference_size(sizes: Iterable[int]) -> int | None:
     return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a docs build makes ~15k, and frozen ones cost 5× to make
 class ScenarioSlice:
     """One API's measurements of one metric in one scenario at one size (environments merged);
     ``rows`` answers the figures pages show — the bucket rows, or the figures stored from them
