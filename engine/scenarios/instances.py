@@ -76,7 +76,7 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             *concrete_subclasses(cls, member, overriding),
             *factories_for(cls, declared_returns),
         ]
-        instance = _first_instance(cls, rotated(alternatives, context.variant), context)
+        instance = _first_instance(cls, rotated(alternatives, context.current_variant()), context)
         if instance is not None:
             return instance
         if alternatives:

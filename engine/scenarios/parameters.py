@@ -13,6 +13,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.scenarios.building import (
@@ -210,6 +211,9 @@ def build_parameter(
 ) -> Any:
     """A value for one required parameter: each candidate type in turn (the variant decides
     which comes first) until one builds; the source of the one used is credited."""
+    if context.depth == 0 and not context.parameter:  # one of the entry point's own
+        with context.building_parameter(parameter.name):
+            return build_parameter(target, parameter, signature, hints, context)
     candidates = parameter_candidates(target, parameter, signature, hints, context.sources)
     if not candidates:
         raise CannotSynthesize(_why_untyped(parameter, hints, context.sources))
@@ -217,6 +221,13 @@ def build_parameter(
     if not annotated:  # guesses disagree: later variants lead with the next guess
         context.choices = max(context.choices, len(candidates))
     turn = 0 if annotated or context.depth else context.variant
+    if context.depth == 0 and context.parameter:  # pins reach every candidate, then flavour
+        context.candidates[parameter.name] = len(candidates)
+        if context.pinned is not None:
+            turn, context.pinned = (
+                context.pinned % len(candidates),
+                context.pinned // len(candidates),
+            )
     problems: list[str] = []
     empty_registries: list[str] = []  # an empty registry says less than what else failed
     for annotation, source in rotated(candidates, turn):
@@ -252,10 +263,11 @@ def parameter_candidates(
         registries = registered_keys(target, parameter.name)  # a key it is looked up by:
         found[:0] = [(registry, ScenarioSource.HEURISTICS) for registry in registries]  # first
     if "subclasses" in sources and plain and _is_first_required(signature, parameter):
+        fits = annotation if annotation in (str, bytes) else None
         for producer in inverse_producers(target):  # realistic encoded input comes first
-            found.append((Produced(producer), ScenarioSource.FACTORIES))
+            found.append((Produced(producer, fits=fits), ScenarioSource.FACTORIES))
         for produced in inverse_class_producers(target):
-            found.append((produced, ScenarioSource.FACTORIES))
+            found.append((replace(produced, fits=fits), ScenarioSource.FACTORIES))
     vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
         stub = stub_signature(target)
