@@ -217,6 +217,8 @@ class Usage:
     compared_to: list[Any] = field(default_factory=list)  # constants x is compared with
     passed_to_str_method: bool = False  # "".join(x), sep.join(x) (x: strings)
     item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
+    # for a, b in x: how the body uses each name the items are unpacked into
+    unpacked: list[Usage] = field(default_factory=list)
 
 
 _PATH_CALLS = {"open", "exists", "isfile", "isdir", "getsize", "stat", "listdir", "scandir"}
@@ -271,23 +273,33 @@ def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
     tree = function_tree(target)
     if tree is None:
         return None
-    usage = Usage()
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
+    return _usage_in(tree, parameter, parents, unpack=True)
+
+
+def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpack: bool) -> Usage:
+    """How ``tree`` uses the local ``name``; with ``unpack``, also what it does with the names
+    the items of ``name`` are unpacked into (``for key, value in name``)."""
+    usage = Usage()
     items: set[str] = set()  # names the loops over the parameter bind to its items
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
             _note(usage, node, parents)
             loop = parents.get(id(node))
-            if (
-                isinstance(loop, (ast.For, ast.comprehension))
-                and loop.iter is node
-                and isinstance(loop.target, ast.Name)
-                and loop.target.id != parameter
-            ):
+            if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not node:
+                continue
+            if isinstance(loop.target, ast.Name) and loop.target.id != name:
                 items.add(loop.target.id)
+            elif isinstance(loop.target, ast.Tuple) and unpack and not usage.unpacked:
+                usage.unpacked = [
+                    _usage_in(tree, element.id, parents, unpack=False)
+                    if isinstance(element, ast.Name)
+                    else Usage()
+                    for element in loop.target.elts
+                ]
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
@@ -418,6 +430,9 @@ def infer_from_usage(
             annotation for annotation, runtime in _BUILTIN_DUCKS if attributes <= set(dir(runtime))
         )
         candidates.extend(_package_ducks(attributes, classes))
+    if usage.unpacked:  # `for key, value in x`: pairs, each part typed by its own use
+        parts = tuple(_part_type(part, module, classes) for part in usage.unpacked)
+        candidates.append(typing.cast(Any, list)[tuple[parts]])
     item_attributes = usage.item_attributes - _ANY_OBJECT
     if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
         candidates.extend(
@@ -445,6 +460,12 @@ def infer_from_usage(
         if usage.measured or usage.subscripted:
             candidates.append(str)
     return strong, [c for c in dict.fromkeys(candidates) if c not in strong]
+
+
+def _part_type(usage: Usage, module: types.ModuleType | None, classes: Mapping[str, type]) -> Any:
+    """The type of one part of unpacked items: what its use says first, else a string."""
+    strong, weak = infer_from_usage(usage, module, classes)
+    return next(iter([*strong, *weak]), str)
 
 
 def _package_ducks(attributes: set[str], classes: Mapping[str, type]) -> list[type]:
