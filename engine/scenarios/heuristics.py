@@ -219,6 +219,9 @@ class Usage:
     item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
     # for a, b in x: how the body uses each name the items are unpacked into
     unpacked: list[Usage] = field(default_factory=list)
+    # read somewhere other than stored as it is (``self.x = x``, ``return x``): None of the
+    # reads says what it must be only when this stays False
+    handled: bool = False
 
 
 _PATH_CALLS = {"open", "exists", "isfile", "isdir", "getsize", "stat", "listdir", "scandir"}
@@ -265,11 +268,25 @@ def _parsed(function: Callable[..., object]) -> ast.FunctionDef | ast.AsyncFunct
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
+def constructor_of(cls: type) -> Callable[..., object]:
+    """The function that takes a class's arguments: its own ``__init__``, else its own
+    ``__new__`` (a named tuple that checks its fields), else the inherited ``__init__``."""
+    own = vars(cls)
+    if "__init__" in own:
+        return typing.cast(Callable[..., object], own["__init__"])
+    new = own.get("__new__")
+    if isinstance(new, staticmethod):
+        new = new.__func__
+    if inspect.isfunction(new):
+        return new
+    return typing.cast(Callable[..., object], cls.__init__)
+
+
 def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
     """How ``function``'s own body uses ``parameter`` (None when its source is unavailable)."""
     target = inspect.unwrap(getattr(function, "__func__", function))
     if inspect.isclass(target):
-        target = vars(target).get("__init__") or target.__init__
+        target = constructor_of(target)
     tree = function_tree(target)
     if tree is None:
         return None
@@ -288,6 +305,7 @@ def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpac
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
             _note(usage, node, parents)
+            usage.handled |= not _kept_as_is(node, parents)
             loop = parents.get(id(node))
             if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not node:
                 continue
@@ -308,6 +326,19 @@ def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpac
         ):
             usage.item_attributes.add(node.attr)
     return usage
+
+
+def _kept_as_is(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether this read of a name only stores it (in an attribute, a variable, a container
+    being stored) or returns it: nothing that asks anything of the value."""
+    parent = parents.get(id(node))
+    while isinstance(parent, (ast.Tuple, ast.List)) or (
+        isinstance(parent, ast.Dict) and node in parent.values
+    ):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        return parent.value is node
+    return isinstance(parent, ast.Return)
 
 
 def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
@@ -497,6 +528,12 @@ def _init_attributes(cls: Callable[..., object]) -> frozenset[str]:
         and node.value.id == "self"
         and isinstance(node.ctx, ast.Store)
     )
+
+
+def unconstrained(usage: Usage | None) -> bool:
+    """Whether the body never asks anything of the parameter: it is unused (a callback's
+    ``_``) or only stored and returned (an exception's payload), so any value will do."""
+    return usage is not None and not usage.handled and usage == Usage()
 
 
 def sibling_default(signature: inspect.Signature, parameter: str) -> Any:

@@ -38,6 +38,7 @@ from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
     sibling_default,
+    unconstrained,
 )
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
@@ -296,6 +297,8 @@ def parameter_candidates(
         sibling = sibling_default(signature, parameter.name) if not found else None
         if sibling is not None:  # the weakest hint: only when nothing else says anything
             found.append((sibling, ScenarioSource.HEURISTICS))
+        elif not found and unconstrained(usage):  # unused, or only stored: anything goes
+            found.append((Any, ScenarioSource.HEURISTICS))
     elif not found:  # the long-standing, always-on guesses for the most common names
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
