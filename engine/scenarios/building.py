@@ -26,13 +26,14 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "subclasses", "observed", "heuristics")
+SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
     ScenarioSource.SYNTHESIZED,
     ScenarioSource.STUBS,
     ScenarioSource.DOCSTRING_TYPES,
+    ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.HEURISTICS,

@@ -18,6 +18,7 @@ from apiprof.engine.scenarios.building import (
     rotated,
 )
 from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.examples import example_calls
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.model.records import ScenarioSource
@@ -69,6 +70,10 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
                 return call_with_arguments(cls, context, optional=optional)
         except CannotSynthesize as error:
             problems.append(str(error))
+        if "examples" in context.sources:
+            made = _from_examples(cls, context)
+            if made is not None:
+                return made
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
         overriding = context.member if cls is not context.owner else ""
@@ -110,6 +115,23 @@ def _first_instance(
         if is_instance(instance, cls):
             context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
             return instance
+    return None
+
+
+def _from_examples(cls: type, context: BuildContext) -> object | None:
+    """An instance from one of the package's own literal calls of ``cls`` (``Marker('"Foo"
+    in extras')``), from the current variant's on; None when none runs."""
+    calls = example_calls(cls)
+    for call in rotated(calls, context.current_variant()):
+        args, kwargs = call.arguments()
+        try:
+            made = cls(*args, **kwargs)
+        except Exception:  # an example of the error it raises, or of another class's call
+            continue
+        if type(made) is cls:
+            context.made[id(made)] = (made, args, kwargs)
+        context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.EXAMPLES)
+        return made
     return None
 
 

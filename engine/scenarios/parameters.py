@@ -27,6 +27,7 @@ from apiprof.engine.scenarios.building import (
 from apiprof.engine.scenarios.callees import usage_through_callees
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.examples import example_values
 from apiprof.engine.scenarios.factories import (
     Produced,
     inverse_class_producers,
@@ -303,6 +304,10 @@ def parameter_candidates(
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    if "examples" in sources:  # the package's own values: second, after what sizes the call
+        examples = example_values(target, parameter.name)
+        if examples is not None:
+            found.insert(min(1, len(found)), (examples, ScenarioSource.EXAMPLES))
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))

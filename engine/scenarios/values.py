@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import collections.abc as abc
 import contextlib
+import copy
 import datetime
 import decimal
 import enum
@@ -37,6 +38,7 @@ from apiprof.engine.discovery.discover import describe_exception
 # their modules (not names) are imported where the cycle closes, and used only at call time
 from apiprof.engine.scenarios import instances, observed, registered, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
+from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
@@ -141,6 +143,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return _build_value(resolved, context, name, rng)
     if isinstance(tp, Produced):
         return _produced(tp, context, name)
+    if isinstance(tp, ExampleValues):
+        return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
         if not keys:
