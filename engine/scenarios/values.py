@@ -498,6 +498,8 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return context.pick([datetime.UTC, datetime.timezone(datetime.timedelta(hours=2))])
     if issubclass(cls, datetime.timedelta):
         return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
+    if issubclass(cls, socket.socket):  # annotated or stubbed: a connected one, not a bare one
+        return _loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
     if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects
