@@ -107,3 +107,11 @@ def test_examples_can_be_switched_off(qualname):
     sources = tuple(s for s in synthesized.SOURCES if s != "examples")
     spec, failure = find_synthesized_scenario(qualname, (10,), sources=sources)
     assert spec is None and failure is not None
+
+
+def test_a_method_taking_out_its_argument_gets_it_put_in_first():
+    spec = found("combos_pkg.Shelf.remove")
+    assert spec.inputs.endswith("after Shelf.add(<the call's own arguments>)")
+    assert "after Shelf.add('" in found("combos_pkg.Shelf.pop").inputs  # no argument: a word
+    spec = found("combos_pkg.Cache.pop")  # a mapping: cache[key] = key first
+    assert spec.inputs.endswith("after Cache.__setitem__(<the call's own arguments>)")

@@ -30,6 +30,9 @@ from apiprof.model.records import ScenarioSource
 
 FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend", "add")
 """Names of methods that hand a receiver its input, most specific first."""
+TAKERS = ("pop", "popall", "remove", "discard", "drop", "delete", "index", "replace", "getlist")
+"""Names of methods that take out (or find) what they are given: a fresh, empty receiver has
+none of it, so the receiver is first given the very argument of the call."""
 
 
 @dataclass
@@ -44,6 +47,10 @@ class Warmup:
     receiver: object
     renew: Callable[[], object] | None = None  # resets the receiver to how it was built
     rebuild: Callable[[], object] | None = None  # builds a receiver as it was built
+    # > 0: the feeder is given the call's own first arguments (that many) instead of ``value``
+    # (``add(x)`` before ``remove(x)``), the first repeated when the feeder wants more
+    # (``d[key] = key`` before ``d.pop(key)``)
+    own_arguments: int = 0
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -53,13 +60,20 @@ class Warmup:
             target, args = _rebound(target, args, old, self.receiver)
         elif self.renew is not None:
             self.renew()
-        getattr(self.receiver, self.feeder)(self.value)
+        feed = getattr(self.receiver, self.feeder)
+        if self.own_arguments:
+            own = [value for value in args if value is not self.receiver] or [self.value]
+            feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
+        else:
+            feed(self.value)
         return target, args
 
     @property
     def shown(self) -> str:
         """``Unpacker.feed(b'...')``, as a person reads it."""
-        return f"{self.label}{shown_arguments((self.value,), {})}"
+        if self.own_arguments and self.value is None:
+            return f"{self.label}(<the call's own arguments>)"
+        return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
 
 
 def _rebound(
@@ -82,7 +96,39 @@ def feeder_of(owner: type, member: str) -> str:
         method = getattr(owner, name, None)
         if callable(method) and _required_count(method) == 1:
             return name
+    if member in TAKERS or member in ("popitem", "peek"):  # a mapping emptied by the call
+        return "__setitem__" if _sets_items(owner) else ""
     return ""
+
+
+def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
+    """For a method that takes out what it is given (:data:`TAKERS`) and has required
+    parameters: the feeder to give the receiver those arguments first and how many it takes
+    (one of :data:`FEEDERS` taking at most as many as the method, else ``__setitem__`` of a
+    mapping), or None."""
+    if member not in TAKERS:
+        return None
+    wanted = _required_count(getattr(owner, member))
+    if wanted < 1:
+        return None
+    counts = {
+        name: _required_count(getattr(owner, name))
+        for name in FEEDERS
+        if name != "update" and callable(getattr(owner, name, None))  # update takes many
+    }
+    for exact in (True, False):  # `add(key, value)` before `remove(key, value)` first
+        for name, count in counts.items():
+            if count == wanted or (not exact and 1 <= count < wanted):
+                return name, count
+    if _sets_items(owner):
+        return "__setitem__", 2
+    return None
+
+
+def _sets_items(owner: type) -> bool:
+    """Whether ``owner[key] = value`` puts an item in (a mapping)."""
+    setter = getattr(owner, "__setitem__", None)
+    return callable(setter) and _required_count(setter) == 2
 
 
 def warm_receiver(
@@ -92,6 +138,15 @@ def warm_receiver(
     feeder and the variant asks for one (plain first: most methods work without; odd variants
     feed, each with the next flavour of input); raises CannotSynthesize when no input for the
     feeder can be built."""
+    taken = _own_argument_feeder(owner, member)
+    if taken is not None:  # `remove(x)` on an empty receiver: `add(x)` first
+        if not context.pick([False, True]):
+            return None
+        name, count = taken
+        label = f"{owner.__name__}.{name}"
+        context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
+        renew, rebuild = _renewal(instance, context)
+        return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
     if not name or not context.pick([False, True]):
         return None
@@ -99,7 +154,7 @@ def warm_receiver(
     signature = signature_of(method, context.sources)
     if signature is None:
         return None
-    parameter = _required(signature)[1]  # after self
+    parameter = _required(signature)[1]  # after self: the key, for __setitem__
     inner = BuildContext(
         context.qualname,
         UNSIZED_LENGTH,
@@ -118,7 +173,8 @@ def warm_receiver(
     label = f"{owner.__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
     renew, rebuild = _renewal(instance, context)
-    return Warmup(name, value, label, instance, renew, rebuild)
+    pair = 2 if name == "__setitem__" else 0  # `d[key] = key`
+    return Warmup(name, value, label, instance, renew, rebuild, own_arguments=pair)
 
 
 def _renewal(
