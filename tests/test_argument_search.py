@@ -115,3 +115,7 @@ def test_a_method_taking_out_its_argument_gets_it_put_in_first():
     assert "after Shelf.add('" in found("combos_pkg.Shelf.pop").inputs  # no argument: a word
     spec = found("combos_pkg.Cache.pop")  # a mapping: cache[key] = key first
     assert spec.inputs.endswith("after Cache.__setitem__(<the call's own arguments>)")
+
+
+def test_a_context_manager_is_an_in_memory_file_each_call_reopens():
+    found("combos_pkg.read_all")

@@ -154,6 +154,10 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return context.pick(keys)
     if tp in _TYPING_PROTOCOLS:
         return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
+    if (origin or tp) in (contextlib.AbstractContextManager, typing.ContextManager):
+        # an in-memory file: a context manager that gives itself, lines to iterate, to read
+        context.sized = context.files = True
+        return ReusableText(_json_text(rng, context.n).replace(", ", ",\n"))
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
@@ -299,6 +303,14 @@ def _produce_once(tp: Produced, context: BuildContext, name: str) -> Any:
             f"{type(value).__name__}, not the {tp.fits.__name__} it is annotated with"
         )
     return value
+
+
+class ReusableText(io.StringIO):
+    """An in-memory text file that leaving a ``with`` block (or ``close()``) only rewinds:
+    each measured call gets it open again, as the first one did."""
+
+    def close(self) -> None:
+        self.seek(0)
 
 
 def _sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
