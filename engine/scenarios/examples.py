@@ -140,8 +140,9 @@ def _package_texts(top: str) -> tuple[str, ...]:
     """The text of every ``.py`` file of the package (comments and docstrings included)."""
     module = sys.modules.get(top)
     roots = [Path(p) for p in getattr(module, "__path__", [])]
-    if not roots and getattr(module, "__file__", None):
-        roots = [Path(module.__file__)]  # type: ignore[arg-type]  # checked just above
+    single = getattr(module, "__file__", None)
+    if not roots and single:  # a one-module distribution (six)
+        roots = [Path(single)]
     texts: list[str] = []
     budget = MAX_PACKAGE_BYTES
     for root in roots:

@@ -279,7 +279,8 @@ def constructor_of(cls: type) -> Callable[..., object]:
         new = new.__func__
     if inspect.isfunction(new):
         return new
-    return typing.cast(Callable[..., object], cls.__init__)
+    inherited: Callable[..., object] = cls.__init__  # type: ignore[misc]  # read, not called
+    return inherited
 
 
 def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
@@ -463,7 +464,7 @@ def infer_from_usage(
         candidates.extend(_package_ducks(attributes, classes))
     if usage.unpacked:  # `for key, value in x`: pairs, each part typed by its own use
         parts = tuple(_part_type(part, module, classes) for part in usage.unpacked)
-        candidates.append(typing.cast(Any, list)[tuple[parts]])
+        candidates.append(typing.cast(Any, list)[typing.cast(Any, tuple)[parts]])
     item_attributes = usage.item_attributes - _ANY_OBJECT
     if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
         candidates.extend(

@@ -147,7 +147,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
-        if not keys and (context.feeding or getattr(context.warmup, "own_arguments", 0)):
+        if not keys and (context.feeding or bool(getattr(context.warmup, "own_arguments", 0))):
             return _word(rng)  # what is fed in becomes a key: any name will do
         if not keys:
             raise CannotSynthesize(tp.empty_reason(name))
