@@ -119,3 +119,8 @@ def test_a_method_taking_out_its_argument_gets_it_put_in_first():
 
 def test_a_context_manager_is_an_in_memory_file_each_call_reopens():
     found("combos_pkg.read_all")
+
+
+def test_names_hold_for_list_items_and_suffixed_pairs():
+    assert "['utf-8', " in found("combos_pkg.canonical").inputs  # items of `encodings`
+    assert found("combos_pkg.same_codec").inputs == "combos_pkg.same_codec('utf-8', 'utf-8')"

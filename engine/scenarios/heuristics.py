@@ -17,6 +17,7 @@ import datetime
 import functools
 import inspect
 import io
+import re
 import socket
 import textwrap
 import types
@@ -130,7 +131,7 @@ for _names, _annotation in [
     ("host hostname domain server", typing.Literal["example.com"]),
     ("ip ipaddr ip_address", typing.Literal["127.0.0.1"]),
     ("version ver version_string", typing.Literal["1.2.3"]),
-    ("encoding charset codec", typing.Literal["utf-8"]),
+    ("encoding enc charset codec", typing.Literal["utf-8"]),
     ("errors", typing.Literal["strict"]),
     ("lang language locale", typing.Literal["en"]),
     ("regex re_pattern expected_regex unexpected_regex", typing.Literal[r"\w+"]),
@@ -162,6 +163,9 @@ def guess_from_name(name: str) -> Any:
     for suffix, annotation in _SUFFIXES:
         if lowered.endswith(suffix):
             return annotation
+    paired = re.fullmatch(r"([a-z]\w*?)(?:_[ab]|_?\d)", lowered)  # enc_a and enc_b: two of one
+    if paired and paired.group(1) in _NAME_GUESSES:
+        return _NAME_GUESSES[paired.group(1)]
     singular = _NAME_GUESSES.get(lowered[:-1]) if lowered.endswith("s") else None
     known = singular is not None and singular is not Any  # `defaults` is no list of anything
     return typing.cast(Any, list)[singular] if known else None  # funcs, paths: several of one

@@ -375,12 +375,20 @@ _ISO_TIME = "2024-06-15T12:30:00"
 
 def _named_string(name: str) -> str | None:
     """The string a parameter's name asks for (``url`` → a URL, ``dt_str`` → an ISO date)."""
-    guess = guess_from_name(name)
-    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
-        return typing.get_args(guess)[0]
+    literal = _literal_named(name)
+    if literal is not None:
+        return literal
     lowered = name.lower()
     if any(word in lowered for word in ("date", "time", "dt", "iso", "when")):
         return _ISO_TIME
+    return None
+
+
+def _literal_named(name: str) -> str | None:
+    """The string value the name heuristics give ``name`` outright (``encoding``: utf-8)."""
+    guess = guess_from_name(name)
+    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
+        return str(typing.get_args(guess)[0])
     return None
 
 
@@ -467,7 +475,8 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
     if element is float:
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
-        return [rng.choice(_WORDS) for _ in range(context.n)]
+        named = _literal_named(name.removesuffix("s"))  # `encodings`: names of encodings
+        return [named or rng.choice(_WORDS) for _ in range(context.n)]
     if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
         return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
