@@ -10,7 +10,12 @@ import pytest
 
 from apiprof.engine.scenarios import synthesized, values
 from apiprof.engine.scenarios.examples import example_calls, example_values
-from apiprof.engine.scenarios.heuristics import infer_from_usage, unconstrained, usage_of
+from apiprof.engine.scenarios.heuristics import (
+    guess_from_name,
+    infer_from_usage,
+    unconstrained,
+    usage_of,
+)
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.synthesized import VariantSearch, find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
@@ -124,3 +129,7 @@ def test_a_context_manager_is_an_in_memory_file_each_call_reopens():
 def test_names_hold_for_list_items_and_suffixed_pairs():
     assert "['utf-8', " in found("combos_pkg.canonical").inputs  # items of `encodings`
     assert found("combos_pkg.same_codec").inputs == "combos_pkg.same_codec('utf-8', 'utf-8')"
+
+
+def test_a_name_ending_in_cls_is_a_class():
+    assert guess_from_name("group_cls") is type and guess_from_name("node_class") is type

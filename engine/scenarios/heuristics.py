@@ -198,6 +198,8 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_url", typing.Literal["https://example.com/a/b?q=1#top"]),
     ("_chars", str),
     ("_type", type),
+    ("_cls", type),
+    ("_class", type),
 ]
 
 
