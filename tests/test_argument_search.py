@@ -133,3 +133,8 @@ def test_names_hold_for_list_items_and_suffixed_pairs():
 
 def test_a_name_ending_in_cls_is_a_class():
     assert guess_from_name("group_cls") is type and guess_from_name("node_class") is type
+
+
+def test_the_receiver_is_pinned_like_a_parameter():
+    spec = found("combos_pkg.Lexicon.count_known")  # factory-made, with prose: no variant
+    assert "self: alternative 2" in spec.description

@@ -58,7 +58,8 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         own = [f for f in factories_for(cls, declared_returns) if getattr(f, "__self__", 0) is cls]
         if own:
             context.choices = max(context.choices, FACTORY_TURN)
-        if own and context.variant % FACTORY_TURN == FACTORY_TURN - 1:
+            context.note_flavours(FACTORY_TURN)
+        if own and context.current_variant() % FACTORY_TURN == FACTORY_TURN - 1:
             made = _first_instance(cls, own, context)
             if made is not None:
                 return made

@@ -118,7 +118,9 @@ def late_variant(context: BuildContext) -> bool:
     """Whether this variant fills optional parameters (odd variants from ``FILL_FROM`` on);
     makes sure that many variants are tried."""
     context.choices = max(context.choices, FILL_FROM + 1)
-    return context.variant >= FILL_FROM and context.variant % 2 == 1
+    context.note_flavours(FILL_FROM + 1)
+    variant = context.current_variant()  # a pinned receiver fills its own optional ones
+    return variant >= FILL_FROM and variant % 2 == 1
 
 
 def _optional_type(

@@ -291,11 +291,20 @@ class VariantSearch:
 
 
 def _arguments_key(synthesis: Synthesis) -> str:
-    """The arguments as text, object addresses left out (a new receiver per variant)."""
+    """The call as text: the arguments, the receiver's state (a factory-made receiver differs
+    from a plain one in what it holds), object addresses left out (a new receiver each time)."""
+    receiver = getattr(synthesis.target, "__self__", None)
     try:
+        state = vars(receiver) if receiver is not None and not inspect.isclass(receiver) else {}
         text = repr(
-            (synthesis.target, synthesis.args, sorted(synthesis.kwargs.items()), synthesis.warmup)
+            (
+                synthesis.target,
+                synthesis.args,
+                sorted(synthesis.kwargs.items()),
+                synthesis.warmup,
+                sorted(state.items()),
+            )
         )
-    except Exception:  # a repr that fails: never the same as another call
+    except Exception:  # a repr that fails (or no __dict__): never the same as another call
         return str(id(synthesis))
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
