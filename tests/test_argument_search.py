@@ -138,3 +138,10 @@ def test_a_name_ending_in_cls_is_a_class():
 def test_the_receiver_is_pinned_like_a_parameter():
     spec = found("combos_pkg.Lexicon.count_known")  # factory-made, with prose: no variant
     assert "self: alternative 2" in spec.description
+
+
+def test_a_class_with_an_opener_gets_it_called_first_and_the_opener_a_new_receiver():
+    assert found("combos_pkg.Channel.close").inputs.endswith("after Channel.open()")
+    spec = found("combos_pkg.Channel.open")  # a second open on one receiver is refused
+    assert spec.inputs.endswith("after Channel.__init__ again")
+    assert "the receiver is made ready by" in spec.description

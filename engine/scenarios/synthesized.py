@@ -132,9 +132,9 @@ def synthesized_spec(
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
+        readied = "is made ready by" if synthesis.warmup.opens else "gets its input from"
         description += (
-            f"; before each call the receiver gets its input from {synthesis.warmup.shown} "
-            "(not measured)"
+            f"; before each call the receiver {readied} {synthesis.warmup.shown} (not measured)"
         )
     return ScenarioSpec(
         id=f"synth:{qualname}",

@@ -30,6 +30,10 @@ from apiprof.model.records import ScenarioSource
 
 FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend", "add")
 """Names of methods that hand a receiver its input, most specific first."""
+OPENERS = ("open", "start", "begin", "connect", "setup")
+"""Names of methods that make a receiver ready (no arguments): a method of a class that has one
+may need it called first (``close`` after ``open``), and the opener itself works once per
+receiver (a second ``open`` is refused), so it gets a renewed receiver for every call."""
 TAKERS = ("pop", "popall", "remove", "discard", "drop", "delete", "index", "replace", "getlist")
 """Names of methods that take out (or find) what they are given: a fresh, empty receiver has
 none of it, so the receiver is first given the very argument of the call."""
@@ -51,6 +55,7 @@ class Warmup:
     # (``add(x)`` before ``remove(x)``), the first repeated when the feeder wants more
     # (``d[key] = key`` before ``d.pop(key)``)
     own_arguments: int = 0
+    opens: bool = False  # the feeder takes no argument (an opener); "" renews the receiver only
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -60,6 +65,10 @@ class Warmup:
             target, args = _rebound(target, args, old, self.receiver)
         elif self.renew is not None:
             self.renew()
+        if self.opens:
+            if self.feeder:
+                getattr(self.receiver, self.feeder)()
+            return target, args
         feed = getattr(self.receiver, self.feeder)
         if self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
@@ -71,6 +80,8 @@ class Warmup:
     @property
     def shown(self) -> str:
         """``Unpacker.feed(b'...')``, as a person reads it."""
+        if self.opens:
+            return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
         if self.own_arguments and self.value is None:
             return f"{self.label}(<the call's own arguments>)"
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
@@ -125,6 +136,28 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
     return None
 
 
+def _opened(instance: object, owner: type, member: str, context: BuildContext) -> Warmup | None:
+    """For a class with an opener (:data:`OPENERS`): its other methods get it called first,
+    on a renewed receiver; the opener itself gets a renewed receiver (when the variant asks)."""
+    opener = next(
+        (
+            name
+            for name in OPENERS
+            if callable(getattr(owner, name, None)) and _required_count(getattr(owner, name)) == 0
+        ),
+        "",
+    )
+    if not opener or not context.pick([False, True]):
+        return None
+    renew, rebuild = _renewal(instance, context)
+    if member == opener and renew is None and rebuild is None:
+        return None  # a receiver made by a factory cannot be renewed
+    feeder = "" if member in OPENERS else opener
+    label = f"{owner.__name__}.{feeder}" if feeder else owner.__name__
+    context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
+    return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
+
+
 def _sets_items(owner: type) -> bool:
     """Whether ``owner[key] = value`` puts an item in (a mapping)."""
     setter = getattr(owner, "__setitem__", None)
@@ -148,7 +181,9 @@ def warm_receiver(
         renew, rebuild = _renewal(instance, context)
         return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
-    if not name or not context.pick([False, True]):
+    if not name:
+        return _opened(instance, owner, member, context)
+    if not context.pick([False, True]):
         return None
     method = getattr(owner, name)
     signature = signature_of(method, context.sources)
@@ -159,7 +194,7 @@ def warm_receiver(
         context.qualname,
         UNSIZED_LENGTH,
         context.seed,
-        context.variant // 2,
+        context.current_variant() // 2,
         owner,
         sources=context.sources,
     )
