@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import types
+import typing
 
 import pytest
 
@@ -145,3 +146,12 @@ def test_a_class_with_an_opener_gets_it_called_first_and_the_opener_a_new_receiv
     spec = found("combos_pkg.Channel.open")  # a second open on one receiver is refused
     assert spec.inputs.endswith("after Channel.__init__ again")
     assert "the receiver is made ready by" in spec.description
+
+
+def test_a_class_forwarding_its_args_gets_what_the_callee_of_its_constructor_needs():
+    spec = found("combos_pkg.ParseFailure")
+    assert "args[message]" in spec.description and "args[position]" in spec.description
+
+
+def test_a_network_name_is_a_cidr_block():
+    assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]

@@ -130,6 +130,7 @@ for _names, _annotation in [
     ("email address mail", typing.Literal["someone@example.com"]),
     ("host hostname domain server", typing.Literal["example.com"]),
     ("ip ipaddr ip_address", typing.Literal["127.0.0.1"]),
+    ("net network cidr subnet", typing.Literal["127.0.0.0/24"]),
     ("version ver version_string", typing.Literal["1.2.3"]),
     ("encoding enc charset codec", typing.Literal["utf-8"]),
     ("errors", typing.Literal["strict"]),
