@@ -10,6 +10,7 @@ import typing
 import pytest
 
 from apiprof.engine.scenarios import synthesized, values
+from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.examples import example_calls, example_values
 from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
@@ -155,3 +156,10 @@ def test_a_class_forwarding_its_args_gets_what_the_callee_of_its_constructor_nee
 
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
+
+
+def test_an_inner_context_keeps_feeding_and_the_warmup():
+    context = BuildContext("pkg.f", 10, 0, 0, feeding=True)
+    context.warmup = print  # any warm-up
+    inner = context.inner(3)
+    assert inner.feeding and inner.warmup is print and inner.variant == 3

@@ -105,6 +105,8 @@ class BuildContext:
             receiver=self.receiver,
             made=self.made,
             building=self.building,
+            feeding=self.feeding,
+            warmup=self.warmup,
             parameter=self.parameter,
             candidates=self.candidates,
             flavours=self.flavours,
