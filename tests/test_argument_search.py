@@ -9,7 +9,7 @@ import typing
 
 import pytest
 
-from apiprof.engine.scenarios import synthesized, values
+from apiprof.engine.scenarios import synth, synthesized, values
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.examples import example_calls, example_values
 from apiprof.engine.scenarios.heuristics import (
@@ -163,3 +163,10 @@ def test_an_inner_context_keeps_feeding_and_the_warmup():
     context.warmup = print  # any warm-up
     inner = context.inner(3)
     assert inner.feeding and inner.warmup is print and inner.variant == 3
+
+
+def test_a_synthesised_socket_does_not_wait_for_ever():
+    spec = find_synthesized_scenario("combos_pkg.peer_of", (10,))[0]
+    assert spec is not None
+    _, args, _ = synth.synthesize_call("combos_pkg.peer_of", None)
+    assert args[0].gettimeout() == values.SOCKET_TIMEOUT

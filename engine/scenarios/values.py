@@ -341,14 +341,19 @@ def _safe(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
+SOCKET_TIMEOUT = 0.5
+"""Seconds a synthesised socket waits on a read or write nothing will ever satisfy."""
 _SOCKETS: list[socket.socket] = []
 """Both ends of every socket pair handed out, so the peer stays open while the call runs."""
 
 
 def _loopback_socket(context: BuildContext, name: str, rng: random.Random) -> socket.socket:
-    """One end of a connected socket pair, its peer holding n bytes ready to be read."""
+    """One end of a connected socket pair, its peer holding n bytes ready to be read. A call
+    that would wait for more (reading past them, writing to a full peer) fails after
+    :data:`SOCKET_TIMEOUT` instead of holding the worker until the trial's time limit."""
     ours, theirs = socket.socketpair()
     theirs.sendall(rng.randbytes(min(context.n, 4096)))
+    ours.settimeout(SOCKET_TIMEOUT)
     _SOCKETS.extend((ours, theirs))
     return ours
 
