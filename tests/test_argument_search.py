@@ -170,3 +170,7 @@ def test_a_synthesised_socket_does_not_wait_for_ever():
     assert spec is not None
     _, args, _ = synth.synthesize_call("combos_pkg.peer_of", None)
     assert args[0].gettimeout() == values.SOCKET_TIMEOUT
+
+
+def test_a_parameter_unpacked_into_names_is_a_tuple_typed_by_their_use():
+    assert found("combos_pkg.version_text").inputs == "combos_pkg.version_text((2, 2))"

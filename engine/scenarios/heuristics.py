@@ -226,6 +226,8 @@ class Usage:
     item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
     # for a, b in x: how the body uses each name the items are unpacked into
     unpacked: list[Usage] = field(default_factory=list)
+    # a, b = x: how the body uses each name x itself is unpacked into
+    destructured: list[Usage] = field(default_factory=list)
     # read somewhere other than stored as it is (``self.x = x``, ``return x``): None of the
     # reads says what it must be only when this stays False
     handled: bool = False
@@ -315,17 +317,21 @@ def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpac
             _note(usage, node, parents)
             usage.handled |= not _kept_as_is(node, parents)
             loop = parents.get(id(node))
+            if (
+                unpack
+                and isinstance(loop, ast.Assign)
+                and loop.value is node
+                and len(loop.targets) == 1
+                and isinstance(loop.targets[0], ast.Tuple)
+                and not usage.destructured
+            ):
+                usage.destructured = _parts(tree, loop.targets[0], parents)
             if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not node:
                 continue
             if isinstance(loop.target, ast.Name) and loop.target.id != name:
                 items.add(loop.target.id)
             elif isinstance(loop.target, ast.Tuple) and unpack and not usage.unpacked:
-                usage.unpacked = [
-                    _usage_in(tree, element.id, parents, unpack=False)
-                    if isinstance(element, ast.Name)
-                    else Usage()
-                    for element in loop.target.elts
-                ]
+                usage.unpacked = _parts(tree, loop.target, parents)
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
@@ -336,6 +342,16 @@ def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpac
     return usage
 
 
+def _parts(tree: ast.AST, target: ast.Tuple, parents: Mapping[int, ast.AST]) -> list[Usage]:
+    """How the body uses each name of an unpacking target (``key, value``)."""
+    return [
+        _usage_in(tree, element.id, parents, unpack=False)
+        if isinstance(element, ast.Name)
+        else Usage()
+        for element in target.elts
+    ]
+
+
 def _kept_as_is(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
     """Whether this read of a name only stores it (in an attribute, a variable, a container
     being stored) or returns it: nothing that asks anything of the value."""
@@ -344,7 +360,9 @@ def _kept_as_is(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
         isinstance(parent, ast.Dict) and node in parent.values
     ):
         node, parent = parent, parents.get(id(parent))
-    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+    if isinstance(parent, ast.Assign):  # `a, b = x` asks x for two items
+        return parent.value is node and not isinstance(parent.targets[0], ast.Tuple)
+    if isinstance(parent, ast.AnnAssign):
         return parent.value is node
     return isinstance(parent, ast.Return)
 
@@ -469,9 +487,11 @@ def infer_from_usage(
             annotation for annotation, runtime in _BUILTIN_DUCKS if attributes <= set(dir(runtime))
         )
         candidates.extend(_package_ducks(attributes, classes))
+    if usage.destructured:  # `major, minor = x`: a tuple, each part typed by its own use
+        candidates.append(_parts_type(usage.destructured, module, classes))
     if usage.unpacked:  # `for key, value in x`: pairs, each part typed by its own use
-        parts = tuple(_part_type(part, module, classes) for part in usage.unpacked)
-        candidates.append(typing.cast(Any, list)[typing.cast(Any, tuple)[parts]])
+        pairs = _parts_type(usage.unpacked, module, classes)
+        candidates.append(typing.cast(Any, list)[pairs])
     item_attributes = usage.item_attributes - _ANY_OBJECT
     if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
         candidates.extend(
@@ -501,10 +521,18 @@ def infer_from_usage(
     return strong, [c for c in dict.fromkeys(candidates) if c not in strong]
 
 
-def _part_type(usage: Usage, module: types.ModuleType | None, classes: Mapping[str, type]) -> Any:
-    """The type of one part of unpacked items: what its use says first, else a string."""
-    strong, weak = infer_from_usage(usage, module, classes)
-    return next(iter([*strong, *weak]), str)
+def _parts_type(
+    parts: list[Usage], module: types.ModuleType | None, classes: Mapping[str, type]
+) -> Any:
+    """``tuple[...]`` of what each part's use says; a part nothing is asked of takes a typed
+    sibling's type (``major, minor``), else is a string."""
+    said = []
+    for part in parts:
+        strong, weak = infer_from_usage(part, module, classes)
+        numbers = [v for v in part.compared_to if type(v) is int]  # `major != 1`: that one
+        said.append(typing.Literal[numbers[0]] if numbers else next(iter([*strong, *weak]), None))
+    known = next((typed for typed in said if typed is not None), str)
+    return typing.cast(Any, tuple)[tuple(known if typed is None else typed for typed in said)]
 
 
 def _package_ducks(attributes: set[str], classes: Mapping[str, type]) -> list[type]:
