@@ -174,3 +174,7 @@ def test_a_synthesised_socket_does_not_wait_for_ever():
 
 def test_a_parameter_unpacked_into_names_is_a_tuple_typed_by_their_use():
     assert found("combos_pkg.version_text").inputs == "combos_pkg.version_text((2, 2))"
+
+
+def test_an_array_holds_small_ints_that_index_a_sized_buffer():
+    assert "array('i', [" in found("combos_pkg.weighted").inputs

@@ -9,6 +9,7 @@ the first.
 
 from __future__ import annotations
 
+import array
 import collections
 import collections.abc as abc
 import contextlib
@@ -526,6 +527,9 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return context.pick([datetime.UTC, datetime.timezone(datetime.timedelta(hours=2))])
     if issubclass(cls, datetime.timedelta):
         return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
+    if cls is array.array:  # n small non-negative ints ('i'): they also index a sized buffer
+        context.sized = True
+        return array.array("i", (rng.randrange(context.n) for _ in range(context.n)))
     if issubclass(cls, socket.socket):  # annotated or stubbed: a connected one, not a bare one
         return _loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
