@@ -4,6 +4,7 @@ package's own examples and round trips, and types read from how a parameter is u
 from __future__ import annotations
 
 import re
+import socket
 import types
 import typing
 
@@ -170,6 +171,7 @@ def test_a_synthesised_socket_does_not_wait_for_ever():
     assert spec is not None
     _, args, _ = synth.synthesize_call("combos_pkg.peer_of", None)
     assert args[0].gettimeout() == values.SOCKET_TIMEOUT
+    assert args[0].family == socket.AF_INET  # loopback TCP: socket options work on it
 
 
 def test_a_parameter_unpacked_into_names_is_a_tuple_typed_by_their_use():

@@ -352,11 +352,23 @@ def _loopback_socket(context: BuildContext, name: str, rng: random.Random) -> so
     """One end of a connected socket pair, its peer holding n bytes ready to be read. A call
     that would wait for more (reading past them, writing to a full peer) fails after
     :data:`SOCKET_TIMEOUT` instead of holding the worker until the trial's time limit."""
-    ours, theirs = socket.socketpair()
+    ours, theirs = _connected_pair()
     theirs.sendall(rng.randbytes(min(context.n, 4096)))
     ours.settimeout(SOCKET_TIMEOUT)
     _SOCKETS.extend((ours, theirs))
     return ours
+
+
+def _connected_pair() -> tuple[socket.socket, socket.socket]:
+    """A TCP connection over loopback (socket options, a peer address, as a network socket
+    has); a Unix socket pair where loopback TCP is refused."""
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            ours = socket.create_connection(server.getsockname(), timeout=SOCKET_TIMEOUT)
+            theirs, _ = server.accept()
+    except OSError:
+        return socket.socketpair()
+    return ours, theirs
 
 
 def _traceback(context: BuildContext, name: str, rng: random.Random) -> types.TracebackType | None:
