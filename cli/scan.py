@@ -49,6 +49,11 @@ SOURCE_FLAGS = [
     ),
     ("docstring-types", "do not type arguments from docstrings (:param int x:, numpydoc, Google)"),
     (
+        "examples",
+        "do not pass the literal arguments the package's own code, docstrings and comments "
+        "pass to the same callable",
+    ),
+    (
         "subclasses",
         "do not build instances from concrete subclasses and the package's factories, nor feed "
         "receivers through their input method",
@@ -240,6 +245,7 @@ def scan_options(args: argparse.Namespace):
         synthesize=not args.no_synth,
         stubs=not args.no_stubs,
         docstring_types=not args.no_docstring_types,
+        examples=not args.no_examples,
         subclasses=not args.no_subclasses,
         observed=not args.no_observed,
         heuristics=not args.no_heuristics,

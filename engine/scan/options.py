@@ -35,6 +35,7 @@ class ScanOptions:
     # where argument types come from besides annotations (each switchable: --no-stubs ...)
     stubs: bool = True  # .pyi stubs: the package's own, types-* packages, jedi's typeshed
     docstring_types: bool = True  # :param int x:, numpydoc and Google sections
+    examples: bool = True  # literal arguments the package's own text passes (Marker('...'))
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
     observed: bool = True  # values the package's entry points return, where one is wanted
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
@@ -80,6 +81,7 @@ class ScanOptions:
         "synthesize",
         "stubs",
         "docstring_types",
+        "examples",
         "subclasses",
         "observed",
         "heuristics",
