@@ -27,7 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
+from apiprof.engine.discovery.discover import (
+    Discovery,
+    describe_exception,
+    measurable,
+    resolve_object,
+)
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
@@ -139,7 +144,7 @@ class Recorder:
             data = temppaths.dumps(args, kwargs)
         except Exception as error:
             if not any(c.problem for c in self.calls[qualname]):
-                problem = f"{type(error).__name__}: {error}"[:200]
+                problem = describe_exception(error)[:200]
                 self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
             return
         if len(data) > MAX_PAYLOAD:
