@@ -86,7 +86,8 @@ def run_timing_pass(
     default: decided from the warm-up run). ``probes`` forces the C or Python monitoring
     callbacks. ``callers`` maps a C site's key to the code objects that call it.
     ``slow_reference`` says whether a reference batch's median interval (ns) shows a CPU
-    running slow (None: stretches are not judged). Instrumentation is always removed, also when ``run_once`` raises."""
+    running slow (None: stretches are not judged). Instrumentation is always removed, also
+    when ``run_once`` raises."""
     if budget is None:
         budget = Budget(
             repeat if repeat is not None else 20,
