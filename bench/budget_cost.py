@@ -57,7 +57,9 @@ def main() -> int:
         ratios: dict[str, list[float]] = {"wall": [], "cpu": []}
         for round_ in range(args.rounds):
             order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
-            seconds = {name: scan_seconds(package, variants[name] + args.scan_args) for name in order}
+            seconds = {
+                name: scan_seconds(package, variants[name] + args.scan_args) for name in order
+            }
             ratios["wall"].append(seconds["budget"][0] / seconds["fixed"][0])
             ratios["cpu"].append(seconds["budget"][1] / seconds["fixed"][1])
         cells = [
