@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from apiprof.model.figures import Distribution
 from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
-from apiprof.model.histogram_rows import HistogramRows
 from apiprof.model.records import Metric
 
 _TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
@@ -56,7 +56,7 @@ def format_value(metric: Metric, value: float | None) -> str:
     return format_bytes(value)
 
 
-def worth_showing(metric: Metric, hist: Histogram | HistogramRows | None) -> bool:
+def worth_showing(metric: Metric, hist: Distribution | None) -> bool:
     """Whether a display shows this metric: it has samples, and for I/O, some call moved a byte
     (most APIs do no I/O; a row of zeros per metric would bury the ones that do). Stored and
     JSON data keep the zeros."""

@@ -76,6 +76,9 @@ def prepare(work: Path, python: str) -> tuple[Path, Path, Path]:
     if not database.exists():
         print(f"scanning {PACKAGE} {VERSION} into {database} (once; a few minutes)", flush=True)
         run([venv / "bin" / "apiprof-scan", PACKAGE, "--db", database, "--quiet"])
+    # opened once read-write, as any writing command opens it: a file an older apiprof wrote
+    # gets the stored figures readers use (a new scan has them already)
+    run([py, "-c", "import sys; from apiprof.db import open_db; open_db(sys.argv[1])", database])
     return py, source, database
 
 

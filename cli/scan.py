@@ -49,6 +49,11 @@ SOURCE_FLAGS = [
     ),
     ("docstring-types", "do not type arguments from docstrings (:param int x:, numpydoc, Google)"),
     (
+        "examples",
+        "do not pass the literal arguments the package's own code, docstrings and comments "
+        "pass to the same callable",
+    ),
+    (
         "subclasses",
         "do not build instances from concrete subclasses and the package's factories, nor feed "
         "receivers through their input method",
@@ -60,6 +65,11 @@ SOURCE_FLAGS = [
     ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
+    (
+        "self-drive",
+        "do not run the package's working scenarios to capture the arguments it passes "
+        "mid-stream to entry points nothing else could call (parser, scanner, emitter methods)",
+    ),
 ]
 """``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
 
@@ -235,10 +245,12 @@ def scan_options(args: argparse.Namespace):
         synthesize=not args.no_synth,
         stubs=not args.no_stubs,
         docstring_types=not args.no_docstring_types,
+        examples=not args.no_examples,
         subclasses=not args.no_subclasses,
         observed=not args.no_observed,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
+        self_drive=not args.no_self_drive,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,

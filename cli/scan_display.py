@@ -69,6 +69,7 @@ class ScanProgressBar:
             "capture": "capturing arguments from docstring examples",
             "tests": "running the test suite under the profiler (--tests)",
             "profile": "profiling",
+            "drive": "running the package's working scenarios for what nothing else could call",
         }
         if event.stage in labels:
             self.progress.update(
@@ -118,6 +119,13 @@ def print_scan_summary(summary) -> None:
         )
     if summary.resumed_skipped:
         console.print(f"resumed: {summary.resumed_skipped} entry points were already done")
+    if summary.self_drive is not None:
+        drive = summary.self_drive
+        console.print(
+            f"self-driven capture: {drive.drivers_run} runs of the package's working scenarios "
+            f"reached {drive.reached} of the {drive.watched} entry points nothing else could call; "
+            f"{len(drive.profiled)} profiled that way ({drive.seconds:.1f} s)"
+        )
     if summary.most_expensive:
         table = Table(title="Most expensive entry points (median time per call)")
         for column in ("entry point", "time median", "time p90", "allocated", "growth", "samples"):

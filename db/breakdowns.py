@@ -17,6 +17,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from apiprof.model.figures import Figures
 from apiprof.model.histogram import SUB_SCALE, Bucket, Histogram
 from apiprof.model.histogram_rows import HistogramRows
 from apiprof.model.pooling import pool_scenarios
@@ -38,21 +39,29 @@ def reference_size(sizes: Iterable[int]) -> int | None:
     return min(sized, key=lambda s: (abs(math.log(max(s, 1) / REFERENCE_SIZE)), s))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a docs build makes ~15k, and frozen ones cost 5× to make
 class ScenarioSlice:
     """One API's measurements of one metric in one scenario at one size (environments merged);
-    ``rows`` answers the figures pages show, :attr:`histogram` is built on each access."""
+    ``rows`` answers the figures pages show — the bucket rows, or the figures stored from them
+    (:mod:`apiprof.db.figures`) — and :attr:`histogram`, built from the rows on each access,
+    the rest."""
 
     scenario_id: str
     source: str
     description: str
     size: int
     metric: Metric
-    rows: HistogramRows = field(repr=False)
+    rows: HistogramRows | Figures = field(repr=False)
+
+    @property
+    def bucket_rows(self) -> HistogramRows:
+        if isinstance(self.rows, Figures):
+            raise TypeError("a slice read as stored figures has no buckets; read them instead")
+        return self.rows
 
     @property
     def histogram(self) -> Histogram:
-        return self.rows.histogram()
+        return self.bucket_rows.histogram()
 
 
 _SLICE = itemgetter(0, 1, 2, 3)  # qualname, scenario_id, size, metric
@@ -110,18 +119,7 @@ def scenario_breakdowns(
         for start in range(0, len(names), 500):
             out.update(scenario_breakdowns(db, names[start : start + 500]))
         return out
-    if names is None:
-        query, params = "SELECT id, source, description FROM scenarios", []
-    else:
-        marks = ",".join("?" * len(names))
-        query = (
-            "SELECT id, source, description FROM scenarios WHERE id IN "
-            f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))"
-        )
-        params = names
-    scenarios = {
-        sid: (source, description) for sid, source, description in db.execute(query, params)
-    }
+    scenarios = scenario_sources(db, names)
     buckets = _rows_by_slice(db, "buckets", "bucket, count, sum, sum_sq", names)
     subs = (
         _rows_by_slice(db, "sub_buckets", "bucket, sub, count, sum, sum_sq", names)
@@ -138,6 +136,20 @@ def scenario_breakdowns(
             ScenarioSlice(scenario_id, source, description, size, metrics[metric], rows)
         )
     return found
+
+
+def scenario_sources(db: Readable, names: list[str] | None) -> dict[str, tuple[str, str]]:
+    """(source, description) of every scenario measured for ``names`` (of all when None)."""
+    if names is None:
+        query, params = "SELECT id, source, description FROM scenarios", []
+    else:
+        marks = ",".join("?" * len(names))
+        query = (
+            "SELECT id, source, description FROM scenarios WHERE id IN "
+            f"(SELECT DISTINCT scenario_id FROM buckets WHERE qualname IN ({marks}))"
+        )
+        params = names
+    return {sid: (source, description) for sid, source, description in db.execute(query, params)}
 
 
 def scenario_breakdown(db: Readable, qualname: str) -> list[ScenarioSlice]:
@@ -221,10 +233,10 @@ def pooled_histograms(
         per_metric = by_size.setdefault(piece.size, {})
         pool = per_metric.get(piece.metric)
         if pool is None:
-            per_metric[piece.metric] = _Pool(piece.rows)
+            per_metric[piece.metric] = _Pool(piece.bucket_rows)
         else:
-            pool.add(piece.rows)
-        parts.setdefault((piece.size, piece.metric), []).append(piece.rows)
+            pool.add(piece.bucket_rows)
+        parts.setdefault((piece.size, piece.metric), []).append(piece.bucket_rows)
     everything: dict[Metric, _Pool] = {}
     copies: set[int] = set()  # pools made here (the others belong to one size)
     for per_metric in by_size.values():

@@ -21,6 +21,8 @@ _CONTENT_TABLES = (
     "environments",
     "scans",
     "failures",
+    "api_figures",  # made from the buckets, but made again when their computation changes
+    "slice_figures",
 )
 
 

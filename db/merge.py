@@ -29,7 +29,7 @@ from apiprof.db.store import (
     ADD_SPEEDS_SQL,
     ADD_SUB_BUCKETS_SQL,
     ADD_VERSIONS_SQL,
-    recompute_growth,
+    refresh_derived,
 )
 from apiprof.errors import DatabaseError, UsageError
 from apiprof.model.checks import (
@@ -180,11 +180,8 @@ def merge_into(
                 )
             counts["coverage"] = len(coverage)
             counts["failures"] = _merge_failures(conn, scan_ids)
-            touched = [
-                r[0]
-                for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets WHERE size != -1")
-            ]
-            recompute_growth(target, touched)
+            touched = [r[0] for r in conn.execute("SELECT DISTINCT qualname FROM src.buckets")]
+            refresh_derived(target, touched)
             if task is not None:
                 _record(conn, task, [i for i in scan_ids.values() if i is not None])
     finally:

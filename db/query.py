@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from apiprof.db.breakdowns import (
     REFERENCE_SIZE,
@@ -36,11 +36,15 @@ from apiprof.db.breakdowns import (
     scenario_breakdown,
     scenario_breakdowns,
 )
+from apiprof.model.figures import Summarised
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
 
 if TYPE_CHECKING:  # the queries only execute SQL: readers pass a light schema.Reader
+    from apiprof.db.figures import Pooled
     from apiprof.db.schema import Readable
+
+H = TypeVar("H", bound=Summarised)
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
 __all__ = [  # re-exported: readers ask this module
@@ -66,8 +70,9 @@ class GrowthRow:
 
 
 @dataclass
-class ApiSummary:
-    """What one line of docs or one completion item needs to know about an API."""
+class ApiSummary(Generic[H]):
+    """What one line of docs or one completion item needs to know about an API: its
+    distributions as histograms, or as their stored figures (:mod:`apiprof.db.figures`)."""
 
     qualname: str
     module: str = ""
@@ -77,15 +82,15 @@ class ApiSummary:
     coverage: str = ""  # Coverage value; "" when never scanned
     reason: str = ""
     # every scenario, size and environment merged
-    histograms: dict[Metric, Histogram] = field(default_factory=dict)
+    histograms: dict[Metric, H] = field(default_factory=dict)
     scenarios: int = 0
     growth: GrowthRow | None = None
     reference_size: int | None = None  # the input size "typical" stands for; None: unsized
     size_axis: str = ""  # the size parameter's name ("n") when reference_size is set
     # the typical figures' histograms: at ``reference_size`` when the API was measured at sizes
-    typical: dict[Metric, Histogram] = field(default_factory=dict)
+    typical: dict[Metric, H] = field(default_factory=dict)
 
-    def at_reference(self) -> ApiSummary:
+    def at_reference(self) -> ApiSummary[H]:
         """This summary with the typical histograms in place of the merge over all sizes: every
         property (``time_median_ns``, ``alloc_median_bytes``...) then gives the figure at
         :attr:`reference_size`, which :attr:`reference_label` names. A summary built without
@@ -115,7 +120,7 @@ class ApiSummary:
         return bool(self.time_histogram or self.alloc_histogram)
 
     @property
-    def time_histogram(self) -> Histogram | None:
+    def time_histogram(self) -> H | None:
         for metric in TIME_METRICS:
             if self.histograms.get(metric):
                 return self.histograms[metric]
@@ -126,7 +131,7 @@ class ApiSummary:
         return next((m for m in TIME_METRICS if self.histograms.get(m)), None)
 
     @property
-    def alloc_histogram(self) -> Histogram | None:
+    def alloc_histogram(self) -> H | None:
         return self.histograms.get(Metric.ALLOC_INCL) or None
 
     @property
@@ -225,14 +230,16 @@ def all_summaries(
     db: Readable,
     package: str | None = None,
     breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+    pooled: dict[str, Pooled] | None = None,
 ) -> dict[str, ApiSummary]:
     """Every known API (entry points and anything with buckets), optionally for one package;
-    ``breakdowns`` as in :func:`summaries`."""
+    ``breakdowns`` and ``pooled`` as in :func:`summaries`."""
     if package is None:
+        measured = "api_figures" if pooled is not None else "buckets"  # the smaller one
         names = [
             r[0]
             for r in db.execute(
-                "SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM buckets"
+                f"SELECT qualname FROM entry_points UNION SELECT DISTINCT qualname FROM {measured}"
             )
         ]
     else:
@@ -240,18 +247,20 @@ def all_summaries(
             r[0]
             for r in db.execute("SELECT qualname FROM entry_points WHERE package = ?", [package])
         ]
-    return summaries(db, names, breakdowns)
+    return summaries(db, names, breakdowns, pooled)
 
 
 def summaries(
     db: Readable,
     qualnames: Iterable[str],
     breakdowns: dict[str, list[ScenarioSlice]] | None = None,
+    pooled: dict[str, Pooled] | None = None,
 ) -> dict[str, ApiSummary]:
     """Batch form of :func:`summary` for canonical names: a handful of queries, not one per name.
 
     ``breakdowns`` (from :func:`scenario_breakdowns`, covering these names) are merged into the
-    histograms instead of reading the buckets again: a reader that needs both reads once."""
+    histograms instead of reading the buckets again: a reader that needs both reads once.
+    ``pooled`` (:func:`~apiprof.db.figures.stored_pooled`) gives the stored figures instead."""
     qualnames = list(dict.fromkeys(qualnames))
     out: dict[str, ApiSummary] = {}
     for chunk_start in range(0, len(qualnames), 500):
@@ -267,17 +276,27 @@ def summaries(
         ):
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
-        slices = scenario_breakdowns(db, chunk) if breakdowns is None else breakdowns
+        read = breakdowns
+        if pooled is None and read is None:
+            read = scenario_breakdowns(db, chunk)
         axes = _size_axes(db, chunk)
         for qualname in chunk:
-            if not slices.get(qualname):
+            figures: tuple[int | None, dict, dict]
+            if pooled is not None:
+                if qualname not in pooled:
+                    continue
+                figures = pooled[qualname]
+            elif read is not None and read.get(qualname):
+                figures = pooled_histograms(read[qualname])
+            else:
                 continue
-            figures = pooled_histograms(slices[qualname])
             found = out.setdefault(qualname, ApiSummary(qualname))
             found.reference_size, found.typical, found.histograms = figures
             found.size_axis = axes.get(qualname, "") if found.reference_size is not None else ""
+        slices = "slice_figures" if pooled is not None else "buckets"  # the same slices
         for qualname, n in db.execute(
-            f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM buckets WHERE qualname IN ({marks}) GROUP BY qualname",
+            f"SELECT qualname, COUNT(DISTINCT scenario_id) FROM {slices} "
+            f"WHERE qualname IN ({marks}) GROUP BY qualname",
             chunk,
         ):
             out[qualname].scenarios = n

@@ -220,6 +220,14 @@ def _v9_failures_and_inputs(db: sqlite_utils.Database) -> None:
         db.table("scenarios").add_column(column, str)
 
 
+def _v10_stored_figures(db: sqlite_utils.Database) -> None:
+    # Every slice's and API's printed figures, kept current by every writer (db/figures.py), so
+    # readers need not work them out from the buckets; open_db fills them after migrating.
+    from apiprof.db.figures import create_tables
+
+    create_tables(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
@@ -230,6 +238,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v7_collection,
     _v8_sub_buckets,
     _v9_failures_and_inputs,
+    _v10_stored_figures,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -336,6 +345,8 @@ def open_db(
     """
     import sqlite_utils
 
+    from apiprof.db.figures import refresh_if_stale
+
     path = Path(path)
     db = _checked(path, readonly, create, timeout, another, sqlite_utils.Database)
     if readonly:
@@ -345,6 +356,7 @@ def open_db(
         _switch_to_wal(db, timeout)
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
+        refresh_if_stale(db)
     except sqlite3.OperationalError as exc:
         raise _locked(exc, path, another) or DatabaseError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:

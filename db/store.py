@@ -4,8 +4,8 @@ Bucket counts, sums and call-graph edges are *added* (``INSERT … ON CONFLICT D
 count = buckets.count + excluded.count``), never overwritten, so scanning twice doubles the
 counts and merging databases is addition. The existing row is named by its table so the same
 statements run on PostgreSQL, where the aggregation service keeps its store. Facts about entry points and coverage are replaced by the
-newest scan. Growth fits are derived data and are recomputed for every entry point a batch
-touches.
+newest scan. Growth fits and stored figures are derived data and are recomputed for every
+entry point a batch touches (:func:`refresh_derived`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 import sqlite_utils
 
+from apiprof.db.figures import refresh_figures
 from apiprof.db.schema import immediate, new_scan_uid
 from apiprof.model.growth import fit_growth
 from apiprof.model.histogram import Histogram
@@ -259,7 +260,7 @@ def store_batch(
                 pk="qualname",
             )
             store_failures(db, batch.coverage, scan_id)
-        recompute_growth(db, {m.qualname for m in batch.measurements if m.size != NO_SIZE})
+        refresh_derived(db, {m.qualname for m in batch.measurements})
 
 
 def store_failures(
@@ -296,6 +297,14 @@ def _edge_rows(edges: Iterable[CallEdge]) -> list[tuple[str, str, int]]:
     for edge in edges:
         totals[(edge.caller, edge.callee)] += edge.count
     return [(caller, callee, count) for (caller, callee), count in totals.items()]
+
+
+def refresh_derived(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:
+    """Work out again what is derived from the buckets of ``qualnames`` (all entry points when
+    None) — growth fits and stored figures — after a write; the caller owns the transaction."""
+    names = None if qualnames is None else set(qualnames)
+    recompute_growth(db, names)
+    refresh_figures(db, names)
 
 
 def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:

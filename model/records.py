@@ -102,11 +102,13 @@ class ScenarioSource(enum.StrEnum):
     SYNTHESIZED = "synthesized"  # arguments generated from annotations and defaults
     STUBS = "stubs"  # arguments typed by stub files (.pyi beside the code, types-*, typeshed)
     DOCSTRING_TYPES = "docstring_types"  # typed by the docstring (Sphinx, numpydoc, Google)
+    EXAMPLES = "examples"  # literal values the package's own text passes to the callable
     FACTORIES = "factories"  # an instance from a concrete subclass or a factory of the package
     OBSERVED = "observed"  # a value an entry point of the package returned, where one was wanted
     HEURISTICS = "heuristics"  # typed from parameter names and how the body uses them
     CAPTURED = "captured"  # arguments recorded while the test suite or docstring examples ran
     TESTS = "tests"  # the package's own test suite
+    DRIVEN = "driven"  # arguments the package passed mid-stream while its working scenarios ran
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
 
 

@@ -26,7 +26,7 @@ from apiprof.db.store import (
 from apiprof.engine.collect.wire import Batch
 from apiprof.errors import DatabaseError
 from apiprof.model.histogram import Histogram, check_bucket
-from apiprof.model.records import NO_SIZE, Measurement, ScenarioSource
+from apiprof.model.records import Measurement, ScenarioSource
 
 COLLECTED_SCENARIO = (
     str(ScenarioSource.COLLECTED),
@@ -203,12 +203,6 @@ def from_scan_upload(task_id: str, data: bytes) -> Contribution:
             raise DatabaseError(reason) from None
 
 
-def sized_qualnames(contribution: Contribution) -> set[str]:
-    """APIs whose growth fits the contribution may change (buckets with a size)."""
-    return {
-        row[0]
-        for sql, rows in contribution.steps
-        if sql == ADD_BUCKETS_SQL
-        for row in rows
-        if row[3] != NO_SIZE
-    }
+def touched_qualnames(contribution: Contribution) -> set[str]:
+    """APIs whose derived data (growth fits, stored figures) the contribution may change."""
+    return {row[0] for sql, rows in contribution.steps if sql == ADD_BUCKETS_SQL for row in rows}

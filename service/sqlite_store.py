@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apiprof.db.schema import open_db
-from apiprof.db.store import recompute_growth
+from apiprof.db.store import refresh_derived
 from apiprof.engine.collect.wire import AGGREGATE_TABLES, slice_of
-from apiprof.service.contribution import INSERT_BATCH_SQL, Contribution, sized_qualnames
+from apiprof.service.contribution import INSERT_BATCH_SQL, Contribution, touched_qualnames
 from apiprof.service.store import (
     CHUNK_ROWS,
     StorageUnavailable,
@@ -60,9 +60,9 @@ class SqliteStore(Store):
             except BaseException:
                 conn.rollback()
                 raise
-            sized = sized_qualnames(contribution)
-            if sized:
-                recompute_growth(self.db, sized)  # derived data, its own transaction
+            touched = touched_qualnames(contribution)
+            if touched:
+                refresh_derived(self.db, touched)  # derived data, its own transaction
                 conn.commit()
             return True
 

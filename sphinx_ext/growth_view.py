@@ -67,10 +67,12 @@ def view_growth(
     what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
     figures = figures or SliceFigures()
     charted: set[tuple[str, Metric]] = set()
+    timed: set[str] = set()  # scenarios whose time chart is taken
     for row in rows:
-        time_done = any(sid == row.scenario_id and m.is_time for sid, m in charted)
-        if row.metric in CHARTED and not (row.metric.is_time and time_done):
+        if row.metric in CHARTED and not (row.metric.is_time and row.scenario_id in timed):
             charted.add((row.scenario_id, row.metric))
+            if row.metric.is_time:
+                timed.add(row.scenario_id)
     sized: dict[tuple[str, Metric], list[ScenarioSlice]] = {}  # the slices each chart plots
     for s in slices:
         if s.size != NO_SIZE and s.rows:

@@ -73,10 +73,7 @@ FRAME_BODY = "<!-- apiprof frame body -->"
 def profiled_apis(app: Sphinx, profiles: Profiles) -> list[str]:
     """The APIs that get pages: those the docs show, or every profiled one (``apiprof_pages = "all"``)."""
     if app.config.apiprof_pages == "all":
-        from apiprof.db.query import all_summaries
-
-        found = profiles.read(all_summaries) or {}
-        return sorted(name for name, s in found.items() if s.profiled)
+        return sorted(name for name, s in profiles.summaries().items() if s.profiled)
     return sorted(api_locations(app.env))
 
 

@@ -32,12 +32,14 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
 from apiprof.errors import DatabaseError
+from apiprof.model.figures import Figures
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric, ScenarioSource
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.details import Provenance
+    from apiprof.db.figures import StoredSlices
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
 
@@ -91,8 +93,9 @@ def lab_first(summary: ApiSummary, slices: list[ScenarioSlice]) -> ApiSummary:
 
 
 def summary_digest(summary: ApiSummary | None) -> str:
-    """A hash of everything an API's summary holds: its fields as text, its histograms' numbers
-    as raw doubles (printing them, as ``repr`` does, cost a docs build a tenth of a second)."""
+    """A hash of everything an API's summary holds: its fields as text, its histograms' (or
+    stored figures') numbers as raw doubles (printing them, as ``repr`` does, cost a docs build
+    a tenth of a second)."""
     digest = hashlib.sha1()
     if summary is None:
         return digest.hexdigest()[:16]
@@ -103,11 +106,15 @@ def summary_digest(summary: ApiSummary | None) -> str:
             continue
         for metric, hist in sorted(value.items()):  # equal summaries, equal digests
             numbers = array("d")
-            for row in hist.rows():
-                numbers.extend(row)
-            numbers.append(math.inf)  # between the buckets and the sub-buckets
-            for sub_row in hist.sub_rows():
-                numbers.extend(sub_row)
+            if isinstance(hist, Figures):
+                numbers.extend((hist.count, hist.total, hist.mean, hist.stdev, *hist.quantiles))
+                digest.update(hist.bucket_counts.encode())
+            else:
+                for row in hist.rows():
+                    numbers.extend(row)
+                numbers.append(math.inf)  # between the buckets and the sub-buckets
+                for sub_row in hist.sub_rows():
+                    numbers.extend(sub_row)
             digest.update(f"{item.name}:{metric}\x00".encode())
             digest.update(numbers.tobytes())
     return digest.hexdigest()[:16]
@@ -125,7 +132,9 @@ class Profiles:
     _cache: dict[str, ApiSummary] = field(default_factory=dict)
     _aliases: dict[str, str] | None = None
     _names: list[str] | None = None
-    _slices: dict[str, list[ScenarioSlice]] | None = None  # every API's, read with the summaries
+    _slices: dict[str, list[ScenarioSlice]] | None = None  # read with the summaries: every
+    # API's, or (with stored figures) those of APIs with collected measurements; the rest are
+    _stored: StoredSlices | None = None  # made from their stored figures when asked for
     _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
 
     @property
@@ -196,6 +205,11 @@ class Profiles:
             return UNUSABLE
         return summary_digest(summary)
 
+    def summaries(self) -> dict[str, ApiSummary]:
+        """Every API's summary, as lookups answer them."""
+        self.lookup("")
+        return dict(self._cache)
+
     def known_names(self) -> list[str]:
         """Every name a directive may use (for "did you mean" hints)."""
         if self._names is None:
@@ -204,22 +218,42 @@ class Profiles:
         return self._names
 
     def _preload(self, db: Reader) -> None:
-        """Every summary and scenario breakdown, from one read of the buckets: documents need
-        the summaries, the drill-down pages the breakdowns of most of the same APIs."""
-        from apiprof.db import details, query
+        """Every summary and scenario breakdown in one go (documents need the summaries, the
+        drill-down pages the breakdowns of most of the same APIs): their stored figures, and
+        the buckets only of APIs whose pages draw lab and collected measurements side by side.
+        A file written before figures were stored is read from its buckets, as they were."""
+        from apiprof.db import details, figures, query
 
-        breakdowns = query.scenario_breakdowns(db)
-        summaries = query.all_summaries(db, breakdowns=breakdowns)
-        for qualname in details.collected_qualnames(db) & set(summaries):
+        collected = details.collected_qualnames(db)
+        if figures.has_current_figures(db):
+            self._stored = figures.StoredSlices(db)
+            summaries = query.all_summaries(db, pooled=figures.stored_pooled(db))
+            names = sorted(collected & set(summaries))
+            breakdowns = query.scenario_breakdowns(db, names) if names else {}
+            summaries.update(query.summaries(db, names, breakdowns=breakdowns))
+        else:
+            logger.info(
+                "apiprof: %s has no stored figures yet, so they are worked out from its buckets; "
+                "any apiprof command that writes to it (a scan, `apiprof merge`, `apiprof sync`) stores "
+                "them, and builds get faster",
+                self.path,
+            )
+            breakdowns = query.scenario_breakdowns(db)
+            summaries = query.all_summaries(db, breakdowns=breakdowns)
+        for qualname in collected & set(summaries):
             summaries[qualname] = lab_first(summaries[qualname], breakdowns.get(qualname, []))
         self._cache, self._slices = summaries, breakdowns
         self._aliases = dict(db.execute("SELECT alias, qualname FROM aliases").fetchall())
 
     def slices(self, qualname: str) -> list[ScenarioSlice]:
-        """An API's histograms by scenario and size (environments merged)."""
+        """An API's histograms (or their stored figures) by scenario and size, environments
+        merged."""
         if self._slices is None:
             self.lookup("")
-        return (self._slices or {}).get(qualname, [])
+        found = (self._slices or {}).get(qualname)
+        if found is None and self._stored is not None:
+            return self._stored.slices(qualname)
+        return found or []
 
     def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:
         """An API's growth fits, provenance and callers/callees — every API's read at the first

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.format import format_bucket_range, format_value, worth_showing
+from apiprof.model.figures import Figures, Summarised
 from apiprof.model.growth import GROWTH_CLASSES
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
@@ -105,7 +106,7 @@ def unprofiled_reason(summary: ApiSummary | None) -> str:
     return f"{words} ({summary.reason})" if summary.reason else words
 
 
-def pick_histogram(summary: ApiSummary, name: str) -> tuple[Metric, Histogram] | None:
+def pick_histogram(summary: ApiSummary, name: str) -> tuple[Metric, Summarised] | None:
     """The histogram shown for a configured metric name ("time" or a :class:`Metric` value)."""
     metric = summary.time_metric if name == TIME else Metric(name)
     hist = summary.histograms.get(metric) if metric else None
@@ -154,7 +155,7 @@ def summary_figures(summary: ApiSummary) -> tuple[Figure, ...]:
     return tuple(figures)
 
 
-def strip_description(metric: Metric, hist: Histogram) -> str:
+def strip_description(metric: Metric, hist: Summarised) -> str:
     """What a heat strip shows, for screen readers and tooltips (its legend in words)."""
     counts = hist.counts()
     low, high = min(counts), max(counts)
@@ -169,7 +170,7 @@ def strip_description(metric: Metric, hist: Histogram) -> str:
     }
 
 
-def heat_strip(metric: Metric, hist: Histogram, width: int = 160) -> Markup:
+def heat_strip(metric: Metric, hist: Summarised, width: int = 160) -> Markup:
     """A histogram's heat strip, described in words for screen readers and tooltips."""
     title = strip_description(metric, hist)
     return Markup(
@@ -192,7 +193,7 @@ class MetricView:
 def view_metric(
     qualname: str,
     metric: Metric,
-    hist: Histogram,
+    hist: Summarised,
     *,
     histogram: bool = True,
     strip: bool = False,
@@ -333,7 +334,7 @@ class MetricDetail:
     bucket_rows: Markup  # range of cost (with its colour), calls, share; data-bucket for machines
 
 
-def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetail:
+def detail_metric(qualname: str, metric: Metric, hist: Summarised) -> MetricDetail:
     total = hist.count
     counts = hist.counts()
     at = dict(zip(PERCENTILES, hist.percentiles(PERCENTILES), strict=True))
@@ -342,22 +343,19 @@ def detail_metric(qualname: str, metric: Metric, hist: Histogram) -> MetricDetai
         mean=format_value(metric, hist.mean),
         stdev=format_value(metric, hist.stdev),
         percentile_rows=rows(({}, (f"p{q}", format_value(metric, at[q]))) for q in PERCENTILES),
-        bucket_rows=rows(
-            (
-                {"data-bucket": str(index), "data-count": str(n)},
-                (
-                    Markup('<span class="apiprof-swatch" style="background: %s"></span>%s')
-                    % (svg.bucket_colour(metric, index), format_bucket_range(metric, index)),
-                    n,
-                    f"{n / total:.1%}",
-                ),
+        bucket_rows=Markup(  # as rows() writes them, without its per-cell checks
+            "\n".join(
+                f'<tr data-bucket="{index}" data-count="{n}"><td><span class="apiprof-swatch" '
+                f'style="background: {svg.bucket_colour(metric, index)}"></span>'
+                f"{text(format_bucket_range(metric, index))}</td><td>{n}</td>"
+                f"<td>{n / total:.1%}</td></tr>"
+                for index, n in counts.items()
             )
-            for index, n in counts.items()
         ),
     )
 
 
-def other_metrics(histograms: dict[Metric, Histogram]) -> Markup:
+def other_metrics(histograms: dict[Metric, Summarised]) -> Markup:
     """Rows for the measurements a page does not draw (sampled CPU time next to wall time,
     exclusive allocation, calls per run, I/O): label, median, p10–p90, calls."""
     body = []
@@ -380,7 +378,9 @@ class SliceFigures:
         self._known: dict[int, tuple[ScenarioSlice, tuple[float, ...]]] = {}
 
     def __call__(self, piece: ScenarioSlice) -> tuple[float, ...]:
-        """(median, p90) of ``piece``'s histogram."""
+        """(median, p90) of ``piece``'s histogram (stored figures are read, not remembered)."""
+        if type(piece.rows) is Figures:
+            return piece.rows.percentiles((50, 90))
         found = self._known.get(id(piece))
         if found is None or found[0] is not piece:
             found = self._known[id(piece)] = (piece, piece.rows.percentiles((50, 90)))

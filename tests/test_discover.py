@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -122,3 +123,24 @@ def test_resolve_object_imports_modules_and_walks_attributes():
         resolve_object("textwrap.TextWrapper.nope")
     with pytest.raises(UsageError, match="no importable module"):
         resolve_object("no_such_pkg_xyz.f")
+
+
+def test_an_all_that_lists_only_submodules_leaves_the_functions_beside_it_public(
+    tmp_path, monkeypatch
+):
+    # sqlparse's __init__ lists only its submodules in __all__; parse/format/split are its API
+    package = tmp_path / "submodule_list_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from submodule_list_pkg import grammar\n"
+        "__all__ = ['grammar']\n"
+        "def parse(text):\n    return grammar.rule(text)\n"
+        "def _internal(text):\n    return text\n"
+    )
+    (package / "grammar.py").write_text("def rule(text):\n    return text.split()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = set(by_name(discover("submodule_list_pkg")))
+    assert {"submodule_list_pkg.parse", "submodule_list_pkg.grammar.rule"} <= names
+    assert "submodule_list_pkg._internal" not in names
+    for module in ("submodule_list_pkg", "submodule_list_pkg.grammar"):
+        monkeypatch.delitem(sys.modules, module, raising=False)

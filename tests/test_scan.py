@@ -11,7 +11,7 @@ import pytest
 from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.engine.scan import ScanOptions, ScanProgress, scan
-from apiprof.engine.scan.bucket import combine_outcomes
+from apiprof.engine.scan.bucket import blocked_reason, combine_outcomes
 from apiprof.errors import PackageNotFound, ScenarioFileError, UsageError
 from apiprof.model.records import Coverage, Metric
 
@@ -296,3 +296,14 @@ def test_a_size_whose_calls_near_the_timeout_is_the_last_one_tried(tmp_path):
         4,
     }  # n = 4 took 0.3 s a call, over a fifth of the 1 s timeout: n = 8 was not started
     assert time.monotonic() - started < 60
+
+
+def test_an_entry_point_that_went_online_says_it_needs_the_network():
+    reasons = [
+        "tried to look up the host 'example.com' (network access is blocked)",
+        "tried to connect to the Unix socket /var/run/nscd/socket outside the sandbox",
+    ]
+    assert blocked_reason(reasons).startswith("needs network access, which the sandbox blocks")
+    assert reasons[0] in blocked_reason(reasons)
+    local = ["tried to write /etc/passwd outside the sandbox"]
+    assert blocked_reason(local) == local[0]

@@ -322,7 +322,8 @@ def test_collect_reports_why_and_respects_disabled_sources():
     assert missing["discover_pkg.needs_handle"].kind is Coverage.NO_ARGUMENTS
     assert missing["discover_pkg.needs_handle"].reason.startswith(
         "needs arguments we could not synthesise: parameter 'handle' has no annotation or "
-        "default, and no source says what it is (asked: annotation, docstring types, heuristics"
+        "default, and no source says what it is (asked: annotation, docstring types, examples, "
+        "heuristics"
     )
     specs, missing = collect_scenarios(discovery, docstrings=False, synthesize=False)
     assert specs == [] and missing["discover_pkg.area"].reason == "no scenario source was enabled"

@@ -5,7 +5,7 @@ The mirror is an ordinary profile database. Each call pulls either the whole agg
 next few of N slices (APIs partitioned by a hash of their name, :func:`~apiprof.engine.collect.wire.slice_of`),
 rotating, so a daily sync spreads the download; small tables come whole every time. What a
 pull brings *replaces* what the mirror held for the same APIs (one transaction per pull, so an
-interrupted download changes nothing), then growth fits are recomputed for them. A database
+interrupted download changes nothing), with growth fits and stored figures made again for them. A database
 that holds scans of its own is refused: a mirror is not a place to scan into.
 """
 
@@ -19,12 +19,14 @@ from pathlib import Path
 import sqlite_utils
 
 from apiprof.db.schema import open_db
-from apiprof.db.store import recompute_growth
+from apiprof.db.store import refresh_derived
 from apiprof.engine.collect.upload import ServiceConnection, UploadError
 from apiprof.engine.collect.wire import AGGREGATE_FORMAT, AGGREGATE_TABLES, slice_of
 from apiprof.errors import UsageError
 
 STATE_KEY = "sync_state"
+DERIVED_TABLES = ("growth", "slice_figures", "api_figures")
+"""Tables made from the buckets, per API: cleared with their slice and made again by the pull."""
 
 
 @dataclass
@@ -149,12 +151,13 @@ def _pull(
     touched: set[str] = set()
     conn.execute("BEGIN IMMEDIATE")
     try:
+        derived = [t for t in DERIVED_TABLES if t in db.table_names()]
         for table, slice_column in [(t, c) for t, _, c in AGGREGATE_TABLES] + [
-            ("growth", "qualname")
+            (t, "qualname") for t in derived
         ]:
             if part is None or slice_column is None:
                 conn.execute(f"DELETE FROM {table}")
-            else:  # growth fits are derived: they go with their slice and are refitted below
+            else:  # growth fits and figures are derived: they go with their slice, made again below
                 conn.execute(
                     f"DELETE FROM {table} WHERE apiprof_slice({slice_column}, ?) = ?",
                     [slices, part],
@@ -166,9 +169,8 @@ def _pull(
             report.rows[table] = report.rows.get(table, 0) + len(rows)
             if table == "buckets":
                 touched.update(row[0] for row in rows)
+        refresh_derived(db, touched)
         conn.commit()
     except BaseException:
         conn.rollback()
         raise
-    recompute_growth(db, touched)
-    conn.commit()

@@ -1,9 +1,9 @@
 """Discovery: every public entry point of a package, each under one canonical qualified name.
 
 Runs inside a sandboxed worker (importing a package runs its code) and returns plain data.
-Public means: listed in a module's ``__all__`` or, without one, a non-underscore name defined in
-the package (or in its C accelerator, e.g. ``_json``). Modules named ``_x``, ``tests`` etc. are not
-walked. An object exported under several public paths gets the shortest as its canonical name
+Public means: listed in a module's ``__all__`` or, without one (or with one that lists only
+submodules), a non-underscore name defined in the package (or in its C accelerator, e.g.
+``_json``). Modules named ``_x``, ``tests`` etc. are not walked. An object exported under several public paths gets the shortest as its canonical name
 (``json.JSONEncoder``, not ``json.encoder.JSONEncoder``) and the others as aliases.
 """
 
@@ -274,7 +274,20 @@ def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, o
         # only names Python code can write: an entry like "../x" is no API (and no file name)
         names = [n for n in exported if isinstance(n, str) and n.isidentifier()]
         pairs = [(n, getattr(module, n, None)) for n in names]
-        return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
+        if not _only_submodules(pairs):
+            return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
+    return _defined_members(module, package)
+
+
+def _only_submodules(pairs: list[tuple[str, object]]) -> bool:
+    """An ``__all__`` that lists only submodules (``sqlparse``'s) says which modules make up the
+    package, not which of the functions defined beside it are private: those stay public."""
+    found = [obj for _, obj in pairs if obj is not None]
+    return bool(found) and all(isinstance(obj, types.ModuleType) for obj in found)
+
+
+def _defined_members(module: types.ModuleType, package: str) -> list[tuple[str, object]]:
+    """Non-underscore entry points defined in the package (the rule without ``__all__``)."""
     members = []
     for name, obj in vars(module).items():
         try:

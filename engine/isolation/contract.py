@@ -22,6 +22,8 @@ from apiprof.engine.isolation.protocol import (
     CaptureExamples,
     Discover,
     Discovered,
+    DriveCapture,
+    Driven,
     EntryFinished,
     Failed,
     Imported,
@@ -37,6 +39,7 @@ from apiprof.engine.isolation.protocol import (
     SuiteFinished,
 )
 from apiprof.engine.scenarios.capture import CapturedCall
+from apiprof.engine.scenarios.drivenspecs import driver_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.checks import bucket_row_problem, qualname_problem, scenario_id_problem
 from apiprof.model.records import NO_SIZE, CallEdge, Measurement, ScenarioSource
@@ -47,6 +50,7 @@ FINAL: dict[type, type] = {
     Calibrate: Calibrated,
     Discover: Discovered,
     CaptureExamples: Captured,
+    DriveCapture: Driven,
     ProfileEntry: EntryFinished,
     RunSuite: SuiteFinished,
 }
@@ -97,6 +101,9 @@ def violation(request: Request, message: object) -> str:
     if isinstance(message, Captured):
         assert isinstance(request, CaptureExamples)
         return captured_problem(message.calls, {entry.qualname for entry in request.entries})
+    if isinstance(message, Driven):
+        assert isinstance(request, DriveCapture)
+        return driven_problem(request, message)
     if isinstance(message, Calibrated):
         costs = [*message.calibration.overhead_ns.values()]
         costs += message.calibration.cpu_overhead_ns.values()
@@ -168,6 +175,19 @@ def captured_problem(calls: list[CapturedCall], allowed: set[str]) -> str:
             )
             return f"sent captured arguments of {what}, which its task did not watch"
     return ""
+
+
+def driven_problem(request: DriveCapture, reply: Driven) -> str:
+    """Calls captured by drivers may only be of the watched entry points, and name a driver the
+    scanner sent (or a round trip of two): the scanner rebuilds the code it runs again."""
+    drivers = {spec.id: spec for spec in request.drivers}
+    for ref in [*reply.reach, *(call.driver for call in reply.calls)]:
+        if driver_spec(ref, drivers) is None:
+            return f"named a driver its task did not send ({ref[:120]!r})"
+    watched = set(request.watched)
+    if any(name not in watched for names in reply.reach.values() for name in names):
+        return "said a driver reached an entry point its task did not watch"
+    return captured_problem(reply.calls, watched)
 
 
 def suite_problem(request: RunSuite, reply: SuiteFinished) -> str:

@@ -108,6 +108,9 @@ class ProfileEntry:
     # argument sources beyond annotations (engine.scenarios.synth.SOURCES), the enabled ones
     sources: list[str] = field(default_factory=list)
     captured: list[CapturedCall] = field(default_factory=list)  # calls seen in examples/tests
+    # drivers re-run measuring only this entry point (self-driven capture), tried in order
+    # when nothing else gives it a scenario
+    drivers: list[ScenarioSpec] = field(default_factory=list)
     settings: MeasureSettings = field(default_factory=MeasureSettings)
     # after a worker died on this entry point: what stopped it (not run again), and the sizes
     # it sent already (measured, or failed: not run again either)
@@ -127,6 +130,17 @@ class CaptureExamples:
 
 
 @dataclass(frozen=True)
+class DriveCapture:
+    """Run the package's working scenarios as drivers and record the arguments the watched
+    entry points receive mid-stream (:mod:`~apiprof.engine.scenarios.drive`)."""
+
+    package: str
+    watched: list[str] = field(default_factory=list)
+    drivers: list[ScenarioSpec] = field(default_factory=list)
+    budget: float = 30.0
+
+
+@dataclass(frozen=True)
 class RunSuite:
     """Run the package's pytest suite under the profiler, every entry point a target."""
 
@@ -141,7 +155,9 @@ class RunSuite:
     budget: float = 0.0  # seconds all runs may take (--tests-timeout); 0: no limit
 
 
-Request = Ping | Call | Calibrate | Discover | CaptureExamples | ProfileEntry | RunSuite
+Request = (
+    Ping | Call | Calibrate | Discover | CaptureExamples | DriveCapture | ProfileEntry | RunSuite
+)
 
 # -- replies: worker -> scanner ------------------------------------------------------------------
 
@@ -219,6 +235,16 @@ class Captured:
 
 
 @dataclass(frozen=True)
+class Driven:
+    """The answer to :class:`DriveCapture`: the calls captured, and which watched entry points
+    each driver (a scenario id, or a round trip ``CONSUMER <- PRODUCER``) reached."""
+
+    calls: list[CapturedCall] = field(default_factory=list)
+    reach: dict[str, list[str]] = field(default_factory=dict)
+    drivers_run: int = 0
+
+
+@dataclass(frozen=True)
 class ScenarioOutcome:
     """One size of one scenario: its measurements, or why there are none (sent at once, so a
     later crash of the worker loses nothing already measured)."""
@@ -286,6 +312,7 @@ Reply = (
     | Calibrated
     | Discovered
     | Captured
+    | Driven
     | ScenarioOutcome
     | Running
     | EntryFinished
@@ -296,7 +323,16 @@ Reply = (
 
 REQUESTS: dict[str, type] = {
     cls.__name__: cls
-    for cls in (Ping, Call, Calibrate, Discover, CaptureExamples, ProfileEntry, RunSuite)
+    for cls in (
+        Ping,
+        Call,
+        Calibrate,
+        Discover,
+        CaptureExamples,
+        DriveCapture,
+        ProfileEntry,
+        RunSuite,
+    )
 }
 REPLIES: dict[str, type] = {
     cls.__name__: cls
@@ -309,6 +345,7 @@ REPLIES: dict[str, type] = {
         Calibrated,
         Discovered,
         Captured,
+        Driven,
         ScenarioOutcome,
         Running,
         EntryFinished,

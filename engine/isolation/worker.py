@@ -47,6 +47,8 @@ from apiprof.engine.isolation.protocol import (
     CaptureExamples,
     Discover,
     Discovered,
+    DriveCapture,
+    Driven,
     EntryFinished,
     Failed,
     Imported,
@@ -72,13 +74,14 @@ from apiprof.engine.measure.batch import repeated
 from apiprof.engine.scenarios.building import RANK
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
+from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.stops import WATCH, scenario_key, watching
-from apiprof.engine.scenarios.trial import failure_from
+from apiprof.engine.scenarios.trial import failure_from, try_scenario
 from apiprof.errors import ApiprofError, MeasurementError
-from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase
+from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
 
 Send = Callable[[str, Reply], None]
 
@@ -144,6 +147,11 @@ class Worker:
         """Run the docstring examples, recording the arguments entry points receive."""
         discovery = Discovery(request.package, "", list(request.entries))
         return Captured(capture_examples(discovery, budget=request.budget))
+
+    def on_DriveCapture(self, request: DriveCapture) -> Reply:
+        """Run the package's working scenarios, recording what the watched entry points get."""
+        found = drive_capture(request.watched, request.drivers, budget=request.budget)
+        return Driven(found.calls, found.reach, found.drivers_run)
 
     def on_Calibrate(self, request: Calibrate) -> Reply:
         return Calibrated(calibrate.calibrate())
@@ -214,7 +222,7 @@ class Worker:
         return why
 
     def collect_for_entry(self, request: ProfileEntry) -> EntryFinished:
-        if not (request.docstrings or request.synthesize or request.captured):
+        if not (request.docstrings or request.synthesize or request.captured or request.drivers):
             why = Failure(
                 Coverage.NO_ARGUMENTS, "docstring examples and argument synthesis are off"
             )
@@ -229,6 +237,8 @@ class Worker:
             captured=request.captured,
         )
         qualname = request.entry.qualname
+        if not gathered.specs and request.drivers:  # the package's own run, measuring its calls
+            gathered.specs += first_working(request.drivers, gathered.failures[qualname])
         return EntryFinished(
             gathered.specs,
             gathered.unscenarioed().get(qualname),
@@ -327,8 +337,20 @@ class Worker:
         return Failure(Coverage.MEMORY, f"ran out of memory (worker cap {self.memory_mb} MiB)")
 
 
-MADE_UP = frozenset(RANK)
-"""Sources whose arguments apiprof made up: when a call rejects them, that is no crash."""
+MADE_UP = frozenset(RANK) | {ScenarioSource.DRIVEN}
+"""Sources whose arguments apiprof made up (or copied mid-stream): when a call rejects them,
+that is no crash."""
+
+
+def first_working(drivers: list[ScenarioSpec], failures: list[Failure]) -> list[ScenarioSpec]:
+    """The first of ``drivers`` whose trial runs (the failures of the others go to
+    ``failures``)."""
+    for spec in drivers:
+        failure, _ = try_scenario(spec)
+        if failure is None:
+            return [spec]
+        failures.append(failure)
+    return []
 
 
 def too_slow_to_grow(outcome: ScenarioOutcome, settings: MeasureSettings) -> bool:

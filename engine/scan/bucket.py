@@ -86,7 +86,7 @@ def bucket_results(
             broke = (
                 [failure.reason] if failure is not None and failure.kind is Coverage.BLOCKED else []
             )
-            record = CoverageRecord(qualname, Coverage.BLOCKED, join_reasons([*broke, *own]))
+            record = CoverageRecord(qualname, Coverage.BLOCKED, blocked_reason([*broke, *own]))
         else:
             if suite is not None:
                 outcomes += suite.add_to_batch(batch, qualname, outcomes)
@@ -161,6 +161,21 @@ def describe_attempt(attempt: Attempt) -> str:
     if attempt.blame is Blame.THREAD:
         return f"a background thread it started {reason}"
     return reason
+
+
+NETWORK_BLOCKED = "(network access is blocked)"
+"""How the sandbox words a blocked connection or name lookup."""
+
+
+def blocked_reason(reasons: Sequence[str]) -> str:
+    """What the sandbox stopped; led by what it means when the entry point went online."""
+    joined = join_reasons(reasons)
+    if any(NETWORK_BLOCKED in reason for reason in reasons):
+        return (
+            "needs network access, which the sandbox blocks (a scenario file can serve what it "
+            f"fetches on loopback, which is allowed): {joined}"
+        )
+    return joined
 
 
 def join_reasons(reasons: Iterable[str]) -> str:

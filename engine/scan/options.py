@@ -35,10 +35,14 @@ class ScanOptions:
     # where argument types come from besides annotations (each switchable: --no-stubs ...)
     stubs: bool = True  # .pyi stubs: the package's own, types-* packages, jedi's typeshed
     docstring_types: bool = True  # :param int x:, numpydoc and Google sections
+    examples: bool = True  # literal arguments the package's own text passes (Marker('...'))
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
     observed: bool = True  # values the package's entry points return, where one is wanted
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
+    # arguments the package passes mid-stream while its working scenarios run, for the entry
+    # points nothing else could call
+    self_drive: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20
@@ -77,10 +81,12 @@ class ScanOptions:
         "synthesize",
         "stubs",
         "docstring_types",
+        "examples",
         "subclasses",
         "observed",
         "heuristics",
         "capture",
+        "self_drive",
         "sizes",
         "repeat",
         "max_seconds",

@@ -31,6 +31,7 @@ from apiprof.engine.isolation.protocol import (
 )
 from apiprof.engine.scan.bucket import ImportAttempts, bucket_results
 from apiprof.engine.scan.discover import capture_in_worker, discover_package
+from apiprof.engine.scan.drive import DriveReport, drive_held
 from apiprof.engine.scan.options import ScanOptions, check_scenario_files, with_absolute_suite_path
 from apiprof.engine.scan.plan import plan_scan
 from apiprof.engine.scan.progress import ScanProgress
@@ -40,7 +41,7 @@ from apiprof.engine.scan.resume import (
     find_resumable_scan,
     record_isolation,
 )
-from apiprof.engine.scan.run import calibrate_in_worker, run_plan
+from apiprof.engine.scan.run import calibrate_in_worker, measure_settings, run_plan
 from apiprof.engine.scan.store import claim_write_access, scans_stored, store_results
 from apiprof.engine.scan.summary import ScanSummary, busy_warnings, summarize_scan
 from apiprof.engine.scenarios.capture import CapturedCall
@@ -132,6 +133,7 @@ def _scan(
     seen = Disturbance()  # other load seen while measuring
     interrupted = False
     found: Discovered | None = None
+    driving = DriveReport()
     try:
         with WorkerPool(options.jobs, options.worker_options(package)) as pool:
             confinement = pool.settle()
@@ -185,9 +187,11 @@ def _scan(
                 captured += suite.captured
             plan = plan_scan(found, options, done=done, captured=captured)
             plan.known += blocked_at_import.records()
-            batches = bucket_results(
-                run_plan(pool, plan, options, calibration), suite, blocked_at_import
-            )
+            results = run_plan(pool, plan, options, calibration)
+            if options.self_drive:  # entry points nothing could call, driven by the package
+                settings = measure_settings(options, calibration)
+                results = drive_held(pool, package, results, settings, driving, report)
+            batches = bucket_results(results, suite, blocked_at_import)
 
             def noted() -> Generator[tuple[str, ScanBatch], None, None]:
                 nonlocal seen
@@ -238,6 +242,7 @@ def _scan(
         isolation=isolation,
         blocked_at_import=blocked_at_import.reasons(found.discovery.package, db),
         warnings=warnings,
+        self_drive=driving if driving.watched else None,
     )
     if interrupted:
         raise ScanInterrupted(result)

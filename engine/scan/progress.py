@@ -13,7 +13,7 @@ class ScanProgress:
     """Reported to the ``progress`` callback after every step."""
 
     # "isolation", "calibrate", "discover", "capture", "tests" (only with --tests), "profile",
-    # "done"
+    # "drive" (the self-driven capture, after the others), "done"
     stage: str
     done: int = 0
     total: int = 0

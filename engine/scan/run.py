@@ -26,15 +26,20 @@ def calibrate_in_worker(pool: WorkerPool) -> Calibration:
     return reply.calibration
 
 
+def measure_settings(options: ScanOptions, calibration: Calibration | None) -> MeasureSettings:
+    """How hard each scenario is measured, as the options say."""
+    return MeasureSettings(
+        calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
+    )
+
+
 def run_plan(
     pool: WorkerPool, plan: Plan, options: ScanOptions, calibration: Calibration | None
 ) -> Iterator[TaskResult]:
     """Run every task on the pool; results arrive in completion order. An entry point whose
     worker dies in one of its scenarios runs again without it (:mod:`~apiprof.engine.
     isolation.rerun`)."""
-    settings = MeasureSettings(
-        calibration, options.repeat, options.max_seconds, options.call_timeout, options.time_budget
-    )
+    settings = measure_settings(options, calibration)
     tasks = (
         Task(request.entry.qualname, replace(request, settings=settings))
         for request in plan.requests

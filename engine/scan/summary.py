@@ -16,6 +16,7 @@ from apiprof.db.query import summaries
 from apiprof.engine.isolation.protocol import (
     Discovered,
 )
+from apiprof.engine.scan.drive import DriveReport
 from apiprof.engine.testsuite import SuiteRun
 from apiprof.model.records import (
     Coverage,
@@ -109,6 +110,7 @@ class ScanSummary:
     # module -> what its top-level code (or a thread it started) tried that the sandbox forbids
     blocked_at_import: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # isolation below strict, names ignored...
+    self_drive: DriveReport | None = None  # what the self-driven capture did, when it ran
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -176,6 +178,7 @@ class ScanSummary:
             "isolation": self.isolation,
             "blocked_at_import": {m: list(r) for m, r in self.blocked_at_import.items()},
             "warnings": list(self.warnings),
+            "self_drive": self.self_drive.to_json() if self.self_drive else None,
         }
 
 

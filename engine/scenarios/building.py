@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from apiprof.model.records import ScenarioSource
@@ -25,13 +26,14 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "subclasses", "observed", "heuristics")
+SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
     ScenarioSource.SYNTHESIZED,
     ScenarioSource.STUBS,
     ScenarioSource.DOCSTRING_TYPES,
+    ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.HEURISTICS,
@@ -44,6 +46,8 @@ class CannotSynthesize(Exception):
     """No arguments can be built for this entry point; ``str(error)`` says which parameter and why."""
 
     choices: int = 1  # the argument flavours met before it failed (another variant may build)
+    # per parameter, the alternatives met before it failed (set on the raised error)
+    alternatives: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass
@@ -70,6 +74,20 @@ class BuildContext:
     made: dict[int, tuple[object, tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
     feeding: bool = False  # building a receiver's input: anything may also be a mapping
     building: list[type] = field(default_factory=list)  # classes being constructed, outermost first
+    # per-parameter variants overriding ``variant`` for some of the entry point's own
+    # parameters (which candidate type, then which value flavour), so each alternative of
+    # each parameter can be tried with the others at their first choice (:mod:`.synthesized`)
+    pins: dict[str, int] = field(default_factory=dict)
+    parameter: str = ""  # the entry point's own parameter being built now ("" between them)
+    pinned: int | None = None  # while building a pinned parameter: the variant its values take
+    # the entry point's own parameters -> candidate types, and most flavours at one choice
+    candidates: dict[str, int] = field(default_factory=dict)
+    flavours: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def alternatives(self) -> dict[str, int]:
+        """For each of the entry point's own parameters, how many pins tell apart."""
+        return {name: count * self.flavours.get(name, 1) for name, count in self.candidates.items()}
 
     def inner(self, variant: int) -> BuildContext:
         """A context for one member of a union: its own variant, the same everything else."""
@@ -87,6 +105,11 @@ class BuildContext:
             receiver=self.receiver,
             made=self.made,
             building=self.building,
+            feeding=self.feeding,
+            warmup=self.warmup,
+            parameter=self.parameter,
+            candidates=self.candidates,
+            flavours=self.flavours,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:
@@ -109,7 +132,28 @@ class BuildContext:
 
     def pick(self, options: list[Any]) -> Any:
         self.choices = max(self.choices, len(options))
-        return options[self.variant % len(options)]
+        self.note_flavours(len(options))
+        return options[self.current_variant() % len(options)]
+
+    def current_variant(self) -> int:
+        """The variant values take: the pinned parameter's own, else the call's."""
+        return self.variant if self.pinned is None else self.pinned
+
+    def note_flavours(self, count: int) -> None:
+        """A choice among ``count`` flavours, met building one of the entry point's own
+        parameters."""
+        if self.parameter:
+            self.flavours[self.parameter] = max(self.flavours.get(self.parameter, 1), count)
+
+    @contextlib.contextmanager
+    def building_parameter(self, name: str) -> Iterator[None]:
+        """Building the entry point's own parameter ``name``: its pin, if any, applies."""
+        self.parameter, self.pinned = name, self.pins.get(name)
+        self.candidates.setdefault(name, 1)
+        try:
+            yield
+        finally:
+            self.parameter, self.pinned = "", None
 
 
 def rotated(items: list[Any], variant: int) -> list[Any]:

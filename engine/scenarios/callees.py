@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import fields
 
-from apiprof.engine.scenarios.heuristics import Usage, function_tree, usage_of
+from apiprof.engine.scenarios.heuristics import Usage, constructor_of, function_tree, usage_of
 from apiprof.engine.scenarios.signatures import defining_class
 
 MAX_DEPTH = 2
@@ -50,7 +50,7 @@ def _usage(
 def _raw(function: Callable[..., object]) -> Callable[..., object]:
     target = inspect.unwrap(getattr(function, "__func__", function))
     if inspect.isclass(target):
-        init = vars(target).get("__init__")
+        init = constructor_of(target)
         return init if inspect.isfunction(init) else target
     return target
 

@@ -14,10 +14,10 @@ from apiprof.engine.scenarios.capture import (
     CapturedCall,
     can_resize,
     capture_problems,
-    captured_spec,
     through_example_specs,
 )
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
+from apiprof.engine.scenarios.drivenspecs import replay_spec
 from apiprof.engine.scenarios.factories import concrete_subclasses
 from apiprof.engine.scenarios.files import load_scenario_file
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
@@ -172,14 +172,14 @@ def replay_captures(
     for index, call in enumerate((c for c in calls if c.payload), start=1):
         if len(kept) >= MAX_CAPTURED_SCENARIOS:
             break
-        unsized = captured_spec(call, index)
+        unsized = replay_spec(call, index)
         if not check:
             kept.append(unsized)
             continue
         if try_scenario(unsized)[0] is not None:
             continue
         if sizes and can_resize(call):
-            sized = captured_spec(call, index, sizes)
+            sized = replay_spec(call, index, sizes)
             workable = workable_sizes(sized)
             if len(workable) >= 2:
                 kept.append(replace(sized, sizes=workable))
@@ -214,7 +214,7 @@ def _capture_failure(calls: Sequence[CapturedCall], check: bool) -> Failure:
     if problem:
         return Failure(Coverage.NO_ARGUMENTS, f"captured arguments: {problem}")
     first = next(c for c in calls if c.payload)
-    failure = try_scenario(captured_spec(first, 1))[0] if check else None
+    failure = try_scenario(replay_spec(first, 1))[0] if check else None
     why = failure.reason if failure else "did not run"
     return Failure(
         Coverage.NO_ARGUMENTS, f"captured arguments from {first.origin} {first.shown}: replay {why}"

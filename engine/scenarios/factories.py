@@ -18,6 +18,7 @@ import importlib
 import inspect
 import pkgutil
 import sys
+import types
 import typing
 import warnings
 from collections.abc import Callable, Iterator
@@ -214,6 +215,7 @@ class Produced:
 
     producer: Callable[..., Any]
     owner: type | None = None  # producer is a method of this class: called on an instance
+    fits: type | None = None  # the parameter's annotated class: a value of another is no input
 
 
 INVERSE_WORDS = [
@@ -252,14 +254,17 @@ def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
 
 
 def inverse_class_producers(function: Callable[..., Any]) -> list[Produced]:
-    """For a method of a reading class (``Unpacker``, ``Decoder``), the making method of the
-    package's inverse class (``Packer.pack``, ``Encoder.encode``): what it makes is realistic
-    input for any method of the reader (``Unpacker.feed``)."""
+    """For a method, the inverse-named method of its own class first (``to_bytes`` for
+    ``Timestamp.from_bytes``, ``to_dict`` for ``from_dict``, ``encode`` for ``Codec.decode``:
+    the class's own round trip); then, for a method of a reading class (``Unpacker``,
+    ``Decoder``), the making method of the package's inverse class (``Packer.pack``,
+    ``Encoder.encode``): what it makes is realistic input for any method of the reader
+    (``Unpacker.feed``)."""
     owner = owner_class(function)
     if owner is None:
         return []
+    found = _own_inverse_methods(owner, getattr(function, "__name__", "") or "")
     lowered = owner.__name__.lower()
-    found: list[Produced] = []
     for reader, maker in INVERSE_WORDS:
         if reader.endswith("_") or reader not in lowered:
             continue
@@ -268,6 +273,22 @@ def inverse_class_producers(function: Callable[..., Any]) -> list[Produced]:
             method = getattr(cls, maker, None)
             if callable(method):
                 found.append(Produced(method, cls))
+    return found
+
+
+def _own_inverse_methods(owner: type, name: str) -> list[Produced]:
+    """The methods of ``owner`` named as the inverse of its method ``name``: a class or static
+    one is called as it is, an instance method on an instance built for it."""
+    found: list[Produced] = []
+    for reader, maker in INVERSE_WORDS:
+        if reader not in name:
+            continue
+        wanted = name.replace(reader, maker, 1)
+        raw = inspect.getattr_static(owner, wanted, None)
+        if raw is None or wanted == name or not callable(getattr(owner, wanted, None)):
+            continue
+        bound = isinstance(raw, (classmethod, staticmethod, types.ClassMethodDescriptorType))
+        found.append(Produced(getattr(owner, wanted), None if bound else owner))
     return found
 
 

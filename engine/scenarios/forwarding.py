@@ -16,12 +16,15 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apiprof.engine.scenarios.heuristics import function_tree
+from apiprof.engine.scenarios.heuristics import constructor_of, function_tree
 
 
 def forwarding_call(function: Callable[..., object], parameter: str) -> ast.Call | None:
     """The call in ``function``'s body that passes ``*parameter`` on, if any."""
-    tree = function_tree(inspect.unwrap(getattr(function, "__func__", function)))
+    target = inspect.unwrap(getattr(function, "__func__", function))
+    if inspect.isclass(target):  # a class forwards what its constructor does
+        target = constructor_of(target)
+    tree = function_tree(target)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -44,7 +47,10 @@ def forwarded_callee(
     call = forwarding_call(function, parameter)
     if call is None:
         return None
-    namespace = getattr(inspect.unwrap(getattr(function, "__func__", function)), "__globals__", {})
+    target = inspect.unwrap(getattr(function, "__func__", function))
+    if inspect.isclass(target):
+        target = constructor_of(target)
+    namespace = getattr(target, "__globals__", {})
     callee = _callee(call.func, namespace, built)
     if not callable(callee):
         return None

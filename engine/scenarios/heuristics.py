@@ -17,6 +17,7 @@ import datetime
 import functools
 import inspect
 import io
+import re
 import socket
 import textwrap
 import types
@@ -129,8 +130,9 @@ for _names, _annotation in [
     ("email address mail", typing.Literal["someone@example.com"]),
     ("host hostname domain server", typing.Literal["example.com"]),
     ("ip ipaddr ip_address", typing.Literal["127.0.0.1"]),
+    ("net network cidr subnet", typing.Literal["127.0.0.0/24"]),
     ("version ver version_string", typing.Literal["1.2.3"]),
-    ("encoding charset codec", typing.Literal["utf-8"]),
+    ("encoding enc charset codec", typing.Literal["utf-8"]),
     ("errors", typing.Literal["strict"]),
     ("lang language locale", typing.Literal["en"]),
     ("regex re_pattern expected_regex unexpected_regex", typing.Literal[r"\w+"]),
@@ -162,6 +164,9 @@ def guess_from_name(name: str) -> Any:
     for suffix, annotation in _SUFFIXES:
         if lowered.endswith(suffix):
             return annotation
+    paired = re.fullmatch(r"([a-z]\w*?)(?:_[ab]|_?\d)", lowered)  # enc_a and enc_b: two of one
+    if paired and paired.group(1) in _NAME_GUESSES:
+        return _NAME_GUESSES[paired.group(1)]
     singular = _NAME_GUESSES.get(lowered[:-1]) if lowered.endswith("s") else None
     known = singular is not None and singular is not Any  # `defaults` is no list of anything
     return typing.cast(Any, list)[singular] if known else None  # funcs, paths: several of one
@@ -194,6 +199,8 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_url", typing.Literal["https://example.com/a/b?q=1#top"]),
     ("_chars", str),
     ("_type", type),
+    ("_cls", type),
+    ("_class", type),
 ]
 
 
@@ -217,6 +224,13 @@ class Usage:
     compared_to: list[Any] = field(default_factory=list)  # constants x is compared with
     passed_to_str_method: bool = False  # "".join(x), sep.join(x) (x: strings)
     item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
+    # for a, b in x: how the body uses each name the items are unpacked into
+    unpacked: list[Usage] = field(default_factory=list)
+    # a, b = x: how the body uses each name x itself is unpacked into
+    destructured: list[Usage] = field(default_factory=list)
+    # read somewhere other than stored as it is (``self.x = x``, ``return x``): None of the
+    # reads says what it must be only when this stays False
+    handled: bool = False
 
 
 _PATH_CALLS = {"open", "exists", "isfile", "isdir", "getsize", "stat", "listdir", "scandir"}
@@ -263,31 +277,61 @@ def _parsed(function: Callable[..., object]) -> ast.FunctionDef | ast.AsyncFunct
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
+def constructor_of(cls: type) -> Callable[..., object]:
+    """The function that takes a class's arguments: its own ``__init__``, else its own
+    ``__new__`` (a named tuple that checks its fields), else the inherited ``__init__``."""
+    own = vars(cls)
+    if "__init__" in own:
+        return typing.cast(Callable[..., object], own["__init__"])
+    new = own.get("__new__")
+    if isinstance(new, staticmethod):
+        new = new.__func__
+    if inspect.isfunction(new):
+        return new
+    inherited: Callable[..., object] = cls.__init__  # type: ignore[misc]  # read, not called
+    return inherited
+
+
 def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
     """How ``function``'s own body uses ``parameter`` (None when its source is unavailable)."""
     target = inspect.unwrap(getattr(function, "__func__", function))
     if inspect.isclass(target):
-        target = vars(target).get("__init__") or target.__init__
+        target = constructor_of(target)
     tree = function_tree(target)
     if tree is None:
         return None
-    usage = Usage()
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
+    return _usage_in(tree, parameter, parents, unpack=True)
+
+
+def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpack: bool) -> Usage:
+    """How ``tree`` uses the local ``name``; with ``unpack``, also what it does with the names
+    the items of ``name`` are unpacked into (``for key, value in name``)."""
+    usage = Usage()
     items: set[str] = set()  # names the loops over the parameter bind to its items
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
             _note(usage, node, parents)
+            usage.handled |= not _kept_as_is(node, parents)
             loop = parents.get(id(node))
             if (
-                isinstance(loop, (ast.For, ast.comprehension))
-                and loop.iter is node
-                and isinstance(loop.target, ast.Name)
-                and loop.target.id != parameter
+                unpack
+                and isinstance(loop, ast.Assign)
+                and loop.value is node
+                and len(loop.targets) == 1
+                and isinstance(loop.targets[0], ast.Tuple)
+                and not usage.destructured
             ):
+                usage.destructured = _parts(tree, loop.targets[0], parents)
+            if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not node:
+                continue
+            if isinstance(loop.target, ast.Name) and loop.target.id != name:
                 items.add(loop.target.id)
+            elif isinstance(loop.target, ast.Tuple) and unpack and not usage.unpacked:
+                usage.unpacked = _parts(tree, loop.target, parents)
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
@@ -296,6 +340,31 @@ def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
         ):
             usage.item_attributes.add(node.attr)
     return usage
+
+
+def _parts(tree: ast.AST, target: ast.Tuple, parents: Mapping[int, ast.AST]) -> list[Usage]:
+    """How the body uses each name of an unpacking target (``key, value``)."""
+    return [
+        _usage_in(tree, element.id, parents, unpack=False)
+        if isinstance(element, ast.Name)
+        else Usage()
+        for element in target.elts
+    ]
+
+
+def _kept_as_is(node: ast.expr, parents: Mapping[int, ast.AST]) -> bool:
+    """Whether this read of a name only stores it (in an attribute, a variable, a container
+    being stored) or returns it: nothing that asks anything of the value."""
+    parent = parents.get(id(node))
+    while isinstance(parent, (ast.Tuple, ast.List)) or (
+        isinstance(parent, ast.Dict) and node in parent.values
+    ):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, ast.Assign):  # `a, b = x` asks x for two items
+        return parent.value is node and not isinstance(parent.targets[0], ast.Tuple)
+    if isinstance(parent, ast.AnnAssign):
+        return parent.value is node
+    return isinstance(parent, ast.Return)
 
 
 def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
@@ -418,6 +487,11 @@ def infer_from_usage(
             annotation for annotation, runtime in _BUILTIN_DUCKS if attributes <= set(dir(runtime))
         )
         candidates.extend(_package_ducks(attributes, classes))
+    if usage.destructured:  # `major, minor = x`: a tuple, each part typed by its own use
+        candidates.append(_parts_type(usage.destructured, module, classes))
+    if usage.unpacked:  # `for key, value in x`: pairs, each part typed by its own use
+        pairs = _parts_type(usage.unpacked, module, classes)
+        candidates.append(typing.cast(Any, list)[pairs])
     item_attributes = usage.item_attributes - _ANY_OBJECT
     if item_attributes:  # `[t.upper() for t in tokens]`: a list of what has those methods
         candidates.extend(
@@ -445,6 +519,20 @@ def infer_from_usage(
         if usage.measured or usage.subscripted:
             candidates.append(str)
     return strong, [c for c in dict.fromkeys(candidates) if c not in strong]
+
+
+def _parts_type(
+    parts: list[Usage], module: types.ModuleType | None, classes: Mapping[str, type]
+) -> Any:
+    """``tuple[...]`` of what each part's use says; a part nothing is asked of takes a typed
+    sibling's type (``major, minor``), else is a string."""
+    said = []
+    for part in parts:
+        strong, weak = infer_from_usage(part, module, classes)
+        numbers = [v for v in part.compared_to if type(v) is int]  # `major != 1`: that one
+        said.append(typing.Literal[numbers[0]] if numbers else next(iter([*strong, *weak]), None))
+    known = next((typed for typed in said if typed is not None), str)
+    return typing.cast(Any, tuple)[tuple(known if typed is None else typed for typed in said)]
 
 
 def _package_ducks(attributes: set[str], classes: Mapping[str, type]) -> list[type]:
@@ -476,6 +564,12 @@ def _init_attributes(cls: Callable[..., object]) -> frozenset[str]:
         and node.value.id == "self"
         and isinstance(node.ctx, ast.Store)
     )
+
+
+def unconstrained(usage: Usage | None) -> bool:
+    """Whether the body never asks anything of the parameter: it is unused (a callback's
+    ``_``) or only stored and returned (an exception's payload), so any value will do."""
+    return usage is not None and not usage.handled and usage == Usage()
 
 
 def sibling_default(signature: inspect.Signature, parameter: str) -> Any:

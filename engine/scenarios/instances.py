@@ -18,6 +18,7 @@ from apiprof.engine.scenarios.building import (
     rotated,
 )
 from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.examples import example_calls
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.model.records import ScenarioSource
@@ -57,7 +58,8 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         own = [f for f in factories_for(cls, declared_returns) if getattr(f, "__self__", 0) is cls]
         if own:
             context.choices = max(context.choices, FACTORY_TURN)
-        if own and context.variant % FACTORY_TURN == FACTORY_TURN - 1:
+            context.note_flavours(FACTORY_TURN)
+        if own and context.current_variant() % FACTORY_TURN == FACTORY_TURN - 1:
             made = _first_instance(cls, own, context)
             if made is not None:
                 return made
@@ -69,6 +71,10 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
                 return call_with_arguments(cls, context, optional=optional)
         except CannotSynthesize as error:
             problems.append(str(error))
+        if "examples" in context.sources:
+            made = _from_examples(cls, context)
+            if made is not None:
+                return made
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
         overriding = context.member if cls is not context.owner else ""
@@ -76,7 +82,7 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             *concrete_subclasses(cls, member, overriding),
             *factories_for(cls, declared_returns),
         ]
-        instance = _first_instance(cls, rotated(alternatives, context.variant), context)
+        instance = _first_instance(cls, rotated(alternatives, context.current_variant()), context)
         if instance is not None:
             return instance
         if alternatives:
@@ -110,6 +116,23 @@ def _first_instance(
         if is_instance(instance, cls):
             context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
             return instance
+    return None
+
+
+def _from_examples(cls: type, context: BuildContext) -> object | None:
+    """An instance from one of the package's own literal calls of ``cls`` (``Marker('"Foo"
+    in extras')``), from the current variant's on; None when none runs."""
+    calls = example_calls(cls)
+    for call in rotated(calls, context.current_variant()):
+        args, kwargs = call.arguments()
+        try:
+            made = cls(*args, **kwargs)
+        except Exception:  # an example of the error it raises, or of another class's call
+            continue
+        if type(made) is cls:
+            context.made[id(made)] = (made, args, kwargs)
+        context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.EXAMPLES)
+        return made
     return None
 
 

@@ -13,6 +13,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.scenarios.building import (
@@ -26,6 +27,7 @@ from apiprof.engine.scenarios.building import (
 from apiprof.engine.scenarios.callees import usage_through_callees
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.doctypes import docstring_types
+from apiprof.engine.scenarios.examples import example_values
 from apiprof.engine.scenarios.factories import (
     Produced,
     inverse_class_producers,
@@ -37,6 +39,7 @@ from apiprof.engine.scenarios.heuristics import (
     guess_from_name,
     infer_from_usage,
     sibling_default,
+    unconstrained,
 )
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
@@ -115,7 +118,9 @@ def late_variant(context: BuildContext) -> bool:
     """Whether this variant fills optional parameters (odd variants from ``FILL_FROM`` on);
     makes sure that many variants are tried."""
     context.choices = max(context.choices, FILL_FROM + 1)
-    return context.variant >= FILL_FROM and context.variant % 2 == 1
+    context.note_flavours(FILL_FROM + 1)
+    variant = context.current_variant()  # a pinned receiver fills its own optional ones
+    return variant >= FILL_FROM and variant % 2 == 1
 
 
 def _optional_type(
@@ -210,6 +215,9 @@ def build_parameter(
 ) -> Any:
     """A value for one required parameter: each candidate type in turn (the variant decides
     which comes first) until one builds; the source of the one used is credited."""
+    if context.depth == 0 and not context.parameter:  # one of the entry point's own
+        with context.building_parameter(parameter.name):
+            return build_parameter(target, parameter, signature, hints, context)
     candidates = parameter_candidates(target, parameter, signature, hints, context.sources)
     if not candidates:
         raise CannotSynthesize(_why_untyped(parameter, hints, context.sources))
@@ -217,6 +225,13 @@ def build_parameter(
     if not annotated:  # guesses disagree: later variants lead with the next guess
         context.choices = max(context.choices, len(candidates))
     turn = 0 if annotated or context.depth else context.variant
+    if context.depth == 0 and context.parameter:  # pins reach every candidate, then flavour
+        context.candidates[parameter.name] = len(candidates)
+        if context.pinned is not None:
+            turn, context.pinned = (
+                context.pinned % len(candidates),
+                context.pinned // len(candidates),
+            )
     problems: list[str] = []
     empty_registries: list[str] = []  # an empty registry says less than what else failed
     for annotation, source in rotated(candidates, turn):
@@ -252,10 +267,11 @@ def parameter_candidates(
         registries = registered_keys(target, parameter.name)  # a key it is looked up by:
         found[:0] = [(registry, ScenarioSource.HEURISTICS) for registry in registries]  # first
     if "subclasses" in sources and plain and _is_first_required(signature, parameter):
+        fits = annotation if annotation in (str, bytes) else None
         for producer in inverse_producers(target):  # realistic encoded input comes first
-            found.append((Produced(producer), ScenarioSource.FACTORIES))
+            found.append((Produced(producer, fits=fits), ScenarioSource.FACTORIES))
         for produced in inverse_class_producers(target):
-            found.append((produced, ScenarioSource.FACTORIES))
+            found.append((replace(produced, fits=fits), ScenarioSource.FACTORIES))
     vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
         stub = stub_signature(target)
@@ -284,10 +300,16 @@ def parameter_candidates(
         sibling = sibling_default(signature, parameter.name) if not found else None
         if sibling is not None:  # the weakest hint: only when nothing else says anything
             found.append((sibling, ScenarioSource.HEURISTICS))
+        elif not found and unconstrained(usage):  # unused, or only stored: anything goes
+            found.append((Any, ScenarioSource.HEURISTICS))
     elif not found:  # the long-standing, always-on guesses for the most common names
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    if "examples" in sources:  # the package's own values: second, after what sizes the call
+        examples = example_values(target, parameter.name)
+        if examples is not None:
+            found.insert(min(1, len(found)), (examples, ScenarioSource.EXAMPLES))
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))

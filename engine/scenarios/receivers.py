@@ -16,6 +16,9 @@ from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, Cann
 from apiprof.engine.scenarios.instances import construct
 from apiprof.engine.scenarios.warmup import warm_receiver
 
+RECEIVER = "self"
+"""The name pins use for the instance a method is called on (no parameter of its own is)."""
+
 
 def resolve_target(
     qualname: str, context: BuildContext
@@ -36,8 +39,9 @@ def resolve_target(
     raw = inspect.getattr_static(owner, member)
     if isinstance(raw, (staticmethod, classmethod, types.ClassMethodDescriptorType)):
         return getattr(owner, member), ()
-    instance = context.receiver = receiver(owner, context)
-    context.warmup = warm_receiver(instance, owner, member, context)
+    with context.building_parameter(RECEIVER):  # pinned like a parameter: its own variant
+        instance = context.receiver = receiver(owner, context)
+        context.warmup = warm_receiver(instance, owner, member, context)
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
     if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":

@@ -56,6 +56,9 @@ def _stub_locations(obj: object, qualname: str) -> Iterator[tuple[str, list[str]
         target = target.fget
     suffix: list[str] = ["__init__"] if inspect.isclass(target) else []
     module = getattr(target, "__module__", None)
+    bound_to = getattr(target, "__self__", None)
+    if module is None and inspect.isclass(bound_to):  # a compiled classmethod names no module
+        module = bound_to.__module__
     inner = getattr(target, "__qualname__", None)
     if isinstance(module, str) and isinstance(inner, str) and "<" not in inner:
         yield module, [*inner.split("."), *suffix]

@@ -66,6 +66,8 @@ class Synthesis:
     warmup: Callable[..., object] | None = (
         None  # call before each measured call (feeds the receiver)
     )
+    # the entry point's own parameters -> how many alternatives each offered (for pins)
+    alternatives: dict[str, int] = field(default_factory=dict)
 
     @property
     def source(self) -> ScenarioSource:
@@ -83,9 +85,10 @@ def synthesize_call(
     seed: int = 0,
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
+    pins: dict[str, int] | None = None,
 ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` for one call of ``qualname``; methods get a fresh instance."""
-    result = synthesize(qualname, n, seed, variant, sources)
+    result = synthesize(qualname, n, seed, variant, sources, pins)
     return result.target, result.args, result.kwargs
 
 
@@ -95,9 +98,10 @@ def synthesize_arguments(
     seed: int = 0,
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
+    pins: dict[str, int] | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Just the ``(args, kwargs)`` of ``synthesize_call``."""
-    result = synthesize(qualname, n, seed, variant, sources)
+    result = synthesize(qualname, n, seed, variant, sources, pins)
     return result.args, result.kwargs
 
 
@@ -107,16 +111,26 @@ def synthesize(
     seed: int = 0,
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
+    pins: dict[str, int] | None = None,
 ) -> Synthesis:
-    """Build the call; raises CannotSynthesize with the reason when it cannot."""
+    """Build the call; raises CannotSynthesize with the reason when it cannot.
+
+    ``pins`` give some of the entry point's own parameters a variant of their own (the others
+    follow ``variant``): which candidate type and value flavour that parameter takes."""
     context = BuildContext(
-        qualname, UNSIZED_LENGTH if n is None else n, seed, variant, sources=frozenset(sources)
+        qualname,
+        UNSIZED_LENGTH if n is None else n,
+        seed,
+        variant,
+        sources=frozenset(sources),
+        pins=dict(pins or {}),
     )
     try:
         target, prefix = resolve_target(qualname, context)
         args, kwargs = arguments_for(target, context, skip=len(prefix), optional=True)
     except CannotSynthesize as error:
         error.choices = context.choices  # flavours met before failing: later variants differ
+        error.alternatives = dict(context.alternatives)
         raise
     return Synthesis(
         target,
@@ -128,4 +142,5 @@ def synthesize(
         dict(context.used),
         context.heavy,
         context.warmup,
+        dict(context.alternatives),
     )

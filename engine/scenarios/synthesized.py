@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 import textwrap
 import typing
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine import timeouts
@@ -34,9 +36,9 @@ from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 NO_ARGUMENTS = "needs arguments we could not synthesise: "
 MAX_VARIANTS = 8
+"""At most this many argument flavours are tried before giving up on an entry point."""
 HEAVY_MAX_SIZE = 100
 """Largest size for a synthesised argument made of objects built one by one."""
-"""At most this many argument flavours are tried before giving up on an entry point."""
 
 
 def raised_by_design(qualname: str) -> str:
@@ -91,11 +93,14 @@ def synthesized_spec(
     lazy: bool = False,
     raises: str = "",
     sources: tuple[str, ...] = SOURCES,
+    pins: dict[str, int] | None = None,
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given)."""
     size = "n" if synthesis.sized else "None"
     arguments = f"{qualname!r}, {size}, seed={seed}, variant={variant}, sources={tuple(sources)!r}"
+    if pins:
+        arguments += f", pins={pins!r}"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
         f"target, args, kwargs = synthesize_call({arguments})\n"
@@ -118,7 +123,8 @@ def synthesized_spec(
         call = f"target, args = warmup(target, args)\n{call}"
     if synthesis.heavy:  # n objects built one by one: a thousand is slow to make and measure
         sizes = tuple(size for size in sizes if size <= HEAVY_MAX_SIZE) or sizes[:1]
-    description = f"synthesised arguments (variant {variant})" + (
+    pinned = "".join(f", {name}: alternative {turn}" for name, turn in (pins or {}).items())
+    description = f"synthesised arguments (variant {variant}{pinned})" + (
         ", result iterated" if lazy else ""
     )
     if synthesis.used and synthesis.source is not ScenarioSource.SYNTHESIZED:
@@ -126,9 +132,9 @@ def synthesized_spec(
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
+        readied = "is made ready by" if synthesis.warmup.opens else "gets its input from"
         description += (
-            f"; before each call the receiver gets its input from {synthesis.warmup.shown} "
-            "(not measured)"
+            f"; before each call the receiver {readied} {synthesis.warmup.shown} (not measured)"
         )
     return ScenarioSpec(
         id=f"synth:{qualname}",
@@ -154,19 +160,20 @@ def find_synthesized_scenario(
     sources: tuple[str, ...] = SOURCES,
 ) -> tuple[ScenarioSpec | None, Failure | None]:
     """The first argument variant that builds (and, with ``check``, runs): (spec, None) or
-    (None, why not).
+    (None, why not). The variants come from :class:`VariantSearch`.
 
     The reason is a sentence for the coverage report: "needs arguments we could not synthesise:
     ..." when none could be built, "synthesised arguments were rejected: ..." when calls failed.
     """
     first_failure: Failure | None = None
-    variant, choices = 0, 1
     fed = False  # a failure with a fed receiver was added to the reason
-    while variant < min(choices, MAX_VARIANTS):
+    search = VariantSearch()
+    for variant, pins in search:
+        size = sizes[0] if sizes else None
         try:
-            synthesis = synthesize(qualname, sizes[0] if sizes else None, seed, variant, sources)
+            synthesis = synthesize(qualname, size, seed, variant, sources, pins)
         except Exception as error:  # this flavour cannot be built; a later one may
-            choices = max(choices, getattr(error, "choices", 1))
+            search.learn(getattr(error, "choices", 1), getattr(error, "alternatives", {}))
             reason = (
                 str(error)
                 if isinstance(error, CannotSynthesize)
@@ -175,10 +182,11 @@ def find_synthesized_scenario(
             first_failure = first_failure or Failure(
                 failure_kind(error, qualname), f"{NO_ARGUMENTS}{reason}"
             )
-            variant += 1
             continue
         # flavours differ per variant (a union member may have none)
-        choices = max(choices, synthesis.choices)
+        search.learn(synthesis.choices, synthesis.alternatives)
+        if not search.fresh(synthesis, pinned=bool(pins)):
+            continue  # the same arguments as a call already tried
         build = functools.partial(
             synthesized_spec,
             qualname,
@@ -187,6 +195,7 @@ def find_synthesized_scenario(
             seed=seed,
             variant=variant,
             sources=sources,
+            pins=pins,
         )
         spec = build()
         if not check:
@@ -199,6 +208,8 @@ def find_synthesized_scenario(
             return spec, None
         # out of time or memory: no second call to see what it raises
         rejected = failure.kind == Coverage.NO_ARGUMENTS
+        if not rejected:  # slow or stopped: single alternatives would only repeat that
+            search.pinning = False
         if rejected and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
@@ -216,5 +227,84 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
-        variant += 1
     return None, first_failure
+
+
+MAX_PINNED_TRIALS = 8
+"""Trial calls of single-parameter alternatives, after the variants, before giving up."""
+MAX_ALTERNATIVES = 8
+"""Alternatives tried per parameter (its candidate types and value flavours)."""
+
+
+@dataclass
+class VariantSearch:
+    """The order argument variants are tried in, so that no working combination depends on
+    the order of the candidates.
+
+    First the variants (variant ``k`` takes the ``k``-th choice of every parameter at once, up
+    to :data:`MAX_VARIANTS`); then each alternative of each of the entry point's own
+    parameters on its own, the others at their first choice (``pins``) — the second
+    alternative of every parameter, then the third... — within :data:`MAX_PINNED_TRIALS`
+    calls. A pinned combination that builds the same arguments as one already tried is not
+    called again."""
+
+    choices: int = 1
+    alternatives: dict[str, int] = field(default_factory=dict)  # parameter -> how many
+    pinning: bool = True  # pins are tried (off once a trial ran out of time or memory)
+    pinned_trials: int = 0
+    _tried: set[str] = field(default_factory=set)
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, int]]]:
+        variant = 0
+        while variant < min(self.choices, MAX_VARIANTS):
+            yield variant, {}
+            variant += 1
+        done: set[tuple[str, int]] = set()
+        while self.pinning and self.pinned_trials < MAX_PINNED_TRIALS:
+            pending = [
+                (turn, name)
+                for name, count in self.alternatives.items()
+                for turn in range(1, min(count, MAX_ALTERNATIVES))
+                if (name, turn) not in done
+            ]
+            if not pending:
+                return
+            turn, name = min(pending, key=lambda pin: pin[0])  # second alternatives first
+            done.add((name, turn))
+            yield 0, {name: turn}
+
+    def learn(self, choices: int, alternatives: Mapping[str, int]) -> None:
+        """What building one variant found: flavours met, alternatives per parameter."""
+        self.choices = max(self.choices, choices)
+        for name, count in alternatives.items():
+            self.alternatives[name] = max(self.alternatives.get(name, 1), count)
+
+    def fresh(self, synthesis: Synthesis, *, pinned: bool) -> bool:
+        """Whether to call this: every variant is called; a pinned combination only when
+        its arguments were not tried yet (and then it counts as a trial)."""
+        key = _arguments_key(synthesis)
+        if pinned and key in self._tried:
+            return False
+        self._tried.add(key)
+        self.pinned_trials += pinned
+        return True
+
+
+def _arguments_key(synthesis: Synthesis) -> str:
+    """The call as text: the arguments, the receiver's state (a factory-made receiver differs
+    from a plain one in what it holds), object addresses left out (a new receiver each time)."""
+    receiver = getattr(synthesis.target, "__self__", None)
+    try:
+        state = vars(receiver) if receiver is not None and not inspect.isclass(receiver) else {}
+        text = repr(
+            (
+                synthesis.target,
+                synthesis.args,
+                sorted(synthesis.kwargs.items()),
+                synthesis.warmup,
+                sorted(state.items()),
+            )
+        )
+    except Exception:  # a repr that fails (or no __dict__): never the same as another call
+        return str(id(synthesis))
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)

@@ -9,9 +9,11 @@ the first.
 
 from __future__ import annotations
 
+import array
 import collections
 import collections.abc as abc
 import contextlib
+import copy
 import datetime
 import decimal
 import enum
@@ -37,6 +39,7 @@ from apiprof.engine.discovery.discover import describe_exception
 # their modules (not names) are imported where the cycle closes, and used only at call time
 from apiprof.engine.scenarios import instances, observed, registered, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
+from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
@@ -140,22 +143,22 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
             raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
         return _build_value(resolved, context, name, rng)
     if isinstance(tp, Produced):
-        producer = tp.producer
-        if tp.owner is not None:  # a method: made on an instance of its class
-            maker = instances.construct(tp.owner, context)
-            producer = getattr(maker, getattr(producer, "__name__", ""))
-        value = instances.call_with_arguments(producer, context)
-        if value is None:
-            raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
-        context.sized |= isinstance(value, (str, bytes))
-        return value
+        return _produced(tp, context, name)
+    if isinstance(tp, ExampleValues):
+        return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
+        if not keys and (context.feeding or bool(getattr(context.warmup, "own_arguments", 0))):
+            return _word(rng)  # what is fed in becomes a key: any name will do
         if not keys:
             raise CannotSynthesize(tp.empty_reason(name))
         return context.pick(keys)
     if tp in _TYPING_PROTOCOLS:
         return _build_value(_TYPING_PROTOCOLS[tp], context, name, rng)
+    if (origin or tp) in (contextlib.AbstractContextManager, typing.ContextManager):
+        # an in-memory file: a context manager that gives itself, lines to iterate, to read
+        context.sized = context.files = True
+        return ReusableText(_json_text(rng, context.n).replace(", ", ",\n"))
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
@@ -210,13 +213,16 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
         members.sort(key=lambda member: member is not guess_from_name(name))  # dt_str: str first
-        member = members[context.variant % len(members)]
+        turn = context.current_variant()
+        member = members[turn % len(members)]
         context.choices = max(context.choices, len(members))
-        inner = context.inner(context.variant // len(members))
+        context.note_flavours(len(members))
+        inner = context.inner(turn // len(members))
         value = _build_value(member, inner, name, rng)
         context.sized |= inner.sized
         context.files |= inner.files
         context.choices = max(context.choices, inner.choices * len(members))
+        context.note_flavours(inner.choices * len(members))
         return value
     if origin is typing.Literal:
         return context.pick(list(args))
@@ -256,6 +262,58 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     return _draw_with_hypothesis(tp, context, name)
 
 
+PRODUCER_TRIES = 6
+"""Argument flavours a producer (an inverse function) is called with until one returns a
+value: ``encode`` refuses prose with spaces, where a word or other bytes encode."""
+
+
+def _produced(tp: Produced, context: BuildContext, name: str) -> Any:
+    """What an inverse function of the package returns: its own arguments' flavours are
+    tried in turn (from the current one) until it makes a value the parameter can take."""
+    problems: list[str] = []
+    start = context.current_variant()
+    flavours = 1  # the most any try met
+    for turn in range(start, start + PRODUCER_TRIES):
+        inner = context.inner(turn)
+        try:
+            with context.attempt():
+                value = _produce_once(tp, inner, name)
+        except CannotSynthesize as error:
+            problems.append(str(error))
+            flavours = max(flavours, inner.choices)
+            if turn - start + 1 >= flavours:  # no flavour left to try
+                break
+            continue
+        context.sized |= inner.sized or isinstance(value, (str, bytes))
+        context.files |= inner.files
+        return value
+    raise CannotSynthesize(problems[0])
+
+
+def _produce_once(tp: Produced, context: BuildContext, name: str) -> Any:
+    producer = tp.producer
+    if tp.owner is not None:  # a method: made on an instance of its class
+        maker = instances.construct(tp.owner, context)
+        producer = getattr(maker, getattr(producer, "__name__", ""))
+    value = instances.call_with_arguments(producer, context)
+    if value is None:
+        raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
+    if tp.fits is not None and not isinstance(value, tp.fits):
+        raise CannotSynthesize(
+            f"parameter {name!r}: {name_of(tp.producer)} returned a "
+            f"{type(value).__name__}, not the {tp.fits.__name__} it is annotated with"
+        )
+    return value
+
+
+class ReusableText(io.StringIO):
+    """An in-memory text file that leaving a ``with`` block (or ``close()``) only rewinds:
+    each measured call gets it open again, as the first one did."""
+
+    def close(self) -> None:
+        self.seek(0)
+
+
 def _sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
     """A file in the temporary directory (the worker's sandbox) holding text that grows with n;
     its path."""
@@ -284,16 +342,33 @@ def _safe(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 
+SOCKET_TIMEOUT = 0.5
+"""Seconds a synthesised socket waits on a read or write nothing will ever satisfy."""
 _SOCKETS: list[socket.socket] = []
 """Both ends of every socket pair handed out, so the peer stays open while the call runs."""
 
 
 def _loopback_socket(context: BuildContext, name: str, rng: random.Random) -> socket.socket:
-    """One end of a connected socket pair, its peer holding n bytes ready to be read."""
-    ours, theirs = socket.socketpair()
+    """One end of a connected socket pair, its peer holding n bytes ready to be read. A call
+    that would wait for more (reading past them, writing to a full peer) fails after
+    :data:`SOCKET_TIMEOUT` instead of holding the worker until the trial's time limit."""
+    ours, theirs = _connected_pair()
     theirs.sendall(rng.randbytes(min(context.n, 4096)))
+    ours.settimeout(SOCKET_TIMEOUT)
     _SOCKETS.extend((ours, theirs))
     return ours
+
+
+def _connected_pair() -> tuple[socket.socket, socket.socket]:
+    """A TCP connection over loopback (socket options, a peer address, as a network socket
+    has); a Unix socket pair where loopback TCP is refused."""
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            ours = socket.create_connection(server.getsockname(), timeout=SOCKET_TIMEOUT)
+            theirs, _ = server.accept()
+    except OSError:
+        return socket.socketpair()
+    return ours, theirs
 
 
 def _traceback(context: BuildContext, name: str, rng: random.Random) -> types.TracebackType | None:
@@ -318,12 +393,20 @@ _ISO_TIME = "2024-06-15T12:30:00"
 
 def _named_string(name: str) -> str | None:
     """The string a parameter's name asks for (``url`` → a URL, ``dt_str`` → an ISO date)."""
-    guess = guess_from_name(name)
-    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
-        return typing.get_args(guess)[0]
+    literal = _literal_named(name)
+    if literal is not None:
+        return literal
     lowered = name.lower()
     if any(word in lowered for word in ("date", "time", "dt", "iso", "when")):
         return _ISO_TIME
+    return None
+
+
+def _literal_named(name: str) -> str | None:
+    """The string value the name heuristics give ``name`` outright (``encoding``: utf-8)."""
+    guess = guess_from_name(name)
+    if typing.get_origin(guess) is typing.Literal and isinstance(typing.get_args(guess)[0], str):
+        return str(typing.get_args(guess)[0])
     return None
 
 
@@ -410,7 +493,8 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
     if element is float:
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
-        return [rng.choice(_WORDS) for _ in range(context.n)]
+        named = _literal_named(name.removesuffix("s"))  # `encodings`: names of encodings
+        return [named or rng.choice(_WORDS) for _ in range(context.n)]
     if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
         return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
@@ -455,6 +539,11 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return context.pick([datetime.UTC, datetime.timezone(datetime.timedelta(hours=2))])
     if issubclass(cls, datetime.timedelta):
         return datetime.timedelta(seconds=context.pick([rng.randint(1, 10**6), rng.uniform(0, 60)]))
+    if cls is array.array:  # n small non-negative ints ('i'): they also index a sized buffer
+        context.sized = True
+        return array.array("i", (rng.randrange(context.n) for _ in range(context.n)))
+    if issubclass(cls, socket.socket):  # annotated or stubbed: a connected one, not a bare one
+        return _loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
     if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects

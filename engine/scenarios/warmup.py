@@ -30,6 +30,13 @@ from apiprof.model.records import ScenarioSource
 
 FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend", "add")
 """Names of methods that hand a receiver its input, most specific first."""
+OPENERS = ("open", "start", "begin", "connect", "setup")
+"""Names of methods that make a receiver ready (no arguments): a method of a class that has one
+may need it called first (``close`` after ``open``), and the opener itself works once per
+receiver (a second ``open`` is refused), so it gets a renewed receiver for every call."""
+TAKERS = ("pop", "popall", "remove", "discard", "drop", "delete", "index", "replace", "getlist")
+"""Names of methods that take out (or find) what they are given: a fresh, empty receiver has
+none of it, so the receiver is first given the very argument of the call."""
 
 
 @dataclass
@@ -44,6 +51,11 @@ class Warmup:
     receiver: object
     renew: Callable[[], object] | None = None  # resets the receiver to how it was built
     rebuild: Callable[[], object] | None = None  # builds a receiver as it was built
+    # > 0: the feeder is given the call's own first arguments (that many) instead of ``value``
+    # (``add(x)`` before ``remove(x)``), the first repeated when the feeder wants more
+    # (``d[key] = key`` before ``d.pop(key)``)
+    own_arguments: int = 0
+    opens: bool = False  # the feeder takes no argument (an opener); "" renews the receiver only
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -53,13 +65,26 @@ class Warmup:
             target, args = _rebound(target, args, old, self.receiver)
         elif self.renew is not None:
             self.renew()
-        getattr(self.receiver, self.feeder)(self.value)
+        if self.opens:
+            if self.feeder:
+                getattr(self.receiver, self.feeder)()
+            return target, args
+        feed = getattr(self.receiver, self.feeder)
+        if self.own_arguments:
+            own = [value for value in args if value is not self.receiver] or [self.value]
+            feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
+        else:
+            feed(self.value)
         return target, args
 
     @property
     def shown(self) -> str:
         """``Unpacker.feed(b'...')``, as a person reads it."""
-        return f"{self.label}{shown_arguments((self.value,), {})}"
+        if self.opens:
+            return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
+        if self.own_arguments and self.value is None:
+            return f"{self.label}(<the call's own arguments>)"
+        return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
 
 
 def _rebound(
@@ -82,7 +107,61 @@ def feeder_of(owner: type, member: str) -> str:
         method = getattr(owner, name, None)
         if callable(method) and _required_count(method) == 1:
             return name
+    if member in TAKERS or member in ("popitem", "peek"):  # a mapping emptied by the call
+        return "__setitem__" if _sets_items(owner) else ""
     return ""
+
+
+def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
+    """For a method that takes out what it is given (:data:`TAKERS`) and has required
+    parameters: the feeder to give the receiver those arguments first and how many it takes
+    (one of :data:`FEEDERS` taking at most as many as the method, else ``__setitem__`` of a
+    mapping), or None."""
+    if member not in TAKERS:
+        return None
+    wanted = _required_count(getattr(owner, member))
+    if wanted < 1:
+        return None
+    counts = {
+        name: _required_count(getattr(owner, name))
+        for name in FEEDERS
+        if name != "update" and callable(getattr(owner, name, None))  # update takes many
+    }
+    for exact in (True, False):  # `add(key, value)` before `remove(key, value)` first
+        for name, count in counts.items():
+            if count == wanted or (not exact and 1 <= count < wanted):
+                return name, count
+    if _sets_items(owner):
+        return "__setitem__", 2
+    return None
+
+
+def _opened(instance: object, owner: type, member: str, context: BuildContext) -> Warmup | None:
+    """For a class with an opener (:data:`OPENERS`): its other methods get it called first,
+    on a renewed receiver; the opener itself gets a renewed receiver (when the variant asks)."""
+    opener = next(
+        (
+            name
+            for name in OPENERS
+            if callable(getattr(owner, name, None)) and _required_count(getattr(owner, name)) == 0
+        ),
+        "",
+    )
+    if not opener or not context.pick([False, True]):
+        return None
+    renew, rebuild = _renewal(instance, context)
+    if member == opener and renew is None and rebuild is None:
+        return None  # a receiver made by a factory cannot be renewed
+    feeder = "" if member in OPENERS else opener
+    label = f"{owner.__name__}.{feeder}" if feeder else owner.__name__
+    context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
+    return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
+
+
+def _sets_items(owner: type) -> bool:
+    """Whether ``owner[key] = value`` puts an item in (a mapping)."""
+    setter = getattr(owner, "__setitem__", None)
+    return callable(setter) and _required_count(setter) == 2
 
 
 def warm_receiver(
@@ -92,19 +171,30 @@ def warm_receiver(
     feeder and the variant asks for one (plain first: most methods work without; odd variants
     feed, each with the next flavour of input); raises CannotSynthesize when no input for the
     feeder can be built."""
+    taken = _own_argument_feeder(owner, member)
+    if taken is not None:  # `remove(x)` on an empty receiver: `add(x)` first
+        if not context.pick([False, True]):
+            return None
+        name, count = taken
+        label = f"{owner.__name__}.{name}"
+        context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
+        renew, rebuild = _renewal(instance, context)
+        return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
-    if not name or not context.pick([False, True]):
+    if not name:
+        return _opened(instance, owner, member, context)
+    if not context.pick([False, True]):
         return None
     method = getattr(owner, name)
     signature = signature_of(method, context.sources)
     if signature is None:
         return None
-    parameter = _required(signature)[1]  # after self
+    parameter = _required(signature)[1]  # after self: the key, for __setitem__
     inner = BuildContext(
         context.qualname,
         UNSIZED_LENGTH,
         context.seed,
-        context.variant // 2,
+        context.current_variant() // 2,
         owner,
         sources=context.sources,
     )
@@ -118,7 +208,8 @@ def warm_receiver(
     label = f"{owner.__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
     renew, rebuild = _renewal(instance, context)
-    return Warmup(name, value, label, instance, renew, rebuild)
+    pair = 2 if name == "__setitem__" else 0  # `d[key] = key`
+    return Warmup(name, value, label, instance, renew, rebuild, own_arguments=pair)
 
 
 def _renewal(
