@@ -28,7 +28,8 @@ from apiprof.db import query
 from apiprof.db.schema import open_db
 from apiprof.db.slices import DatabaseInfo, Slice, Source, api_infos, describe, sliced_histograms
 from apiprof.errors import UsageError
-from apiprof.model.histogram import Histogram, merge_all
+from apiprof.model.histogram import Histogram
+from apiprof.model.pooling import pool_scenarios
 from apiprof.model.records import Metric
 
 MIN_SAMPLES = 10
@@ -399,7 +400,7 @@ def _paired_slices(
     shared = sorted(set(base) & set(new))
     if shared:
         return [(base[s], new[s]) for s in shared], True
-    return [(merge_all(base.values()), merge_all(new.values()))], False
+    return [(pool_scenarios(base.values()), pool_scenarios(new.values()))], False
 
 
 def _compare_family(
@@ -416,8 +417,8 @@ def _compare_family(
     factor = speed_factor if family.normalised else 1.0
     # the rank test needs both sides on one bucket grid; quantiles scale exactly (below)
     pairs = [(b, normalised(n, factor)) for b, n in raw]
-    merged_base = merge_all(b for b, _ in pairs)
-    merged_new = merge_all(n for _, n in pairs)
+    merged_base = pool_scenarios(b for b, _ in pairs)
+    merged_new = pool_scenarios(n for _, n in pairs)
     enough = min(merged_base.count, merged_new.count) >= options.min_samples
     confidence = 1 - options.alpha
     test = stats.stratified_rank_test(stats.tie_groups(b, n) for b, n in pairs) if enough else None

@@ -24,6 +24,7 @@ from apiprof.db.schema import open_db
 from apiprof.db.slices import DatabaseInfo, Source, api_infos, describe, sliced_histograms
 from apiprof.errors import UsageError
 from apiprof.model.histogram import Histogram, merge_all
+from apiprof.model.pooling import pool_scenarios
 from apiprof.model.records import Metric
 
 TIME_METRICS = (Metric.WALL, Metric.CPU)
@@ -63,7 +64,7 @@ class ReportOptions:
 
 @dataclass(frozen=True)
 class ApiCost:
-    """One API's measurements, slices merged."""
+    """One API's measurements, its (scenario, size) slices pooled with equal weight."""
 
     qualname: str
     module: str
@@ -206,7 +207,8 @@ def module_report(path: str | Path, options: ReportOptions | None = None) -> Rep
 
 
 def _merged(slices: dict | None) -> Histogram | None:
-    return merge_all(slices.values()) if slices else None
+    """An API's figure over its slices, each weighing the same however many samples it got."""
+    return pool_scenarios(slices.values()) if slices else None
 
 
 def _namespace(module: str, depth: int | None) -> str:

@@ -11,9 +11,9 @@ inputs always give the same answers, whatever order they arrive in.
   Strata are the (scenario, size) slices both databases measured, so a function measured at sizes
   10 and 1000 is compared size against size, never a mixture against a mixture.
 * **False discoveries**: Benjamini–Hochberg adjusted p-values (q-values) over every test made.
-* **Effect**: ratio of quantiles (new / base) per stratum, combined as a weighted geometric mean,
-  with a normal-theory interval on the log scale whose standard errors come from order statistics
-  (the approach of Bonett & Price for ratios of medians).
+* **Effect**: ratio of quantiles (new / base) per stratum, combined as a geometric mean (strata
+  weigh the same), with a normal-theory interval on the log scale whose standard errors come from
+  order statistics (the approach of Bonett & Price for ratios of medians).
 
 docs/compare.md explains the choice and gives the simulated error rates.
 """
@@ -220,7 +220,8 @@ class QuantileShift:
     """A quantile in BASE and in NEW, and their ratio with its interval.
 
     With one slice ``base`` and ``new`` are that slice's quantiles; with several they are the
-    weighted geometric means of the slice quantiles, so ``new / base`` is exactly ``ratio``.
+    geometric means of the slice quantiles (each slice weighing the same), so ``new / base`` is
+    exactly ``ratio``.
     """
 
     base: float
@@ -239,23 +240,22 @@ def compare_quantile(
     machine-speed factor): quantiles scale exactly, so this is done on the estimates rather
     than by re-bucketing.
 
-    Per stratum the log ratio has variance ``se_base² + se_new²``; strata combine with weights
-    ``n_base·n_new/(n_base+n_new)`` (each stratum's information), into a weighted geometric mean
-    of the per-stratum ratios. Values below one unit (1 ns, 1 byte) count as one unit, so a
+    Per stratum the log ratio has variance ``se_base² + se_new²``; strata weigh the same (a
+    scenario that got many samples because it is cheap must not decide the figure, as in
+    :func:`~apiprof.model.pooling.pool_scenarios`), so the quantiles and the ratio are geometric
+    means over the strata. Values below one unit (1 ns, 1 byte) count as one unit, so a
     ratio against "nothing allocated" stays finite.
     """
     total_weight = log_base = log_new = var_sum = 0.0
     for base, new in strata:
-        nb, nn = base.count, new.count
-        if not nb or not nn:
+        if not base.count or not new.count:
             continue
-        weight = nb * nn / (nb + nn)
         lb, se_b = _log_quantile(base, q)
         ln_, se_n = _log_quantile(new, q)
-        total_weight += weight
-        log_base += weight * lb
-        log_new += weight * ln_
-        var_sum += weight * weight * (se_b * se_b + se_n * se_n)
+        total_weight += 1
+        log_base += lb
+        log_new += ln_
+        var_sum += se_b * se_b + se_n * se_n
     if not total_weight:
         return None
     log_new -= total_weight * math.log(new_scale)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from apiprof.model.figures import Figures
 from apiprof.model.histogram import SUB_SCALE, Bucket, Histogram
 from apiprof.model.histogram_rows import HistogramRows
+from apiprof.model.pooling import pool_scenarios
 from apiprof.model.records import NO_SIZE, Metric
 
 if TYPE_CHECKING:
@@ -223,8 +224,11 @@ def pooled_histograms(
 ) -> tuple[int | None, dict[Metric, Histogram], dict[Metric, Histogram]]:
     """(reference size, typical histograms, pooled histograms) of one API's slices (in
     :func:`scenario_breakdowns` order), as the per-API query gives them: scenarios pooled per
-    size, then sizes pooled; typical are the unsized figures overlaid with the reference size's."""
+    size, then sizes pooled; typical are the unsized figures overlaid with the reference size's,
+    its scenarios weighing the same (:func:`~apiprof.model.pooling.pool_scenarios`); the pooled
+    ones are the exact sum of everything."""
     by_size: dict[int, dict[Metric, _Pool]] = {}
+    parts: dict[tuple[int, Metric], list[HistogramRows]] = {}
     for piece in slices:
         per_metric = by_size.setdefault(piece.size, {})
         pool = per_metric.get(piece.metric)
@@ -232,6 +236,7 @@ def pooled_histograms(
             per_metric[piece.metric] = _Pool(piece.bucket_rows)
         else:
             pool.add(piece.bucket_rows)
+        parts.setdefault((piece.size, piece.metric), []).append(piece.bucket_rows)
     everything: dict[Metric, _Pool] = {}
     copies: set[int] = set()  # pools made here (the others belong to one size)
     for per_metric in by_size.values():
@@ -253,8 +258,16 @@ def pooled_histograms(
             made[id(pool)] = pool.histogram()
         return made[id(pool)]
 
+    def scenarios_pooled(metric: Metric, pool: _Pool) -> Histogram:
+        """One size's scenarios, each weighing the same (:func:`pool_scenarios`)."""
+        at = size if size is not None and metric in by_size[size] else NO_SIZE
+        found = parts[at, metric]
+        if len(found) == 1:
+            return histogram(pool)
+        return pool_scenarios(rows.histogram() for rows in found)
+
     return (
         size,
-        {metric: histogram(pool) for metric, pool in typical.items()},
+        {metric: scenarios_pooled(metric, pool) for metric, pool in typical.items()},
         {metric: histogram(pool) for metric, pool in everything.items()},
     )

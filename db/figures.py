@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from apiprof.db.breakdowns import ScenarioSlice
     from apiprof.db.schema import Readable
 
-FIGURES_VERSION = "1"
+FIGURES_VERSION = "2"  # 2: typical figures weigh scenarios the same (model/pooling.py)
 """Which computation made the stored figures; change it whenever :func:`figures_of`, the
 percentile estimate or the pooling of summaries changes (a test holds known figures of a fixed
 histogram to catch a forgotten change)."""

@@ -10,9 +10,10 @@ allocation" is the median inclusive allocation. Medians and p90s come from the s
 most samples decide the figure (cheap small inputs are measured far more often in a fixed time
 budget). So when an API was measured at sizes, the typical figures are those of one stated
 *reference size*: the measured size closest to :data:`REFERENCE_SIZE` (on a log scale), all
-scenarios measured at that size merged. ``ApiSummary.reference_size`` says which; it is None
-when the API has only unsized scenarios, which are then merged. Per-size figures are one call
-away (:func:`size_figures`). ``ApiSummary.histograms`` keeps the merge of everything;
+scenarios measured at that size pooled with equal weight (a scenario that got many more
+samples, being cheap, does not decide the figure: :func:`~apiprof.model.pooling.pool_scenarios`).
+``ApiSummary.reference_size`` says which; it is None when the API has only unsized scenarios,
+which are then pooled so. Per-size figures are one call away (:func:`size_figures`). ``ApiSummary.histograms`` keeps the merge of everything;
 ``ApiSummary.typical`` (or :meth:`ApiSummary.at_reference`) holds the figures at the reference size.
 
 **Consumption.** For APIs that return an iterator or generator, calling costs almost nothing
@@ -37,7 +38,7 @@ from apiprof.db.breakdowns import (
 )
 from apiprof.model.figures import Summarised
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Metric
+from apiprof.model.records import Metric
 
 if TYPE_CHECKING:  # the queries only execute SQL: readers pass a light schema.Reader
     from apiprof.db.figures import Pooled
@@ -210,61 +211,6 @@ def has_sub_buckets(db: Readable) -> bool:
     )
 
 
-def _sized_histograms(db: Readable, qualnames: list[str]) -> dict[tuple, dict[Metric, Histogram]]:
-    """Histograms per (qualname, size) per metric, bucket and sub-bucket rows merged over
-    environments and scenarios."""
-    marks = ",".join("?" * len(qualnames))
-    rows: dict[tuple, list[tuple]] = defaultdict(list)
-    for row in db.execute(
-        "SELECT qualname, size, metric, bucket, SUM(count), SUM(sum), SUM(sum_sq) FROM buckets "
-        f"WHERE qualname IN ({marks}) GROUP BY qualname, size, metric, bucket",
-        qualnames,
-    ):
-        rows[row[:3]].append(row[3:])
-    sub_rows: dict[tuple, list[tuple]] = defaultdict(list)
-    if has_sub_buckets(db):
-        for row in db.execute(
-            "SELECT qualname, size, metric, bucket, sub, SUM(count), SUM(sum), SUM(sum_sq) "
-            f"FROM sub_buckets WHERE qualname IN ({marks}) GROUP BY qualname, size, metric, bucket, sub",
-            qualnames,
-        ):
-            sub_rows[row[:3]].append(row[3:])
-    out: dict[tuple, dict[Metric, Histogram]] = defaultdict(dict)
-    for key, buckets in rows.items():
-        out[key[:2]][Metric(key[2])] = Histogram.from_buckets(buckets, sub_rows.get(key, ()))
-    return out
-
-
-def _pool(into: dict[Metric, Histogram], metric: Metric, hist: Histogram, merged: set[int]) -> None:
-    """Add ``hist`` to ``into[metric]`` without changing any histogram it did not make (ids in
-    ``merged``): a lone histogram is shared, not copied — most pools have one member."""
-    found = into.get(metric)
-    if found is None:
-        into[metric] = hist
-    elif id(found) in merged:
-        found.merge(hist)
-    else:
-        into[metric] = pooled = found + hist
-        merged.add(id(pooled))
-
-
-def _typical(
-    by_size: dict[int, dict[Metric, Histogram]],
-) -> tuple[int | None, dict[Metric, Histogram], dict[Metric, Histogram]]:
-    """(reference size, typical histograms, pooled histograms) of one API.
-
-    A metric measured only by unsized scenarios (none at the reference size) keeps their figure
-    in the typical ones rather than disappearing from them."""
-    pooled: dict[Metric, Histogram] = {}
-    merged: set[int] = set()
-    for per_metric in by_size.values():
-        for metric, hist in per_metric.items():
-            _pool(pooled, metric, hist, merged)
-    size = reference_size(by_size)
-    typical = {**by_size.get(NO_SIZE, {}), **(by_size[size] if size is not None else {})}
-    return size, typical, dict(pooled)
-
-
 def summary(db: Readable, name: str) -> ApiSummary | None:
     """Summary of one API by (possibly aliased) qualified name; None if the name is unknown."""
     qualname = resolve_name(db, name)
@@ -330,22 +276,18 @@ def summaries(
         ):
             s = out.setdefault(qualname, ApiSummary(qualname))
             s.coverage, s.reason = status, reason
-        per_api: dict[str, dict[int, dict[Metric, Histogram]]] = defaultdict(dict)
-        from_buckets = breakdowns is None and pooled is None
-        if from_buckets:
-            for (qualname, size), per_metric in _sized_histograms(db, chunk).items():
-                per_api[qualname][size] = per_metric
+        read = breakdowns
+        if pooled is None and read is None:
+            read = scenario_breakdowns(db, chunk)
         axes = _size_axes(db, chunk)
-        for qualname in per_api if from_buckets else chunk:
+        for qualname in chunk:
             figures: tuple[int | None, dict, dict]
             if pooled is not None:
                 if qualname not in pooled:
                     continue
                 figures = pooled[qualname]
-            elif breakdowns is None:
-                figures = _typical(per_api[qualname])
-            elif breakdowns.get(qualname):
-                figures = pooled_histograms(breakdowns[qualname])
+            elif read is not None and read.get(qualname):
+                figures = pooled_histograms(read[qualname])
             else:
                 continue
             found = out.setdefault(qualname, ApiSummary(qualname))

@@ -4,7 +4,8 @@ A summary that pools every input size is not "typical" of anything: ``str.join``
 and over 100,000 items land in one histogram, and its p90 is a hundred times its median. So the
 histograms are kept per size, and the figures the editor shows are those of one representative
 size (the measured size closest to 100, as ``apiprof show`` and the docs use), named beside
-the numbers. Measurements collected in real programs (scenario source ``collected``) are kept
+the numbers, its scenarios weighing the same however many samples each got (as everywhere:
+:func:`~apiprof.model.pooling.pool_scenarios`). Measurements collected in real programs (scenario source ``collected``) are kept
 apart from lab scans and shown on a line of their own.
 """
 
@@ -17,7 +18,8 @@ from functools import cached_property
 import sqlite_utils
 
 from apiprof.db.query import TIME_METRICS, ApiSummary, has_sub_buckets, reference_size, summaries
-from apiprof.model.histogram import Histogram, merge_all
+from apiprof.model.histogram import Histogram
+from apiprof.model.pooling import pool_scenarios
 from apiprof.model.records import NO_SIZE, Metric, ScenarioSource
 
 IO_METRICS = (Metric.IO_READ, Metric.IO_WRITE)
@@ -106,7 +108,7 @@ class CostProfile:
 
         def pooled(metric: Metric | None) -> Histogram | None:
             found = [h for (_, m, s), h in mine.items() if m is metric and size in (None, s)]
-            return merge_all(found) if found else None
+            return pool_scenarios(found) if found else None
 
         return Figures(
             collected,
@@ -121,7 +123,7 @@ class CostProfile:
         """The profile of the same API from two databases (histograms are additive)."""
         cells = dict(self.cells)
         for key, hist in other.cells.items():
-            cells[key] = cells[key] + hist if key in cells else hist
+            cells[key] = pool_scenarios((cells[key], hist)) if key in cells else hist
         return CostProfile(_merge_summaries(self.summary, other.summary), cells)
 
 
@@ -133,37 +135,40 @@ def load_profiles(db: sqlite_utils.Database, qualnames: list[str]) -> dict[str, 
         chunk = [n for n in qualnames[start : start + 500] if n in out]
         if not chunk:
             continue
-        rows: dict[tuple[str, CellKey], list[tuple]] = defaultdict(list)
-        for qualname, metric, size, collected, bucket, count, total, total_sq in db.execute(
-            "SELECT b.qualname, b.metric, b.size, "
+        rows: dict[tuple[str, CellKey, str], list[tuple]] = defaultdict(list)
+        for qualname, metric, size, scenario, collected, *row in db.execute(
+            "SELECT b.qualname, b.metric, b.size, b.scenario_id, "
             "(b.scenario_id = ? OR COALESCE(s.source, '') = ?) AS collected, "
             "b.bucket, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) "
             "FROM buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
             f"WHERE b.qualname IN ({','.join('?' * len(chunk))}) "
             f"AND b.metric IN ({','.join('?' * len(metrics))}) "
-            "GROUP BY b.qualname, b.metric, b.size, collected, b.bucket",
+            "GROUP BY b.qualname, b.metric, b.size, b.scenario_id, collected, b.bucket",
             [COLLECTED, COLLECTED, *chunk, *metrics],
         ).fetchall():
             key = (bool(collected), Metric(metric), NO_SIZE if collected else int(size))
-            rows[(qualname, key)].append((bucket, count, total, total_sq))
-        sub_rows: dict[tuple[str, CellKey], list[tuple]] = defaultdict(list)
+            rows[(qualname, key, scenario)].append(tuple(row))
+        sub_rows: dict[tuple[str, CellKey, str], list[tuple]] = defaultdict(list)
         if has_sub_buckets(db):  # the fine cells behind accurate medians and p90s
-            for qualname, metric, size, collected, *row in db.execute(
-                "SELECT b.qualname, b.metric, b.size, "
+            for qualname, metric, size, scenario, collected, *row in db.execute(
+                "SELECT b.qualname, b.metric, b.size, b.scenario_id, "
                 "(b.scenario_id = ? OR COALESCE(s.source, '') = ?) AS collected, "
                 "b.bucket, b.sub, SUM(b.count), SUM(b.sum), SUM(b.sum_sq) "
                 "FROM sub_buckets b LEFT JOIN scenarios s ON s.id = b.scenario_id "
                 f"WHERE b.qualname IN ({','.join('?' * len(chunk))}) "
                 f"AND b.metric IN ({','.join('?' * len(metrics))}) "
-                "GROUP BY b.qualname, b.metric, b.size, collected, b.bucket, b.sub",
+                "GROUP BY b.qualname, b.metric, b.size, b.scenario_id, collected, b.bucket, b.sub",
                 [COLLECTED, COLLECTED, *chunk, *metrics],
             ).fetchall():
                 key = (bool(collected), Metric(metric), NO_SIZE if collected else int(size))
-                sub_rows[(qualname, key)].append(tuple(row))
-        for (qualname, key), buckets in rows.items():
-            out[qualname].cells[key] = Histogram.from_buckets(
-                buckets, sub_rows.get((qualname, key), ())
+                sub_rows[(qualname, key, scenario)].append(tuple(row))
+        scenarios: dict[tuple[str, CellKey], list[Histogram]] = defaultdict(list)
+        for (qualname, key, scenario), buckets in rows.items():
+            scenarios[qualname, key].append(
+                Histogram.from_buckets(buckets, sub_rows.get((qualname, key, scenario), ()))
             )
+        for (qualname, key), parts in scenarios.items():
+            out[qualname].cells[key] = pool_scenarios(parts)
     return out
 
 

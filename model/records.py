@@ -224,7 +224,9 @@ class Disturbance:
     of which took more than :data:`BUSY_FACTOR` times the calibrated figure. ``passes`` timing
     passes were kept; ``remeasured_passes`` more were run because the machine stalled around
     one (a slow reference timing, most of a target's calls preempted), and ``stalled_passes`` of
-    the kept ones still showed a stall after every attempt.
+    the kept ones still showed a stall after every attempt. ``stalled_runs`` ran in stretches of
+    a pass that the reference calls around each stretch showed the CPU ran slow in (a stall in
+    the middle of a pass); they were measured again, or kept when that took too long.
     """
 
     runs: int = 0
@@ -236,6 +238,7 @@ class Disturbance:
     passes: int = 0
     remeasured_passes: int = 0
     stalled_passes: int = 0
+    stalled_runs: int = 0
 
     def __add__(self, other: Disturbance) -> Disturbance:
         return Disturbance(
@@ -248,7 +251,7 @@ class Disturbance:
         timings ran slow (the CPU was shared), half the runs were preempted, or a pass was still
         stalled after every attempt to measure it again."""
         slow = self.references and self.slow_references / self.references > 0.25
-        disturbed = self.runs and self.disturbed_runs / self.runs > 0.5
+        disturbed = self.runs and (self.disturbed_runs + self.stalled_runs) / self.runs > 0.5
         return bool(slow or disturbed or self.stalled_passes)
 
     def to_json(self) -> dict[str, Any]:

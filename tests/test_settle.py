@@ -10,12 +10,15 @@ from __future__ import annotations
 import statistics
 import time
 
+from apiprof.engine.measure import settle as settle_module
+from apiprof.engine.measure.clockgrain import wall_step
 from apiprof.engine.measure.costs import CallCosts
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import PySite
-from apiprof.engine.measure.settle import PASS_ATTEMPTS, settled_pass, stall
+from apiprof.engine.measure.settle import PASS_ATTEMPTS, settled_pass, slow_reference, stall
+from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.engine.scan.summary import busy_warnings
-from apiprof.model.records import Calibration, Disturbance
+from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
 
 INDEX_NS = 1000.0
 CALIBRATION = Calibration(machine_speed_ns=INDEX_NS)
@@ -126,3 +129,76 @@ def test_stall_scores():
     assert stall(SLOW, NORMAL, fine, 0.0) == 0  # no index calibrated: nothing is slow
     preempted = [CallCosts([1.0], [], calls=10, preempted_calls=5)]
     assert stall(NORMAL, NORMAL, preempted, INDEX_NS) == 2.0  # half the calls, twice the share
+
+
+# -- a stall in the middle of a pass: each stretch judged by the reference calls around it ------
+
+
+def test_a_stretch_the_cpu_ran_slow_in_is_measured_again():
+    """The 3rd call of the pass stalls (it sleeps) until the reference batch after its stretch
+    is judged, which the injected judge reports slow: that stretch (calls 2 and 3) is measured
+    again, so the pass keeps only clean calls and counts the 2 runs."""
+    made, judged = [0], []
+    stalling = [False]
+
+    def target() -> None:
+        made[0] += 1
+        if made[0] == 3:
+            stalling[0] = True
+        if stalling[0]:
+            time.sleep(STALL_SECONDS)
+
+    def judge(median_ns: float) -> bool:
+        judged.append(median_ns)
+        slow, stalling[0] = stalling[0], False
+        return slow
+
+    budget = Budget(min_runs=8, seconds=0.0, max_seconds=30.0, warmup=False)
+    log = run_timing_pass(target, [PySite(target)], budget=budget, slow_reference=judge)
+    assert log.stalled_runs == 2
+    assert made[0] == log.runs + 2  # the stalled stretch left no records
+    enters, exits = log.enters[0], log.exits[0]
+    walls = [exits[k] - enters[k + 1] for k in range(0, len(exits), 2)]
+    assert len(walls) == log.runs >= 8
+    assert statistics.median(walls) < STALL_SECONDS * 1e9 / 5
+    assert judged and all(0 < ns < 1e6 for ns in judged)  # medians of an empty call's intervals
+
+
+def test_a_cpu_that_stays_slow_keeps_its_stretches_counted():
+    budget = Budget(min_runs=4, seconds=0.0, max_seconds=0.05, warmup=False)
+
+    def slow_target() -> None:
+        time.sleep(0.005)
+
+    log = run_timing_pass(
+        slow_target, [PySite(slow_target)], budget=budget, slow_reference=lambda ns: True
+    )
+    assert log.runs >= 1 and len(log.enters[0]) // 2 == log.runs
+    assert log.stalled_runs >= log.runs  # kept once half the cap went into measuring again
+    seen = Disturbance(runs=log.runs, stalled_runs=log.stalled_runs)
+    assert seen.busy
+    (warning,) = busy_warnings(seen)
+    assert f"{log.stalled_runs} ran while the CPU ran slow in the middle of a pass" in warning
+
+
+def test_the_judge_compares_with_the_calibrated_empty_call():
+    judge = slow_reference(Calibration(overhead_ns={"enter": 20.0, "dispatch": 10.0}))
+    assert judge is not None
+    limit = BUSY_FACTOR * 30.0 + wall_step()
+    assert not judge(limit) and judge(limit + 1)
+    assert slow_reference(CALIBRATION) is None  # nothing calibrated: stretches are not judged
+
+
+def test_a_scan_pass_judges_its_stretches(monkeypatch):
+    """settled_pass hands the judge built from the calibration to the pass and counts what it
+    found in the pass's disturbance."""
+    judged: list[float] = []
+
+    def judge(median_ns: float) -> bool:  # the first stretch's first batch ran slow
+        judged.append(median_ns)
+        return len(judged) == 1
+
+    monkeypatch.setattr(settle_module, "slow_reference", lambda calibration: judge)
+    stalled[0] = False
+    kept = settle(lambda calibration: NORMAL)
+    assert kept.seen.stalled_runs == 1 and kept.costs[0].calls >= 5

@@ -120,6 +120,10 @@ class PyRecords:
     def take(self, i: int) -> tuple[list[int], list[int]]:
         return self.enters[i], self.exits[i]
 
+    def since(self, i: int, lengths: tuple[int, int]) -> tuple[list[int], list[int]]:
+        """Site ``i``'s records after ``lengths`` (what :meth:`lengths` gave for it earlier)."""
+        return self.enters[i][lengths[0] :], self.exits[i][lengths[1] :]
+
     def set_cpu_every(self, i: int, every: int) -> None:
         self.enters[i].pattern = cpu_pattern(every, i)
 
@@ -147,6 +151,9 @@ class CRecords:
 
     def take(self, i: int) -> tuple[list[int], list[int]]:
         return self.probe.records(i)
+
+    def since(self, i: int, lengths: tuple[int, int]) -> tuple[list[int], list[int]]:
+        return self.probe.records(i, *lengths)
 
     def set_cpu_every(self, i: int, every: int) -> None:
         self.probe.set_cpu_every(i, every)

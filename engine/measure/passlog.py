@@ -56,6 +56,7 @@ class PassLog:
     reference: tuple[Record, Record] = field(default_factory=lambda: (Record(), Record()))
     preempted: list[tuple[int, int]] = field(default_factory=list)
     disturbed_runs: int = 0
+    stalled_runs: int = 0  # runs of stretches the CPU ran slow around (timing.py)
     probes: str = ""  # "c" or "python" for monitoring passes
     # per site: 1 in how many calls read the CPU clock (the weight of each CPU sample)
     cpu_every: list[int] = field(default_factory=list)

@@ -9,6 +9,10 @@ bracket every pass instead:
 * the short reference workload (:func:`~apiprof.engine.measure.machine.reference_check_ns`),
   timed right before *and right after* the pass: one more than ``BUSY_FACTOR`` times slower
   than the calibrated machine-speed index means the CPU ran slow around the pass;
+* inside the pass, the empty reference function's calls around every stretch
+  (:mod:`~apiprof.engine.measure.timing`): a batch whose median interval is more than
+  ``BUSY_FACTOR`` times the calibrated one (:func:`slow_reference`) has the stretch it brackets
+  measured again, so a stall in the middle of a long pass is not stored either;
 * the share of a target's calls the thread was switched out of (perf records): above
   :data:`~apiprof.engine.measure.costs.PREEMPTED_SHARE` the preempted calls stay in the
   figures (with the switched-out time taken off), and they read high.
@@ -29,6 +33,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
 
+from apiprof.engine.measure.clockgrain import wall_step
 from apiprof.engine.measure.costs import PREEMPTED_SHARE, CallCosts, measure_calls
 from apiprof.engine.measure.machine import reference_check_ns
 from apiprof.engine.measure.passlog import Budget, PassLog
@@ -59,6 +64,19 @@ def reference_check(calibration: Calibration) -> Disturbance:
     took = reference_check_ns()
     slow = calibration.machine_speed_ns > 0 and took > BUSY_FACTOR * calibration.machine_speed_ns
     return Disturbance(references=1, reference_ns=float(took), slow_references=int(slow))
+
+
+def slow_reference(calibration: Calibration) -> Callable[[float], bool] | None:
+    """Whether a reference batch's median interval (ns) shows a CPU running slow: above
+    ``BUSY_FACTOR`` times the calibrated inside interval of an empty Python call, plus one step
+    of the wall clock (the interval is a few steps long); None without a calibrated figure."""
+    inside = calibration.overhead_ns.get("enter", 0.0) + calibration.overhead_ns.get(
+        "dispatch", 0.0
+    )
+    if inside <= 0:
+        return None
+    limit = BUSY_FACTOR * inside + wall_step()
+    return lambda median_ns: median_ns > limit
 
 
 def stall(
@@ -101,7 +119,14 @@ def settled_pass(
     for _ in range(max(1, attempts)):
         before = check(calibration)  # each attempt its own pair: a slow check between two
         started = time.perf_counter()
-        log = run_timing_pass(run_once, sites, callers, budget=budget, switches=switches)
+        log = run_timing_pass(
+            run_once,
+            sites,
+            callers,
+            budget=budget,
+            switches=switches,
+            slow_reference=slow_reference(calibration),
+        )
         took = time.perf_counter() - started
         costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)
         after = check(calibration)  # attempts would not say which of them stalled
@@ -109,6 +134,7 @@ def settled_pass(
         seen += Disturbance(
             runs=log.runs * runs_per_call,
             disturbed_runs=log.disturbed_runs * runs_per_call,
+            stalled_runs=log.stalled_runs * runs_per_call,
             preempted_ns=log.preempted_ns,
         )
         score = stall(before, after, costs, calibration.machine_speed_ns)

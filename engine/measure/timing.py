@@ -11,10 +11,17 @@ slow first call must not slow every sampled call of a short function), then runs
 into them — time the thread ran: with perf records the preempted time does not count, so a
 pass on a busy machine gets about the samples an idle one gets — (never past ``max_seconds``
 of wall time). Many back-to-back runs of a cheap scenario also keep the code warm, as it is in
-a caller's loop. Around every stretch the pass calls an empty reference function, probed
-identically, ``REFERENCE_CALLS`` times (every 4th call also reads the CPU clock): its raw
-intervals give the *inside* overhead the pass subtracts, so drift of the machine's speed
-between calibration and measurement does not bias short calls.
+a caller's loop. Right before and right after every stretch the pass calls an empty reference
+function, probed identically, ``REFERENCE_CALLS`` times (every 4th call also reads the CPU
+clock): its raw intervals give the *inside* overhead the pass subtracts, so drift of the
+machine's speed between calibration and measurement does not bias short calls.
+
+Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
+whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
+judged by its two reference batches instead (``slow_reference``, from the calibrated inside
+interval): when either ran slow the CPU ran slow around the stretch, and the stretch is
+measured again (counted in ``PassLog.stalled_runs``), as a preempted one is, until half the
+pass's cap went into measuring stretches again; after that a slow stretch is kept and counted.
 
 Preemption (:mod:`~apiprof.engine.measure.switches`): with perf context-switch records the
 pass keeps the preempted intervals and :func:`~apiprof.engine.measure.costs.measure_calls`
@@ -33,7 +40,13 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from apiprof.engine.measure.callbacks import run_by_the_pass
 from apiprof.engine.measure.clockgrain import cpu_step, wall_step
-from apiprof.engine.measure.instrument import Instrumented, call_reference, choose_mechanisms
+from apiprof.engine.measure.instrument import (
+    CRecords,
+    Instrumented,
+    PyRecords,
+    call_reference,
+    choose_mechanisms,
+)
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.passlog import (
     LONG_NS,
@@ -64,6 +77,7 @@ def run_timing_pass(
     probes: str | None = None,
     reference: bool = True,
     switches: SwitchSource | None = None,
+    slow_reference: Callable[[float], bool] | None = None,
 ) -> PassLog:
     """Run the scenario with probes on ``sites`` only, for as long as ``budget`` says
     (``repeat``/``max_seconds`` are a shorthand for ``Budget(repeat, 0, max_seconds, False)``);
@@ -71,7 +85,9 @@ def run_timing_pass(
     ``cpu_every`` fixes which calls read the CPU clock (0 none, 1 all, k a random 1 in k;
     default: decided from the warm-up run). ``probes`` forces the C or Python monitoring
     callbacks. ``callers`` maps a C site's key to the code objects that call it.
-    Instrumentation is always removed, also when ``run_once`` raises."""
+    ``slow_reference`` says whether a reference batch's median interval (ns) shows a CPU
+    running slow (None: stretches are not judged). Instrumentation is always removed, also
+    when ``run_once`` raises."""
     if budget is None:
         budget = Budget(
             repeat if repeat is not None else 20,
@@ -107,7 +123,15 @@ def run_timing_pass(
             with Instrumented(
                 log, leg, callers or {}, kinds, probe_reference, probes, check
             ) as inst:
-                runs = _measure_leg(run_once, inst, budget, cpu_every, probe_reference, switches)
+                runs = _measure_leg(
+                    run_once,
+                    inst,
+                    budget,
+                    cpu_every,
+                    probe_reference,
+                    switches,
+                    slow_reference if probe_reference else None,
+                )
             log.runs = max(log.runs, runs)
     check.verify()
     return log
@@ -120,6 +144,7 @@ def _measure_leg(
     cpu_every: int | None,
     probe_reference: bool,
     switches: SwitchSource | None,
+    slow_reference: Callable[[float], bool] | None,
 ) -> int:
     """The run loop of one leg (see the module docstring); returns the runs recorded."""
     records, log = inst.records, inst.log
@@ -151,15 +176,24 @@ def _measure_leg(
         for _ in range(size):
             run_once()
         spent = time.perf_counter() - t0
+        if probe_reference:
+            call_reference(REFERENCE_CALLS)
         stretch += 1
-        if switches is not None:
-            seen = switches.stretch()
-            if seen.disturbed:
-                log.disturbed_runs += size
-                if not switches.subtracts and discarded + spent < budget.max_seconds / 2:
-                    discarded += spent
-                    records.truncate(lengths)  # measure this stretch again
-                    continue
+        again = False
+        seen = switches.stretch() if switches is not None else None
+        if switches is not None and seen is not None and seen.disturbed:
+            log.disturbed_runs += size
+            again = not switches.subtracts
+        if slow_reference is not None and _ran_slow(
+            records, len(log.sites), lengths, slow_reference
+        ):
+            log.stalled_runs += size
+            again = True
+        if again and discarded + spent < budget.max_seconds / 2:
+            discarded += spent
+            records.truncate(lengths)  # measure this stretch again
+            continue
+        if seen is not None:
             log.preempted += seen.preempted
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
@@ -171,9 +205,30 @@ def _measure_leg(
             size = min(size * 2, MAX_STRETCH_RUNS)
         if own >= budget.seconds:  # only the minimum count is left to reach
             size = min(size, budget.min_runs - runs)
-    if probe_reference:
-        call_reference(REFERENCE_CALLS)
     return runs
+
+
+def _ran_slow(
+    records: PyRecords | CRecords,
+    index: int,
+    lengths: list[tuple[int, int]],
+    slow_reference: Callable[[float], bool],
+) -> bool:
+    """Whether either reference batch around the last stretch (the reference function's
+    records, site ``index``, after ``lengths``) ran slow: the median of each batch's intervals
+    that did not read the CPU clock."""
+    enters, exits = records.since(index, lengths[index])
+    half = 2 * REFERENCE_CALLS  # each call records two numbers on entry and two on exit
+    for start in (0, half):
+        batch_in, batch_out = enters[start : start + half], exits[start : start + half]
+        intervals = [
+            batch_out[k] - batch_in[k + 1]
+            for k in range(0, min(len(batch_in), len(batch_out)) - 1, 2)
+            if batch_in[k] < 0
+        ]
+        if intervals and slow_reference(statistics.median(intervals)):
+            return True
+    return False
 
 
 def _sampling_rate(enters: Sequence[int], exits: Sequence[int]) -> int:

@@ -192,12 +192,17 @@ def busy_warnings(seen: Disturbance) -> list[str]:
         if seen.stalled_passes
         else ""
     )
+    slowed = (
+        f", {seen.stalled_runs} ran while the CPU ran slow in the middle of a pass"
+        if seen.stalled_runs
+        else ""
+    )
     return [
         f"the machine stayed busy while measuring: {seen.slow_references} of {seen.references} "
         "reference timings ran more than 1.5x slower than calibrated and "
-        f"{seen.disturbed_runs} of {seen.runs} runs were preempted{stalled} (preempted time is "
-        "subtracted, a shared CPU is not); figures may read high — scan again on a quieter "
-        "machine for reference numbers"
+        f"{seen.disturbed_runs} of {seen.runs} runs were preempted{slowed}{stalled} (preempted "
+        "time is subtracted, a shared CPU is not); figures may read high — scan again on a "
+        "quieter machine for reference numbers"
     ]
 
 
