@@ -16,7 +16,13 @@ import pytest
 from apiprof.engine.isolation.contract import violation
 from apiprof.engine.isolation.protocol import DriveCapture, Driven
 from apiprof.engine.measure import profiler
-from apiprof.engine.scenarios.capture import CapturedCall, captured_spec, shown_arguments
+from apiprof.engine.scenarios.capture import (
+    CapturedCall,
+    captured_spec,
+    capturing,
+    recorder_for,
+    shown_arguments,
+)
 from apiprof.engine.scenarios.doctexts import docstring_text, literal_blocks
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
@@ -67,6 +73,21 @@ def test_a_receiver_whose_state_points_back_at_it_is_shown_one_level_deep():
 
     shown = shown_arguments((Parser(),), {})
     assert shown == "(Parser(text='<p>', phase=<Phase>))"
+
+
+def test_calls_apiprof_itself_makes_while_capturing_are_not_the_packages():
+    # the worker encodes its protocol messages with json.dumps while an example runs: they
+    # were captured and replayed as json.dumps scenarios
+    import json
+
+    from apiprof.engine.isolation.protocol import encode
+
+    recorder = recorder_for(["json.dumps"])
+    with capturing(recorder):
+        encode("single", {"key": "from apiprof"})
+        json.dumps({"key": "from the example"})
+    [call] = recorder.results()
+    assert "from the example" in call.shown
 
 
 def test_each_measured_call_gets_a_fresh_receiver_and_only_its_own_cost_is_measured(driven):

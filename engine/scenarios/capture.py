@@ -103,6 +103,8 @@ class Recorder:
         """Record the call starting in ``frame``; False when ``code`` needs no more watching
         (not an entry point, or its calls and the origins reaching it are all kept)."""
         targets = self.targets(code)
+        if targets and _called_by_apiprof(frame):
+            return True  # apiprof's own use (the worker encoding a message), not the package's
         for qualname, how in targets:
             origins = self.reached.setdefault(qualname, [])
             arguments = self.wants_arguments(qualname)
@@ -158,6 +160,14 @@ class Recorder:
 
     def results(self) -> list[CapturedCall]:
         return [call for calls in self.calls.values() for call in calls]
+
+
+def _called_by_apiprof(frame: types.FrameType) -> bool:
+    """Whether the caller is one of apiprof's own modules: the worker sends its messages with
+    ``json.dumps`` while an example runs, and that call is not the package's."""
+    caller = frame.f_back
+    name = caller.f_globals.get("__name__", "") if caller is not None else ""
+    return isinstance(name, str) and name.startswith("apiprof.")
 
 
 def _arguments(frame: types.FrameType) -> tuple[tuple[Any, ...], dict[str, Any]]:
