@@ -10,18 +10,14 @@ import typing
 
 import pytest
 
-from apiprof.engine.scenarios import synth, synthesized, values
+from apiprof.engine.scenarios import resources, synth, synthesized, values
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.examples import example_calls, example_values
-from apiprof.engine.scenarios.heuristics import (
-    guess_from_name,
-    infer_from_usage,
-    unconstrained,
-    usage_of,
-)
+from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.synthesized import VariantSearch, find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained, usage_of
 from apiprof.model.records import ScenarioSource
 
 
@@ -170,7 +166,7 @@ def test_a_synthesised_socket_does_not_wait_for_ever():
     spec = find_synthesized_scenario("combos_pkg.peer_of", (10,))[0]
     assert spec is not None
     _, args, _ = synth.synthesize_call("combos_pkg.peer_of", None)
-    assert args[0].gettimeout() == values.SOCKET_TIMEOUT
+    assert args[0].gettimeout() == resources.SOCKET_TIMEOUT
     assert args[0].family == socket.AF_INET  # loopback TCP: socket options work on it
 
 

@@ -21,11 +21,11 @@ from apiprof.engine.scenarios.capture import (
     captured_spec,
     capturing,
     recorder_for,
-    shown_arguments,
 )
 from apiprof.engine.scenarios.doctexts import docstring_text, literal_blocks
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
+from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario

@@ -19,12 +19,13 @@ from apiprof.engine.discovery.discover import (
 from apiprof.engine.scenarios.capture import capture_examples, captured_spec, replay_call
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.doctypes import docstring_types, read_type
-from apiprof.engine.scenarios.heuristics import guess_from_name, infer_from_usage, usage_of
+from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.partial import partial_arguments
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.synth import CannotSynthesize, synthesize
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.engine.scenarios.typetext import PathMarker, TextFileMarker, evaluate_type
+from apiprof.engine.scenarios.usage import infer_from_usage, usage_of
 from apiprof.model.records import ScenarioSource
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -278,7 +279,7 @@ def _upcase_tokens(s, loc, tokens):
 
 
 def test_what_a_loop_does_with_the_items_types_the_list():
-    from apiprof.engine.scenarios.heuristics import infer_from_usage
+    from apiprof.engine.scenarios.usage import infer_from_usage
 
     usage = usage_of(_upcase_tokens, "tokens")
     assert usage is not None and usage.item_attributes == {"upper"}

@@ -4,7 +4,7 @@ the package is used there too.
 ``construct_yaml_str(self, node)`` only does ``self.construct_scalar(node)``, and it is
 ``construct_scalar`` that checks ``isinstance(node, ScalarNode)`` and reads ``node.value``;
 ``wrapper(path)`` may only call ``_read(path)``, which opens it. What a callee does with the
-argument is merged into the caller's :class:`~.heuristics.Usage`, a few calls deep. Callees are
+argument is merged into the caller's :class:`~.usage.Usage`, a few calls deep. Callees are
 ``self.method(...)`` (looked up on the class that defines the caller), ``super().method(...)``
 and plain names of the
 caller's module that are functions or classes of the same top-level package.
@@ -17,8 +17,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import fields
 
-from apiprof.engine.scenarios.heuristics import Usage, constructor_of, function_tree, usage_of
 from apiprof.engine.scenarios.signatures import defining_class
+from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree, usage_of
 
 MAX_DEPTH = 2
 """How many calls deep a parameter is followed."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine.scenarios.fields import fields_required
-from apiprof.engine.scenarios.heuristics import function_tree
+from apiprof.engine.scenarios.usage import function_tree
 
 MAX_SUBCLASSES = 8
 MAX_FACTORIES = 6

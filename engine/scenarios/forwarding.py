@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apiprof.engine.scenarios.heuristics import constructor_of, function_tree
+from apiprof.engine.scenarios.usage import constructor_of, function_tree
 
 
 def forwarding_call(function: Callable[..., object], parameter: str) -> ast.Call | None:

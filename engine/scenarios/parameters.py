@@ -35,15 +35,11 @@ from apiprof.engine.scenarios.factories import (
 )
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
-from apiprof.engine.scenarios.heuristics import (
-    guess_from_name,
-    infer_from_usage,
-    sibling_default,
-    unconstrained,
-)
+from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
 from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
 from apiprof.engine.scenarios.values import build
 from apiprof.model.records import ScenarioSource
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apiprof.engine.scenarios.heuristics import function_tree
 from apiprof.engine.scenarios.signatures import defining_class
+from apiprof.engine.scenarios.usage import function_tree
 
 MAX_KEYS = 4
 """Keys offered as argument flavours (the first few, in the registry's order)."""

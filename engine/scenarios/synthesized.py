@@ -19,7 +19,7 @@ from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
-from apiprof.engine.scenarios.capture import shown_arguments
+from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
     CONSUME_LIMIT,

@@ -23,10 +23,8 @@ import io
 import os
 import pathlib
 import random
-import re
 import socket
 import sys
-import tempfile
 import types
 import typing
 import warnings
@@ -46,11 +44,24 @@ from apiprof.engine.scenarios.heuristics import (
     SameClassMarker,
     SocketMarker,
     TracebackMarker,
-    Usage,
     guess_from_name,
-    infer_from_usage,
+)
+from apiprof.engine.scenarios.resources import (
+    ReusableText,
+    loopback_socket,
+    sandbox_directory,
+    sandbox_file,
+    traceback_value,
 )
 from apiprof.engine.scenarios.signatures import package_classes
+from apiprof.engine.scenarios.texts import (
+    WORDS,
+    json_list_text,
+    random_digits,
+    random_text,
+    random_word,
+)
+from apiprof.engine.scenarios.usage import Usage, infer_from_usage
 
 _LEAVES = (int, float, complex, str, bytes, bool, type(None))
 
@@ -60,27 +71,6 @@ def identity(*args: Any, **kwargs: Any) -> Any:
     return args[0] if args else None
 
 
-_WORDS = [
-    "lorem",
-    "ipsum",
-    "dolor",
-    "sit",
-    "amet",
-    "consectetur",
-    "adipiscing",
-    "elit",
-    "sed",
-    "do",
-    "eiusmod",
-    "tempor",
-    "incididunt",
-    "ut",
-    "labore",
-    "et",
-    "dolore",
-    "magna",
-    "aliqua",
-]
 _SEQUENCE_ORIGINS = {
     list,
     abc.Sequence,
@@ -99,29 +89,6 @@ _MAPPING_ORIGINS = {
     collections.OrderedDict,
     collections.defaultdict,
 }
-
-
-def _text(rng: random.Random, n: int) -> str:
-    words: list[str] = []
-    length = 0
-    while length < n:
-        word = rng.choice(_WORDS)
-        words.append(word)
-        length += len(word) + 1
-    return " ".join(words)[:n]
-
-
-def _word(rng: random.Random) -> str:
-    """An identifier-like word (``loremdolor``): not sized, since names do not grow with n."""
-    return rng.choice(_WORDS) + rng.choice(_WORDS)
-
-
-def _json_text(rng: random.Random, n: int) -> str:
-    return "[" + ", ".join(str(rng.randint(0, 999)) for _ in range(n)) + "]"
-
-
-def _digits(rng: random.Random, n: int) -> str:
-    return str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(max(n - 1, 0)))
 
 
 def build(annotation: Any, context: BuildContext, name: str) -> Any:
@@ -149,7 +116,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
         if not keys and (context.feeding or bool(getattr(context.warmup, "own_arguments", 0))):
-            return _word(rng)  # what is fed in becomes a key: any name will do
+            return random_word(rng)  # what is fed in becomes a key: any name will do
         if not keys:
             raise CannotSynthesize(tp.empty_reason(name))
         return context.pick(keys)
@@ -158,7 +125,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if (origin or tp) in (contextlib.AbstractContextManager, typing.ContextManager):
         # an in-memory file: a context manager that gives itself, lines to iterate, to read
         context.sized = context.files = True
-        return ReusableText(_json_text(rng, context.n).replace(", ", ",\n"))
+        return ReusableText(json_list_text(rng, context.n).replace(", ", ",\n"))
     if _is_protocol(tp):
         return _build_protocol(tp, context, name, rng)
     if tp is Any or tp is object or tp is inspect.Parameter.empty:
@@ -183,10 +150,17 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
     if tp is str:  # prose, one word (names, labels and keys reject spaces), a JSON array, digits
         named = _named_string(name)  # a format the parameter's name asks for comes first
-        options = [_text(rng, n), None, _json_text(rng, n), _digits(rng, n), _ISO_TIME, "x"]
+        options = [
+            random_text(rng, n),
+            None,
+            json_list_text(rng, n),
+            random_digits(rng, n),
+            _ISO_TIME,
+            "x",
+        ]
         text = context.pick([named, *options] if named else options)
         if text is None:
-            return _word(rng)
+            return random_word(rng)
         context.sized |= text not in (named, _ISO_TIME, "x")
         return text
     if tp in (bytes, bytearray):
@@ -204,12 +178,12 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         or (origin is typing.IO and args == (str,))
     ):
         context.sized = context.files = True
-        return io.StringIO(_json_text(rng, n))
+        return io.StringIO(json_list_text(rng, n))
     if tp in (typetext.BinaryFileMarker, typing.BinaryIO, io.BytesIO, io.BufferedIOBase) or (
         origin is typing.IO and args == (bytes,)
     ):
         context.sized = context.files = True
-        return io.BytesIO(_json_text(rng, n).encode())
+        return io.BytesIO(json_list_text(rng, n).encode())
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
         members.sort(key=lambda member: member is not guess_from_name(name))  # dt_str: str first
@@ -306,83 +280,11 @@ def _produce_once(tp: Produced, context: BuildContext, name: str) -> Any:
     return value
 
 
-class ReusableText(io.StringIO):
-    """An in-memory text file that leaving a ``with`` block (or ``close()``) only rewinds:
-    each measured call gets it open again, as the first one did."""
-
-    def close(self) -> None:
-        self.seek(0)
-
-
-def _sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
-    """A file in the temporary directory (the worker's sandbox) holding text that grows with n;
-    its path."""
-    context.sized = True
-    path = _inputs_directory() / f"{_safe(name)}-{context.n}.txt"
-    path.write_text("\n".join(_text(rng, 40) for _ in range(max(context.n // 10, 1))) + "\n")
-    return str(path)
-
-
-def _sandbox_directory(context: BuildContext, name: str, rng: random.Random) -> str:
-    """A directory in the sandbox with a few small files; its path."""
-    directory = _inputs_directory() / f"{_safe(name)}-dir"
-    directory.mkdir(exist_ok=True)
-    for index in range(3):
-        (directory / f"file{index}.txt").write_text(_text(rng, 80) + "\n")
-    return str(directory)
-
-
-def _inputs_directory() -> pathlib.Path:
-    directory = pathlib.Path(tempfile.gettempdir()) / "apiprof-inputs"
-    directory.mkdir(exist_ok=True)
-    return directory
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"\W", "_", name)
-
-
-SOCKET_TIMEOUT = 0.5
-"""Seconds a synthesised socket waits on a read or write nothing will ever satisfy."""
-_SOCKETS: list[socket.socket] = []
-"""Both ends of every socket pair handed out, so the peer stays open while the call runs."""
-
-
-def _loopback_socket(context: BuildContext, name: str, rng: random.Random) -> socket.socket:
-    """One end of a connected socket pair, its peer holding n bytes ready to be read. A call
-    that would wait for more (reading past them, writing to a full peer) fails after
-    :data:`SOCKET_TIMEOUT` instead of holding the worker until the trial's time limit."""
-    ours, theirs = _connected_pair()
-    theirs.sendall(rng.randbytes(min(context.n, 4096)))
-    ours.settimeout(SOCKET_TIMEOUT)
-    _SOCKETS.extend((ours, theirs))
-    return ours
-
-
-def _connected_pair() -> tuple[socket.socket, socket.socket]:
-    """A TCP connection over loopback (socket options, a peer address, as a network socket
-    has); a Unix socket pair where loopback TCP is refused."""
-    try:
-        with socket.create_server(("127.0.0.1", 0)) as server:
-            ours = socket.create_connection(server.getsockname(), timeout=SOCKET_TIMEOUT)
-            theirs, _ = server.accept()
-    except OSError:
-        return socket.socketpair()
-    return ours, theirs
-
-
-def _traceback(context: BuildContext, name: str, rng: random.Random) -> types.TracebackType | None:
-    try:
-        raise ValueError("synthesised")
-    except ValueError as error:
-        return error.__traceback__
-
-
 _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = {
-    typetext.PathMarker: _sandbox_file,
-    typetext.DirectoryMarker: _sandbox_directory,
-    SocketMarker: _loopback_socket,
-    TracebackMarker: _traceback,
+    typetext.PathMarker: sandbox_file,
+    typetext.DirectoryMarker: sandbox_directory,
+    SocketMarker: loopback_socket,
+    TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
 }
 
@@ -494,7 +396,7 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
         return [rng.uniform(0.0, 1000.0) for _ in range(context.n)]
     if element is str:
         named = _literal_named(name.removesuffix("s"))  # `encodings`: names of encodings
-        return [named or rng.choice(_WORDS) for _ in range(context.n)]
+        return [named or rng.choice(WORDS) for _ in range(context.n)]
     if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
         return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
@@ -517,7 +419,7 @@ def _distinct(element: Any, context: BuildContext, name: str, rng: random.Random
     if element is int:
         return rng.sample(range(context.n * 10), context.n)
     if element is str:
-        return [f"{rng.choice(_WORDS)}{i}" for i in range(context.n)]
+        return [f"{rng.choice(WORDS)}{i}" for i in range(context.n)]
     return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
 
 
@@ -526,7 +428,7 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return context.pick(list(cls))
     if issubclass(cls, (os.PathLike, pathlib.PurePath)):
         concrete = cls if issubclass(cls, pathlib.PurePath) else pathlib.Path
-        return concrete(_sandbox_file(context, name, rng))
+        return concrete(sandbox_file(context, name, rng))
     if issubclass(cls, datetime.datetime):  # aware where a method of a time zone is called
         when = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
         zone = context.receiver
@@ -543,7 +445,7 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         context.sized = True
         return array.array("i", (rng.randrange(context.n) for _ in range(context.n)))
     if issubclass(cls, socket.socket):  # annotated or stubbed: a connected one, not a bare one
-        return _loopback_socket(context, name, rng)
+        return loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
     if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects

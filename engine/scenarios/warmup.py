@@ -24,7 +24,7 @@ from typing import Any
 
 from apiprof.engine.scenarios import parameters  # a cycle: see values.py
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
-from apiprof.engine.scenarios.capture import shown_arguments
+from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
 from apiprof.model.records import ScenarioSource
 

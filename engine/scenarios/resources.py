@@ -1,0 +1,89 @@
+"""Arguments that are resources rather than values: a file or directory in the worker's sandbox,
+a connected loopback socket, an in-memory text file that survives ``close()``, a traceback."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import random
+import re
+import socket
+import tempfile
+import types
+
+from apiprof.engine.scenarios.building import BuildContext
+from apiprof.engine.scenarios.texts import random_text
+
+
+class ReusableText(io.StringIO):
+    """An in-memory text file that leaving a ``with`` block (or ``close()``) only rewinds:
+    each measured call gets it open again, as the first one did."""
+
+    def close(self) -> None:
+        self.seek(0)
+
+
+def sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
+    """A file in the temporary directory (the worker's sandbox) holding text that grows with n;
+    its path."""
+    context.sized = True
+    path = _inputs_directory() / f"{_safe(name)}-{context.n}.txt"
+    path.write_text("\n".join(random_text(rng, 40) for _ in range(max(context.n // 10, 1))) + "\n")
+    return str(path)
+
+
+def sandbox_directory(context: BuildContext, name: str, rng: random.Random) -> str:
+    """A directory in the sandbox with a few small files; its path."""
+    directory = _inputs_directory() / f"{_safe(name)}-dir"
+    directory.mkdir(exist_ok=True)
+    for index in range(3):
+        (directory / f"file{index}.txt").write_text(random_text(rng, 80) + "\n")
+    return str(directory)
+
+
+def _inputs_directory() -> pathlib.Path:
+    directory = pathlib.Path(tempfile.gettempdir()) / "apiprof-inputs"
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+SOCKET_TIMEOUT = 0.5
+"""Seconds a synthesised socket waits on a read or write nothing will ever satisfy."""
+_SOCKETS: list[socket.socket] = []
+"""Both ends of every socket pair handed out, so the peer stays open while the call runs."""
+
+
+def loopback_socket(context: BuildContext, name: str, rng: random.Random) -> socket.socket:
+    """One end of a connected socket pair, its peer holding n bytes ready to be read. A call
+    that would wait for more (reading past them, writing to a full peer) fails after
+    :data:`SOCKET_TIMEOUT` instead of holding the worker until the trial's time limit."""
+    ours, theirs = _connected_pair()
+    theirs.sendall(rng.randbytes(min(context.n, 4096)))
+    ours.settimeout(SOCKET_TIMEOUT)
+    _SOCKETS.extend((ours, theirs))
+    return ours
+
+
+def _connected_pair() -> tuple[socket.socket, socket.socket]:
+    """A TCP connection over loopback (socket options, a peer address, as a network socket
+    has); a Unix socket pair where loopback TCP is refused."""
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            ours = socket.create_connection(server.getsockname(), timeout=SOCKET_TIMEOUT)
+            theirs, _ = server.accept()
+    except OSError:
+        return socket.socketpair()
+    return ours, theirs
+
+
+def traceback_value(
+    context: BuildContext, name: str, rng: random.Random
+) -> types.TracebackType | None:
+    try:
+        raise ValueError("synthesised")
+    except ValueError as error:
+        return error.__traceback__
