@@ -306,6 +306,7 @@ def heat_strip_svg(
         return graphic(width, height, title, css, frame)
     peak = max(counts.values())
     slot = (width - 2) / len(axis)
+    size = f'width="{number(slot)}" height="{height - 2}"'  # the same for every cell
     cells: list[str] = []
     for position, index in enumerate(axis):
         n = counts.get(index, 0)
@@ -313,8 +314,7 @@ def heat_strip_svg(
             continue
         cells.append(
             f'<rect class="apiprof-cell" data-bucket="{index}" data-count="{n}" '
-            f'x="{number(1 + position * slot)}" y="1" width="{number(slot)}" '
-            f'height="{height - 2}" fill="{bucket_colour(metric, index)}" '
+            f'x="{number(1 + position * slot)}" y="1" {size} fill="{bucket_colour(metric, index)}" '
             f'fill-opacity="{number(0.2 + 0.8 * n / peak)}">{_bucket_tip(metric, index, n, words)}</rect>'
         )
     return graphic(width, height, title, css, frame, Svg("".join(cells)))
