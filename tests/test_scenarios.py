@@ -285,6 +285,12 @@ def test_try_scenario_reports_where_it_failed():
     assert reason("import sys", "sys.exit(3)") == "raised SystemExit: 3 in call"
     memory, _ = try_scenario(spec("", "raise MemoryError"))
     assert memory is not None and memory.kind == Coverage.MEMORY
+    # a package exception whose __str__ itself raises (PyYAML's marks over synthesised state)
+    # is still a rejected argument, not a crash of the entry point
+    unprintable = "class Marked(Exception):\n    def __str__(self):\n        return 'ab'[5]\n"
+    assert reason(unprintable, "raise Marked()") == (
+        "raised Marked: <its message could not be formed: IndexError> in call"
+    )
 
 
 def test_collect_combines_files_docstrings_and_synthesis(tmp_path):

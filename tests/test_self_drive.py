@@ -16,7 +16,7 @@ import pytest
 from apiprof.engine.isolation.contract import violation
 from apiprof.engine.isolation.protocol import DriveCapture, Driven
 from apiprof.engine.measure import profiler
-from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+from apiprof.engine.scenarios.capture import CapturedCall, captured_spec, shown_arguments
 from apiprof.engine.scenarios.doctexts import docstring_text, literal_blocks
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
@@ -51,6 +51,22 @@ def test_a_driver_reaches_mid_stream_methods_and_their_arguments_are_kept(driven
     assert "Scanner(text='[1, [22, 3]]', pos=1, depth=1)" in copied[0].shown  # state, no address
     [uncopyable] = [call for call in driven.calls if call.qualname == PARSE_ITEM]
     assert not uncopyable.payload and "generator" in uncopyable.problem
+
+
+def test_a_receiver_whose_state_points_back_at_it_is_shown_one_level_deep():
+    # html5lib's parser holds phases that hold the parser: showing state recursively raised
+    # RecursionError inside the capture hook, and every call captured from an example was lost
+    class Phase:
+        def __init__(self, parser: object) -> None:
+            self.parser = parser
+
+    class Parser:
+        def __init__(self) -> None:
+            self.text = "<p>"
+            self.phase = Phase(self)
+
+    shown = shown_arguments((Parser(),), {})
+    assert shown == "(Parser(text='<p>', phase=<Phase>))"
 
 
 def test_each_measured_call_gets_a_fresh_receiver_and_only_its_own_cost_is_measured(driven):

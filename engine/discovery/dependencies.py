@@ -7,6 +7,8 @@ import functools
 import importlib.metadata
 import re
 
+from apiprof.engine.discovery.messages import exception_message
+
 
 def missing_dependency(error: str, package: str) -> str:
     """The module an import failure says is missing, when it is not part of ``package`` (an
@@ -30,13 +32,14 @@ def optional_dependency(error: BaseException, package: str) -> str:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         # the error itself, or a message that quotes one (a failure to build an argument)
-        names = re.findall(r"No module named '([\w.]+)'", str(current))
+        message = exception_message(current)
+        names = re.findall(r"No module named '([\w.]+)'", message)
         if isinstance(current, ModuleNotFoundError) and current.name:
             names.insert(0, current.name)
         for name in names:
             if _normalized(name.split(".")[0]) in declared_requirements(package.split(".")[0]):
                 return name.split(".")[0]
-        extra = _extra_asked_for(str(current), package)
+        extra = _extra_asked_for(message, package)
         if extra:
             return extra
         current = current.__cause__ or current.__context__

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine.discovery.dependencies import missing_dependency
+from apiprof.engine.discovery.messages import exception_message
 from apiprof.errors import PackageNotFound, UsageError
 from apiprof.model.records import EntryKind, EntryPoint
 
@@ -51,7 +52,7 @@ class Discovery:
 
 def describe_exception(error: BaseException) -> str:
     """``"ExcType: message"``, the form failures are reported in."""
-    return f"{type(error).__name__}: {error}".rstrip(": ")
+    return f"{type(error).__name__}: {exception_message(error)}".rstrip(": ")
 
 
 def discover(package: str) -> Discovery:

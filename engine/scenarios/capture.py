@@ -27,7 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apiprof.engine.discovery.discover import Discovery, measurable, resolve_object
+from apiprof.engine.discovery.discover import (
+    Discovery,
+    describe_exception,
+    measurable,
+    resolve_object,
+)
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
@@ -139,7 +144,7 @@ class Recorder:
             data = temppaths.dumps(args, kwargs)
         except Exception as error:
             if not any(c.problem for c in self.calls[qualname]):
-                problem = f"{type(error).__name__}: {error}"[:200]
+                problem = describe_exception(error)[:200]
                 self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
             return
         if len(data) > MAX_PAYLOAD:
@@ -183,15 +188,28 @@ def shown_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], limit: int = 
 
 
 def _short_repr(value: object, limit: int = 60) -> str:
-    """``repr(value)`` shortened; an object without a repr of its own shows its state (a
-    receiver captured mid-stream: ``Scanner(text='[1, 2]', pos=1, depth=1)``), not its address."""
-    state = getattr(value, "__dict__", None)
-    if type(value).__repr__ is object.__repr__ and isinstance(state, dict) and state:
-        inner = ", ".join(f"{k}={_short_repr(v, 24)}" for k, v in list(state.items())[:8])
+    """``repr(value)`` shortened; an object without a repr of its own shows its state one level
+    deep (a receiver captured mid-stream: ``Scanner(text='[1, 2]', pos=1, depth=1)``), not its
+    address. One level only: a parser's state points back at the parser."""
+    try:
+        state = getattr(value, "__dict__", None)
+    except Exception:  # a property or __getattr__ that raises: show the type
+        state = None
+    if _default_repr(value) and isinstance(state, dict) and state:
+        inner = ", ".join(f"{k}={_plain_repr(v, 24)}" for k, v in list(state.items())[:8])
         text = f"{type(value).__name__}({inner})"
         return text if len(text) <= 2 * limit else text[: 2 * limit - 1] + "…"
+    return _plain_repr(value, limit)
+
+
+def _default_repr(value: object) -> bool:
+    return type(value).__repr__ is object.__repr__
+
+
+def _plain_repr(value: object, limit: int) -> str:
+    """The value's own ``repr`` shortened, or ``<Type>`` where it has none (or it raises)."""
     try:
-        text = repr(value) if type(value).__repr__ is not object.__repr__ else ""
+        text = "" if _default_repr(value) else repr(value)
     except Exception:
         text = ""
     text = text or f"<{type(value).__name__}>"
