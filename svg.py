@@ -306,6 +306,7 @@ def heat_strip_svg(
         return graphic(width, height, title, css, frame)
     peak = max(counts.values())
     slot = (width - 2) / len(axis)
+    size = f'width="{number(slot)}" height="{height - 2}"'  # the same for every cell
     cells: list[str] = []
     for position, index in enumerate(axis):
         n = counts.get(index, 0)
@@ -313,8 +314,7 @@ def heat_strip_svg(
             continue
         cells.append(
             f'<rect class="apiprof-cell" data-bucket="{index}" data-count="{n}" '
-            f'x="{number(1 + position * slot)}" y="1" width="{number(slot)}" '
-            f'height="{height - 2}" fill="{bucket_colour(metric, index)}" '
+            f'x="{number(1 + position * slot)}" y="1" {size} fill="{bucket_colour(metric, index)}" '
             f'fill-opacity="{number(0.2 + 0.8 * n / peak)}">{_bucket_tip(metric, index, n, words)}</rect>'
         )
     return graphic(width, height, title, css, frame, Svg("".join(cells)))
@@ -325,6 +325,10 @@ def _log_ticks(low: float, high: float) -> list[float]:
     first, last = math.ceil(math.log10(low) - 1e-9), math.floor(math.log10(high) + 1e-9)
     ticks = [10.0**e for e in range(first, last + 1)]
     return ticks if len(ticks) >= 2 else [low, high]
+
+
+CURVE_STEPS = 40
+"""Segments of a drawn growth curve, evenly spaced on the log size axis."""
 
 
 def growth_svg(
@@ -350,8 +354,13 @@ def growth_svg(
         x_low, x_high = x_low / 2, x_high * 2
     curve: list[tuple[float, float]] = []
     if fit:  # evenly spaced on the log axis: smooth at every scale
+        # a constant is one straight segment: its two ends draw exactly the line 41 points draw
+        # (most fits are constant, and the curve's points were most of a chart's cost)
+        steps = 1 if fit.constant else CURVE_STEPS
         ratio = x_high / x_low
-        curve = [(x, fit.predict(x)) for x in (x_low * ratio ** (i / 40) for i in range(41))]
+        curve = [
+            (x, fit.predict(x)) for x in (x_low * ratio ** (i / steps) for i in range(steps + 1))
+        ]
     ys = [y for _x, y in sized + curve if y > 0 and math.isfinite(y)] or [1.0, 10.0]
     y_low, y_high = min(ys) / 1.3, max(ys) * 1.3
     lx_low, lx_span = math.log10(x_low), math.log10(x_high) - math.log10(x_low)

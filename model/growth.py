@@ -40,6 +40,11 @@ class GrowthFit:
     r2: float  # coefficient of determination on the relative scale (1.0 = perfect)
     points: int
 
+    @property
+    def constant(self) -> bool:
+        """The fitted cost is the same at every size (a flat line on any axes)."""
+        return self.growth_class == "O(1)"
+
     def predict(self, n: float) -> float:
         if self.growth_class == "O(2^n)":
             return self.intercept * math.exp(self.coefficient * n)

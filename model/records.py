@@ -40,8 +40,7 @@ class Metric(enum.StrEnum):
 
     @property
     def unit(self) -> str:
-        units = {"wall_ns": "ns", "cpu_ns": "ns", "consume_wall_ns": "ns", "calls_per_run": "calls"}
-        return units.get(self.value, "B")
+        return _UNITS.get(self.value, "B")
 
     @property
     def label(self) -> str:
@@ -56,6 +55,8 @@ class Metric(enum.StrEnum):
         return self in (Metric.IO_READ, Metric.IO_WRITE)
 
 
+# read for every number a page formats (is_time): one dict, not one per call
+_UNITS = {"wall_ns": "ns", "cpu_ns": "ns", "consume_wall_ns": "ns", "calls_per_run": "calls"}
 _METRIC_LABELS = {
     Metric.WALL: "wall time",
     Metric.CPU: "CPU time (sampled calls)",

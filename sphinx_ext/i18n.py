@@ -11,7 +11,7 @@ from functools import lru_cache
 from gettext import NullTranslations
 from pathlib import Path
 
-from sphinx.locale import get_translator, is_translator_registered, translators
+from sphinx.locale import translators
 
 from apiprof.svg import Words
 
@@ -35,9 +35,10 @@ def _lookup(translator: NullTranslations, message: str) -> str:
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """Plural-aware translation (``get_translation`` has no plural form on every Sphinx)."""
-    if not is_translator_registered(CATALOG):
+    translator = translators.get(_KEY)  # is_translator_registered + get_translator, one lookup
+    if translator is None:
         return singular if n == 1 else plural
-    return get_translator(CATALOG).ngettext(singular, plural, n)
+    return translator.ngettext(singular, plural, n)
 
 
 def graphic_words() -> Words:

@@ -8,6 +8,7 @@ the words go through :mod:`apiprof.sphinx_ext.i18n`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -155,16 +156,16 @@ def summary_figures(summary: ApiSummary) -> tuple[Figure, ...]:
     return tuple(figures)
 
 
-def strip_description(metric: Metric, hist: Summarised) -> str:
-    """What a heat strip shows, for screen readers and tooltips (its legend in words)."""
-    counts = hist.counts()
+def strip_description(metric: Metric, counts: Mapping[int, int], samples: int) -> str:
+    """What a heat strip of ``counts`` shows, for screen readers and tooltips (its legend in
+    words)."""
     low, high = min(counts), max(counts)
     return _(
         "%(metric)s of %(samples)s calls, from %(low)s to %(high)s; colour shows the cost "
         "(blue cheap, red expensive), strength the share of calls"
     ) % {
         "metric": metric_label(metric),
-        "samples": hist.count,
+        "samples": samples,
         "low": format_bucket_range(metric, low).split(" – ")[0],
         "high": format_bucket_range(metric, high).split(" – ")[-1],
     }
@@ -172,9 +173,10 @@ def strip_description(metric: Metric, hist: Summarised) -> str:
 
 def heat_strip(metric: Metric, hist: Summarised, width: int = 160) -> Markup:
     """A histogram's heat strip, described in words for screen readers and tooltips."""
-    title = strip_description(metric, hist)
+    counts = hist.counts()  # parsed once: stored figures keep them as text
+    title = strip_description(metric, counts, hist.count)
     return Markup(
-        svg.heat_strip_svg(hist.counts(), metric, title=title, width=width, words=graphic_words())
+        svg.heat_strip_svg(counts, metric, title=title, width=width, words=graphic_words())
     )
 
 
@@ -435,7 +437,8 @@ def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> Mar
     metric = piece.metric
     median, p90 = figures(piece)
     title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
-    return Markup(f'<td title="{text(title)}">{text(format_value(metric, median))}</td>')
+    # a formatted number holds no character HTML escapes (digits, units, "—")
+    return Markup(f'<td title="{text(title)}">{format_value(metric, median)}</td>')
 
 
 # -- lab scan next to real programs ------------------------------------------------------------

@@ -146,6 +146,24 @@ def test_growth_chart_draws_points_and_the_fitted_curve():
     assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1])  # log axis: 10, 100, 1000 evenly spaced
 
 
+def test_a_constant_growth_curve_is_its_two_ends():
+    """41 points of a flat line draw the same line as its two ends, for a fraction of the cost."""
+    fit = fit_growth([10, 100, 1000], [50.0, 51.0, 50.0])
+    assert fit is not None and fit.constant
+    root = parse(
+        svg.growth_svg([(10, 50.0), (100, 51.0), (1000, 50.0)], fit, Metric.WALL, title="g")
+    )
+    [curve] = [
+        p
+        for p in root.iter("{http://www.w3.org/2000/svg}polyline")
+        if p.get("class") == "apiprof-fit"
+    ]
+    ends = [tuple(map(float, point.split(","))) for point in curve.get("points").split()]
+    assert len(ends) == 2 and ends[0][1] == ends[1][1]  # horizontal
+    circles = [float(c.get("cx")) for c in root.iter("{http://www.w3.org/2000/svg}circle")]
+    assert (ends[0][0], ends[1][0]) == (min(circles), max(circles))  # spans every measured size
+
+
 def test_growth_chart_without_fit_draws_only_points():
     root = parse(svg.growth_svg([(1, 5.0), (2, 6.0)], None, Metric.ALLOC_INCL, title="g"))
     assert not [
