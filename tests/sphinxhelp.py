@@ -120,18 +120,27 @@ def make_project(tmp: Path, *, database: str = "good") -> Path:
 
 
 def build_logged(
-    srcdir: Path, buildername: str = "html", *, warningiserror: bool = False, **confoverrides
+    srcdir: Path,
+    buildername: str = "html",
+    *,
+    warningiserror: bool = False,
+    parallel: int = 0,
+    builddir: Path | None = None,
+    **confoverrides,
 ) -> tuple[SphinxTestApp, str, str]:
-    """Build and return the app, its warnings and its status output (the app is cleaned up)."""
+    """Build and return the app, its warnings and its status output (the app is cleaned up).
+    The output goes beside ``srcdir`` unless ``builddir`` says where (a source tree that is not
+    a temporary copy, such as the project's own docs)."""
     warnings, status = StringIO(), StringIO()
     app = SphinxTestApp(
         buildername,
         srcdir=srcdir,
-        builddir=srcdir.parent / f"_build-{buildername}",
+        builddir=builddir or srcdir.parent / f"_build-{buildername}",
         confoverrides=confoverrides,
         status=status,
         warning=warnings,
         warningiserror=warningiserror,
+        parallel=parallel,
     )
     try:
         app.build()

@@ -3,11 +3,9 @@ incremental and parallel rebuilds, and the project's own docs."""
 
 from __future__ import annotations
 
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from sphinx.testing.util import SphinxTestApp
 from sphinxhelp import (
     COUNTS,
     ENV,
@@ -158,20 +156,7 @@ def test_database_appearing_later_fills_in_the_summaries(tmp_path):
 
 
 def test_parallel_build_matches_serial(tmp_path, html_build):
-    srcdir = make_project(tmp_path)
-    warnings = StringIO()
-    app = SphinxTestApp(
-        "html",
-        srcdir=srcdir,
-        builddir=tmp_path / "_build-par",
-        parallel=2,
-        status=StringIO(),
-        warning=warnings,
-    )
-    try:
-        app.build()
-    finally:
-        app.cleanup()
+    app, _ = build(make_project(tmp_path), parallel=2)
     _, outdir, _ = html_build
     for doc in ("index.html", "api.html"):
         assert bars_by_metric(Path(app.outdir) / doc, "apiprof-demo-mod-parse") == bars_by_metric(
@@ -236,21 +221,10 @@ def test_project_docs_build_with_the_extension(tmp_path):
             environment=ENV,
         )
     db.close()
-    warnings = StringIO()
-    app = SphinxTestApp(
-        "html",
-        srcdir=Path(__file__).parent.parent / "docs",
-        builddir=tmp_path / "_build",
-        confoverrides={"apiprof_db": str(db_path)},
-        status=StringIO(),
-        warning=warnings,
-    )
-    try:
-        app.build()
-    finally:
-        app.cleanup()
+    docs = Path(__file__).parent.parent / "docs"
+    app, warnings = build(docs, builddir=tmp_path / "_build", apiprof_db=str(db_path))
     out = Path(app.outdir)
-    assert "apiprof" not in warnings.getvalue(), warnings.getvalue()
+    assert "apiprof" not in warnings, warnings
     assert bars_by_metric(out / "index.html", "apiprof-json-dumps")[str(Metric.CPU)] == {
         12: 40,
         13: 10,
