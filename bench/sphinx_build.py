@@ -2,7 +2,7 @@
 (furo, autodoc, viewcode) built with and without ``apiprof.sphinx_ext`` over a real scan of
 more-itertools, side by side in one run.
 
-    python bench/sphinx_build.py [--repeat 5] [--work DIR] [--jobs 1]
+    python bench/sphinx_build.py [--repeat 5] [--work DIR] [--jobs 1] [--baseline DIR]
 
 The script makes its own virtual environment under ``--work`` (apiprof from this checkout, the
 pinned more-itertools and furo), unpacks more-itertools' source distribution for its ``docs/``,
@@ -16,6 +16,10 @@ both plain and with ``html_baseurl`` set (every page then has its own canonical 
 the medians (and the best runs: on a shared machine the least disturbed run is the steadiest
 figure) and the with/without ratios. Goals: full build ≤ 1.15×, and a no-op rebuild that
 rewrites no drill-down page.
+
+``--baseline DIR`` adds a third side: the extension from another apiprof checkout (say main's,
+``git archive main | tar -x -C DIR``), installed in its own venv, so a change is measured
+before and after in the same interleaved rounds.
 """
 
 from __future__ import annotations
@@ -44,13 +48,19 @@ def run(command: list[str | Path], **kwargs) -> None:
     subprocess.run([str(c) for c in command], check=True, **kwargs)
 
 
-def prepare(work: Path, python: str) -> tuple[Path, Path, Path]:
-    """(venv python, docs source folder, scan database), made once and reused."""
-    venv = work / "venv"
+def make_venv(venv: Path, python: str, checkout: Path) -> Path:
+    """A venv with apiprof from ``checkout`` and the pinned packages (made once); its python."""
     py = venv / "bin" / "python"
     if not py.exists():
         run([python, "-m", "venv", venv])
-        run([py, "-m", "pip", "install", "-q", "-e", REPO, *PINNED])
+        run([py, "-m", "pip", "install", "-q", "-e", checkout, *PINNED])
+    return py
+
+
+def prepare(work: Path, python: str) -> tuple[Path, Path, Path]:
+    """(venv python, docs source folder, scan database), made once and reused."""
+    venv = work / "venv"
+    py = make_venv(venv, python, REPO)
     source = work / f"{PACKAGE}-{VERSION}"
     if not source.exists():
         download = work / "download"
@@ -138,22 +148,31 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def report(label: str, without: list[Timing], with_ext: list[Timing]) -> None:
-    for name, runs in (("without", without), ("with", with_ext)):
+def report(label: str, runs_by_side: dict[str, list[Timing]]) -> None:
+    """Each side's medians and runs, then every extension side's ratios to ``without``."""
+    for name, runs in runs_by_side.items():
         print(
             f"  {label:<15} {name:<8} CPU median {median([r.cpu for r in runs]):6.2f} s "
             f"(best {min(r.cpu for r in runs):.2f}), wall median {median([r.wall for r in runs]):6.2f} s, "
             f"files rewritten {median([r.rewritten for r in runs]):.0f} (apiprof pages "
             f"{median([r.pages_rewritten for r in runs]):.0f}; CPU runs: "
             + ", ".join(f"{r.cpu:.2f}" for r in runs)
+            + "; wall runs: "
+            + ", ".join(f"{r.wall:.2f}" for r in runs)
             + ")"
         )
-    cpu = median([r.cpu for r in with_ext]) / median([r.cpu for r in without])
-    best = min(r.cpu for r in with_ext) / min(r.cpu for r in without)
-    wall = median([r.wall for r in with_ext]) / median([r.wall for r in without])
-    print(
-        f"  {label:<15} ratio with/without: CPU {cpu:.3f}× (best runs {best:.3f}×), wall {wall:.3f}×"
-    )
+    without = runs_by_side["without"]
+    for name, runs in runs_by_side.items():
+        if name == "without":
+            continue
+        cpu = median([r.cpu for r in runs]) / median([r.cpu for r in without])
+        best = min(r.cpu for r in runs) / min(r.cpu for r in without)
+        wall = median([r.wall for r in runs]) / median([r.wall for r in without])
+        per_round = ", ".join(f"{r.cpu / w.cpu:.2f}" for r, w in zip(runs, without, strict=True))
+        print(
+            f"  {label:<15} ratio {name}/without: CPU {cpu:.3f}× (best runs {best:.3f}×; "
+            f"per round {per_round}), wall {wall:.3f}×"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -167,28 +186,38 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--python", default=sys.executable, help="interpreter for the venv")
     parser.add_argument("--jobs", type=int, default=1, help="sphinx-build -j")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another apiprof checkout whose extension is measured too, as side 'baseline'",
+    )
     args = parser.parse_args(argv)
-    args.work.mkdir(parents=True, exist_ok=True)
-    py, source, database = prepare(args.work.resolve(), args.python)
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    py, source, database = prepare(work, args.python)
+    pythons = {"without": py, "with": py}
+    if args.baseline:
+        pythons["baseline"] = make_venv(work / "baseline-venv", args.python, args.baseline)
     print(f"{PROJECT} {VERSION} docs with furo; database {database}")
     for baseurl in (False, True):
         sides = {
-            "without": make_side(source, args.work / "without", None, baseurl),
-            "with": make_side(source, args.work / "with", database, baseurl),
+            side: make_side(source, work / side, None if side == "without" else database, baseurl)
+            for side in pythons
         }
-        full: dict[str, list[Timing]] = {"without": [], "with": []}
-        noop: dict[str, list[Timing]] = {"without": [], "with": []}
+        full: dict[str, list[Timing]] = {side: [] for side in sides}
+        noop: dict[str, list[Timing]] = {side: [] for side in sides}
         for _ in range(args.repeat):
             for side, docs in sides.items():
-                full[side].append(build(py, docs, fresh=True, jobs=args.jobs))
-                noop[side].append(build(py, docs, fresh=False, jobs=args.jobs))
+                full[side].append(build(pythons[side], docs, fresh=True, jobs=args.jobs))
+                noop[side].append(build(pythons[side], docs, fresh=False, jobs=args.jobs))
         pages = rewritten_pages(sides["with"])
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(
             f"{'with html_baseurl' if baseurl else 'plain'}: {pages} drill-down pages, "
-            f"{args.repeat} rounds"
+            f"{args.repeat} rounds; load average now {load}"
         )
-        report("full build", full["without"], full["with"])
-        report("no-op rebuild", noop["without"], noop["with"])
+        report("full build", full)
+        report("no-op rebuild", noop)
 
 
 if __name__ == "__main__":

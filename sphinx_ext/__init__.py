@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from docutils import nodes as docutils_nodes
 from sphinx.application import Sphinx
 from sphinx.config import ENUM
 
@@ -28,15 +27,6 @@ def add_static_path(app: Sphinx) -> None:
     only when it changed), the way sphinx-copybutton ships its assets."""
     if str(STATIC) not in app.config.html_static_path:
         app.config.html_static_path.append(str(STATIC))
-
-
-def unwrap_for_other_builders(app: Sphinx, doctree: docutils_nodes.document, _docname: str) -> None:
-    """``doctree-resolved``: outside HTML a summary is its text paragraph, so every builder —
-    including third-party ones that know nothing of our node — can write it."""
-    if app.builder.format == "html":
-        return
-    for node in list(doctree.findall(nodes.apiprof_summary)):
-        node.replace_self(node.children)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -97,7 +87,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-merge-info", envdata.merge_info)
     app.connect("env-updated", pages.assign_pages)
     app.connect("object-description-transform", autodoc.annotate_description)
-    app.connect("doctree-resolved", unwrap_for_other_builders)
+    app.connect("doctree-resolved", nodes.fill_summaries)
     app.connect("missing-reference", linking.resolve_index_reference)
     app.connect("html-collect-pages", pages.write_pages)
     app.connect("build-finished", latex.copy_style)

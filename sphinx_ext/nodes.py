@@ -1,9 +1,12 @@
-"""The ``apiprof_summary`` node: made at read time from the database, drawn by each builder.
+"""The ``apiprof_summary`` node: placed at read time, filled from the database when written.
 
-The node carries a ready :class:`~apiprof.sphinx_ext.views.SummaryView`, and its children are
-a plain paragraph — the text fallback that LaTeX, text, man, texinfo and any other builder
-render as-is. HTML builders replace the children with the graphic summary and a link to the
-drill-down page.
+Read time stores only what to show — the API's name, the metrics and the form — so doctrees
+stay small to pickle (to disk, and between ``-j`` processes) and hold no views for the cycle
+collector to walk during the rest of the build. When a doctree is resolved for writing
+(:func:`fill_summaries`), each node gets its :class:`~apiprof.sphinx_ext.views.SummaryView`,
+made from the stored figures, and a plain paragraph — the text fallback that LaTeX, text, man,
+texinfo and any other builder render as-is (and that the HTML search index reads). HTML
+builders draw the graphic summary and a link to the drill-down page instead.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from docutils import nodes
+from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
@@ -21,13 +25,14 @@ from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.profiles import profiles_for
 from apiprof.sphinx_ext.render import render_summary
-from apiprof.sphinx_ext.views import view_summary
+from apiprof.sphinx_ext.views import SummaryView, unprofiled_reason, view_summary
 
 logger = logging.getLogger(__name__)
 
 
 class apiprof_summary(nodes.General, nodes.Element):
-    """Cost summary of one API (attributes: qualname, canonical, view, compact, anchor)."""
+    """Cost summary of one API (attributes: qualname, canonical, metrics, compact, anchor;
+    ``view`` once the doctree is resolved)."""
 
 
 @cycle_collector_paused()
@@ -51,23 +56,47 @@ def make_summary(
     note_lookup(env, env.docname, name)
     summary = profiles.lookup(name)
     canonical = summary.qualname if summary else name
-    view = view_summary(canonical, summary, metrics, compact=compact)
     node = apiprof_summary(
-        qualname=name, canonical=canonical, view=view, compact=compact, anchor=""
+        qualname=name, canonical=canonical, metrics=list(metrics), compact=compact, anchor=""
     )
-    text = view.compact_text if compact else view.full_text()
-    fallback = nodes.paragraph(
-        text, _("Cost") + ": " + text if compact else text, classes=["apiprof-text"]
-    )
-    fallback["translatable"] = False  # numbers, not prose: keep them out of gettext catalogs
-    node += fallback
-    if view.profiled:
+    if summary is not None and summary.profiled:
         record_use(env, env.docname, canonical, target)
     elif profiles.usable:
         note_unprofiled(
-            env, name, view.reason, known=summary is not None, typed=typed, location=location
+            env,
+            name,
+            unprofiled_reason(summary),
+            known=summary is not None,
+            typed=typed,
+            location=location,
         )
     return node
+
+
+def summary_view(env: BuildEnvironment, node: apiprof_summary) -> SummaryView:
+    """What ``node`` shows, from the database as this build reads it."""
+    summary = profiles_for(env).lookup(node["qualname"])
+    return view_summary(node["canonical"], summary, node["metrics"], compact=node["compact"])
+
+
+@cycle_collector_paused()
+def fill_summaries(app: Sphinx, doctree: nodes.document, _docname: str) -> None:
+    """``doctree-resolved``: give each summary its view and text fallback. Outside HTML the
+    summary becomes that paragraph, so every builder — including third-party ones that know
+    nothing of our node — can write it."""
+    html = app.builder.format == "html"
+    for node in list(doctree.findall(apiprof_summary)):
+        view = summary_view(app.env, node)
+        text = view.compact_text if node["compact"] else view.full_text()
+        fallback = nodes.paragraph(
+            text, _("Cost") + ": " + text if node["compact"] else text, classes=["apiprof-text"]
+        )
+        fallback["translatable"] = False  # numbers, not prose: keep them out of gettext catalogs
+        if html:
+            node["view"] = view
+            node[:] = [fallback]
+        else:
+            node.replace_self(fallback)
 
 
 def note_unprofiled(
@@ -99,19 +128,18 @@ def note_unprofiled(
 
 def visit_summary_html(translator: Any, node: apiprof_summary) -> None:
     builder = translator.builder
+    view = node.get("view") or summary_view(builder.env, node)  # resolved without our handler
     pages: dict[str, str] = getattr(builder.env, "apiprof_page_names", {})
-    page = pages.get(node["canonical"]) if node["view"].profiled else None
+    page = pages.get(node["canonical"]) if view.profiled else None
     page_url = builder.get_relative_uri(builder.current_docname, page) if page else ""
     translator.body.append(
-        render_summary(
-            node["view"], compact=node["compact"], page_url=page_url, anchor=node["anchor"]
-        )
+        render_summary(view, compact=node["compact"], page_url=page_url, anchor=node["anchor"])
     )
     raise nodes.SkipNode
 
 
 def visit_summary_text(_translator: Any, _node: apiprof_summary) -> None:
-    """Non-HTML builders render the fallback paragraph the node already holds."""
+    """Non-HTML builders render the fallback paragraph :func:`fill_summaries` put in place."""
 
 
 def depart_summary_text(_translator: Any, _node: apiprof_summary) -> None:
