@@ -24,7 +24,7 @@ from apiprof.sphinx_ext.envdata import note_lookup, record_use
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.profiles import profiles_for
-from apiprof.sphinx_ext.render import render_summary
+from apiprof.sphinx_ext.summary_html import summary_html
 from apiprof.sphinx_ext.views import SummaryView, unprofiled_reason, view_summary
 
 logger = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def visit_summary_html(translator: Any, node: apiprof_summary) -> None:
     page = pages.get(node["canonical"]) if view.profiled else None
     page_url = builder.get_relative_uri(builder.current_docname, page) if page else ""
     translator.body.append(
-        render_summary(view, compact=node["compact"], page_url=page_url, anchor=node["anchor"])
+        summary_html(view, compact=node["compact"], page_url=page_url, anchor=node["anchor"])
     )
     raise nodes.SkipNode
 

@@ -1,8 +1,11 @@
 """HTML fragments from the jinja2 templates in ``templates/`` (autoescaped; SVGs arrive as Markup).
 
-The drill-down pages are rendered here to a body fragment and then handed to the theme's
-``page.html``, so they wear whatever theme the project uses. Templates translate their words
-with ``_()``/``ngettext()`` through apiprof's message catalog (:mod:`apiprof.sphinx_ext.i18n`).
+The cost index and the colour legend are rendered here to body fragments that the theme's
+``page.html`` wraps, so they wear whatever theme the project uses (the drill-down page bodies
+and summary blocks, drawn hundreds of times a build, are built in Python:
+:mod:`~apiprof.sphinx_ext.page_body`, :mod:`~apiprof.sphinx_ext.summary_html`). Templates
+translate their words with ``_()``/``ngettext()`` through apiprof's message catalog
+(:mod:`apiprof.sphinx_ext.i18n`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.sphinx_ext.i18n import _, ngettext
-from apiprof.sphinx_ext.views import SummaryView
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -57,13 +59,6 @@ def _markup_ngettext(singular: str, plural: str, num: int, **variables: Any) -> 
 
 def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
-
-
-def render_summary(
-    view: SummaryView, *, compact: bool, page_url: str = "", anchor: str = ""
-) -> str:
-    """The block shown in an API's documentation (compact line or full card)."""
-    return render("summary.html", view=view, compact=compact, page_url=page_url, anchor=anchor)
 
 
 def render_legend() -> Markup:
