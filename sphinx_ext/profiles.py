@@ -134,7 +134,10 @@ class Profiles:
     _names: list[str] | None = None
     _slices: dict[str, list[ScenarioSlice]] | None = None  # read with the summaries: every
     # API's, or (with stored figures) those of APIs with collected measurements; the rest are
-    _stored: StoredSlices | None = None  # made from their stored figures when asked for
+    # made from their stored figures, read at the first drill-down page (after the documents:
+    # rows held through the reading phase lengthen its cycle collections)
+    _figures_stored: bool = False
+    _stored: StoredSlices | None = None
     _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
 
     @property
@@ -226,7 +229,7 @@ class Profiles:
 
         collected = details.collected_qualnames(db)
         if figures.has_current_figures(db):
-            self._stored = figures.StoredSlices(db)
+            self._figures_stored = True
             summaries = query.all_summaries(db, pooled=figures.stored_pooled(db))
             names = sorted(collected & set(summaries))
             breakdowns = query.scenario_breakdowns(db, names) if names else {}
@@ -251,8 +254,12 @@ class Profiles:
         if self._slices is None:
             self.lookup("")
         found = (self._slices or {}).get(qualname)
-        if found is None and self._stored is not None:
-            return self._stored.slices(qualname)
+        if found is None and self._figures_stored:
+            if self._stored is None:
+                from apiprof.db.figures import StoredSlices
+
+                self._stored = self.read(StoredSlices)
+            return self._stored.slices(qualname) if self._stored is not None else []
         return found or []
 
     def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:

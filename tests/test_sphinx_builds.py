@@ -3,6 +3,7 @@ incremental and parallel rebuilds, and the project's own docs."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from apiprof.model.records import (
     EntryPoint,
     Metric,
 )
+from apiprof.sphinx_ext.nodes import apiprof_summary
 
 html_build = pytest.fixture(scope="module")(build_html_once)
 
@@ -165,6 +167,27 @@ def test_parallel_build_matches_serial(tmp_path, html_build):
     assert sorted(p.name for p in (Path(app.outdir) / "apiprof").iterdir()) == sorted(
         p.name for p in (outdir / "apiprof").iterdir()
     )
+
+
+def test_stored_doctrees_say_what_to_show_and_writing_draws_it(html_build):
+    """Doctrees (pickled to disk, and between ``-j`` processes) keep each summary as the API's
+    name, metrics and form only; its figures are drawn when the page is written, where the
+    search index reads their words too."""
+    _, outdir, _ = html_build
+    doctree = pickle.loads((outdir.parent / "doctrees" / "index.doctree").read_bytes())
+    stored = list(doctree.findall(apiprof_summary))
+    assert {n["qualname"] for n in stored} == {
+        "demo_mod.parse",
+        "demo_mod.render",
+        "demo_mod.parse_alias",
+        "demo_mod.unprofiled",
+    }
+    for node in stored:
+        assert not node.children and "view" not in node.attributes
+        assert isinstance(node["compact"], bool)
+        assert all(isinstance(m, str) for m in node["metrics"])
+    # "calls measured in 1 scenario": words only the full summary's text holds
+    assert "measur" in (outdir / "searchindex.js").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("buildername", ["dirhtml", "singlehtml", "epub"])
