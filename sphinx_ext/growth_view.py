@@ -15,7 +15,6 @@ from apiprof.format import format_value
 from apiprof.model.growth import GrowthFit
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
-from apiprof.sphinx_ext.rows import Cell, rows
 from apiprof.sphinx_ext.views import SliceFigures, metric_label
 
 if TYPE_CHECKING:
@@ -120,22 +119,16 @@ def _growth_view(
         "scenario": row.scenario_id,
         "growth": row.growth_class,
     }
-    table: list[tuple[dict[str, str], tuple[Cell, ...]]] = []
-    worst = (0.0, 0.0)
+    table: list[str] = []  # rows as rows() writes them: every cell is a formatted number,
+    worst = (0.0, 0.0)  # which holds no character HTML escapes
     for n, y in points:
         predicted = fit.predict(n)
         gap = _gap(y, predicted)
         worst = max(worst, (abs(gap), n))
         table.append(
-            (
-                {},
-                (
-                    f"{n:g}",
-                    format_value(row.metric, y),
-                    format_value(row.metric, predicted),
-                    f"{gap:+.0%}" if math.isfinite(gap) else "—",
-                ),
-            )
+            f"<tr><td>{n:g}</td><td>{format_value(row.metric, y)}</td>"
+            f"<td>{format_value(row.metric, predicted)}</td>"
+            f"<td>{f'{gap:+.0%}' if math.isfinite(gap) else '—'}</td></tr>"
         )
     if points and math.isfinite(worst[0]):
         quality += "; " + _(
@@ -148,7 +141,7 @@ def _growth_view(
         growth_class=row.growth_class,
         formula=growth_formula(row),
         quality=quality,
-        point_rows=rows(table),
+        point_rows=Markup("\n".join(table)),
         chart_svg=Markup(
             svg.growth_svg(
                 points, fit, row.metric, title=title, size_axis=axis, words=graphic_words()

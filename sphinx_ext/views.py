@@ -22,7 +22,7 @@ from apiprof.model.histogram import Histogram
 from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
-from apiprof.sphinx_ext.rows import Cell, cell, rows, text
+from apiprof.sphinx_ext.rows import cell, rows, text
 
 if TYPE_CHECKING:
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
@@ -404,7 +404,9 @@ class ScenarioTable:
 def scenario_table(
     slices: list[ScenarioSlice], figures: SliceFigures | None = None
 ) -> ScenarioTable:
-    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size."""
+    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. The rows
+    are written as :func:`~apiprof.sphinx_ext.rows.rows` writes them, without its per-cell
+    checks: a build writes ~10k of these cells."""
     figures = figures or SliceFigures()
     shown = [s for s in slices if worth_showing(s.metric, s.rows)]
     present = {s.metric for s in shown}
@@ -413,36 +415,39 @@ def scenario_table(
     for piece in slices:
         grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
     spans = Counter(scenario_id for scenario_id, _size in grouped)
-    tip = _("p90 %(p90)s · %(n)s calls")  # translated once per table, not once per cell
+    # translated and escaped once per table, not once per cell (what it is filled with,
+    # formatted numbers and counts, holds no character HTML escapes)
+    tip = text(_("p90 %(p90)s · %(n)s calls"))
     cells_of = {id(piece): _scenario_cell(piece, figures, tip) for piece in shown}
-    missing = cell("—")
+    missing = "<td>—</td>"
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
-        cells: list[Cell] = []
+        head = ""
         if scenario_id not in seen:
             span = str(spans[scenario_id])
             name = Markup("<code>%s</code>") % scenario_id
             if first.description:
                 name += Markup("<br><small>%s</small>") % first.description
-            cells += [
-                cell(name, rowspan=span, title=first.description),
-                cell(source_label(first.source, scenario_id), rowspan=span),
-            ]
-        cells.append("" if size == NO_SIZE else str(size))
-        cells += [cells_of.get(id(by_metric.get(m)), missing) for m in metrics]
-        body.append(({"class": "apiprof-source-collected"} if is_collected(first) else {}, cells))
+            head = cell(name, rowspan=span, title=first.description) + cell(
+                source_label(first.source, scenario_id), rowspan=span
+            )
+        attrs = ' class="apiprof-source-collected"' if is_collected(first) else ""
+        measured = "".join([cells_of.get(id(by_metric.get(m)), missing) for m in metrics])
+        size_cell = "<td></td>" if size == NO_SIZE else f"<td>{size}</td>"
+        body.append(f"<tr{attrs}>{head}{size_cell}{measured}</tr>")
         seen.add(scenario_id)
-    return ScenarioTable(tuple(metric_label(m) for m in metrics), rows(body))
+    return ScenarioTable(tuple(metric_label(m) for m in metrics), Markup("\n".join(body)))
 
 
-def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> Markup:
-    """The median, with p90 and the number of calls as its tooltip (``tip``, translated)."""
+def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> str:
+    """The median, with p90 and the number of calls as its tooltip (``tip``: translated and
+    escaped)."""
     metric = piece.metric
     median, p90 = figures(piece)
-    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
     # a formatted number holds no character HTML escapes (digits, units, "—")
-    return Markup(f'<td title="{text(title)}">{format_value(metric, median)}</td>')
+    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
+    return f'<td title="{title}">{format_value(metric, median)}</td>'
 
 
 # -- lab scan next to real programs ------------------------------------------------------------
