@@ -344,7 +344,11 @@ def detail_metric(qualname: str, metric: Metric, hist: Summarised) -> MetricDeta
         view=view_metric(qualname, metric, hist, large=True, figures=(at[10], at[50], at[90])),
         mean=format_value(metric, hist.mean),
         stdev=format_value(metric, hist.stdev),
-        percentile_rows=rows(({}, (f"p{q}", format_value(metric, at[q]))) for q in PERCENTILES),
+        percentile_rows=Markup(  # as rows() writes them: formatted numbers need no escaping
+            "\n".join(
+                f"<tr><td>p{q}</td><td>{format_value(metric, at[q])}</td></tr>" for q in PERCENTILES
+            )
+        ),
         bucket_rows=Markup(  # as rows() writes them, without its per-cell checks
             "\n".join(
                 f'<tr data-bucket="{index}" data-count="{n}"><td><span class="apiprof-swatch" '
