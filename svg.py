@@ -113,8 +113,10 @@ def _escape(value: str) -> str:
 
 def number(value: float) -> str:
     """A coordinate as the graphics write it: at most two decimals, no trailing zeros."""
-    written = f"{value:.2f}"
-    return written if written[-1] != "0" else written.rstrip("0").rstrip(".")
+    written = f"{value:.2f}"  # always two decimals (or "nan"/"inf"): cut them by position,
+    if written[-1] != "0":  # cheaper than stripping (the graphics write ~60k per docs build)
+        return written
+    return written[:-1] if written[-2] != "0" else written[:-3]
 
 
 Attribute = str | int | float

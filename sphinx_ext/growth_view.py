@@ -15,7 +15,8 @@ from apiprof.format import format_value
 from apiprof.model.growth import GrowthFit
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
-from apiprof.sphinx_ext.views import SliceFigures, metric_label
+from apiprof.sphinx_ext.scenario_view import SliceFigures
+from apiprof.sphinx_ext.views import metric_label
 
 if TYPE_CHECKING:
     from apiprof.db.query import GrowthRow, ScenarioSlice

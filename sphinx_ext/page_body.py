@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from apiprof.db.details import Provenance
     from apiprof.db.query import ApiSummary
     from apiprof.sphinx_ext.growth_view import GrowthView
+    from apiprof.sphinx_ext.scenario_view import ScenarioTable
     from apiprof.sphinx_ext.views import (
         MetricDetail,
-        ScenarioTable,
         SideBySideRow,
         SummaryView,
     )

@@ -47,15 +47,14 @@ from apiprof.sphinx_ext.pages_names import (
 from apiprof.sphinx_ext.profiles import Profiles, profiles_for
 from apiprof.sphinx_ext.render import render, render_legend
 from apiprof.sphinx_ext.rst_inline import inline_rst_html
+from apiprof.sphinx_ext.scenario_view import SliceFigures, scenario_table
 from apiprof.sphinx_ext.views import (
-    SliceFigures,
     detail_metric,
     growth_phrase,
     growth_rank,
     heat_strip,
     lab_and_collected,
     other_metrics,
-    scenario_table,
     view_summary,
 )
 
@@ -202,6 +201,7 @@ def write_pages(app: Sphinx) -> Iterator[tuple[str, dict[str, Any], str]]:
     if pages_enabled(builder):
         with cycle_collector_paused():
             key = _write_all(app, writer, manifest)
+        profiles_for(app.env).release_page_data()
     stale = manifest.files - writer.written
     _remove(writer, stale)
     Manifest(key, frozenset(writer.written)).save(writer.root)

@@ -279,6 +279,13 @@ class Profiles:
             edges.get(qualname, {"callers": [], "callees": []}),
         )
 
+    def release_page_data(self) -> None:
+        """Drop what only drill-down pages read (slice figures, fits, provenance, calls) once
+        they are written, so the rest of the build's cycle collections do not walk it; asked
+        for again, it is read again."""
+        self._stored = None
+        self._background = None
+
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:
         """Run a :mod:`apiprof.db.query` function on the connection; None if the database fails."""
         if self.error:

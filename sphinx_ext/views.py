@@ -7,7 +7,6 @@ the words go through :mod:`apiprof.sphinx_ext.i18n`.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,13 +15,13 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.format import format_bucket_range, format_value, worth_showing
-from apiprof.model.figures import STORED_PERCENTILES, Figures, Summarised
+from apiprof.model.figures import Summarised
 from apiprof.model.growth import GROWTH_CLASSES
 from apiprof.model.histogram import Histogram
-from apiprof.model.records import NO_SIZE, Coverage, Metric, ScenarioSource
+from apiprof.model.records import Coverage, Metric, ScenarioSource
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.profiles import is_collected, merge_by_metric
-from apiprof.sphinx_ext.rows import cell, rows, text
+from apiprof.sphinx_ext.rows import rows, text
 
 if TYPE_CHECKING:
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
@@ -374,84 +373,6 @@ def other_metrics(histograms: dict[Metric, Summarised]) -> Markup:
             )
         )
     return rows(body)
-
-
-_MEDIAN, _P90 = STORED_PERCENTILES.index(50), STORED_PERCENTILES.index(90)
-
-
-class SliceFigures:
-    """The median and p90 of scenario slices, each computed once (on first use) for a page's
-    scenario table and growth charts."""
-
-    def __init__(self) -> None:
-        self._known: dict[int, tuple[ScenarioSlice, tuple[float, ...]]] = {}
-
-    def __call__(self, piece: ScenarioSlice) -> tuple[float, ...]:
-        """(median, p90) of ``piece``'s histogram (stored figures are read, not remembered)."""
-        if type(piece.rows) is Figures:  # stored: read by position (~10k cells a build)
-            quantiles = piece.rows.quantiles
-            return quantiles[_MEDIAN], quantiles[_P90]
-        found = self._known.get(id(piece))
-        if found is None or found[0] is not piece:
-            found = self._known[id(piece)] = (piece, piece.rows.percentiles((50, 90)))
-        return found[1]
-
-
-@dataclass(frozen=True)
-class ScenarioTable:
-    """One row per scenario and size, one column per metric: the medians side by side."""
-
-    columns: tuple[str, ...]
-    body: Markup  # "" when there is no scenario
-
-
-def scenario_table(
-    slices: list[ScenarioSlice], figures: SliceFigures | None = None
-) -> ScenarioTable:
-    """Pivot the per-(scenario, size, metric) slices into rows per scenario and size. The rows
-    are written as :func:`~apiprof.sphinx_ext.rows.rows` writes them, without its per-cell
-    checks: a build writes ~10k of these cells."""
-    figures = figures or SliceFigures()
-    shown = [s for s in slices if worth_showing(s.metric, s.rows)]
-    present = {s.metric for s in shown}
-    metrics = [m for m in Metric if m in present]
-    grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
-    for piece in slices:
-        grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
-    spans = Counter(scenario_id for scenario_id, _size in grouped)
-    # translated and escaped once per table, not once per cell (what it is filled with,
-    # formatted numbers and counts, holds no character HTML escapes)
-    tip = text(_("p90 %(p90)s · %(n)s calls"))
-    cells_of = {id(piece): _scenario_cell(piece, figures, tip) for piece in shown}
-    missing = "<td>—</td>"
-    body, seen = [], set()
-    for (scenario_id, size), by_metric in grouped.items():
-        first = next(iter(by_metric.values()))
-        head = ""
-        if scenario_id not in seen:
-            span = str(spans[scenario_id])
-            name = Markup("<code>%s</code>") % scenario_id
-            if first.description:
-                name += Markup("<br><small>%s</small>") % first.description
-            head = cell(name, rowspan=span, title=first.description) + cell(
-                source_label(first.source, scenario_id), rowspan=span
-            )
-        attrs = ' class="apiprof-source-collected"' if is_collected(first) else ""
-        measured = "".join([cells_of.get(id(by_metric.get(m)), missing) for m in metrics])
-        size_cell = "<td></td>" if size == NO_SIZE else f"<td>{size}</td>"
-        body.append(f"<tr{attrs}>{head}{size_cell}{measured}</tr>")
-        seen.add(scenario_id)
-    return ScenarioTable(tuple(metric_label(m) for m in metrics), Markup("\n".join(body)))
-
-
-def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> str:
-    """The median, with p90 and the number of calls as its tooltip (``tip``: translated and
-    escaped)."""
-    metric = piece.metric
-    median, p90 = figures(piece)
-    # a formatted number holds no character HTML escapes (digits, units, "—")
-    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
-    return f'<td title="{title}">{format_value(metric, median)}</td>'
 
 
 # -- lab scan next to real programs ------------------------------------------------------------
