@@ -36,6 +36,7 @@ from apiprof.sphinx_ext.envdata import api_locations
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 from apiprof.sphinx_ext.growth_view import view_growth
 from apiprof.sphinx_ext.i18n import _
+from apiprof.sphinx_ext.index_body import index_html
 from apiprof.sphinx_ext.page_body import ApiPage, api_page_html
 from apiprof.sphinx_ext.pages_names import (
     INDEX_PAGE,
@@ -45,7 +46,7 @@ from apiprof.sphinx_ext.pages_names import (
     pages_enabled,
 )
 from apiprof.sphinx_ext.profiles import Profiles, profiles_for
-from apiprof.sphinx_ext.render import render, render_legend
+from apiprof.sphinx_ext.render import render_legend
 from apiprof.sphinx_ext.rst_inline import inline_rst_html
 from apiprof.sphinx_ext.scenario_view import SliceFigures, scenario_table
 from apiprof.sphinx_ext.views import (
@@ -252,12 +253,7 @@ def _write_all(app: Sphinx, writer: PageWriter, manifest: Manifest) -> str:
         for summary in summaries.values()
         if summary is not None
     ]
-    body = render(
-        "index_page.html",
-        rows=rows,
-        legend=writer.legend,
-        problem=profiles.error,
-    )
+    body = index_html(rows, writer.legend, profiles.error)
     writer.put(
         INDEX_PAGE,
         writer.theme_page(INDEX_PAGE, {"title": _("API costs"), "body": body, "parents": []}),

@@ -1,12 +1,11 @@
-"""HTML fragments from the jinja2 templates in ``templates/`` (autoescaped; SVGs arrive as Markup).
+"""HTML fragments from the jinja2 templates in ``templates/`` (autoescaped; SVGs arrive as Markup):
+the colour legend, drawn once per build. Templates translate their words with
+``_()``/``ngettext()`` through apiprof's message catalog (:mod:`apiprof.sphinx_ext.i18n`).
 
-The cost index and the colour legend are rendered here to body fragments that the theme's
-``page.html`` wraps, so they wear whatever theme the project uses (the drill-down page bodies
-and summary blocks, drawn hundreds of times a build, are built in Python:
-:mod:`~apiprof.sphinx_ext.page_body`, :mod:`~apiprof.sphinx_ext.summary_html`). Templates
-translate their words with ``_()``/``ngettext()`` through apiprof's message catalog
-(:mod:`apiprof.sphinx_ext.i18n`).
-"""
+What a build draws hundreds of times — summary blocks, drill-down page bodies, the cost index's
+rows — is built in Python instead (:mod:`~apiprof.sphinx_ext.summary_html`,
+:mod:`~apiprof.sphinx_ext.page_body`, :mod:`~apiprof.sphinx_ext.index_body`): a template call
+per value, and compiling the templates in every build, cost more than building the strings."""
 
 from __future__ import annotations
 
