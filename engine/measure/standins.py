@@ -9,8 +9,8 @@ itself, ``__new__``, ``__init__`` and the instance's allocation. Only the scenar
 namespace is changed, after its setup has run, so the package, ``isinstance`` checks and
 the objects the call builds all see the real class.
 
-What the figure adds (docs/mechanisms.rst): the stand-in forwards ``*args`` and ``**kwargs``,
-so a construction reads a few tens of nanoseconds above what calling the class directly costs.
+What the figure adds (docs/mechanisms.rst): the stand-in passes ``*args`` and ``**kwargs`` on,
+so a construction reads 40–75 ns above what 3.12+ reads for calling the class directly.
 On 3.12+ class calls are seen where they are made, and no stand-in is used.
 """
 
