@@ -141,7 +141,9 @@ class Bucket:
 SubKey = tuple[int, int]  # (log2 bucket, sub-bucket)
 
 
-def _cells_of(values: Iterable[float], weight: int) -> list[tuple[SubKey, tuple[int, float, float]]]:
+def _cells_of(
+    values: Iterable[float], weight: int
+) -> list[tuple[SubKey, tuple[int, float, float]]]:
     """(sub-bucket, (count, sum, sum of squares)) of ``values``, each counted ``weight`` times.
 
     A timing pass hands over tens of thousands of figures: they are sorted once and each
@@ -159,7 +161,9 @@ def _cells_of(values: Iterable[float], weight: int) -> list[tuple[SubKey, tuple[
         total = math.fsum(run)
         if total != total or sub_bucket_index(run[-1]) != key:  # NaN inside, or a value whose
             return _cells_one_by_one(ordered, weight)  # key its size alone decides (huge ints)
-        cells.append((key, (len(run) * weight, total * weight, math.fsum(map(_square, run)) * weight)))
+        cells.append(
+            (key, (len(run) * weight, total * weight, math.fsum(map(_square, run)) * weight))
+        )
         pos = end
     return cells
 
