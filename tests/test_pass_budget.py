@@ -92,6 +92,23 @@ def test_at_half_a_cpu_a_pass_still_gets_its_whole_budget(clock):
     assert log.runs == made[0] == 10  # 10 units of runs in 20 of wall time
 
 
+def test_a_burst_of_preemption_does_not_starve_a_pass(clock):
+    """Switched out 30 units once, right at the start: the wall time cap (20 units) has passed
+    before the pass ran a quarter of its budget (2.5 units), so it runs that quarter first."""
+    switches = FakeSwitches(clock, away_per_run=0.0)
+    k = [0]
+
+    def run() -> None:
+        k[0] += 1
+        away = 30 * UNIT if k[0] == 1 else 0.0
+        clock.now += 1 * UNIT + away
+        switches.away_per_run = away
+        switches.runs += 1
+
+    log = run_timing_pass(run, [PySite(run)], budget=budget(min_runs=1), switches=switches)  # type: ignore[arg-type]
+    assert log.runs == 3  # 3 units of runs >= 2.5; the old cap would have stopped after 1
+
+
 def test_the_minimum_count_outlasts_the_wall_time_cap(clock):
     switches = FakeSwitches(clock, away_per_run=9 * UNIT)
     run, made = measured(clock, switches, own=1 * UNIT, away=9 * UNIT)
@@ -136,6 +153,8 @@ def test_a_fixed_count_pass_may_measure_again_for_half_its_cap():
         (4, 10 * UNIT, 10 * UNIT, True),  # the budget of time ran
         (4, 5 * UNIT, 20 * UNIT, True),  # the wall time cap
         (4, 5 * UNIT, 19 * UNIT, False),
+        (4, 2.5 * UNIT, 40 * UNIT, True),  # a quarter of the budget ran
+        (4, 2 * UNIT, 40 * UNIT, False),  # not yet: preemption came in a burst
         (0, 0.0, 61.0, True),  # the pass's cap, whatever the count
     ],
 )

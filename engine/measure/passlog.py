@@ -31,7 +31,9 @@ SAMPLED = "cpu"  # name of the wall-clock opening event of a call whose CPU cloc
 
 WALL_FACTOR = 2.0
 """A pass with its minimum runs ends after this many times its budget in wall time, even when
-the thread ran for less of it (:class:`Budget`)."""
+the thread ran for less of it (:class:`Budget`)..."""
+OWN_FLOOR = 0.25
+"""...once the thread ran for at least this share of the budget."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,16 @@ class Budget:
     scan's time would grow with the load while the rest of it (starting workers, storing)
     does not. At half a CPU or more a pass still gets its whole budget; below that it keeps
     ``wall_factor × seconds`` × its share of the CPU (a 200 ns function at a quarter of a CPU:
-    ~5 ms of runs, about 20,000 timed calls)."""
+    ~5 ms of runs, about 20,000 timed calls), and never less than ``own_floor × seconds``:
+    preemption comes in bursts (at load 12 on 2 cores, with the cap alone deciding, a cheap
+    function was left with 100 samples)."""
 
     min_runs: int = 20
     seconds: float = 0.0
     max_seconds: float = 2.0
     warmup: bool = True
     wall_factor: float = WALL_FACTOR
+    own_floor: float = OWN_FLOOR
 
     def done(self, runs: int, own: float, wall: float) -> bool:
         """Whether a pass that recorded ``runs`` runs, ran ``own`` seconds and took ``wall``
@@ -60,7 +65,9 @@ class Budget:
             return True
         if runs < self.min_runs:
             return False
-        return own >= self.seconds or wall >= self.wall_factor * self.seconds
+        if own >= self.seconds:
+            return True
+        return wall >= self.wall_factor * self.seconds and own >= self.own_floor * self.seconds
 
     def remeasure_allowance(self) -> float:
         """Seconds of stretches a pass may measure again (disturbed or stalled ones): its own
