@@ -1,0 +1,302 @@
+"""What a rejected call's exception says the arguments should have been.
+
+A synthesised call that fails often says exactly what it wanted: ``KeyError: 'data'`` (a dict
+with that key), ``'list' object has no attribute 'name'`` (an object that has it), ``list
+indices must be integers or slices, not str`` (a mapping), ``No such file or directory: 'x'``
+(a file that exists), ``missing required argument 'markers' (pos 1)`` (a C function's parameter
+names), a usage line from a ``main()`` (command-line arguments). :func:`learn` reads the
+exception, and the traceback's innermost frame for the object it failed on, and says which of
+the entry point's parameters wants what, as a :class:`Lesson`. Nothing here knows any package:
+only exception types, messages and the objects the call was given.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import operator
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+class Want(enum.StrEnum):
+    """What a parameter (or the call as a whole) turned out to need."""
+
+    ATTRIBUTES = "attributes"  # an object with these attributes (``name()``: called)
+    KEYS = "keys"  # a dict holding these keys
+    MAPPING = "mapping"  # a mapping with string keys, not a list or a string
+    FILE = "file"  # the path of a file that exists
+    NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
+    ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One thing learned from a rejected call, in a form a scenario's setup code can carry
+    (:meth:`literal`) so the measuring worker rebuilds exactly the repaired arguments."""
+
+    parameter: str  # the entry point's parameter it is about ("" for NAMES and ARGV)
+    want: Want
+    names: tuple[str, ...] = ()  # attributes, keys, parameter names or argument names
+    element: bool = False  # the parameter's elements want it (a list of tokens), not itself
+    cause: str = ""  # what taught it: "KeyError 'data'"
+    turn: int = 0  # which candidate object to try (for ATTRIBUTES: several classes may fit)
+
+    def literal(self) -> tuple[Any, ...]:
+        return (
+            self.parameter,
+            str(self.want),
+            self.names,
+            self.element,
+            self.cause,
+            self.turn,
+        )
+
+    @classmethod
+    def from_literal(cls, data: tuple[Any, ...]) -> Lesson:
+        parameter, want, names, element, cause, turn = data
+        return cls(parameter, Want(want), tuple(names), bool(element), cause, int(turn))
+
+    @property
+    def key(self) -> tuple[str, bool]:
+        return self.parameter, self.element
+
+    def describe(self) -> str:
+        """``"learned from KeyError 'data': token a dict with key 'data'"``."""
+        return f"learned from {self.cause}: {self.what()}"
+
+    def what(self) -> str:
+        subject = f"elements of {self.parameter}" if self.element else self.parameter
+        listed = ", ".join(repr(name) for name in self.names)
+        plural = "s" if len(self.names) > 1 else ""
+        return {
+            Want.ATTRIBUTES: f"{subject} an object with attribute{plural} {listed}",
+            Want.KEYS: f"{subject} a dict with key{plural} {listed}",
+            Want.MAPPING: f"{subject} a mapping with string keys",
+            Want.FILE: f"{subject} the path of a file that exists",
+            Want.NAMES: f"the call takes the parameter{plural} {listed}",
+            Want.ARGV: f"sys.argv names {listed or 'no argument'}",
+        }[self.want]
+
+
+def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
+    """``lessons`` with ``new`` added: what one parameter wants accumulates (the keys and
+    attributes asked so far), a different want replaces the older one (a mapping, then the
+    key it lacked)."""
+    kept: list[Lesson] = []
+    for lesson in lessons:
+        if lesson.key != new.key:
+            kept.append(lesson)
+        elif lesson.want is new.want and new.want in (Want.ATTRIBUTES, Want.KEYS):
+            names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
+            causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
+            new = replace(new, names=names, cause=causes, turn=lesson.turn)
+    return (*kept, new)
+
+
+def learn(
+    error: BaseException,
+    bound: Mapping[str, object],
+    *,
+    usage: str = "",
+    probe: Callable[[int], BaseException | None] | None = None,
+) -> Lesson | None:
+    """What ``error`` (raised by a call given ``bound``, parameter -> value) says one
+    parameter wants, or None when it says nothing this module understands.
+
+    ``usage`` is what the call printed to stderr (argparse prints its usage line there before
+    ``SystemExit(2)``); ``probe(k)`` calls the target with ``k`` placeholder arguments and
+    returns what it raised (to read a C function's parameter names one by one)."""
+    message = str(error.args[0]) if error.args else ""
+    cause = f"{type(error).__name__} {message}".strip()
+    if isinstance(error, SystemExit):
+        return _from_usage(error, usage)
+    if isinstance(error, AttributeError):
+        return _from_attribute_error(error, bound, cause)
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
+        key = error.args[0]
+        found = _culprit(
+            error, bound, lambda value: isinstance(value, Mapping) and key not in value
+        )
+        if found is None:
+            return None
+        return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
+    if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
+        for name, element in _holders(bound, lambda value: value == error.filename):
+            return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
+        return None
+    if isinstance(error, TypeError):
+        missing = _MISSING.search(message)
+        if missing:
+            names = _parameter_names(missing.group(1), int(missing.group(2)), probe)
+            return Lesson("", Want.NAMES, names, cause=f"TypeError {missing.group(0)}")
+        wrong = _indexed_by_string(message)
+        if wrong is not None:
+            found = _culprit(error, bound, lambda value: isinstance(value, wrong))
+            if found is not None:
+                return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    return None
+
+
+_MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")
+_INDEXED = {
+    "list indices must be integers": list,
+    "string indices must be integers": str,
+    "tuple indices must be integers": tuple,
+    "'int' object is not subscriptable": int,
+    "'float' object is not subscriptable": float,
+}
+MAX_ARGV = 3
+"""Most command-line arguments a usage line is given."""
+MAX_NAMES = 16
+"""Most parameter names read off a C function's errors."""
+
+
+def _indexed_by_string(message: str) -> type | None:
+    """The type a call indexed like a mapping (by a string) when it wanted one."""
+    for text, kind in _INDEXED.items():
+        if message.startswith(text) and (
+            kind in (int, float) or "not str" in message or "'str'" in message
+        ):
+            return kind
+    return None
+
+
+def _from_attribute_error(
+    error: AttributeError, bound: Mapping[str, object], cause: str
+) -> Lesson | None:
+    """``'list' object has no attribute 'name'``: the object it was asked of is one of the
+    arguments (or one of an argument's elements), which wants that attribute."""
+    attribute = getattr(error, "name", None)
+    obj = getattr(error, "obj", None)
+    if not attribute or obj is None or isinstance(obj, (type, types.ModuleType)):
+        return None
+    holders = list(_holders(bound, lambda value: value is obj))
+    if not holders:
+        return None
+    named = _expression_names(error)
+    name, element = next((h for h in holders if h[0] in named), holders[0])
+    wanted = f"{attribute}()" if _called(error, attribute) else attribute
+    return Lesson(name, Want.ATTRIBUTES, (wanted,), element, f"AttributeError {attribute!r}")
+
+
+def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
+    """A usage line (in the exit message, or printed by argparse): the positional arguments
+    it names, so ``sys.argv`` can name them (files for the input ones)."""
+    text = error.code if isinstance(error.code, str) else printed
+    line = next((line for line in text.splitlines() if "usage" in line.lower() or "[" in line), "")
+    if not line:
+        return None
+    words = line.split(":", 1)[1] if line.lower().startswith("usage:") else line
+    words = words.split(None, 1)[1] if len(words.split()) > 1 else ""  # the program's name
+    names = [
+        match.group(1)
+        for match in re.finditer(r"(?<![-\w])([A-Za-z_][\w]*)", re.sub(r"\[-[^]]*\]", "", words))
+    ]
+    chosen = tuple(names[:MAX_ARGV])  # an output file named too keeps it off stdout
+    return Lesson("", Want.ARGV, chosen, cause=f"SystemExit {line.strip()!r}")
+
+
+def _parameter_names(
+    first: str, position: int, probe: Callable[[int], BaseException | None] | None
+) -> tuple[str, ...]:
+    """The names a C function's "missing required argument 'x' (pos k)" errors give, from
+    ``first`` on, by calling it with one more placeholder each time (``probe``)."""
+    names = [first]
+    while probe is not None and len(names) < MAX_NAMES:
+        raised = probe(position - 1 + len(names))
+        found = _MISSING.search(str(raised)) if isinstance(raised, TypeError) else None
+        if found is None:
+            break
+        names.append(found.group(1))
+    return tuple(names)
+
+
+def _culprit(
+    error: BaseException, bound: Mapping[str, object], fits: Callable[[object], bool]
+) -> tuple[str, bool] | None:
+    """The parameter (and whether through one of its elements) holding the object the failing
+    expression worked on: the values the innermost frame names, those in the failing
+    expression first, that ``fits`` (a dict without the key, a list indexed by a string)."""
+    frame = _innermost(error)
+    if frame is None:
+        return None
+    named = _expression_names(error)
+    local = dict(frame.f_locals)
+    ordered = [local[name] for name in named if name in local]
+    ordered += [value for name, value in local.items() if name not in named]
+    for value in ordered:
+        if not fits(value):
+            continue
+        for holder in _holders(bound, functools.partial(operator.is_, value)):
+            return holder
+    return None
+
+
+def _holders(
+    bound: Mapping[str, object], match: Callable[[object], bool]
+) -> Iterator[tuple[str, bool]]:
+    """``(parameter, through an element)`` for each argument that matches, or holds an
+    element that does (lists and tuples of tokens, nodes, rows)."""
+    for name, value in bound.items():
+        if _safe(match, value):
+            yield name, False
+    for name, value in bound.items():
+        if isinstance(value, (list, tuple)) and any(_safe(match, item) for item in value):
+            yield name, True
+
+
+def _safe(match: Callable[[object], bool], value: object) -> bool:
+    try:
+        return bool(match(value))
+    except Exception:  # an odd __eq__: no match
+        return False
+
+
+def _innermost(error: BaseException) -> types.FrameType | None:
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame if tb is not None else None
+
+
+def _failing_text(error: BaseException) -> tuple[str, str]:
+    """The failing expression of the innermost frame and the rest of its line after it (3.11+
+    position information; the whole line when there is none)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "", ""
+    import linecache
+
+    code = tb.tb_frame.f_code
+    line = linecache.getline(code.co_filename, tb.tb_lineno)
+    positions = list(code.co_positions()) if sys.version_info >= (3, 11) else []
+    index = tb.tb_lasti // 2
+    if index < len(positions):
+        start, end, column, end_column = positions[index]
+        if start == end == tb.tb_lineno and column is not None and end_column is not None:
+            encoded = line.encode()
+            return encoded[column:end_column].decode(errors="replace"), encoded[end_column:].decode(
+                errors="replace"
+            )
+    return line.strip(), ""
+
+
+def _expression_names(error: BaseException) -> list[str]:
+    """The names in the failing expression, in order (``token`` in ``token['data']``)."""
+    text, _ = _failing_text(error)
+    return list(dict.fromkeys(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", text)))
+
+
+def _called(error: AttributeError, attribute: str) -> bool:
+    """Whether the missing attribute is called right away (``handler.startDocument()``)."""
+    text, rest = _failing_text(error)
+    if rest.lstrip().startswith("("):
+        return text.rstrip().endswith(attribute)
+    return bool(re.search(rf"\.{re.escape(attribute)}\s*\(", text))
