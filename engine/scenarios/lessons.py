@@ -152,7 +152,7 @@ _INDEXED = {
 }
 MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
-MAX_NAMES = 16
+MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
 
 

@@ -35,7 +35,7 @@ from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scena
 
 MAX_REPAIR_CALLS = 6
 """Calls the repair makes for one entry point (each with arguments not tried before)."""
-MAX_NAME_PROBES = 16
+MAX_NAME_PROBES = 32
 """Calls that read a C function's parameter names off its errors (they fail while parsing)."""
 
 
@@ -92,7 +92,8 @@ def repair_search(
             break
         if lessons:
             last_error = describe_exception(error)
-        lesson = learn(error, _bound(synthesis), usage=printed, probe=_name_probe(synthesis))
+        bound = _bound(synthesis, lessons)
+        lesson = learn(error, bound, usage=printed, probe=_name_probe(synthesis))
         following = merged(lessons, lesson) if lesson is not None else None
         if following is None or following in tried:
             following = _next_candidate(lessons)
@@ -138,11 +139,16 @@ def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     return None, "", lazy
 
 
-def _bound(synthesis: Synthesis) -> dict[str, object]:
-    """The call's arguments by parameter name (the receiver left out: no lesson mends it)."""
+def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
+    """The call's arguments by parameter name (the receiver left out: no lesson mends it);
+    a C function's by the names its errors gave."""
+    named = next((lesson.names for lesson in lessons if lesson.want is Want.NAMES), ())
     try:
-        signature = inspect.signature(synthesis.target)
-        arguments = signature.bind_partial(*synthesis.args, **synthesis.kwargs).arguments
+        if named:
+            arguments = dict(zip(named, synthesis.args, strict=False))
+        else:
+            signature = inspect.signature(synthesis.target)
+            arguments = signature.bind_partial(*synthesis.args, **synthesis.kwargs).arguments
     except (TypeError, ValueError):
         arguments = {f"arg{i}": value for i, value in enumerate(synthesis.args)}
         arguments.update(synthesis.kwargs)

@@ -250,7 +250,10 @@ def written_file(context: BuildContext, name: str) -> str:
     """The path of a file in the sandbox: what the package's own writer (the inverse of the
     entry point, ``dump`` for ``load``, or its top-level ``dumps``) makes, else plain text."""
     path = inputs_directory() / f"{safe_name(name)}-repaired.txt"
+    used = dict(context.used)  # the writer's own arguments are no arguments of this call
     content = _written_by_package(context, name)
+    context.used.clear()
+    context.used.update(used)
     if content is None:
         content = random_text(context.rng(name), max(context.n, 40)) + "\n"
     if isinstance(content, bytes):
