@@ -12,6 +12,9 @@ only exception types, messages and the objects the call was given.
 
 from __future__ import annotations
 
+import ast
+import builtins
+import contextlib
 import enum
 import functools
 import operator
@@ -188,7 +191,8 @@ def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
     """A usage line (in the exit message, or printed by argparse): the positional arguments
     it names, so ``sys.argv`` can name them (files for the input ones)."""
     text = error.code if isinstance(error.code, str) else printed
-    line = next((line for line in text.splitlines() if "usage" in line.lower() or "[" in line), "")
+    program = sys.argv[0] if sys.argv else ""
+    line = next((line for line in text.splitlines() if _is_usage(line, program)), "")
     if not line:
         return None
     words = line.split(":", 1)[1] if line.lower().startswith("usage:") else line
@@ -199,6 +203,13 @@ def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
     ]
     chosen = tuple(names[:MAX_ARGV])  # an output file named too keeps it off stdout
     return Lesson("", Want.ARGV, chosen, cause=f"SystemExit {line.strip()!r}")
+
+
+def _is_usage(line: str, program: str) -> bool:
+    """``usage: prog [-h] infile``, ``prog [infile [outfile]]``: a line that shows how to call
+    the program."""
+    lowered = line.lower().lstrip()
+    return lowered.startswith("usage") or bool(program and line.lstrip().startswith(program))
 
 
 def _parameter_names(
@@ -227,7 +238,8 @@ def _culprit(
         return None
     named = _expression_names(error)
     local = dict(frame.f_locals)
-    ordered = [local[name] for name in named if name in local]
+    ordered = _subjects(error, frame)
+    ordered += [local[name] for name in named if name in local]
     ordered += [value for name, value in local.items() if name not in named]
     for value in ordered:
         if not fits(value):
@@ -235,6 +247,36 @@ def _culprit(
         for holder in _holders(bound, functools.partial(operator.is_, value)):
             return holder
     return None
+
+
+def _subjects(error: BaseException, frame: types.FrameType) -> list[object]:
+    """What the subscripts and attribute lookups of the failing expression were applied to
+    (``token['data']`` in ``token['data']['x']``), innermost first, where that is plain names,
+    attributes and constant subscripts (nothing is called)."""
+    text, _ = _failing_text(error)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return []
+    found: list[object] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            with contextlib.suppress(Exception):
+                found.append(_evaluate(node.value, frame))
+    return found[::-1]
+
+
+def _evaluate(node: ast.expr, frame: types.FrameType) -> object:
+    if isinstance(node, ast.Name):
+        for namespace in (frame.f_locals, frame.f_globals, vars(builtins)):
+            if node.id in namespace:
+                return namespace[node.id]
+        raise LookupError(node.id)
+    if isinstance(node, ast.Attribute):
+        return getattr(_evaluate(node.value, frame), node.attr)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return _evaluate(node.value, frame)[node.slice.value]  # type: ignore[index]
+    raise LookupError(ast.dump(node))
 
 
 def _holders(
@@ -297,6 +339,4 @@ def _expression_names(error: BaseException) -> list[str]:
 def _called(error: AttributeError, attribute: str) -> bool:
     """Whether the missing attribute is called right away (``handler.startDocument()``)."""
     text, rest = _failing_text(error)
-    if rest.lstrip().startswith("("):
-        return text.rstrip().endswith(attribute)
-    return bool(re.search(rf"\.{re.escape(attribute)}\s*\(", text))
+    return rest.lstrip().startswith("(") or bool(re.search(rf"\.{re.escape(attribute)}\s*\(", text))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -56,33 +57,71 @@ class Repaired:
         return f"; repair tried {asked}{still}"
 
 
+Start = tuple[int, dict[str, int]]
+"""A rejected argument variant to mend: ``(variant, pins)``."""
+Build = Callable[[Synthesis, Start, tuple["Lesson", ...], bool], ScenarioSpec]
+"""Makes the scenario of a repaired synthesis: ``(synthesis, start, lessons, lazy)``."""
+
+
 def repair_search(
     qualname: str,
     size: int | None,
     *,
     seed: int,
-    variant: int,
-    pins: dict[str, int] | None,
+    starts: list[Start],
     sources: tuple[str, ...],
-    build: Callable[[Synthesis, tuple[Lesson, ...], bool], ScenarioSpec],
+    build: Build,
 ) -> Repaired:
-    """Mend the arguments of ``(variant, pins)``, which a trial rejected, from what the
-    errors ask for; ``build(synthesis, lessons, lazy)`` makes the scenario of a repaired
-    synthesis (``lazy``: its result is an iterator, to be iterated)."""
+    """Mend the arguments of the rejected variants ``starts`` (in turn, while calls are left)
+    from what the errors ask for; ``build(synthesis, start, lessons, lazy)`` makes the
+    scenario of a repaired synthesis (``lazy``: its result is an iterator, to be iterated).
+
+    ``sys.argv`` is the same afterwards: a lesson about it is for the worker that measures
+    this entry point, not for the next one searched here."""
+    argv = list(sys.argv)
+    calls = [MAX_REPAIR_CALLS]  # left, shared by the starts
+    best = Repaired(None)
+    try:
+        for start in starts:
+            found = _search(qualname, size, seed, start, sources, build, calls)
+            if found.spec is not None:
+                return found
+            if len(found.lessons) > len(best.lessons):
+                best = found  # the reason tells what the most lessons asked for
+            if calls[0] <= 0:
+                break
+    finally:
+        sys.argv[:] = argv
+    return best
+
+
+def _search(
+    qualname: str,
+    size: int | None,
+    seed: int,
+    start: Start,
+    sources: tuple[str, ...],
+    build: Build,
+    calls: list[int],
+) -> Repaired:
+    variant, pins = start
     lessons: tuple[Lesson, ...] = ()
     tried: set[tuple[Lesson, ...]] = {lessons}
     last_error = ""
-    for _ in range(MAX_REPAIR_CALLS):
+    called: tuple[Lesson, ...] = ()  # the lessons of the last call made
+    while calls[0] > 0:
         try:
             synthesis = synthesize(qualname, size, seed, variant, sources, pins, _literals(lessons))
         except Exception as unbuilt:  # the lessons cannot be built (no such candidate)
             last_error = last_error or describe_exception(unbuilt)
             break
+        calls[0] -= 1
+        called = lessons
         error, printed, lazy = _probe(synthesis)
         if error is None:
             if not lessons:
                 break  # the plain arguments work when called once: a trial found otherwise
-            spec = build(synthesis, lessons, lazy)
+            spec = build(synthesis, start, lessons, lazy)
             failure = try_scenario(spec)[0]
             if failure is None:
                 return Repaired(spec, lessons)
@@ -101,7 +140,7 @@ def repair_search(
             break
         tried.add(following)
         lessons = following
-    return Repaired(None, lessons, last_error)
+    return Repaired(None, called, last_error)
 
 
 def _literals(lessons: tuple[Lesson, ...]) -> tuple[tuple[object, ...], ...]:

@@ -20,7 +20,7 @@ from typing import Any
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.lessons import Lesson
-from apiprof.engine.scenarios.repair import repair_search
+from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
@@ -174,7 +174,7 @@ def find_synthesized_scenario(
     ..." when none could be built, "synthesised arguments were rejected: ..." when calls failed.
     """
     first_failure: Failure | None = None
-    rejected_first: tuple[int, dict[str, int]] | None = None  # the variant the repair mends
+    rejected: list[Start] = []  # the variants the repair mends, first rejected first
     fed = False  # a failure with a fed receiver was added to the reason
     search = VariantSearch()
     for variant, pins in search:
@@ -216,12 +216,12 @@ def find_synthesized_scenario(
         if failure is None:
             return spec, None
         # out of time or memory: no second call to see what it raises
-        rejected = failure.kind == Coverage.NO_ARGUMENTS
-        if rejected and rejected_first is None:
-            rejected_first = (variant, pins)
-        if not rejected:  # slow or stopped: single alternatives would only repeat that
+        refused = failure.kind == Coverage.NO_ARGUMENTS
+        if refused and len(rejected) < REPAIR_STARTS:
+            rejected.append((variant, pins))
+        if not refused:  # slow or stopped: single alternatives would only repeat that
             search.pinning = False
-        if rejected and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
+        if refused and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
@@ -238,23 +238,21 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
-    if "repair" in sources and rejected_first is not None and first_failure is not None:
-        variant, pins = rejected_first
+    if "repair" in sources and rejected and first_failure is not None:
         repaired = repair_search(
             qualname,
             sizes[0] if sizes else None,
             seed=seed,
-            variant=variant,
-            pins=pins,
+            starts=rejected,
             sources=sources,
-            build=lambda synthesis, lessons, lazy: synthesized_spec(
+            build=lambda synthesis, start, lessons, lazy: synthesized_spec(
                 qualname,
                 sizes,
                 synthesis,
                 seed=seed,
-                variant=variant,
+                variant=start[0],
                 sources=sources,
-                pins=pins,
+                pins=start[1],
                 repairs=lessons,
                 lazy=lazy,
             ),
@@ -265,6 +263,8 @@ def find_synthesized_scenario(
     return None, first_failure
 
 
+REPAIR_STARTS = 3
+"""Rejected variants the repair may start from (while its calls last)."""
 MAX_PINNED_TRIALS = 8
 """Trial calls of single-parameter alternatives, after the variants, before giving up."""
 MAX_ALTERNATIVES = 8
