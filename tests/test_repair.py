@@ -71,6 +71,12 @@ def test_missing_keys_accumulate_into_one_dict():
     assert "value a dict with keys 'name', 'data'" in description
 
 
+def test_a_value_inside_a_repaired_dict_is_repaired_in_turn():
+    description = repaired("repair_pkg.extra_names")
+    assert "value a dict with key 'extra'" in description
+    assert "value['extra'] an object with attribute 'items()'" in description  # a dict
+
+
 def test_the_elements_of_a_list_can_be_what_is_repaired():
     description = repaired("repair_pkg.count_words")
     assert "elements of tokens a dict with key 'text'" in description

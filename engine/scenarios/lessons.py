@@ -283,13 +283,19 @@ def _holders(
     bound: Mapping[str, object], match: Callable[[object], bool]
 ) -> Iterator[tuple[str, bool]]:
     """``(parameter, through an element)`` for each argument that matches, or holds an
-    element that does (lists and tuples of tokens, nodes, rows)."""
+    element that does (lists and tuples of tokens, nodes, rows), or a value under one of its
+    keys (``token['data']``, named so)."""
     for name, value in bound.items():
         if _safe(match, value):
             yield name, False
     for name, value in bound.items():
         if isinstance(value, (list, tuple)) and any(_safe(match, item) for item in value):
             yield name, True
+    for name, value in bound.items():
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _safe(match, item):
+                    yield f"{name}[{key!r}]", False
 
 
 def _safe(match: Callable[[object], bool], value: object) -> bool:

@@ -86,9 +86,7 @@ def _argv_value(name: str, context: BuildContext) -> str:
 
 def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
     if lesson.want is Want.KEYS:
-        return {
-            key: _named_value(key, context, f"{name}[{key!r}]", lesson.turn) for key in lesson.names
-        }
+        return {key: _keyed_value(key, context, name, lesson.turn) for key in lesson.names}
     if lesson.want is Want.MAPPING:
         return values.build(dict[str, int], context, name)
     if lesson.want is Want.FILE:
@@ -96,6 +94,15 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
     if lesson.want is Want.ATTRIBUTES:
         return object_with(lesson.names, context, name, lesson.turn)
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")
+
+
+def _keyed_value(key: str, context: BuildContext, name: str, turn: int) -> Any:
+    """The value under ``key`` of a repaired dict: what a lesson about it says, if one does."""
+    path = f"{name}[{key!r}]"
+    lesson = lesson_for(context, path)
+    if lesson is not None:
+        return repaired_value(lesson, context, path)
+    return _named_value(key, context, path, turn)
 
 
 def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> Any:
@@ -113,13 +120,16 @@ def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> 
 
 def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: int = 0) -> Any:
     """An object that has the attributes ``names`` (``x()``: called), the ``turn``-th
-    candidate that builds: the package's classes, standard-library objects, a namespace."""
+    candidate that builds: the package's classes, standard-library objects (a dict first when
+    a dict has them all), a namespace."""
     wanted = [attribute.removesuffix("()") for attribute in names]
     top = context.qualname.split(".")[0]
-    candidates: list[Callable[[], Any]] = [
+    package: list[Callable[[], Any]] = [
         functools.partial(instances.construct, cls, context) for cls in classes_with(top, wanted)
     ]
-    candidates += [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
+    standard = [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
+    # a dict's own methods (items, get, keys) ask for a dict before any class of the package
+    candidates = [*standard, *package] if _mapping in standard else [*package, *standard]
     candidates.append(functools.partial(_namespace, names, context, name))
     problems: list[str] = []
     for make in candidates[turn:]:
@@ -212,11 +222,16 @@ def _content_handler() -> Any:
     return ContentHandler()
 
 
+def _mapping() -> Any:
+    return {"id": "a", "name": "root", "class": "first"}
+
+
 def _moment() -> Any:
     return datetime.datetime(2024, 6, 15, 12, 30, tzinfo=datetime.UTC)
 
 
 _STANDARD_OBJECTS: list[Callable[[], Any]] = [
+    _mapping,
     _dom_element,
     _etree_element,
     _content_handler,
