@@ -108,6 +108,12 @@ def test_a_c_style_missing_argument_error_names_the_parameters():
     assert isinstance(args[0], int) and isinstance(args[1], str)  # typed by the name rules
 
 
+def test_an_argument_of_the_wrong_builtin_type_gets_the_one_named():
+    description = repaired("repair_pkg.native_scale")
+    assert "learned from TypeError native_scale() argument 2 must be dict" in description
+    assert "table of type dict" in description
+
+
 @pytest.mark.parametrize("qualname", ["repair_pkg.main", "repair_pkg.cli"])
 def test_a_usage_line_gives_sys_argv_naming_an_input_file(qualname):
     before = list(sys.argv)

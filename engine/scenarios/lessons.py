@@ -35,6 +35,7 @@ class Want(enum.StrEnum):
     FILE = "file"  # the path of a file that exists
     NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
+    TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Lesson:
             Want.FILE: f"{subject} the path of a file that exists",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {listed or 'no argument'}",
+            Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
         }[self.want]
 
 
@@ -137,6 +139,9 @@ def learn(
         if missing:
             names = _parameter_names(missing.group(1), int(missing.group(2)), probe)
             return Lesson("", Want.NAMES, names, cause=f"TypeError {missing.group(0)}")
+        typed = _from_argument_type(message, bound)
+        if typed is not None:
+            return typed
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = _culprit(error, bound, lambda value: isinstance(value, wrong))
@@ -145,6 +150,26 @@ def learn(
     return None
 
 
+_ARGUMENT_TYPE = re.compile(
+    r"(?:argument (?:(\d+)|'(\w+)')|^(\w+)) must be (?:None or )?(?:an? )?(\w+)"
+)
+BUILTIN_TYPES: dict[str, Any] = {
+    "dict": dict[str, int],
+    "str": str,
+    "int": int,
+    "float": float,
+    "bytes": bytes,
+    "bytearray": bytearray,
+    "list": list[int],
+    "tuple": tuple[int, ...],
+    "set": set[int],
+    "frozenset": frozenset[int],
+    "bool": bool,
+    "callable": Callable[..., Any],
+    "integer": int,
+    "string": str,
+}
+"""What a C function's "argument N must be X" wants, as a type to build."""
 _MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")
 _INDEXED = {
     "list indices must be integers": list,
@@ -157,6 +182,21 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:
+    """``argument 1 must be dict or None, not list``, ``argument 'fmt' must be str``: a C
+    function says which argument wants which builtin type."""
+    typed = _ARGUMENT_TYPE.search(message)
+    if typed is None or typed.group(4) not in BUILTIN_TYPES:
+        return None
+    position, parameter = typed.group(1), typed.group(2) or typed.group(3)
+    if position:
+        names = list(bound)
+        parameter = names[int(position) - 1] if 0 < int(position) <= len(names) else ""
+    if parameter not in bound:
+        return None
+    return Lesson(parameter, Want.TYPE, (typed.group(4),), cause=f"TypeError {message}")
 
 
 def _indexed_by_string(message: str) -> type | None:

@@ -26,7 +26,7 @@ from apiprof.engine.scenarios import instances, values
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
-from apiprof.engine.scenarios.lessons import Lesson, Want
+from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.texts import random_text, random_word
 from apiprof.model.records import ScenarioSource
@@ -93,6 +93,8 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return written_file(context, name)
     if lesson.want is Want.ATTRIBUTES:
         return object_with(lesson.names, context, name, lesson.turn)
+    if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
+        return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")
 
 
