@@ -103,6 +103,19 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
     return (*kept, new)
 
 
+TEACHING = re.compile(
+    r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
+    r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+"
+)
+"""Failures whose exception :func:`learn` may read something from (others are not called
+again: a ``ValueError`` about the content says nothing about the type)."""
+
+
+def may_teach(reason: str) -> bool:
+    """Whether a rejected call's reason is of a kind a lesson can come from."""
+    return TEACHING.search(reason) is not None
+
+
 def learn(
     error: BaseException,
     bound: Mapping[str, object],

@@ -19,7 +19,7 @@ from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
-from apiprof.engine.scenarios.lessons import Lesson
+from apiprof.engine.scenarios.lessons import Lesson, may_teach
 from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
@@ -217,7 +217,7 @@ def find_synthesized_scenario(
             return spec, None
         # out of time or memory: no second call to see what it raises
         refused = failure.kind == Coverage.NO_ARGUMENTS
-        if refused and len(rejected) < REPAIR_STARTS:
+        if refused and len(rejected) < REPAIR_STARTS and may_teach(failure.reason):
             rejected.append((variant, pins))
         if not refused:  # slow or stopped: single alternatives would only repeat that
             search.pinning = False
