@@ -150,7 +150,9 @@ def learn(
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
-            names = _parameter_names(missing.group(1), int(missing.group(2)), probe)
+            position = int(missing.group(2))
+            given = tuple(list(bound)[: position - 1])  # the arguments before it were taken
+            names = (*given, *_parameter_names(missing.group(1), position, probe))
             return Lesson("", Want.NAMES, names, cause=f"TypeError {missing.group(0)}")
         typed = _from_argument_type(message, bound)
         if typed is not None:
