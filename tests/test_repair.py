@@ -114,6 +114,13 @@ def test_an_argument_of_the_wrong_builtin_type_gets_the_one_named():
     assert "table of type dict" in description
 
 
+def test_an_optional_parameter_its_none_default_fails_on_is_passed_what_it_wants():
+    description = repaired("repair_pkg.scaled")
+    assert "learned from TypeError 'NoneType' object is not iterable: scale of type list" in (
+        description
+    )
+
+
 @pytest.mark.parametrize("qualname", ["repair_pkg.main", "repair_pkg.cli"])
 def test_a_usage_line_gives_sys_argv_naming_an_input_file(qualname):
     before = list(sys.argv)

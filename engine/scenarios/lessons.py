@@ -105,7 +105,8 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
 
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
-    r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+"
+    r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
+    r"'NoneType' object is not (iterable|callable)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -133,6 +134,8 @@ def learn(
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
+    if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
+        return _from_none(error, message, bound)
     if isinstance(error, AttributeError):
         return _from_attribute_error(error, bound, cause)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
@@ -197,6 +200,25 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+_NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)|has no attribute)")
+_INSTEAD_OF_NONE = {"iterable": "list", "subscriptable": "dict", "callable": "callable"}
+
+
+def _from_none(error: BaseException, message: str, bound: Mapping[str, object]) -> Lesson | None:
+    """``'NoneType' object is not iterable`` where the failing expression names a parameter
+    left at its default of None: it wants a list (a dict, a callable, an object with the
+    attribute) after all."""
+    left = [name for name in _expression_names(error) if name in bound and bound[name] is None]
+    if not left:
+        return None
+    cause = f"{type(error).__name__} {message}"
+    if isinstance(error, AttributeError):
+        return Lesson(left[0], Want.ATTRIBUTES, (str(error.name),), cause=cause)
+    wanted = _NONE.match(message)
+    kind = _INSTEAD_OF_NONE[wanted.group(2)] if wanted and wanted.group(2) else "list"
+    return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:

@@ -95,7 +95,13 @@ def arguments_for(
                 args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
-            if fill and parameter.kind is not parameter.POSITIONAL_ONLY:
+            lesson = repaired.lesson_for(context, parameter.name) if context.depth == 0 else None
+            if lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
+                with context.building_parameter(parameter.name):  # None did not do after all
+                    kwargs[parameter.name] = repaired.repaired_value(
+                        lesson, context, parameter.name
+                    )
+            elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
                 _fill_optional(target, parameter, hints, context, kwargs)
             continue
         value = built[parameter.name] = build_parameter(

@@ -179,8 +179,9 @@ def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
 
 
 def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
-    """The call's arguments by parameter name (the receiver left out: no lesson mends it);
-    a C function's by the names its errors gave."""
+    """The call's arguments by parameter name, with the optional ones left at a default of
+    None (the receiver left out: no lesson mends it); a C function's by the names its errors
+    gave."""
     named = next((lesson.names for lesson in lessons if lesson.want is Want.NAMES), ())
     try:
         if named:
@@ -188,6 +189,9 @@ def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, objec
         else:
             signature = inspect.signature(synthesis.target)
             arguments = signature.bind_partial(*synthesis.args, **synthesis.kwargs).arguments
+            for parameter in signature.parameters.values():
+                if parameter.default is None and parameter.kind is not parameter.POSITIONAL_ONLY:
+                    arguments.setdefault(parameter.name, None)
     except (TypeError, ValueError):
         arguments = {f"arg{i}": value for i, value in enumerate(synthesis.args)}
         arguments.update(synthesis.kwargs)
