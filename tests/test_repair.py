@@ -7,12 +7,11 @@ stays rejected."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
@@ -21,8 +20,6 @@ from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 WITHOUT_REPAIR = tuple(source for source in SOURCES if source != "repair")
 
@@ -41,92 +38,63 @@ def repaired(qualname: str) -> str:
     return spec.description
 
 
-def test_a_missing_attribute_gives_the_packages_class_that_has_it():
-    description = repaired("repair_pkg.doubled_weight")
-    assert "learned from AttributeError 'weight': item an object with attribute 'weight'" in (
-        description
-    )
-    _, args, _ = synthesize_call(
-        "repair_pkg.doubled_weight",
-        10,
-        repairs=(Lesson("item", Want.ATTRIBUTES, ("weight",)).literal(),),
-    )
-    assert type(args[0]).__name__ == "Record"  # set in its __init__: self.weight = weight
+RULES = {
+    # a missing attribute: the package's class whose instances have it (self.weight = ...)
+    "repair_pkg.doubled_weight": (
+        "learned from AttributeError 'weight': item an object with attribute 'weight'"
+    ),
+    # ... no class of the package has it: a standard-library object (a DOM element) does
+    "repair_pkg.first_child_name": "node an object with attribute 'firstChild'",
+    # ... nothing has it and it is called: a namespace carrying a callable
+    "repair_pkg.notify": "target an object with attribute 'on_event()'",
+    # missing keys, asked one after the other, accumulate into one dict
+    "repair_pkg.label": "value a dict with keys 'name', 'data'",
+    # a value under a key of the repaired dict is repaired in turn (a dict: it asks items())
+    "repair_pkg.extra_names": "value['extra'] an object with attribute 'items()'",
+    # the elements of a list argument
+    "repair_pkg.count_words": "elements of tokens a dict with key 'text'",
+    # a list indexed by strings
+    "repair_pkg.lookup_all": "table a mapping with string keys",
+    # a path that does not exist
+    "repair_pkg.load": "source the path of a file that exists",
+    # a C function's "missing required argument 'width' (pos 1)", then 'text' (pos 2)
+    "repair_pkg.native_repeat": "the call takes the parameters 'width', 'text'",
+    # a C function's "argument 2 must be dict"
+    "repair_pkg.native_scale": "table of type dict",
+    # an optional parameter whose default of None the call iterates
+    "repair_pkg.scaled": "learned from TypeError 'NoneType' object is not iterable: scale of type list",
+    # a main() exiting with its usage line; the same from argparse (usage on stderr)
+    "repair_pkg.main": "sys.argv names 'infile'",
+    "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",
+}
 
 
-def test_a_missing_attribute_no_package_class_has_gives_a_standard_object():
-    description = repaired("repair_pkg.first_child_name")
-    assert "attribute 'firstChild'" in description
-    spec, _ = find_synthesized_scenario("repair_pkg.first_child_name", (10,))
-    assert spec is not None and "DOM Element" in spec.inputs
+@pytest.mark.parametrize("qualname", list(RULES))
+def test_each_rule_builds_what_the_error_asked_for_and_says_so(qualname):
+    before = list(sys.argv)
+    assert RULES[qualname] in repaired(qualname)
+    assert sys.argv == before  # only the worker measuring a main() keeps the new sys.argv
 
 
-def test_a_missing_method_nothing_has_gives_a_namespace_carrying_a_callable():
-    description = repaired("repair_pkg.notify")
-    assert "target an object with attribute 'on_event()'" in description
+def built(qualname: str, lesson: Lesson) -> tuple[object, ...]:
+    """The arguments synthesis builds for ``qualname`` with ``lesson`` learned."""
+    return synthesize_call(qualname, 10, repairs=(lesson.literal(),))[1]
 
 
-def test_missing_keys_accumulate_into_one_dict():
-    description = repaired("repair_pkg.label")
-    assert "value a dict with keys 'name', 'data'" in description
+def test_the_class_with_the_attribute_is_the_packages_own():
+    [item] = built("repair_pkg.doubled_weight", Lesson("item", Want.ATTRIBUTES, ("weight",)))
+    assert type(item).__name__ == "Record"  # set in its __init__: self.weight = weight
 
 
-def test_a_value_inside_a_repaired_dict_is_repaired_in_turn():
-    description = repaired("repair_pkg.extra_names")
-    assert "value a dict with key 'extra'" in description
-    assert "value['extra'] an object with attribute 'items()'" in description  # a dict
-
-
-def test_the_elements_of_a_list_can_be_what_is_repaired():
-    description = repaired("repair_pkg.count_words")
-    assert "elements of tokens a dict with key 'text'" in description
-
-
-def test_a_list_indexed_by_strings_becomes_a_mapping():
-    description = repaired("repair_pkg.lookup_all")
-    assert "table a mapping with string keys" in description
-
-
-def test_a_missing_file_becomes_one_the_packages_writer_wrote():
-    description = repaired("repair_pkg.load")
-    assert "source the path of a file that exists" in description
-    _, args, _ = synthesize_call(
-        "repair_pkg.load", 10, repairs=(Lesson("source", Want.FILE).literal(),)
-    )
-    text = Path(args[0]).read_text()
+def test_the_existing_file_holds_what_the_packages_writer_writes():
+    [path] = built("repair_pkg.load", Lesson("source", Want.FILE))
+    text = Path(str(path)).read_text()
     assert text and all(" = " in line for line in text.splitlines())  # what dumps writes
 
 
-def test_a_c_style_missing_argument_error_names_the_parameters():
-    description = repaired("repair_pkg.native_repeat")
-    assert "the call takes the parameters 'width', 'text'" in description
-    _, args, _ = synthesize_call(
-        "repair_pkg.native_repeat",
-        10,
-        repairs=(Lesson("", Want.NAMES, ("width", "text")).literal(),),
-    )
-    assert isinstance(args[0], int) and isinstance(args[1], str)  # typed by the name rules
-
-
-def test_an_argument_of_the_wrong_builtin_type_gets_the_one_named():
-    description = repaired("repair_pkg.native_scale")
-    assert "learned from TypeError native_scale() argument 2 must be dict" in description
-    assert "table of type dict" in description
-
-
-def test_an_optional_parameter_its_none_default_fails_on_is_passed_what_it_wants():
-    description = repaired("repair_pkg.scaled")
-    assert "learned from TypeError 'NoneType' object is not iterable: scale of type list" in (
-        description
-    )
-
-
-@pytest.mark.parametrize("qualname", ["repair_pkg.main", "repair_pkg.cli"])
-def test_a_usage_line_gives_sys_argv_naming_an_input_file(qualname):
-    before = list(sys.argv)
-    description = repaired(qualname)
-    assert "sys.argv names 'infile'" in description
-    assert sys.argv == before  # only the worker measuring it keeps the new sys.argv
+def test_learned_parameter_names_are_typed_by_the_name_rules():
+    width, text = built("repair_pkg.native_repeat", Lesson("", Want.NAMES, ("width", "text")))
+    assert isinstance(width, int) and isinstance(text, str)
 
 
 def test_what_is_still_rejected_says_what_the_errors_asked_for(monkeypatch):
@@ -163,37 +131,20 @@ def test_learning_reads_the_object_the_failing_expression_worked_on():
 # -- a real scan, through the command line ------------------------------------------------------
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(FIXTURES), COLUMNS="200")
-    bin_dir = Path(sys.executable).parent
-    return subprocess.run(
-        [str(bin_dir / args[0]), *args[1:]],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-        check=False,
-    )
+def scan_summary(home: Path, name: str, *extra: str) -> dict:
+    """``repair_pkg`` scanned through the command line into ``name``.db: its summary."""
+    options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
+    files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
+    out = run("apiprof-scan", "repair_pkg", *files, *options, cwd=home)
+    assert out.returncode == 0, out.stderr
+    return json.loads((home / f"{name}.json").read_text())["packages"][0]
 
 
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory):
-    """``repair_pkg`` scanned with the default command and with ``--no-repair``."""
+    """The default command, and ``--no-repair``."""
     home = tmp_path_factory.mktemp("repair")
-    found = {}
-    for name, extra in (("on", []), ("off", ["--no-repair"])):
-        out = run(
-            "apiprof-scan",
-            "repair_pkg",
-            *("--db", f"{name}.db", "--summary-json", f"{name}.json"),
-            *("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra),
-            cwd=home,
-        )
-        assert out.returncode == 0, out.stderr
-        [summary] = json.loads((home / f"{name}.json").read_text())["packages"]
-        found[name] = summary
-    return home, found
+    return home, {"on": scan_summary(home, "on"), "off": scan_summary(home, "off", "--no-repair")}
 
 
 def test_the_default_scan_repairs_and_says_what_it_learned(scans):
