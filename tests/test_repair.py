@@ -124,6 +124,11 @@ def test_learning_reads_the_object_the_failing_expression_worked_on():
     except KeyError as error:
         lesson = learn(error, {"first": given["a"], "second": given["b"]})
     assert lesson == Lesson("second", Want.KEYS, ("missing",), cause="KeyError 'missing'")
+    try:
+        given["b"]["missing"]
+    except KeyError as error:
+        lesson = learn(error, {"value": given})  # the dict that lacked it, not the outer one
+    assert lesson is not None and lesson.parameter == "value['b']"
     unknown = learn(ValueError("bad"), {"first": 1})
     assert unknown is None  # a message it does not understand teaches nothing
 

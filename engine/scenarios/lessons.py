@@ -328,8 +328,8 @@ def _culprit(
 
 def _subjects(error: BaseException, frame: types.FrameType) -> list[object]:
     """What the subscripts and attribute lookups of the failing expression were applied to
-    (``token['data']`` in ``token['data']['x']``), innermost first, where that is plain names,
-    attributes and constant subscripts (nothing is called)."""
+    (``token['data']`` in ``token['data']['x']``), the outermost (the one that failed) first,
+    where that is plain names, attributes and constant subscripts (nothing is called)."""
     text, _ = _failing_text(error)
     try:
         tree = ast.parse(text.strip(), mode="eval")
@@ -340,7 +340,7 @@ def _subjects(error: BaseException, frame: types.FrameType) -> list[object]:
         if isinstance(node, (ast.Subscript, ast.Attribute)):
             with contextlib.suppress(Exception):
                 found.append(_evaluate(node.value, frame))
-    return found[::-1]
+    return found
 
 
 def _evaluate(node: ast.expr, frame: types.FrameType) -> object:
