@@ -63,6 +63,9 @@ RULES = {
     "repair_pkg.native_scale": "table of type dict",
     # an optional parameter whose default of None the call iterates
     "repair_pkg.scaled": "learned from TypeError 'NoneType' object is not iterable: scale of type list",
+    # ... an attribute of the receiver its constructor left at a default of None
+    "repair_pkg.Basket.heaviest": "learned from TypeError 'NoneType' object is not iterable: "
+    "self.stock of type list",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",

@@ -17,9 +17,11 @@ import builtins
 import contextlib
 import enum
 import functools
+import inspect
 import operator
 import re
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -123,19 +125,22 @@ def learn(
     *,
     usage: str = "",
     probe: Callable[[int], BaseException | None] | None = None,
+    receiver: object = None,
 ) -> Lesson | None:
     """What ``error`` (raised by a call given ``bound``, parameter -> value) says one
     parameter wants, or None when it says nothing this module understands.
 
     ``usage`` is what the call printed to stderr (argparse prints its usage line there before
     ``SystemExit(2)``); ``probe(k)`` calls the target with ``k`` placeholder arguments and
-    returns what it raised (to read a C function's parameter names one by one)."""
+    returns what it raised (to read a C function's parameter names one by one); ``receiver``
+    is the instance a method was called on (its constructor may have left an attribute at
+    None: lessons about its constructor's parameters are named ``self.<parameter>``)."""
     message = str(error.args[0]) if error.args else ""
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
-        return _from_none(error, message, bound)
+        return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
         return _from_attribute_error(error, bound, cause)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
@@ -206,11 +211,24 @@ _NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)
 _INSTEAD_OF_NONE = {"iterable": "list", "subscriptable": "dict", "callable": "callable"}
 
 
-def _from_none(error: BaseException, message: str, bound: Mapping[str, object]) -> Lesson | None:
+def _from_none(
+    error: BaseException, message: str, bound: Mapping[str, object], receiver: object
+) -> Lesson | None:
     """``'NoneType' object is not iterable`` where the failing expression names a parameter
-    left at its default of None: it wants a list (a dict, a callable, an object with the
-    attribute) after all."""
+    left at its default of None, or an attribute of the receiver its constructor set from
+    one: it wants a list (a dict, a callable, an object with the attribute) after all."""
     left = [name for name in _expression_names(error) if name in bound and bound[name] is None]
+    if not left and receiver is not None:
+        text, _ = _failing_text(error)
+        frame = _innermost(error)
+        left = [
+            f"self.{parameter}"
+            for attribute in re.findall(r"\bself\.(\w+)", text)
+            if frame is not None
+            and frame.f_locals.get("self") is receiver
+            and getattr(receiver, attribute, 0) is None
+            and (parameter := _set_from(type(receiver), attribute))
+        ]
     if not left:
         return None
     cause = f"{type(error).__name__} {message}"
@@ -219,6 +237,37 @@ def _from_none(error: BaseException, message: str, bound: Mapping[str, object]) 
     wanted = _NONE.match(message)
     kind = _INSTEAD_OF_NONE[wanted.group(2)] if wanted and wanted.group(2) else "list"
     return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
+
+
+def _set_from(cls: type, attribute: str) -> str:
+    """The constructor parameter with a default of None that ``__init__`` stores as
+    ``self.<attribute>`` (``self.items = items``, ``self.items = items or ...``), or ""."""
+    owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
+    init = vars(owner).get("__init__")
+    if not inspect.isfunction(init):
+        return ""
+    try:
+        parameters = inspect.signature(init).parameters
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return ""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        stored = any(
+            isinstance(target, ast.Attribute)
+            and target.attr == attribute
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            for target in node.targets
+        )
+        value = node.value.values[0] if isinstance(node.value, ast.BoolOp) else node.value
+        if not (stored and isinstance(value, ast.Name)):
+            continue
+        parameter = parameters.get(value.id)
+        if parameter is not None and parameter.default is None:
+            return value.id
+    return ""
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:

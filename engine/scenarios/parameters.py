@@ -95,12 +95,10 @@ def arguments_for(
                 args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
-            lesson = repaired.lesson_for(context, parameter.name) if context.depth == 0 else None
+            lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
             if lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
-                with context.building_parameter(parameter.name):  # None did not do after all
-                    kwargs[parameter.name] = repaired.repaired_value(
-                        lesson, context, parameter.name
-                    )
+                # its default of None did not do after all
+                kwargs[parameter.name] = repaired.repaired_value(lesson, context, lesson.parameter)
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
                 _fill_optional(target, parameter, hints, context, kwargs)
             continue
@@ -112,6 +110,15 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+def _lesson_name(name: str, target: Callable[..., object], context: BuildContext) -> str:
+    """What a lesson about this optional parameter is called: its name for the entry point's
+    own call, ``self.<name>`` for the constructor of the receiver it is called on."""
+    if context.depth == 0:
+        return name
+    receiver = context.depth == 1 and context.parameter == "self" and target is context.owner
+    return f"self.{name}" if receiver else ""
 
 
 FILL_FROM = 3

@@ -132,7 +132,9 @@ def _search(
         if lessons:
             last_error = describe_exception(error)
         bound = _bound(synthesis, lessons)
-        lesson = learn(error, bound, usage=printed, probe=_name_probe(synthesis))
+        receiver = getattr(synthesis.target, "__self__", None)
+        receiver = synthesis.args[0] if receiver is None and synthesis.args else receiver
+        lesson = learn(error, bound, usage=printed, probe=_name_probe(synthesis), receiver=receiver)
         following = merged(lessons, lesson) if lesson is not None else None
         if following is None or following in tried:
             following = _next_candidate(lessons)
