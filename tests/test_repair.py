@@ -16,10 +16,11 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
 from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import ScenarioSource
+from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 WITHOUT_REPAIR = tuple(source for source in SOURCES if source != "repair")
 
@@ -166,3 +167,20 @@ def test_the_default_scan_repairs_and_says_what_it_learned(scans):
     assert shown.returncode == 0, shown.stderr
     assert "[repaired]" in shown.stdout
     assert "learned from KeyError 'name', KeyError 'data'" in shown.stdout
+
+
+def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
+    announced: list[Running] = []
+    with watching(announced.append, ()):
+        spec, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+    assert spec is not None
+    # the worker died in the repaired call: a new worker gives that call up, not the rest
+    keys = [run.key for run in announced]
+    assert keys.count(scenario_key(spec)) >= 2  # the repair's own call, then the trial's
+    mended = next(run for run in announced if run.key == scenario_key(spec))
+    died = Stop.of(mended, Failure(Coverage.TIMED_OUT, "stuck in C"))
+    announced.clear()
+    with watching(announced.append, [died]):
+        again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+    assert announced and died.key not in {run.key for run in announced}
+    assert again is None or scenario_key(again) != died.key  # another variant, mended too

@@ -24,6 +24,7 @@ from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
 from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.synth import (
     UNSIZED_CONSUME_LIMIT,
     Synthesis,
@@ -33,6 +34,7 @@ from apiprof.engine.scenarios.synth import (
     synthesize,
 )
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
+from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6
 """Calls the repair makes for one entry point (each with arguments not tried before)."""
@@ -117,7 +119,15 @@ def _search(
             break
         calls[0] -= 1
         called = lessons
-        error, printed, lazy = _probe(synthesis)
+        # announced as its trial is: a call stuck in C that ends the worker is not made again
+        watched = build(synthesis, start, lessons, False)
+        size = watched.sizes[0] if watched.size_axis and watched.sizes else NO_SIZE
+        if WATCH.stop_for(watched, size, Phase.COLLECT) is not None:
+            break
+        try:
+            error, printed, lazy = _probe(synthesis)
+        finally:
+            WATCH.idle()
         if error is None:
             if not lessons:
                 break  # the plain arguments work when called once: a trial found otherwise
