@@ -17,8 +17,9 @@ import contextlib
 import inspect
 import io
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
@@ -38,8 +39,22 @@ from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6
 """Calls the repair makes for one entry point (each with arguments not tried before)."""
+MAX_REPAIR_SECONDS = 20.0
+"""Time the repair may take for one entry point, all its calls together (it runs in the
+worker's time for the entry point, beside the scenarios that already work)."""
 MAX_NAME_PROBES = 32
 """Calls that read a C function's parameter names off its errors (they fail while parsing)."""
+
+
+@dataclass
+class Budget:
+    """Calls and time left to the repair of one entry point."""
+
+    calls: int = field(default_factory=lambda: MAX_REPAIR_CALLS)
+    deadline: float = field(default_factory=lambda: time.monotonic() + MAX_REPAIR_SECONDS)
+
+    def left(self) -> bool:
+        return self.calls > 0 and time.monotonic() < self.deadline
 
 
 @dataclass(frozen=True)
@@ -81,16 +96,16 @@ def repair_search(
     ``sys.argv`` is the same afterwards: a lesson about it is for the worker that measures
     this entry point, not for the next one searched here."""
     argv = list(sys.argv)
-    calls = [MAX_REPAIR_CALLS]  # left, shared by the starts
+    budget = Budget()  # shared by the starts
     best = Repaired(None)
     try:
         for start in starts:
-            found = _search(qualname, size, seed, start, sources, build, calls)
+            found = _search(qualname, size, seed, start, sources, build, budget)
             if found.spec is not None:
                 return found
             if len(found.lessons) > len(best.lessons):
                 best = found  # the reason tells what the most lessons asked for
-            if calls[0] <= 0:
+            if not budget.left():
                 break
     finally:
         sys.argv[:] = argv
@@ -104,20 +119,20 @@ def _search(
     start: Start,
     sources: tuple[str, ...],
     build: Build,
-    calls: list[int],
+    budget: Budget,
 ) -> Repaired:
     variant, pins = start
     lessons: tuple[Lesson, ...] = ()
     tried: set[tuple[Lesson, ...]] = {lessons}
     last_error = ""
     called: tuple[Lesson, ...] = ()  # the lessons of the last call made
-    while calls[0] > 0:
+    while budget.left():
         try:
             synthesis = synthesize(qualname, size, seed, variant, sources, pins, _literals(lessons))
         except Exception as unbuilt:  # the lessons cannot be built (no such candidate)
             last_error = last_error or describe_exception(unbuilt)
             break
-        calls[0] -= 1
+        budget.calls -= 1
         called = lessons
         # announced as its trial is: a call stuck in C that ends the worker is not made again
         watched = build(synthesis, start, lessons, False)
