@@ -13,19 +13,24 @@ only exception types, messages and the objects the call was given.
 from __future__ import annotations
 
 import ast
-import builtins
-import contextlib
 import enum
-import functools
 import inspect
-import operator
 import re
 import sys
 import textwrap
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+from apiprof.engine.scenarios.failing import (
+    called,
+    culprit,
+    expression_names,
+    failing_text,
+    holders,
+    innermost,
+)
 
 
 class Want(enum.StrEnum):
@@ -145,14 +150,12 @@ def learn(
         return _from_attribute_error(error, bound, cause)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
-        found = _culprit(
-            error, bound, lambda value: isinstance(value, Mapping) and key not in value
-        )
+        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
     if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
-        for name, element in _holders(bound, lambda value: value == error.filename):
+        for name, element in holders(bound, lambda value: value == error.filename):
             return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
         return None
     if isinstance(error, TypeError):
@@ -167,7 +170,7 @@ def learn(
             return typed
         wrong = _indexed_by_string(message)
         if wrong is not None:
-            found = _culprit(error, bound, lambda value: isinstance(value, wrong))
+            found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
     return None
@@ -217,10 +220,10 @@ def _from_none(
     """``'NoneType' object is not iterable`` where the failing expression names a parameter
     left at its default of None, or an attribute of the receiver its constructor set from
     one: it wants a list (a dict, a callable, an object with the attribute) after all."""
-    left = [name for name in _expression_names(error) if name in bound and bound[name] is None]
+    left = [name for name in expression_names(error) if name in bound and bound[name] is None]
     if not left and receiver is not None:
-        text, _ = _failing_text(error)
-        frame = _innermost(error)
+        text, _ = failing_text(error)
+        frame = innermost(error)
         left = [
             f"self.{parameter}"
             for attribute in re.findall(r"\bself\.(\w+)", text)
@@ -304,12 +307,12 @@ def _from_attribute_error(
     obj = getattr(error, "obj", None)
     if not attribute or obj is None or isinstance(obj, (type, types.ModuleType)):
         return None
-    holders = list(_holders(bound, lambda value: value is obj))
-    if not holders:
+    found = list(holders(bound, lambda value: value is obj))
+    if not found:
         return None
-    named = _expression_names(error)
-    name, element = next((h for h in holders if h[0] in named), holders[0])
-    wanted = f"{attribute}()" if _called(error, attribute) else attribute
+    named = expression_names(error)
+    name, element = next((h for h in found if h[0] in named), found[0])
+    wanted = f"{attribute}()" if called(error, attribute) else attribute
     return Lesson(name, Want.ATTRIBUTES, (wanted,), element, f"AttributeError {attribute!r}")
 
 
@@ -351,124 +354,3 @@ def _parameter_names(
             break
         names.append(found.group(1))
     return tuple(names)
-
-
-def _culprit(
-    error: BaseException, bound: Mapping[str, object], fits: Callable[[object], bool]
-) -> tuple[str, bool] | None:
-    """The parameter (and whether through one of its elements) holding the object the failing
-    expression worked on: the values the innermost frame names, those in the failing
-    expression first, that ``fits`` (a dict without the key, a list indexed by a string)."""
-    frame = _innermost(error)
-    if frame is None:
-        return None
-    named = _expression_names(error)
-    local = dict(frame.f_locals)
-    ordered = _subjects(error, frame)
-    ordered += [local[name] for name in named if name in local]
-    ordered += [value for name, value in local.items() if name not in named]
-    for value in ordered:
-        if not fits(value):
-            continue
-        for holder in _holders(bound, functools.partial(operator.is_, value)):
-            return holder
-    return None
-
-
-def _subjects(error: BaseException, frame: types.FrameType) -> list[object]:
-    """What the subscripts and attribute lookups of the failing expression were applied to
-    (``token['data']`` in ``token['data']['x']``), the outermost (the one that failed) first,
-    where that is plain names, attributes and constant subscripts (nothing is called)."""
-    text, _ = _failing_text(error)
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        return []
-    found: list[object] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Subscript, ast.Attribute)):
-            with contextlib.suppress(Exception):
-                found.append(_evaluate(node.value, frame))
-    return found
-
-
-def _evaluate(node: ast.expr, frame: types.FrameType) -> object:
-    if isinstance(node, ast.Name):
-        for namespace in (frame.f_locals, frame.f_globals, vars(builtins)):
-            if node.id in namespace:
-                return namespace[node.id]
-        raise LookupError(node.id)
-    if isinstance(node, ast.Attribute):
-        return getattr(_evaluate(node.value, frame), node.attr)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-        return _evaluate(node.value, frame)[node.slice.value]  # type: ignore[index]
-    raise LookupError(ast.dump(node))
-
-
-def _holders(
-    bound: Mapping[str, object], match: Callable[[object], bool]
-) -> Iterator[tuple[str, bool]]:
-    """``(parameter, through an element)`` for each argument that matches, or holds an
-    element that does (lists and tuples of tokens, nodes, rows), or a value under one of its
-    keys (``token['data']``, named so)."""
-    for name, value in bound.items():
-        if _safe(match, value):
-            yield name, False
-    for name, value in bound.items():
-        if isinstance(value, (list, tuple)) and any(_safe(match, item) for item in value):
-            yield name, True
-    for name, value in bound.items():
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(key, str) and _safe(match, item):
-                    yield f"{name}[{key!r}]", False
-
-
-def _safe(match: Callable[[object], bool], value: object) -> bool:
-    try:
-        return bool(match(value))
-    except Exception:  # an odd __eq__: no match
-        return False
-
-
-def _innermost(error: BaseException) -> types.FrameType | None:
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame if tb is not None else None
-
-
-def _failing_text(error: BaseException) -> tuple[str, str]:
-    """The failing expression of the innermost frame and the rest of its line after it (3.11+
-    position information; the whole line when there is none)."""
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return "", ""
-    import linecache
-
-    code = tb.tb_frame.f_code
-    line = linecache.getline(code.co_filename, tb.tb_lineno)
-    positions = list(code.co_positions()) if sys.version_info >= (3, 11) else []
-    index = tb.tb_lasti // 2
-    if index < len(positions):
-        start, end, column, end_column = positions[index]
-        if start == end == tb.tb_lineno and column is not None and end_column is not None:
-            encoded = line.encode()
-            return encoded[column:end_column].decode(errors="replace"), encoded[end_column:].decode(
-                errors="replace"
-            )
-    return line.strip(), ""
-
-
-def _expression_names(error: BaseException) -> list[str]:
-    """The names in the failing expression, in order (``token`` in ``token['data']``)."""
-    text, _ = _failing_text(error)
-    return list(dict.fromkeys(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", text)))
-
-
-def _called(error: AttributeError, attribute: str) -> bool:
-    """Whether the missing attribute is called right away (``handler.startDocument()``)."""
-    text, rest = _failing_text(error)
-    return rest.lstrip().startswith("(") or bool(re.search(rf"\.{re.escape(attribute)}\s*\(", text))
