@@ -136,8 +136,8 @@ def _search(
         called = lessons
         # announced as its trial is: a call stuck in C that ends the worker is not made again
         watched = build(synthesis, start, lessons, False)
-        size = watched.sizes[0] if watched.size_axis and watched.sizes else NO_SIZE
-        if WATCH.stop_for(watched, size, Phase.COLLECT) is not None:
+        at = watched.sizes[0] if watched.size_axis and watched.sizes else NO_SIZE
+        if WATCH.stop_for(watched, at, Phase.COLLECT) is not None:
             break
         try:
             error, printed, lazy = _probe(synthesis)
@@ -157,9 +157,13 @@ def _search(
         if lessons:
             last_error = describe_exception(error)
         bound = _bound(synthesis, lessons)
-        receiver = getattr(synthesis.target, "__self__", None)
-        receiver = synthesis.args[0] if receiver is None and synthesis.args else receiver
-        lesson = learn(error, bound, usage=printed, probe=_name_probe(synthesis), receiver=receiver)
+        lesson = learn(
+            error,
+            bound,
+            usage=printed,
+            probe=_name_probe(synthesis),
+            receiver=_receiver(synthesis),
+        )
         following = merged(lessons, lesson) if lesson is not None else None
         if following is None or following in tried:
             following = _next_candidate(lessons)
@@ -223,6 +227,17 @@ def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, objec
         arguments = {f"arg{i}": value for i, value in enumerate(synthesis.args)}
         arguments.update(synthesis.kwargs)
     return {name: value for name, value in arguments.items() if name not in ("self", "cls")}
+
+
+def _receiver(synthesis: Synthesis) -> object:
+    """The instance a method is called on: bound to it, or passed first (a property getter,
+    a base class's own function)."""
+    bound_to = getattr(synthesis.target, "__self__", None)
+    if bound_to is not None or not synthesis.args:
+        return bound_to
+    code = getattr(synthesis.target, "__code__", None)
+    first = code.co_varnames[:1] if code is not None and code.co_argcount else ()
+    return synthesis.args[0] if first == ("self",) else None
 
 
 def _name_probe(synthesis: Synthesis) -> Callable[[int], BaseException | None]:
