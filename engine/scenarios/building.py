@@ -13,9 +13,12 @@ import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apiprof.model.records import ScenarioSource
+
+if TYPE_CHECKING:
+    from apiprof.engine.scenarios.lessons import Lesson
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -26,7 +29,7 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics")
+SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics", "repair")
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
@@ -37,6 +40,7 @@ RANK = [
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.REPAIRED,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any
 of its arguments came from."""
@@ -83,6 +87,8 @@ class BuildContext:
     # the entry point's own parameters -> candidate types, and most flavours at one choice
     candidates: dict[str, int] = field(default_factory=dict)
     flavours: dict[str, int] = field(default_factory=dict)
+    # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
+    lessons: tuple[Lesson, ...] = ()
 
     @property
     def alternatives(self) -> dict[str, int]:
