@@ -26,7 +26,15 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics")
+SOURCES = (
+    "stubs",
+    "docstring_types",
+    "examples",
+    "subclasses",
+    "observed",
+    "nodes",
+    "heuristics",
+)
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
@@ -36,6 +44,7 @@ RANK = [
     ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
+    ScenarioSource.NODES,
     ScenarioSource.HEURISTICS,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any

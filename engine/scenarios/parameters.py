@@ -41,6 +41,7 @@ from apiprof.engine.scenarios.signatures import package_classes, signature_of, t
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
 from apiprof.engine.scenarios.values import build
+from apiprof.engine.scenarios.visitors import tree_candidates
 from apiprof.model.records import ScenarioSource
 
 
@@ -302,6 +303,10 @@ def parameter_candidates(
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    if "nodes" in sources:  # a tree's own shape says more than names and annotated bases
+        own = annotation if annotated else parameter.empty
+        nodes = tree_candidates(target, parameter, signature, own)
+        found[:0] = [(typed, ScenarioSource.NODES) for typed in nodes]
     if "examples" in sources:  # the package's own values: second, after what sizes the call
         examples = example_values(target, parameter.name)
         if examples is not None:
