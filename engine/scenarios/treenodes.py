@@ -65,7 +65,7 @@ def node_candidates(cls: object, parameter: str) -> list[Any]:
 
 def node_slots(cls: object) -> NodeSlots | None:
     """The slots of ``cls`` when it lists its children (None: not a node class)."""
-    return _class_slots(cls) if inspect.isclass(cls) else None
+    return _class_slots(typing.cast(type, cls)) if inspect.isclass(cls) else None
 
 
 @functools.cache
