@@ -37,7 +37,12 @@ from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
-from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
+from apiprof.engine.scenarios.signatures import (
+    package_classes,
+    signature_from_stubs,
+    signature_of,
+    type_hints,
+)
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
 from apiprof.engine.scenarios.values import build
@@ -60,6 +65,8 @@ def arguments_for(
             f"{name_of(target)} has no inspectable signature (no __text_signature__, no "
             "signature line in its docstring, no stub); add a scenario file entry"
         )
+    if "stubs" in context.sources and signature_from_stubs(target):
+        context.credit(f"<{name_of(target)} signature>", ScenarioSource.STUBS)
     hints = type_hints(target)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}

@@ -22,6 +22,29 @@ def signature_of(
 ) -> inspect.Signature | None:
     """inspect.signature (``__text_signature__`` included), else the ``name(a, b)`` first
     docstring line C functions carry, else the stub's parameter list."""
+    own = _own_signature(target)
+    if own is not None:
+        return own
+    if sources is None or "stubs" in sources:
+        stub = stub_signature(target)
+        if stub is not None and stub.signature is not None:
+            return stub.signature
+    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
+        return inspect.Signature()
+    return None
+
+
+def signature_from_stubs(target: Callable[..., object]) -> bool:
+    """Whether only the stubs give ``target`` a signature (a C method of a standard-library
+    class a package re-exports, ``OrderedDict.clear``)."""
+    if _own_signature(target) is not None:
+        return False
+    stub = stub_signature(target)
+    return stub is not None and stub.signature is not None
+
+
+def _own_signature(target: Callable[..., object]) -> inspect.Signature | None:
+    """What the callable itself says: inspect, its wrapper, exceptions, its docstring."""
     try:
         return inspect.signature(target)
     except (TypeError, ValueError):
@@ -35,16 +58,7 @@ def signature_of(
         return _EXCEPTION_GROUP  # a message and the exceptions it groups, both required
     if inspect.isclass(target) and issubclass(target, BaseException):
         return inspect.Signature()  # exceptions take any arguments; none is a valid call
-    from_doc = docstring_signature(target)
-    if from_doc is not None:
-        return from_doc
-    if sources is None or "stubs" in sources:
-        stub = stub_signature(target)
-        if stub is not None and stub.signature is not None:
-            return stub.signature
-    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
-        return inspect.Signature()
-    return None
+    return docstring_signature(target)
 
 
 _EXCEPTION_GROUP = inspect.Signature(

@@ -1,0 +1,47 @@
+"""Standard-library C methods a package re-exports get typeshed's signatures, and a key the
+receiver must hold is put in first; parameter names that carry a type word are typed by it."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from apiprof.engine.scenarios.signatures import signature_from_stubs, signature_of
+from apiprof.engine.scenarios.synth import SOURCES
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import ScenarioSource
+
+
+def found(qualname: str, **options):
+    spec, failure = find_synthesized_scenario(qualname, (10,), **options)
+    assert spec is not None, failure
+    assert try_scenario(spec)[0] is None
+    return spec
+
+
+def test_a_c_method_without_a_signature_gets_the_stdlib_stubs_one_through_the_class_bases():
+    clear = collections.OrderedDict.clear  # defined on MutableMapping in the stubs
+    assert signature_of(clear, frozenset()) is None
+    assert str(signature_of(clear)) == "()" and signature_from_stubs(clear)
+    assert list(signature_of(collections.OrderedDict.pop).parameters) == ["key"]
+    assert not signature_from_stubs(len)  # has its own
+
+
+@pytest.mark.parametrize("method", ["clear", "copy", "items", "keys", "values", "update"])
+def test_re_exported_ordered_dict_methods_are_profiled_with_the_stubs_signature(method):
+    spec = found(f"typewords_pkg.OrderedDict.{method}")
+    assert f"<OrderedDict.{method} signature>: stubs" in spec.description
+    no_stubs = tuple(source for source in SOURCES if source != "stubs")
+    spec, failure = find_synthesized_scenario(
+        f"typewords_pkg.OrderedDict.{method}", (10,), sources=no_stubs
+    )
+    assert spec is None and failure is not None and "no inspectable signature" in failure.reason
+
+
+@pytest.mark.parametrize("method", ["pop", "move_to_end"])
+def test_a_key_the_mapping_must_hold_is_put_in_before_each_call(method):
+    spec = found(f"typewords_pkg.OrderedDict.{method}")
+    assert "OrderedDict.__setitem__(" in spec.description
+    assert spec.source is ScenarioSource.HEURISTICS
