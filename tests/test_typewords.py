@@ -4,9 +4,11 @@ receiver must hold is put in first; parameter names that carry a type word are t
 from __future__ import annotations
 
 import collections
+import typing
 
 import pytest
 
+from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.signatures import signature_from_stubs, signature_of
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
@@ -45,3 +47,39 @@ def test_a_key_the_mapping_must_hold_is_put_in_before_each_call(method):
     spec = found(f"typewords_pkg.OrderedDict.{method}")
     assert "OrderedDict.__setitem__(" in spec.description
     assert spec.source is ScenarioSource.HEURISTICS
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("basestring", str),
+        ("header_string", str),
+        ("line_no", int),
+        ("page_no", int),
+        ("num_spaces", int),
+        ("n_items", int),
+        ("is_void", bool),
+        ("hasChildren", bool),
+        ("debug_flag", bool),
+    ],
+)
+def test_type_words_in_parameter_names(name, expected):
+    assert guess_from_name(name) is expected
+
+
+def test_a_namespace_is_a_uri():
+    (uri,) = typing.get_args(guess_from_name("namespace"))
+    assert uri.startswith("http://")
+
+
+@pytest.mark.parametrize(
+    ("function", "typed"),
+    [
+        ("encode_basestring", "basestring"),
+        ("empty_tag", "namespace"),  # rejects anything but a URI
+        ("line_comment", "line_no"),  # formats it as an integer
+    ],
+)
+def test_functions_typed_only_by_their_parameter_names_are_profiled(function, typed):
+    spec = found(f"typewords_pkg.{function}")
+    assert f"{typed}: heuristics" in spec.description
