@@ -101,3 +101,18 @@ def test_no_nodes_switches_the_source_off():
     add_scan_arguments(parser)
     options = scan_options(parser.parse_args(["pkg", "--no-nodes"]))
     assert not options.nodes and options.argument_sources == list(WITHOUT_NODES)
+
+
+def test_a_parser_gets_the_snippets_of_its_grammar_the_package_shows_and_it_accepts():
+    import trees_pkg
+
+    from apiprof.engine.scenarios.parsetexts import parser_texts, snippets
+
+    assert "let answer = 42;" in snippets("trees_pkg")
+    assert parser_texts(trees_pkg.parse, "text").values == ("let answer = 42;",)
+    assert parser_texts(trees_pkg.Generator.visit, "node") is None  # not a parser's name
+    spec, failure = find_synthesized_scenario("trees_pkg.parse", (10,))
+    assert spec is not None, failure
+    assert try_scenario(spec)[0] is None and "text: examples" in spec.description
+    without = tuple(source for source in SOURCES if source != "examples")
+    assert find_synthesized_scenario("trees_pkg.parse", (10,), sources=without)[0] is None

@@ -36,6 +36,7 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import (
     package_classes,
@@ -318,6 +319,9 @@ def parameter_candidates(
         examples = example_values(target, parameter.name)
         if examples is not None:
             found.insert(min(1, len(found)), (examples, ScenarioSource.EXAMPLES))
+        texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
+        if texts is not None:
+            found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
