@@ -83,3 +83,11 @@ def test_a_namespace_is_a_uri():
 def test_functions_typed_only_by_their_parameter_names_are_profiled(function, typed):
     spec = found(f"typewords_pkg.{function}")
     assert f"{typed}: heuristics" in spec.description
+
+
+def test_a_stdlib_class_nothing_draws_is_made_by_the_factory_its_stubs_name():
+    spec = found("typewords_pkg.Codec.encode")
+    assert "<CodecInfo from lookup>: stubs" in spec.description
+    no_stubs = tuple(source for source in SOURCES if source != "stubs")
+    spec, failure = find_synthesized_scenario("typewords_pkg.Codec.encode", (10,), sources=no_stubs)
+    assert spec is None and "CodecInfo" in failure.reason

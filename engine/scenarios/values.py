@@ -35,7 +35,7 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, observed, registered, typetext
+from apiprof.engine.scenarios import instances, observed, registered, stdlibmade, typetext
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -453,7 +453,12 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     module = getattr(cls, "__module__", "")
     if module.split(".")[0] == context.qualname.split(".")[0]:  # the package's own classes
         return instances.construct(cls, context)
-    return _draw_with_hypothesis(cls, context, name)
+    try:
+        return _draw_with_hypothesis(cls, context, name)
+    except CannotSynthesize:
+        if "stubs" not in context.sources or not stdlibmade.stdlib_factories(cls):
+            raise
+    return stdlibmade.stdlib_instance(cls, context, name)
 
 
 def _draw_with_hypothesis(tp: Any, context: BuildContext, name: str) -> Any:
