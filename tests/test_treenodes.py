@@ -116,3 +116,18 @@ def test_a_parser_gets_the_snippets_of_its_grammar_the_package_shows_and_it_acce
     assert try_scenario(spec)[0] is None and "text: examples" in spec.description
     without = tuple(source for source in SOURCES if source != "examples")
     assert find_synthesized_scenario("trees_pkg.parse", (10,), sources=without)[0] is None
+
+
+def test_a_parser_of_files_gets_each_accepted_snippet_in_a_sandbox_file():
+    import trees_pkg
+
+    from apiprof.engine.scenarios.parsetexts import SnippetFiles, parser_texts
+
+    files = parser_texts(trees_pkg.parse_file, "filename")
+    assert files == SnippetFiles(("let answer = 42;",))
+    spec, failure = find_synthesized_scenario("trees_pkg.parse_file", (10,))
+    assert spec is not None, failure
+    assert try_scenario(spec)[0] is None and "filename: examples" in spec.description
+    path = synthesize("trees_pkg.parse_file", None, variant=1).args[0]
+    with open(path, encoding="utf-8") as written:
+        assert written.read() == "let answer = 42;"

@@ -8,7 +8,9 @@ on the entry point itself — one call with the snippet as its only argument, un
 time limit — and those it accepts become candidates for its text parameter (credited to the
 ``examples`` source, switched off with ``--no-examples``). Only entry points whose name says they
 read a grammar (``parse``, ``loads``, ``compile``, ``tokenize``...) and whose one required
-parameter is the text are tried, so other functions pay nothing.
+parameter is the text are tried, so other functions pay nothing. A parser of files
+(``parse_file(filename)``) is tried, and called, with each snippet written to a file in the
+sandbox.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ import sys
 import time
 import tokenize
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from apiprof.engine import timeouts
 from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.doctexts import MAX_TEXT, package_texts
 from apiprof.engine.scenarios.examples import ExampleValues, package_source_texts
+from apiprof.engine.scenarios.heuristics import guess_from_name
+from apiprof.engine.scenarios.resources import sandbox_text_file
 from apiprof.engine.scenarios.trial import quiet_stdio
+from apiprof.engine.scenarios.typetext import PathMarker
 
 PARSE_WORDS = frozenset(
     ["parse", "parser", "loads", "compile", "tokenize", "lex", "scan", "fromstring", "decode"]
@@ -47,7 +53,22 @@ BUDGET_SECONDS = 5.0
 _INLINE = re.compile(r"``([^`\n]{4,400})``")
 
 
-def parser_texts(target: Callable[..., object], parameter: str) -> ExampleValues | None:
+@dataclass(frozen=True)
+class SnippetFiles:
+    """Annotation marker: a file in the sandbox holding one of ``texts`` (the variant picks)."""
+
+    texts: tuple[str, ...]
+
+    def path(self, text: str, parameter: str) -> str:
+        return sandbox_text_file(text, parameter)
+
+    def __repr__(self) -> str:  # used to deduplicate candidates
+        return f"SnippetFiles({len(self.texts)} texts)"
+
+
+def parser_texts(
+    target: Callable[..., object], parameter: str
+) -> ExampleValues | SnippetFiles | None:
     """The package's own texts ``target`` accepts for ``parameter``, or None (not a parser,
     the text is not its one required parameter, or no snippet parses). Tried once per
     callable (by its qualified name: a method is tried on the first receiver built)."""
@@ -56,9 +77,12 @@ def parser_texts(target: Callable[..., object], parameter: str) -> ExampleValues
         return None
     module = getattr(target, "__module__", "") or ""
     key = f"{module}.{getattr(target, '__qualname__', name)}"
+    files = guess_from_name(parameter) is PathMarker  # parse_file(filename)
     if key not in _TRIED:
-        _TRIED[key] = _accepted(target, snippets(module.split(".")[0]))
-    return ExampleValues(_TRIED[key]) if _TRIED[key] else None
+        _TRIED[key] = _accepted(target, snippets(module.split(".")[0]), parameter if files else "")
+    if not _TRIED[key]:
+        return None
+    return SnippetFiles(_TRIED[key]) if files else ExampleValues(_TRIED[key])
 
 
 _TRIED: dict[str, tuple[str, ...]] = {}
@@ -79,8 +103,11 @@ def _sole_required(target: Callable[..., object]) -> str:
     return required[0] if len(required) == 1 else ""
 
 
-def _accepted(target: Callable[..., object], texts: tuple[str, ...]) -> tuple[str, ...]:
-    """The texts ``target`` returns from (one call each), at most :data:`MAX_ACCEPTED`."""
+def _accepted(
+    target: Callable[..., object], texts: tuple[str, ...], in_file: str = ""
+) -> tuple[str, ...]:
+    """The texts ``target`` returns from (one call each), at most :data:`MAX_ACCEPTED`; with
+    ``in_file`` (the parameter's name) it is given each in a sandbox file."""
     accepted: list[str] = []
     deadline = time.monotonic() + BUDGET_SECONDS
     for text in texts[:MAX_SNIPPETS]:
@@ -88,7 +115,7 @@ def _accepted(target: Callable[..., object], texts: tuple[str, ...]) -> tuple[st
             break
         try:
             with timeouts.alarm(TRY_SECONDS), quiet_stdio():
-                target(text)
+                target(sandbox_text_file(text, in_file) if in_file else text)
         except Exception:  # refused (or too slow): not of its grammar
             continue
         accepted.append(text)

@@ -35,7 +35,14 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, observed, registered, stdlibmade, typetext
+from apiprof.engine.scenarios import (
+    instances,
+    observed,
+    parsetexts,
+    registered,
+    stdlibmade,
+    typetext,
+)
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -113,6 +120,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return _produced(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
+    if isinstance(tp, parsetexts.SnippetFiles):
+        return tp.path(context.pick(list(tp.texts)), name)
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
         if not keys and (context.feeding or bool(getattr(context.warmup, "own_arguments", 0))):
