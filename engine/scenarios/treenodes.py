@@ -21,7 +21,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from apiprof.engine.scenarios.usage import function_tree
+from apiprof.engine.scenarios.usage import function_tree, self_attributes
 
 CHILD_LISTERS = ("children", "get_children", "iter_children", "child_nodes")
 """Methods a node class lists its children with (the first one a class has is read)."""
@@ -74,7 +74,7 @@ def _class_slots(cls: type) -> NodeSlots | None:
     tree = function_tree(lister) if callable(lister) else None
     if tree is None:
         return None
-    read = [name for name in _self_attributes(tree) if _is_data(cls, name)]
+    read = [name for name in self_attributes(tree) if _is_data(cls, name)]
     many = dict.fromkeys(name for name in _iterated_attributes(tree) if name in read)
     single = dict.fromkeys(name for name in read if name not in many)
     plain = next(
@@ -168,18 +168,6 @@ def _required_count(cls: type) -> int:
     return sum(1 for p in signature.parameters.values() if p.default is p.empty)
 
 
-def _self_attributes(tree: ast.AST) -> list[str]:
-    """``x`` of every ``self.x`` the function reads, in order."""
-    return [
-        node.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-        and isinstance(node.ctx, ast.Load)
-    ]
-
-
 def _iterated_attributes(tree: ast.AST) -> list[str]:
     """``x`` of every ``self.x`` the function loops over (``for c in self.x``, ``enumerate(
     self.x or [])``, ``yield from self.x``, comprehensions): a list of children."""
@@ -189,4 +177,4 @@ def _iterated_attributes(tree: ast.AST) -> list[str]:
             iterated.append(node.iter)
         elif isinstance(node, ast.YieldFrom):
             iterated.append(node.value)
-    return [name for expression in iterated for name in _self_attributes(expression)]
+    return [name for expression in iterated for name in self_attributes(expression)]
