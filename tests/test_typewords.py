@@ -7,20 +7,13 @@ import collections
 import typing
 
 import pytest
+from test_argument_search import found  # the search finds a scenario, and it runs
 
 from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.signatures import signature_from_stubs, signature_of
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
-from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
-
-
-def found(qualname: str, **options):
-    spec, failure = find_synthesized_scenario(qualname, (10,), **options)
-    assert spec is not None, failure
-    assert try_scenario(spec)[0] is None
-    return spec
 
 
 def test_a_c_method_without_a_signature_gets_the_stdlib_stubs_one_through_the_class_bases():
