@@ -89,3 +89,8 @@ def test_a_stdlib_class_nothing_draws_is_made_by_the_factory_its_stubs_name():
     no_stubs = tuple(source for source in SOURCES if source != "stubs")
     spec, failure = find_synthesized_scenario("typewords_pkg.Codec.encode", (10,), sources=no_stubs)
     assert spec is None and "CodecInfo" in failure.reason
+
+
+def test_a_compiled_class_is_found_in_the_stub_under_the_name_the_package_exports_it_as():
+    spec = found("typewords_pkg.make_reader")  # _json.Scanner; the stub: make_reader(context)
+    assert "<Scanner signature>: stubs" in spec.description and "context: stubs" in spec.description

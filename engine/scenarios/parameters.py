@@ -60,13 +60,14 @@ def arguments_for(
     optional parameters whose annotation names something other than None: a default of None often takes
     the path that cannot work alone ("if no eval context is passed, the node must have an
     environment")."""
-    signature = signature_of(target, context.sources)
+    public = context.qualname if context.depth == 0 else ""  # the entry point's own call
+    signature = signature_of(target, context.sources, public)
     if signature is None:
         raise CannotSynthesize(
             f"{name_of(target)} has no inspectable signature (no __text_signature__, no "
             "signature line in its docstring, no stub); add a scenario file entry"
         )
-    if "stubs" in context.sources and signature_from_stubs(target):
+    if "stubs" in context.sources and signature_from_stubs(target, public):
         context.credit(f"<{name_of(target)} signature>", ScenarioSource.STUBS)
     hints = type_hints(target)
     args: list[Any] = []
@@ -223,7 +224,8 @@ def build_parameter(
     if context.depth == 0 and not context.parameter:  # one of the entry point's own
         with context.building_parameter(parameter.name):
             return build_parameter(target, parameter, signature, hints, context)
-    candidates = parameter_candidates(target, parameter, signature, hints, context.sources)
+    public = context.qualname if context.depth == 0 else ""  # the entry point's own parameter
+    candidates = parameter_candidates(target, parameter, signature, hints, context.sources, public)
     if not candidates:
         raise CannotSynthesize(_why_untyped(parameter, hints, context.sources))
     annotated = candidates[0][1] is ScenarioSource.SYNTHESIZED
@@ -258,9 +260,11 @@ def parameter_candidates(
     signature: inspect.Signature,
     hints: dict[str, Any],
     sources: frozenset[str] = frozenset(SOURCES),
+    qualname: str = "",
 ) -> list[tuple[Any, ScenarioSource]]:
     """Candidate annotations for a parameter, most trustworthy first, each with its source:
-    the annotation, the stubs, the docstring, then how it is used, named, and its siblings."""
+    the annotation, the stubs (also under the public ``qualname`` of the entry point), the
+    docstring, then how it is used, named, and its siblings."""
     found: list[tuple[Any, ScenarioSource]] = []
     annotation = hints.get(parameter.name, parameter.annotation)
     annotated = annotation is not parameter.empty and not isinstance(annotation, str)
@@ -279,7 +283,7 @@ def parameter_candidates(
             found.append((replace(produced, fits=fits), ScenarioSource.FACTORIES))
     vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
-        stub = stub_signature(target)
+        stub = stub_signature(target, qualname)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:
             (vague_stubs if _says_nothing(typed) else found).append((typed, ScenarioSource.STUBS))
     module = sys.modules.get(getattr(target, "__module__", "") or "")

@@ -18,15 +18,17 @@ from apiprof.engine.scenarios.typetext import STDLIB_NAMES
 
 
 def signature_of(
-    target: Callable[..., object], sources: frozenset[str] | None = None
+    target: Callable[..., object], sources: frozenset[str] | None = None, qualname: str = ""
 ) -> inspect.Signature | None:
     """inspect.signature (``__text_signature__`` included), else the ``name(a, b)`` first
-    docstring line C functions carry, else the stub's parameter list."""
+    docstring line C functions carry, else the stub's parameter list (found also under the
+    public ``qualname`` the target is scanned as: a compiled class ``_speedups.Scanner`` that
+    the package exports, and its stub describes, as ``scanner.make_scanner``)."""
     own = _own_signature(target)
     if own is not None:
         return own
     if sources is None or "stubs" in sources:
-        stub = stub_signature(target)
+        stub = stub_signature(target, qualname)
         if stub is not None and stub.signature is not None:
             return stub.signature
     if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
@@ -34,12 +36,12 @@ def signature_of(
     return None
 
 
-def signature_from_stubs(target: Callable[..., object]) -> bool:
+def signature_from_stubs(target: Callable[..., object], qualname: str = "") -> bool:
     """Whether only the stubs give ``target`` a signature (a C method of a standard-library
     class a package re-exports, ``OrderedDict.clear``)."""
     if _own_signature(target) is not None:
         return False
-    stub = stub_signature(target)
+    stub = stub_signature(target, qualname)
     return stub is not None and stub.signature is not None
 
 

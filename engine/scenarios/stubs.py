@@ -119,9 +119,11 @@ def _find_in_stub(
         if depth == len(path) - 1:
             return stub, list(found)
         classes = [node for node in found if isinstance(node, ast.ClassDef)]
+        rest = path[depth + 1 :]
+        if not classes and rest == ["__init__"]:  # a compiled class its stub calls a function
+            return stub, [node for node in found if not isinstance(node, ast.ClassDef)]
         if not classes:
             return None
-        rest = path[depth + 1 :]
         if len(rest) == 1 and not any(
             _defines(node, rest[0]) for node in _flatten(classes[0].body)
         ):
