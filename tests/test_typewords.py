@@ -94,3 +94,12 @@ def test_a_stdlib_class_nothing_draws_is_made_by_the_factory_its_stubs_name():
 def test_a_compiled_class_is_found_in_the_stub_under_the_name_the_package_exports_it_as():
     spec = found("typewords_pkg.make_reader")  # _json.Scanner; the stub: make_reader(context)
     assert "<Scanner signature>: stubs" in spec.description and "context: stubs" in spec.description
+
+
+def test_a_time_zone_method_gets_an_aware_datetime_first_then_a_naive_one():
+    from apiprof.engine.scenarios.synth import synthesize
+
+    first = synthesize("typewords_pkg.FixedZone.utcoffset", None)
+    assert first.args[0].tzinfo is first.target.__self__  # in the receiver's own zone
+    spec = found("typewords_pkg.FixedZone.localize")  # refuses an aware one
+    assert "variant 1" in spec.description

@@ -441,7 +441,9 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     if issubclass(cls, datetime.datetime):  # aware where a method of a time zone is called
         when = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
         zone = context.receiver
-        if not isinstance(zone, datetime.tzinfo):
+        if isinstance(zone, datetime.tzinfo):  # then naive: what `localize(dt)` attaches it to
+            zone = context.pick([zone, None])
+        else:
             zone = context.pick([None, datetime.UTC])  # naive, else aware
         return when.replace(tzinfo=zone)
     if issubclass(cls, datetime.date):
