@@ -65,6 +65,10 @@ def test_type_words_in_parameter_names(name, expected):
     assert guess_from_name(name) is expected
 
 
+def test_a_name_ending_in_type_is_a_class_or_a_kind_s_name():
+    assert guess_from_name("nodeType") == type | str
+
+
 def test_a_namespace_is_a_uri():
     (uri,) = typing.get_args(guess_from_name("namespace"))
     assert uri.startswith("http://")
@@ -76,6 +80,7 @@ def test_a_namespace_is_a_uri():
         ("encode_basestring", "basestring"),
         ("empty_tag", "namespace"),  # rejects anything but a URI
         ("line_comment", "line_no"),  # formats it as an integer
+        ("describe_unknown", "node_type"),  # a kind's name, not a class
     ],
 )
 def test_functions_typed_only_by_their_parameter_names_are_profiled(function, typed):

@@ -198,7 +198,7 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_string", str),
     ("_no", int),
     ("_flag", bool),
-    ("_type", type),
+    ("_type", type | str),  # a class (`exc_type`), or a kind's name (`node_type`, `content_type`)
     ("_cls", type),
     ("_class", type),
 ]
