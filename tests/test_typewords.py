@@ -108,3 +108,19 @@ def test_a_time_zone_method_gets_an_aware_datetime_first_then_a_naive_one():
     assert first.args[0].tzinfo is first.target.__self__  # in the receiver's own zone
     spec = found("typewords_pkg.FixedZone.localize")  # refuses an aware one
     assert "variant 1" in spec.description
+
+
+def test_a_method_calling_a_hook_only_subclasses_define_runs_on_a_subclass():
+    from typewords_pkg import lazy
+
+    from apiprof.engine.scenarios.hooks import missing_hooks
+
+    assert missing_hooks(lazy.LazyTable, "keys") == ("_fill",)
+    assert missing_hooks(lazy.Colours, "keys") == ()
+    spec = found("typewords_pkg.lazy.LazyTable.keys")
+    assert "<LazyTable instance>: factories" in spec.description
+    no_subclasses = tuple(source for source in SOURCES if source != "subclasses")
+    found_without = find_synthesized_scenario(
+        "typewords_pkg.lazy.LazyTable.keys", (10,), sources=no_subclasses
+    )
+    assert found_without[0] is None
