@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from apiprof.model.buckets import ZERO_BUCKET, bucket_bounds
 from apiprof.model.figures import Distribution
-from apiprof.model.histogram import ZERO_BUCKET, Histogram, bucket_bounds
+from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
 
 _TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]

@@ -33,8 +33,8 @@ from functools import cache
 from typing import NewType
 
 from apiprof.format import format_value
+from apiprof.model.buckets import ZERO_BUCKET, bucket_bounds
 from apiprof.model.growth import GrowthFit
-from apiprof.model.histogram import ZERO_BUCKET, bucket_bounds
 from apiprof.model.records import Metric
 
 Svg = NewType("Svg", str)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from apiprof.format import format_value
-from apiprof.model.histogram import bucket_bounds
+from apiprof.model.buckets import bucket_bounds
 from apiprof.model.records import Metric
 from apiprof.svg import (
     Svg,

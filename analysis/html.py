@@ -19,7 +19,7 @@ from apiprof.analysis import charts, display
 from apiprof.analysis.compare import ApiComparison, Comparison, MetricComparison, Verdict
 from apiprof.analysis.report import Report
 from apiprof.format import format_value
-from apiprof.model.histogram import bucket_index
+from apiprof.model.buckets import bucket_index
 from apiprof.model.records import Metric
 from apiprof.svg import bucket_colour, heat_strip_svg, histogram_svg
 

@@ -19,13 +19,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apiprof.model.histogram import (
-    Bucket,
-    Histogram,
-    bucket_bounds,
-    bucket_index,
-    value_range,
-)
+from apiprof.model.buckets import bucket_bounds, bucket_index
+from apiprof.model.histogram import Bucket, Histogram, value_range
 
 MIN_APIS_FOR_FALLBACK = 3
 """Shared APIs the fallback needs: with fewer, one changed API would be half the evidence."""

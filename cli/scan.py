@@ -75,6 +75,11 @@ SOURCE_FLAGS = [
         "do not run the package's working scenarios to capture the arguments it passes "
         "mid-stream to entry points nothing else could call (parser, scanner, emitter methods)",
     ),
+    (
+        "repair",
+        "do not mend rejected synthesised arguments from what the call's exception asks for "
+        "(a missing key or attribute, a mapping, an existing file, parameter names, sys.argv)",
+    ),
 ]
 """``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
 
@@ -257,6 +262,7 @@ def scan_options(args: argparse.Namespace):
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,
+        repair=not args.no_repair,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,

@@ -17,8 +17,9 @@ from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from apiprof.model.buckets import SUB_SCALE
 from apiprof.model.figures import Figures
-from apiprof.model.histogram import SUB_SCALE, Bucket, Histogram
+from apiprof.model.histogram import Bucket, Histogram
 from apiprof.model.histogram_rows import HistogramRows
 from apiprof.model.pooling import pool_scenarios
 from apiprof.model.records import NO_SIZE, Metric

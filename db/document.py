@@ -22,7 +22,7 @@ import sqlite_utils
 
 from apiprof.db import details, query
 from apiprof.errors import UsageError
-from apiprof.model.histogram import bucket_bounds, sub_bucket_bounds
+from apiprof.model.buckets import bucket_bounds, sub_bucket_bounds
 from apiprof.model.records import NO_SIZE, Metric
 
 SIZE_METRICS = (

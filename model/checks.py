@@ -10,7 +10,7 @@ its metric — no call runs for a week, allocates 256 TiB or counts 2^40 samples
 
 from __future__ import annotations
 
-from apiprof.model.histogram import bucket_bounds, check_bucket, check_sub_bucket
+from apiprof.model.buckets import bucket_bounds, check_bucket, check_sub_bucket
 from apiprof.model.records import Metric
 
 MAX_QUALNAME = 512

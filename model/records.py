@@ -112,6 +112,7 @@ class ScenarioSource(enum.StrEnum):
     TESTS = "tests"  # the package's own test suite
     DRIVEN = "driven"  # arguments the package passed mid-stream while its working scenarios ran
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
+    REPAIRED = "repaired"  # synthesised arguments mended by what a rejected call's error asked for
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from apiprof.db.store import (
 )
 from apiprof.engine.collect.wire import Batch
 from apiprof.errors import DatabaseError
-from apiprof.model.histogram import Histogram, check_bucket
+from apiprof.model.buckets import check_bucket
+from apiprof.model.histogram import Histogram
 from apiprof.model.records import Measurement, ScenarioSource
 
 COLLECTED_SCENARIO = (

@@ -8,14 +8,8 @@ import statistics
 
 import pytest
 
-from apiprof.model.histogram import (
-    ZERO_BUCKET,
-    Bucket,
-    Histogram,
-    bucket_bounds,
-    bucket_index,
-    merge_all,
-)
+from apiprof.model.buckets import ZERO_BUCKET, bucket_bounds, bucket_index
+from apiprof.model.histogram import Bucket, Histogram, merge_all
 
 # docs/mechanisms.rst worked example: bytes allocated per call of A, B, C for j = 1..3.
 ALLOCATIONS = {"A": [3, 7, 22], "B": [107, 120, 115], "C": [819, 1560, 1800]}
@@ -146,13 +140,13 @@ def test_int_tally_builds_the_same_histogram_as_adding_values():
 
 # -- sub-buckets: percentiles within 5% of the exact sample percentiles ----------------------
 
-from apiprof.model.histogram import (  # noqa: E402
+from apiprof.model.buckets import (  # noqa: E402
     SUB_BUCKETS,
     check_sub_bucket,
-    exact_percentile,
     sub_bucket_bounds,
     sub_bucket_index,
 )
+from apiprof.model.histogram import exact_percentile  # noqa: E402
 
 
 def lognormal(rng: random.Random, n: int) -> list[float]:

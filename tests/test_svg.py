@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from apiprof import svg
+from apiprof.model.buckets import ZERO_BUCKET
 from apiprof.model.growth import fit_growth
-from apiprof.model.histogram import ZERO_BUCKET
 from apiprof.model.records import Metric
 
 NS = {"s": "http://www.w3.org/2000/svg"}

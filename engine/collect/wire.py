@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.errors import UsageError
+from apiprof.model.buckets import ZERO_BUCKET
 from apiprof.model.checks import bucket_row_problem, is_qualname
-from apiprof.model.histogram import ZERO_BUCKET, Histogram
+from apiprof.model.histogram import Histogram
 from apiprof.model.records import EntryKind, Environment, Metric
 
 FORMAT = "apiprof-batch/1"

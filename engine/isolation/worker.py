@@ -71,6 +71,8 @@ from apiprof.engine.isolation.userns import enter_user_namespace
 from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.measure.batch import repeated
+from apiprof.engine.measure.probes import resolve_site
+from apiprof.engine.measure.standins import construction_stand_ins
 from apiprof.engine.scenarios.building import RANK
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
@@ -247,12 +249,15 @@ class Worker:
 
     def profile_size(self, spec: ScenarioSpec, size: int, settings: MeasureSettings) -> Reply:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
+        objects = {name: measurable(resolve_object(name)) for name in spec.measured}
+        stand_ins = construction_stand_ins(objects.values())
         targets = [
-            profiler.Target(name, measurable(resolve_object(name))) for name in spec.measured
+            profiler.Target(name, stand_ins.get(id(obj), obj)) for name, obj in objects.items()
         ]
         limit = settings.call_timeout
         setup = timeouts.limit_each_call(
-            lambda: compile_scenario(spec, size if spec.size_axis else None), limit
+            lambda: compile_scenario(spec, size if spec.size_axis else None, stand_ins=stand_ins),
+            limit,
         )
         scenario: Callable[[], object] = setup()  # type: ignore[assignment]
         run_once = timeouts.limit_each_call(scenario, limit)
@@ -278,6 +283,8 @@ class Worker:
             batch=lambda times: timeouts.limit_each_call(repeated(scenario, times), limit),
         )
         if not any(m.qualname == spec.qualname for m in report.measurements):
+            if id(objects.get(spec.qualname)) in stand_ins:  # the call reached the real class
+                resolve_site(objects[spec.qualname])  # raises why 3.11 cannot time it
             why = Failure(
                 Coverage.NO_ARGUMENTS,
                 "its scenario ran but never called it (the call reached other code: an "

@@ -6,6 +6,7 @@ and the active-time arithmetic (one sweep for calls that never overlap).
 from __future__ import annotations
 
 import bisect
+import operator
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -141,8 +142,8 @@ def _one_at_a_time(enters: Sequence[int], exits: Sequence[int]) -> bool:
     if len(enters) != len(exits):
         return False
     walls_in, walls_out = enters[1::2], exits[0::2]
-    return all(a <= b for a, b in zip(walls_in, walls_out)) and all(
-        b <= a for b, a in zip(walls_out, walls_in[1:])
+    return all(map(operator.le, walls_in, walls_out)) and all(
+        map(operator.le, walls_out, walls_in[1:])
     )
 
 
@@ -160,26 +161,25 @@ def _sequential_costs(
     plain = wall_overhead.get(enter_kind, 0.0)
     sampled = wall_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
     cpu_inside = cpu_overhead.get(enter_kind + CPU_SUFFIX, 0.0)
-    windows = sorted(log.preempted)
-    window = 0
-    wall: list[float] = []
-    flags: list[bool] = []
-    preempted: list[bool] = []
-    cpu: list[float] = []
-    for start, end, cpu_in, cpu_out in zip(enters[1::2], exits[0::2], enters[0::2], exits[1::2]):
-        away = 0.0
-        while window < len(windows) and windows[window][1] <= start:
-            window += 1
-        later = window
-        while later < len(windows) and windows[later][0] < end:
-            lo, hi = windows[later]
-            away += max(0.0, min(end, hi) - max(start, lo))
-            later += 1
-        wall.append(max(0.0, end - start - (sampled if cpu_in >= 0 else plain) - away))
-        flags.append(cpu_in >= 0)
-        preempted.append(later > window)
-        if cpu_in >= 0 and cpu_out >= 0:
-            cpu.append(max(0.0, cpu_out - cpu_in - cpu_inside))
+    starts, ends, cpu_ins = enters[1::2], exits[0::2], enters[0::2]
+    flags = [cpu_in >= 0 for cpu_in in cpu_ins]
+    elapsed = [
+        end - start - (sampled if flag else plain)
+        for start, end, flag in zip(starts, ends, flags, strict=False)
+    ]
+    preempted = [False] * len(elapsed)
+    for lo, hi in sorted(log.preempted):  # few windows: visit only the calls each overlaps
+        k = bisect.bisect_right(ends, lo)
+        while k < len(elapsed) and starts[k] < hi:
+            elapsed[k] -= max(0.0, min(ends[k], hi) - max(starts[k], lo))
+            preempted[k] = True
+            k += 1
+    wall = [figure if figure > 0.0 else 0.0 for figure in elapsed]
+    cpu = [
+        figure if (figure := cpu_out - cpu_in - cpu_inside) > 0.0 else 0.0
+        for cpu_in, cpu_out in zip(cpu_ins, exits[1::2], strict=False)
+        if cpu_in >= 0 and cpu_out >= 0
+    ]
     return _finish(log, wall, flags, cpu, preempted)
 
 
@@ -226,8 +226,7 @@ def _finish(
             [f for f, hit in zip(sampled, preempted) if not hit],
         )
     wall_dither, cpu_dither = Dither(log.clock_steps[0], 3), Dither(log.clock_steps[1], 4)
-    wall = [max(0.0, w + wall_dither()) for w in wall]
-    cpu = [max(0.0, c + cpu_dither()) for c in cpu]
+    wall, cpu = wall_dither.add(wall), cpu_dither.add(cpu)
     sampled_wall = [w for w, flag in zip(wall, sampled) if flag]
     plain_wall = [w for w, flag in zip(wall, sampled) if not flag]
     shift = 0.0

@@ -29,15 +29,51 @@ CPU_SUFFIX = "+cpu"  # calibration key suffix of probes that also read the threa
 SAMPLED = "cpu"  # name of the wall-clock opening event of a call whose CPU clock was read
 
 
+WALL_FACTOR = 2.0
+"""A pass with its minimum runs ends after this many times its budget in wall time, even when
+the thread ran for less of it (:class:`Budget`)..."""
+OWN_FLOOR = 0.25
+"""...once the thread ran for at least this share of the budget."""
+
+
 @dataclass(frozen=True)
 class Budget:
     """How long one timing pass measures: at least ``min_runs`` recorded runs and ``seconds``
-    of runs, never past ``max_seconds`` (an expensive scenario keeps at least one run)."""
+    of runs, never past ``max_seconds`` (an expensive scenario keeps at least one run).
+
+    ``seconds`` is time the thread ran (preempted time does not count), but a pass that has
+    its ``min_runs`` also ends after ``wall_factor × seconds`` of wall time: on a machine that
+    runs the scan a third of the time a pass would otherwise last three budgets, and the
+    scan's time would grow with the load while the rest of it (starting workers, storing)
+    does not. At half a CPU or more a pass still gets its whole budget; below that it keeps
+    ``wall_factor × seconds`` × its share of the CPU (a 200 ns function at a quarter of a CPU:
+    ~5 ms of runs, about 20,000 timed calls), and never less than ``own_floor × seconds``:
+    preemption comes in bursts (at load 12 on 2 cores, with the cap alone deciding, a cheap
+    function was left with 100 samples)."""
 
     min_runs: int = 20
     seconds: float = 0.0
     max_seconds: float = 2.0
     warmup: bool = True
+    wall_factor: float = WALL_FACTOR
+    own_floor: float = OWN_FLOOR
+
+    def done(self, runs: int, own: float, wall: float) -> bool:
+        """Whether a pass that recorded ``runs`` runs, ran ``own`` seconds and took ``wall``
+        seconds (since its first stretch) has measured enough."""
+        if wall > self.max_seconds:
+            return True
+        if runs < self.min_runs:
+            return False
+        if own >= self.seconds:
+            return True
+        return wall >= self.wall_factor * self.seconds and own >= self.own_floor * self.seconds
+
+    def remeasure_allowance(self) -> float:
+        """Seconds of stretches a pass may measure again (disturbed or stalled ones): its own
+        budget — a machine that stays busy would otherwise make every pass cost up to half of
+        ``max_seconds`` — or, for a pass of a fixed count (no budget), half of its cap."""
+        return self.seconds if self.seconds > 0 else self.max_seconds / 2
 
 
 @dataclass

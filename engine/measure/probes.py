@@ -132,18 +132,29 @@ def resolve_site(obj: object) -> Site:
 
 def _resolve_class_without_monitoring(cls: type) -> Site:
     # sys.setprofile (3.11) reports no event for calling a class, only for the Python code it
-    # runs: time the class's own Python __init__ or __new__ (C-only classes cannot be timed).
+    # runs: time the class's own Python __init__ or __new__. A class constructed entirely in C
+    # is timed through a stand-in where a scenario calls it by name (measure/standins.py).
+    constructor = python_constructor(cls)
+    if constructor is not None:
+        return PySite(constructor)
+    raise MeasurementError(
+        f"class {cls.__qualname__} has no Python __init__/__new__, and on Python 3.11 its "
+        "constructor can only be timed where a scenario calls the class by a name of its own "
+        "(this one reaches it another way) — profile it on Python 3.12+ (sys.monitoring sees "
+        "class calls) or call it by name in a scenario file"
+    )
+
+
+def python_constructor(cls: type) -> types.FunctionType | None:
+    """The Python ``__init__`` or ``__new__`` a class call runs first, if any."""
     for name in ("__init__", "__new__"):
         for klass in cls.__mro__:
             member = klass.__dict__.get(name)
             if isinstance(member, staticmethod):
                 member = member.__func__
             if isinstance(member, types.FunctionType):
-                return PySite(member)
-    raise MeasurementError(
-        f"class {cls.__qualname__} has no Python __init__/__new__; on Python 3.11 its constructor "
-        "cannot be timed — profile it on Python 3.12+ (sys.monitoring sees class calls)"
-    )
+                return member
+    return None
 
 
 def install_probe_id(function: types.FunctionType, index: int) -> types.CodeType:

@@ -10,7 +10,7 @@ slow first call must not slow every sampled call of a short function), then runs
 ``STRETCH_SECONDS``, until at least ``min_runs`` runs are recorded and ``seconds`` have gone
 into them — time the thread ran: with perf records the preempted time does not count, so a
 pass on a busy machine gets about the samples an idle one gets — (never past ``max_seconds``
-of wall time). Many back-to-back runs of a cheap scenario also keep the code warm, as it is in
+of wall time, and once it has ``min_runs`` not past ``Budget.wall_factor`` budgets of it). Many back-to-back runs of a cheap scenario also keep the code warm, as it is in
 a caller's loop. Right before and right after every stretch the pass calls an empty reference
 function, probed identically, ``REFERENCE_CALLS`` times (every 4th call also reads the CPU
 clock): its raw intervals give the *inside* overhead the pass subtracts, so drift of the
@@ -20,15 +20,16 @@ Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.sett
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
 judged by its two reference batches instead (``slow_reference``, from the calibrated inside
 interval): when either ran slow the CPU ran slow around the stretch, and the stretch is
-measured again (counted in ``PassLog.stalled_runs``), as a preempted one is, until half the
-pass's cap went into measuring stretches again; after that a slow stretch is kept and counted.
+measured again (counted in ``PassLog.stalled_runs``), as a preempted one is, until the pass's
+budget (:meth:`~apiprof.engine.measure.passlog.Budget.remeasure_allowance`, the stretches
+with their reference calls) went into measuring stretches again; after that a slow stretch is
+kept and counted.
 
 Preemption (:mod:`~apiprof.engine.measure.switches`): with perf context-switch records the
 pass keeps the preempted intervals and :func:`~apiprof.engine.measure.costs.measure_calls`
 subtracts them from the calls they fall in; with only the involuntary-switch counter, a
-stretch during which the thread was preempted is discarded and measured again (until half the
-budget went into discarded stretches: a machine that stays busy keeps its numbers, counted as
-disturbed).
+stretch during which the thread was preempted is discarded and measured again (within the same
+allowance: a machine that stays busy keeps its numbers, counted as disturbed).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ from apiprof.engine.measure.probes import Record, Site, cpu_pattern
 from apiprof.engine.measure.switches import SwitchSource
 
 run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario's
+
+_clock = time.perf_counter  # the pass's wall clock (tests replace it)
 
 
 def run_timing_pass(
@@ -162,7 +165,8 @@ def _measure_leg(
                 log.cpu_every[i] = rate
                 records.set_cpu_every(i, rate)
         records.truncate(records.empty())
-    started = time.perf_counter()
+    clock = _clock
+    started = clock()
     runs = stretch = 0
     discarded = away = 0.0  # seconds re-measured / spent preempted (not the pass's own time)
     size = 1
@@ -170,14 +174,16 @@ def _measure_leg(
         lengths = records.lengths()
         if switches is not None:
             switches.mark()
+        opened = clock()
         if probe_reference:
             call_reference(REFERENCE_CALLS)
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(size):
             run_once()
-        spent = time.perf_counter() - t0
+        spent = clock() - t0
         if probe_reference:
             call_reference(REFERENCE_CALLS)
+        cost = clock() - opened  # the stretch with its reference calls
         stretch += 1
         again = False
         seen = switches.stretch() if switches is not None else None
@@ -189,21 +195,21 @@ def _measure_leg(
         ):
             log.stalled_runs += size
             again = True
-        if again and discarded + spent < budget.max_seconds / 2:
-            discarded += spent
+        if again and discarded + cost < budget.remeasure_allowance():
+            discarded += cost
             records.truncate(lengths)  # measure this stretch again
             continue
         if seen is not None:
             log.preempted += seen.preempted
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
-        total = time.perf_counter() - started
-        own = total - away  # the budget is time the thread ran, so a busy machine's
-        if total > budget.max_seconds or (runs >= budget.min_runs and own >= budget.seconds):
-            break  # passes get about as many samples as an idle one's (wall time stays capped)
+        total = clock() - started
+        own = total - away  # time the thread ran: preempted time does not count
+        if budget.done(runs, own, total):
+            break
         if spent < STRETCH_SECONDS:
             size = min(size * 2, MAX_STRETCH_RUNS)
-        if own >= budget.seconds:  # only the minimum count is left to reach
+        if budget.done(budget.min_runs, own, total):  # only the minimum count is left to reach
             size = min(size, budget.min_runs - runs)
     return runs
 

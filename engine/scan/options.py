@@ -44,6 +44,8 @@ class ScanOptions:
     # arguments the package passes mid-stream while its working scenarios run, for the entry
     # points nothing else could call
     self_drive: bool = True
+    # after every variant is rejected, mend the arguments from what the exception asks for
+    repair: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20

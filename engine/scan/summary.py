@@ -111,6 +111,8 @@ class ScanSummary:
     blocked_at_import: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # isolation below strict, names ignored...
     self_drive: DriveReport | None = None  # what the self-driven capture did, when it ran
+    # source -> profiled entry points with a measured scenario from it ("repaired": 12)
+    profiled_by_source: dict[str, int] = field(default_factory=dict)
 
     @property
     def coverage_counts(self) -> dict[str, int]:
@@ -179,6 +181,7 @@ class ScanSummary:
             "blocked_at_import": {m: list(r) for m, r in self.blocked_at_import.items()},
             "warnings": list(self.warnings),
             "self_drive": self.self_drive.to_json() if self.self_drive else None,
+            "profiled_by_source": dict(self.profiled_by_source),
         }
 
 
@@ -283,4 +286,23 @@ def summarize_scan(
         workers_started=workers,
         most_expensive=costs[:top],
         tests=tests,
+        profiled_by_source=profiled_by_source(db, profiled),
     )
+
+
+def profiled_by_source(db: sqlite_utils.Database, profiled: Sequence[str]) -> dict[str, int]:
+    """How many of the ``profiled`` entry points have measurements from a scenario of each
+    source (one entry point may count under several)."""
+    counts: dict[str, int] = defaultdict(int)
+    for start in range(0, len(profiled), 500):  # SQLite's limit on bound parameters
+        chunk = list(profiled[start : start + 500])
+        marks = ", ".join("?" * len(chunk))
+        rows = db.execute(
+            "SELECT DISTINCT s.qualname, s.source FROM scenarios s WHERE s.qualname IN "
+            f"({marks}) AND EXISTS (SELECT 1 FROM buckets b WHERE b.qualname = s.qualname "
+            "AND b.scenario_id = s.id)",
+            chunk,
+        ).fetchall()
+        for _, source in rows:
+            counts[source] += 1
+    return dict(sorted(counts.items()))

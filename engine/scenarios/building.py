@@ -13,9 +13,12 @@ import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apiprof.model.records import ScenarioSource
+
+if TYPE_CHECKING:
+    from apiprof.engine.scenarios.lessons import Lesson
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -34,6 +37,7 @@ SOURCES = (
     "observed",
     "nodes",
     "heuristics",
+    "repair",
 )
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
@@ -46,6 +50,7 @@ RANK = [
     ScenarioSource.OBSERVED,
     ScenarioSource.NODES,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.REPAIRED,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any
 of its arguments came from."""
@@ -92,6 +97,8 @@ class BuildContext:
     # the entry point's own parameters -> candidate types, and most flavours at one choice
     candidates: dict[str, int] = field(default_factory=dict)
     flavours: dict[str, int] = field(default_factory=dict)
+    # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
+    lessons: tuple[Lesson, ...] = ()
 
     @property
     def alternatives(self) -> dict[str, int]:

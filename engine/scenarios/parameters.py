@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from apiprof.engine.scenarios import repaired
 from apiprof.engine.scenarios.building import (
     RANK,
     SOURCES,
@@ -62,6 +63,8 @@ def arguments_for(
     environment")."""
     public = context.qualname if context.depth == 0 else ""  # the entry point's own call
     signature = signature_of(target, context.sources, public)
+    if context.depth == 0 and context.lessons:  # the entry point's own call: errors named them
+        signature = repaired.learned_signature(context, signature)
     if signature is None:
         raise CannotSynthesize(
             f"{name_of(target)} has no inspectable signature (no __text_signature__, no "
@@ -102,7 +105,11 @@ def arguments_for(
                 args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
             continue
         if parameter.default is not parameter.empty:
-            if fill and parameter.kind is not parameter.POSITIONAL_ONLY:
+            lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+            if lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
+                # its default of None did not do after all
+                kwargs[parameter.name] = repaired.repaired_value(lesson, context, lesson.parameter)
+            elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
                 _fill_optional(target, parameter, hints, context, kwargs)
             continue
         value = built[parameter.name] = build_parameter(
@@ -113,6 +120,15 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+def _lesson_name(name: str, target: Callable[..., object], context: BuildContext) -> str:
+    """What a lesson about this optional parameter is called: its name for the entry point's
+    own call, ``self.<name>`` for the constructor of the receiver it is called on."""
+    if context.depth == 0:
+        return name
+    receiver = context.depth == 1 and context.parameter == "self" and target is context.owner
+    return f"self.{name}" if receiver else ""
 
 
 FILL_FROM = 3
@@ -223,6 +239,9 @@ def build_parameter(
     which comes first) until one builds; the source of the one used is credited."""
     if context.depth == 0 and not context.parameter:  # one of the entry point's own
         with context.building_parameter(parameter.name):
+            lesson = repaired.lesson_for(context, parameter.name)
+            if lesson is not None:  # a rejected call said what it wants
+                return repaired.repaired_value(lesson, context, parameter.name)
             return build_parameter(target, parameter, signature, hints, context)
     public = context.qualname if context.depth == 0 else ""  # the entry point's own parameter
     candidates = parameter_candidates(target, parameter, signature, hints, context.sources, public)
@@ -397,7 +416,8 @@ def _why_untyped(
             f"parameter {parameter.name!r}: annotation {annotation!r} cannot be resolved "
             "at run time and no other source types it"
         )
-    asked = ["annotation", *(name.replace("_", " ") for name in sorted(sources))]
+    typing_sources = sorted(sources - {"repair"})  # the repair types nothing up front
+    asked = ["annotation", *(name.replace("_", " ") for name in typing_sources)]
     return (
         f"parameter {parameter.name!r} has no annotation or default, and no source says what it "
         f"is (asked: {', '.join(asked)})"

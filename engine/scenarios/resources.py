@@ -28,34 +28,34 @@ def sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
     """A file in the temporary directory (the worker's sandbox) holding text that grows with n;
     its path."""
     context.sized = True
-    path = _inputs_directory() / f"{_safe(name)}-{context.n}.txt"
+    path = inputs_directory() / f"{safe_name(name)}-{context.n}.txt"
     path.write_text("\n".join(random_text(rng, 40) for _ in range(max(context.n // 10, 1))) + "\n")
     return str(path)
 
 
 def sandbox_text_file(text: str, name: str) -> str:
     """A file in the sandbox holding exactly ``text``; its path."""
-    path = _inputs_directory() / f"{_safe(name)}-{zlib.crc32(text.encode()):08x}.txt"
+    path = inputs_directory() / f"{safe_name(name)}-{zlib.crc32(text.encode()):08x}.txt"
     path.write_text(text)
     return str(path)
 
 
 def sandbox_directory(context: BuildContext, name: str, rng: random.Random) -> str:
     """A directory in the sandbox with a few small files; its path."""
-    directory = _inputs_directory() / f"{_safe(name)}-dir"
+    directory = inputs_directory() / f"{safe_name(name)}-dir"
     directory.mkdir(exist_ok=True)
     for index in range(3):
         (directory / f"file{index}.txt").write_text(random_text(rng, 80) + "\n")
     return str(directory)
 
 
-def _inputs_directory() -> pathlib.Path:
+def inputs_directory() -> pathlib.Path:
     directory = pathlib.Path(tempfile.gettempdir()) / "apiprof-inputs"
     directory.mkdir(exist_ok=True)
     return directory
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
     return re.sub(r"\W", "_", name)
 
 

@@ -10,7 +10,7 @@ import ast
 import builtins
 import symtable
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +59,16 @@ class ScenarioSpec:
 # -- running ---------------------------------------------------------------------------------
 
 
-def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], object]:
+def compile_scenario(
+    spec: ScenarioSpec, size: int | None, *, stand_ins: Mapping[int, object] | None = None
+) -> Callable[[], object]:
     """Run ``spec.setup`` in a fresh namespace and return a callable doing one ``spec.call``.
 
     The call statements become the body of a function whose every bound name is declared
     ``global``: the same meaning as executing them at module level in the setup namespace, at
     the cost of one Python call per run. The callable returns the value of the last statement
-    when that is an expression.
+    when that is an expression. ``stand_ins`` maps ``id(obj)`` to what the call should reach
+    in place of ``obj``: after setup, every name bound to ``obj`` is rebound to it.
     """
     namespace: dict[str, Any] = {"__name__": "__apiprof_scenario__", "__builtins__": builtins}
     if spec.size_axis:
@@ -76,6 +79,9 @@ def compile_scenario(spec: ScenarioSpec, size: int | None) -> Callable[[], objec
         namespace[spec.size_axis] = size
     if spec.setup.strip():
         exec(compile(spec.setup, f"<setup of {spec.id}>", "exec"), namespace)
+    for name, value in list(namespace.items()):
+        if stand_ins and id(value) in stand_ins:
+            namespace[name] = stand_ins[id(value)]
     return _compile_call(spec.call, f"<call of {spec.id}>", namespace)
 
 

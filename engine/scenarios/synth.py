@@ -32,8 +32,10 @@ from apiprof.engine.scenarios.consume import (
     is_lazy,
     rewind,
 )
+from apiprof.engine.scenarios.lessons import Lesson
 from apiprof.engine.scenarios.parameters import arguments_for
 from apiprof.engine.scenarios.receivers import resolve_target
+from apiprof.engine.scenarios.repaired import apply_argv
 from apiprof.model.records import ScenarioSource
 
 __all__ = [
@@ -86,9 +88,10 @@ def synthesize_call(
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
+    repairs: tuple[tuple[Any, ...], ...] = (),
 ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` for one call of ``qualname``; methods get a fresh instance."""
-    result = synthesize(qualname, n, seed, variant, sources, pins)
+    result = synthesize(qualname, n, seed, variant, sources, pins, repairs)
     return result.target, result.args, result.kwargs
 
 
@@ -99,9 +102,10 @@ def synthesize_arguments(
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
+    repairs: tuple[tuple[Any, ...], ...] = (),
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Just the ``(args, kwargs)`` of ``synthesize_call``."""
-    result = synthesize(qualname, n, seed, variant, sources, pins)
+    result = synthesize(qualname, n, seed, variant, sources, pins, repairs)
     return result.args, result.kwargs
 
 
@@ -112,11 +116,13 @@ def synthesize(
     variant: int = 0,
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
+    repairs: tuple[tuple[Any, ...], ...] = (),
 ) -> Synthesis:
     """Build the call; raises CannotSynthesize with the reason when it cannot.
 
     ``pins`` give some of the entry point's own parameters a variant of their own (the others
-    follow ``variant``): which candidate type and value flavour that parameter takes."""
+    follow ``variant``): which candidate type and value flavour that parameter takes.
+    ``repairs`` are :class:`~.lessons.Lesson` literals: what rejected calls asked for."""
     context = BuildContext(
         qualname,
         UNSIZED_LENGTH if n is None else n,
@@ -124,8 +130,10 @@ def synthesize(
         variant,
         sources=frozenset(sources),
         pins=dict(pins or {}),
+        lessons=tuple(Lesson.from_literal(repair) for repair in repairs),
     )
     try:
+        apply_argv(context)
         target, prefix = resolve_target(qualname, context)
         args, kwargs = arguments_for(target, context, skip=len(prefix), optional=True)
     except CannotSynthesize as error:

@@ -19,6 +19,8 @@ from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.lessons import Lesson, may_teach
+from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
@@ -94,13 +96,17 @@ def synthesized_spec(
     raises: str = "",
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
+    repairs: tuple[Lesson, ...] = (),
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
-    (catching ``raises``, the exception the target raises by design, when given)."""
+    (catching ``raises``, the exception the target raises by design, when given);
+    ``repairs``: what rejected calls taught (:mod:`.repair`), rebuilt the same way."""
     size = "n" if synthesis.sized else "None"
     arguments = f"{qualname!r}, {size}, seed={seed}, variant={variant}, sources={tuple(sources)!r}"
     if pins:
         arguments += f", pins={pins!r}"
+    if repairs:
+        arguments += f", repairs={tuple(lesson.literal() for lesson in repairs)!r}"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
         f"target, args, kwargs = synthesize_call({arguments})\n"
@@ -129,6 +135,8 @@ def synthesized_spec(
     )
     if synthesis.used and synthesis.source is not ScenarioSource.SYNTHESIZED:
         description += f"; types from {synthesis.describe_sources()}"
+    for lesson in repairs:
+        description += f"; {lesson.describe()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
@@ -166,6 +174,7 @@ def find_synthesized_scenario(
     ..." when none could be built, "synthesised arguments were rejected: ..." when calls failed.
     """
     first_failure: Failure | None = None
+    rejected: list[Start] = []  # the variants the repair mends, first rejected first
     fed = False  # a failure with a fed receiver was added to the reason
     search = VariantSearch()
     for variant, pins in search:
@@ -207,10 +216,12 @@ def find_synthesized_scenario(
         if failure is None:
             return spec, None
         # out of time or memory: no second call to see what it raises
-        rejected = failure.kind == Coverage.NO_ARGUMENTS
-        if not rejected:  # slow or stopped: single alternatives would only repeat that
+        refused = failure.kind == Coverage.NO_ARGUMENTS
+        if refused and len(rejected) < REPAIR_STARTS and may_teach(failure.reason):
+            rejected.append((variant, pins))
+        if not refused:  # slow or stopped: single alternatives would only repeat that
             search.pinning = False
-        if rejected and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
+        if refused and (raises := raised_by_design(qualname) or raises_its_argument(synthesis)):
             spec = build(raises=raises)
             if try_scenario(spec)[0] is None:
                 return spec, None
@@ -227,9 +238,33 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
+    if "repair" in sources and rejected and first_failure is not None:
+        repaired = repair_search(
+            qualname,
+            sizes[0] if sizes else None,
+            seed=seed,
+            starts=rejected,
+            sources=sources,
+            build=lambda synthesis, start, lessons, lazy: synthesized_spec(
+                qualname,
+                sizes,
+                synthesis,
+                seed=seed,
+                variant=start[0],
+                sources=sources,
+                pins=start[1],
+                repairs=lessons,
+                lazy=lazy,
+            ),
+        )
+        if repaired.spec is not None:
+            return repaired.spec, None
+        first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
     return None, first_failure
 
 
+REPAIR_STARTS = 3
+"""Rejected variants the repair may start from (while its calls last)."""
 MAX_PINNED_TRIALS = 8
 """Trial calls of single-parameter alternatives, after the variants, before giving up."""
 MAX_ALTERNATIVES = 8

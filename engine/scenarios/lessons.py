@@ -1,0 +1,356 @@
+"""What a rejected call's exception says the arguments should have been.
+
+A synthesised call that fails often says exactly what it wanted: ``KeyError: 'data'`` (a dict
+with that key), ``'list' object has no attribute 'name'`` (an object that has it), ``list
+indices must be integers or slices, not str`` (a mapping), ``No such file or directory: 'x'``
+(a file that exists), ``missing required argument 'markers' (pos 1)`` (a C function's parameter
+names), a usage line from a ``main()`` (command-line arguments). :func:`learn` reads the
+exception, and the traceback's innermost frame for the object it failed on, and says which of
+the entry point's parameters wants what, as a :class:`Lesson`. Nothing here knows any package:
+only exception types, messages and the objects the call was given.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from apiprof.engine.scenarios.failing import (
+    called,
+    culprit,
+    expression_names,
+    failing_text,
+    holders,
+    innermost,
+)
+
+
+class Want(enum.StrEnum):
+    """What a parameter (or the call as a whole) turned out to need."""
+
+    ATTRIBUTES = "attributes"  # an object with these attributes (``name()``: called)
+    KEYS = "keys"  # a dict holding these keys
+    MAPPING = "mapping"  # a mapping with string keys, not a list or a string
+    FILE = "file"  # the path of a file that exists
+    NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
+    ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
+    TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One thing learned from a rejected call, in a form a scenario's setup code can carry
+    (:meth:`literal`) so the measuring worker rebuilds exactly the repaired arguments."""
+
+    parameter: str  # the entry point's parameter it is about ("" for NAMES and ARGV)
+    want: Want
+    names: tuple[str, ...] = ()  # attributes, keys, parameter names or argument names
+    element: bool = False  # the parameter's elements want it (a list of tokens), not itself
+    cause: str = ""  # what taught it: "KeyError 'data'"
+    turn: int = 0  # which candidate object to try (for ATTRIBUTES: several classes may fit)
+
+    def literal(self) -> tuple[Any, ...]:
+        return (
+            self.parameter,
+            str(self.want),
+            self.names,
+            self.element,
+            self.cause,
+            self.turn,
+        )
+
+    @classmethod
+    def from_literal(cls, data: tuple[Any, ...]) -> Lesson:
+        parameter, want, names, element, cause, turn = data
+        return cls(parameter, Want(want), tuple(names), bool(element), cause, int(turn))
+
+    @property
+    def key(self) -> tuple[str, bool]:
+        return self.parameter, self.element
+
+    def describe(self) -> str:
+        """``"learned from KeyError 'data': token a dict with key 'data'"``."""
+        return f"learned from {self.cause}: {self.what()}"
+
+    def what(self) -> str:
+        subject = f"elements of {self.parameter}" if self.element else self.parameter
+        listed = ", ".join(repr(name) for name in self.names)
+        plural = "s" if len(self.names) > 1 else ""
+        return {
+            Want.ATTRIBUTES: f"{subject} an object with attribute{plural} {listed}",
+            Want.KEYS: f"{subject} a dict with key{plural} {listed}",
+            Want.MAPPING: f"{subject} a mapping with string keys",
+            Want.FILE: f"{subject} the path of a file that exists",
+            Want.NAMES: f"the call takes the parameter{plural} {listed}",
+            Want.ARGV: f"sys.argv names {listed or 'no argument'}",
+            Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
+        }[self.want]
+
+
+def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
+    """``lessons`` with ``new`` added: what one parameter wants accumulates (the keys and
+    attributes asked so far), a different want replaces the older one (a mapping, then the
+    key it lacked)."""
+    kept: list[Lesson] = []
+    for lesson in lessons:
+        if lesson.key != new.key:
+            kept.append(lesson)
+        elif lesson.want is new.want and new.want in (Want.ATTRIBUTES, Want.KEYS):
+            names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
+            causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
+            new = replace(new, names=names, cause=causes, turn=lesson.turn)
+    return (*kept, new)
+
+
+TEACHING = re.compile(
+    r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
+    r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
+    r"'NoneType' object is not (iterable|callable)"
+)
+"""Failures whose exception :func:`learn` may read something from (others are not called
+again: a ``ValueError`` about the content says nothing about the type)."""
+
+
+def may_teach(reason: str) -> bool:
+    """Whether a rejected call's reason is of a kind a lesson can come from."""
+    return TEACHING.search(reason) is not None
+
+
+def learn(
+    error: BaseException,
+    bound: Mapping[str, object],
+    *,
+    usage: str = "",
+    probe: Callable[[int], BaseException | None] | None = None,
+    receiver: object = None,
+) -> Lesson | None:
+    """What ``error`` (raised by a call given ``bound``, parameter -> value) says one
+    parameter wants, or None when it says nothing this module understands.
+
+    ``usage`` is what the call printed to stderr (argparse prints its usage line there before
+    ``SystemExit(2)``); ``probe(k)`` calls the target with ``k`` placeholder arguments and
+    returns what it raised (to read a C function's parameter names one by one); ``receiver``
+    is the instance a method was called on (its constructor may have left an attribute at
+    None: lessons about its constructor's parameters are named ``self.<parameter>``)."""
+    message = str(error.args[0]) if error.args else ""
+    cause = f"{type(error).__name__} {message}".strip()
+    if isinstance(error, SystemExit):
+        return _from_usage(error, usage)
+    if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
+        return _from_none(error, message, bound, receiver)
+    if isinstance(error, AttributeError):
+        return _from_attribute_error(error, bound, cause)
+    if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
+        key = error.args[0]
+        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
+        if found is None:
+            return None
+        return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
+    if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
+        for name, element in holders(bound, lambda value: value == error.filename):
+            return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
+        return None
+    if isinstance(error, TypeError):
+        missing = _MISSING.search(message)
+        if missing:
+            position = int(missing.group(2))
+            given = tuple(list(bound)[: position - 1])  # the arguments before it were taken
+            names = (*given, *_parameter_names(missing.group(1), position, probe))
+            return Lesson("", Want.NAMES, names, cause=f"TypeError {missing.group(0)}")
+        typed = _from_argument_type(message, bound)
+        if typed is not None:
+            return typed
+        wrong = _indexed_by_string(message)
+        if wrong is not None:
+            found = culprit(error, bound, lambda value: isinstance(value, wrong))
+            if found is not None:
+                return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    return None
+
+
+_ARGUMENT_TYPE = re.compile(
+    r"(?:argument (?:(\d+)|'(\w+)')|^(\w+)) must be (?:None or )?(?:an? )?(\w+)"
+)
+BUILTIN_TYPES: dict[str, Any] = {
+    "dict": dict[str, int],
+    "str": str,
+    "int": int,
+    "float": float,
+    "bytes": bytes,
+    "bytearray": bytearray,
+    "list": list[int],
+    "tuple": tuple[int, ...],
+    "set": set[int],
+    "frozenset": frozenset[int],
+    "bool": bool,
+    "callable": Callable[..., Any],
+    "integer": int,
+    "string": str,
+}
+"""What a C function's "argument N must be X" wants, as a type to build."""
+_MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")
+_INDEXED = {
+    "list indices must be integers": list,
+    "string indices must be integers": str,
+    "tuple indices must be integers": tuple,
+    "'int' object is not subscriptable": int,
+    "'float' object is not subscriptable": float,
+}
+MAX_ARGV = 3
+"""Most command-line arguments a usage line is given."""
+MAX_NAMES = 32
+"""Most parameter names read off a C function's errors."""
+
+
+_NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)|has no attribute)")
+_INSTEAD_OF_NONE = {"iterable": "list", "subscriptable": "dict", "callable": "callable"}
+
+
+def _from_none(
+    error: BaseException, message: str, bound: Mapping[str, object], receiver: object
+) -> Lesson | None:
+    """``'NoneType' object is not iterable`` where the failing expression names a parameter
+    left at its default of None, or an attribute of the receiver its constructor set from
+    one: it wants a list (a dict, a callable, an object with the attribute) after all."""
+    left = [name for name in expression_names(error) if name in bound and bound[name] is None]
+    if not left and receiver is not None:
+        text, _ = failing_text(error)
+        frame = innermost(error)
+        left = [
+            f"self.{parameter}"
+            for attribute in re.findall(r"\bself\.(\w+)", text)
+            if frame is not None
+            and frame.f_locals.get("self") is receiver
+            and getattr(receiver, attribute, 0) is None
+            and (parameter := _set_from(type(receiver), attribute))
+        ]
+    if not left:
+        return None
+    cause = f"{type(error).__name__} {message}"
+    if isinstance(error, AttributeError):
+        return Lesson(left[0], Want.ATTRIBUTES, (str(error.name),), cause=cause)
+    wanted = _NONE.match(message)
+    kind = _INSTEAD_OF_NONE[wanted.group(2)] if wanted and wanted.group(2) else "list"
+    return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
+
+
+def _set_from(cls: type, attribute: str) -> str:
+    """The constructor parameter with a default of None that ``__init__`` stores as
+    ``self.<attribute>`` (``self.items = items``, ``self.items = items or ...``), or ""."""
+    owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
+    init = vars(owner).get("__init__")
+    if not inspect.isfunction(init):
+        return ""
+    try:
+        parameters = inspect.signature(init).parameters
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return ""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        stored = any(
+            isinstance(target, ast.Attribute)
+            and target.attr == attribute
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            for target in node.targets
+        )
+        value = node.value.values[0] if isinstance(node.value, ast.BoolOp) else node.value
+        if not (stored and isinstance(value, ast.Name)):
+            continue
+        parameter = parameters.get(value.id)
+        if parameter is not None and parameter.default is None:
+            return value.id
+    return ""
+
+
+def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:
+    """``argument 1 must be dict or None, not list``, ``argument 'fmt' must be str``: a C
+    function says which argument wants which builtin type."""
+    typed = _ARGUMENT_TYPE.search(message)
+    if typed is None or typed.group(4) not in BUILTIN_TYPES:
+        return None
+    position, parameter = typed.group(1), typed.group(2) or typed.group(3)
+    if position:
+        names = list(bound)
+        parameter = names[int(position) - 1] if 0 < int(position) <= len(names) else ""
+    if parameter not in bound:
+        return None
+    return Lesson(parameter, Want.TYPE, (typed.group(4),), cause=f"TypeError {message}")
+
+
+def _indexed_by_string(message: str) -> type | None:
+    """The type a call indexed like a mapping (by a string) when it wanted one."""
+    for text, kind in _INDEXED.items():
+        if message.startswith(text) and (
+            kind in (int, float) or "not str" in message or "'str'" in message
+        ):
+            return kind
+    return None
+
+
+def _from_attribute_error(
+    error: AttributeError, bound: Mapping[str, object], cause: str
+) -> Lesson | None:
+    """``'list' object has no attribute 'name'``: the object it was asked of is one of the
+    arguments (or one of an argument's elements), which wants that attribute."""
+    attribute = getattr(error, "name", None)
+    obj = getattr(error, "obj", None)
+    if not attribute or obj is None or isinstance(obj, (type, types.ModuleType)):
+        return None
+    found = list(holders(bound, lambda value: value is obj))
+    if not found:
+        return None
+    named = expression_names(error)
+    name, element = next((h for h in found if h[0] in named), found[0])
+    wanted = f"{attribute}()" if called(error, attribute) else attribute
+    return Lesson(name, Want.ATTRIBUTES, (wanted,), element, f"AttributeError {attribute!r}")
+
+
+def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
+    """A usage line (in the exit message, or printed by argparse): the positional arguments
+    it names, so ``sys.argv`` can name them (files for the input ones)."""
+    text = error.code if isinstance(error.code, str) else printed
+    program = sys.argv[0] if sys.argv else ""
+    line = next((line for line in text.splitlines() if _is_usage(line, program)), "")
+    if not line:
+        return None
+    words = line.split(":", 1)[1] if line.lower().startswith("usage:") else line
+    words = words.split(None, 1)[1] if len(words.split()) > 1 else ""  # the program's name
+    names = [
+        match.group(1)
+        for match in re.finditer(r"(?<![-\w])([A-Za-z_][\w]*)", re.sub(r"\[-[^]]*\]", "", words))
+    ]
+    chosen = tuple(names[:MAX_ARGV])  # an output file named too keeps it off stdout
+    return Lesson("", Want.ARGV, chosen, cause=f"SystemExit {line.strip()!r}")
+
+
+def _is_usage(line: str, program: str) -> bool:
+    """``usage: prog [-h] infile``, ``prog [infile [outfile]]``: a line that shows how to call
+    the program."""
+    lowered = line.lower().lstrip()
+    return lowered.startswith("usage") or bool(program and line.lstrip().startswith(program))
+
+
+def _parameter_names(
+    first: str, position: int, probe: Callable[[int], BaseException | None] | None
+) -> tuple[str, ...]:
+    """The names a C function's "missing required argument 'x' (pos k)" errors give, from
+    ``first`` on, by calling it with one more placeholder each time (``probe``)."""
+    names = [first]
+    while probe is not None and len(names) < MAX_NAMES:
+        raised = probe(position - 1 + len(names))
+        found = _MISSING.search(str(raised)) if isinstance(raised, TypeError) else None
+        if found is None:
+            break
+        names.append(found.group(1))
+    return tuple(names)

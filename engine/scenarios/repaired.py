@@ -1,0 +1,314 @@
+"""Values built from what rejected calls taught (:mod:`.lessons`): a dict with the keys asked
+for, an object with the attributes asked for, a mapping, an existing file, the call's parameter
+names, ``sys.argv`` for a ``main()``.
+
+An object with attributes is, in order: one of the package's own classes whose instances have
+the most of them (class body, properties, ``self.x = ...`` in its methods), a standard-library
+object that has them (a DOM node, an ElementTree element, a SAX handler), else a namespace
+carrying them with values typed by the attributes' names. Keys' values are typed by the keys'
+names the same way. Everything is deterministic: the same lessons build the same values.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import functools
+import inspect
+import sys
+import textwrap
+import types
+from collections.abc import Callable
+from typing import Any
+
+from apiprof.engine.discovery.discover import resolve_object
+from apiprof.engine.scenarios import instances, values
+from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.factories import Produced, inverse_producers
+from apiprof.engine.scenarios.heuristics import guess_from_name
+from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
+from apiprof.engine.scenarios.resources import inputs_directory, safe_name
+from apiprof.engine.scenarios.texts import random_text, random_word
+from apiprof.model.records import ScenarioSource
+
+REPAIRED_ELEMENTS = 3
+"""Elements of a list whose elements a lesson is about (tokens, nodes): a few, unsized."""
+MAX_CLASSES = 4
+"""The package's classes offered for one set of attributes, best first."""
+
+
+def lesson_for(context: BuildContext, parameter: str) -> Lesson | None:
+    """The lesson about one of the entry point's own parameters, if any."""
+    return next((lesson for lesson in context.lessons if lesson.parameter == parameter), None)
+
+
+def repaired_value(lesson: Lesson, context: BuildContext, name: str) -> Any:
+    """The value ``lesson`` says parameter ``name`` wants; credited to the repair."""
+    if lesson.element:
+        value: Any = [_one(lesson, context, f"{name}[{i}]") for i in range(REPAIRED_ELEMENTS)]
+    else:
+        value = _one(lesson, context, name)
+    context.credit(name, ScenarioSource.REPAIRED)
+    return value
+
+
+def learned_signature(
+    context: BuildContext, signature: inspect.Signature | None
+) -> inspect.Signature | None:
+    """The call's own parameters as its errors named them (a C function without a signature),
+    else ``signature``."""
+    names = next((lesson.names for lesson in context.lessons if lesson.want is Want.NAMES), ())
+    if not names:
+        return signature
+    context.credit("signature", ScenarioSource.REPAIRED)
+    kind = inspect.Parameter.POSITIONAL_ONLY  # untyped: the name rules first, then anything
+    return inspect.Signature([inspect.Parameter(name, kind, annotation=Any) for name in names])
+
+
+def apply_argv(context: BuildContext) -> None:
+    """Point ``sys.argv`` at what a ``main()``'s usage line asked for (files for inputs), in the
+    worker that runs this call only."""
+    lesson = next((lesson for lesson in context.lessons if lesson.want is Want.ARGV), None)
+    if lesson is None:
+        return
+    sys.argv = [
+        sys.argv[0] if sys.argv else "main",
+        *(_argv_value(n, context) for n in lesson.names),
+    ]
+    context.credit("sys.argv", ScenarioSource.REPAIRED)
+
+
+def _argv_value(name: str, context: BuildContext) -> str:
+    if "out" in name.lower():  # an output file: a path to write to
+        return str(inputs_directory() / f"{safe_name(name)}.out")
+    return written_file(context, name)
+
+
+def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
+    if lesson.want is Want.KEYS:
+        return {key: _keyed_value(key, context, name, lesson.turn) for key in lesson.names}
+    if lesson.want is Want.MAPPING:
+        return values.build(dict[str, int], context, name)
+    if lesson.want is Want.FILE:
+        return written_file(context, name)
+    if lesson.want is Want.ATTRIBUTES:
+        return object_with(lesson.names, context, name, lesson.turn)
+    if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
+        return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
+    raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")
+
+
+def _keyed_value(key: str, context: BuildContext, name: str, turn: int) -> Any:
+    """The value under ``key`` of a repaired dict: what a lesson about it says, if one does."""
+    path = f"{name}[{key!r}]"
+    lesson = lesson_for(context, path)
+    if lesson is not None:
+        return repaired_value(lesson, context, path)
+    return _named_value(key, context, path, turn)
+
+
+def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> Any:
+    """A value for a key or attribute called ``word``: typed by the name (turn 0), else a
+    nested dict, a word, a number (later turns, when the first was refused)."""
+    guess = guess_from_name(word)
+    flavours: list[Any] = [guess, dict[str, str], str, int] if guess else [str, dict[str, str], int]
+    for annotation in flavours[turn % len(flavours) :]:
+        try:
+            return values.build(annotation, context, word)
+        except CannotSynthesize:
+            continue
+    return random_word(context.rng(name))
+
+
+def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: int = 0) -> Any:
+    """An object that has the attributes ``names`` (``x()``: called), the ``turn``-th
+    candidate that builds: the package's classes, standard-library objects (a dict first when
+    a dict has them all), a namespace."""
+    wanted = [attribute.removesuffix("()") for attribute in names]
+    top = context.qualname.split(".")[0]
+    package: list[Callable[[], Any]] = [
+        functools.partial(instances.construct, cls, context) for cls in classes_with(top, wanted)
+    ]
+    standard = [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
+    # a dict's own methods (items, get, keys) ask for a dict before any class of the package
+    candidates = [*standard, *package] if _mapping in standard else [*package, *standard]
+    candidates.append(functools.partial(_namespace, names, context, name))
+    problems: list[str] = []
+    for make in candidates[turn:]:
+        try:
+            with context.attempt():
+                return make()
+        except CannotSynthesize as error:
+            problems.append(str(error))
+    raise CannotSynthesize(
+        f"parameter {name!r}: no object with {', '.join(wanted)} could be built"
+        + (f" ({problems[0]})" if problems else "")
+    )
+
+
+def classes_with(package: str, wanted: list[str]) -> list[type]:
+    """The package's concrete classes whose instances have the most of ``wanted``, best first
+    (then by module and name, so the order never changes)."""
+    scored: list[tuple[int, str, type]] = []
+    for cls in _package_classes(package):
+        held = instance_attributes(cls)
+        score = sum(attribute in held for attribute in wanted)
+        if score:
+            scored.append((-score, f"{cls.__module__}.{cls.__qualname__}", cls))
+    scored.sort(key=lambda item: item[:2])
+    best = scored[0][0] if scored else 0
+    return [cls for score, _, cls in scored if score == best][:MAX_CLASSES]
+
+
+def _package_classes(package: str) -> list[type]:
+    """The package's classes imported so far, and their subclasses (those a factory function
+    of the package defines when it runs, too)."""
+    found: dict[int, type] = {}
+    pending: list[type] = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == package or module_name.startswith(package + ".")):
+            continue
+        pending += [value for value in list(vars(module).values()) if isinstance(value, type)]
+    while pending:
+        cls = pending.pop()
+        if id(cls) in found or (cls.__module__ or "").split(".")[0] != package:
+            continue
+        found[id(cls)] = cls
+        pending += type.__subclasses__(cls)
+    return [
+        cls
+        for cls in found.values()
+        if not inspect.isabstract(cls) and not issubclass(cls, BaseException)
+    ]
+
+
+@functools.cache
+def instance_attributes(cls: type) -> frozenset[str]:
+    """What instances of ``cls`` have: names in its classes' bodies (methods, properties,
+    class attributes) and every ``self.x = ...`` its methods make."""
+    held = set(dir(cls))
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+            ):
+                held.add(node.attr)
+    return frozenset(held)
+
+
+def _dom_element() -> Any:
+    from xml.dom import minidom
+
+    document = minidom.parseString('<root id="a"><child>text</child><child/></root>')
+    return document.documentElement
+
+
+def _etree_element() -> Any:
+    from xml.etree import ElementTree
+
+    return ElementTree.fromstring('<root id="a"><child>text</child><child/></root>')
+
+
+def _content_handler() -> Any:
+    from xml.sax.handler import ContentHandler
+
+    return ContentHandler()
+
+
+def _mapping() -> Any:
+    return {"id": "a", "name": "root", "class": "first"}
+
+
+def _moment() -> Any:
+    return datetime.datetime(2024, 6, 15, 12, 30, tzinfo=datetime.UTC)
+
+
+_STANDARD_OBJECTS: list[Callable[[], Any]] = [
+    _mapping,
+    _dom_element,
+    _etree_element,
+    _content_handler,
+    _moment,
+]
+"""Standard-library objects offered when the package has no class with the attributes."""
+
+
+@functools.cache
+def _attributes_of(maker: Callable[[], Any]) -> frozenset[str]:
+    return frozenset(dir(maker()))
+
+
+def _has_all(maker: Callable[[], Any], wanted: list[str]) -> bool:
+    return all(attribute in _attributes_of(maker) for attribute in wanted)
+
+
+def _namespace(names: tuple[str, ...], context: BuildContext, name: str) -> Any:
+    """A plain object carrying the attributes: callables for those called, values typed by
+    the attributes' names for the others."""
+    fields = {
+        attribute.removesuffix("()"): values.identity
+        if attribute.endswith("()")
+        else _named_value(attribute, context, f"{name}.{attribute}")
+        for attribute in names
+    }
+    return types.SimpleNamespace(**fields)
+
+
+def written_file(context: BuildContext, name: str) -> str:
+    """The path of a file in the sandbox: what the package's own writer (the inverse of the
+    entry point, ``dump`` for ``load``, or its top-level ``dumps``) makes, else plain text."""
+    path = inputs_directory() / f"{safe_name(name)}-repaired.txt"
+    used = dict(context.used)  # the writer's own arguments are no arguments of this call
+    content = _written_by_package(context, name)
+    context.used.clear()
+    context.used.update(used)
+    if content is None:
+        content = random_text(context.rng(name), max(context.n, 40)) + "\n"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return str(path)
+
+
+WRITER_NAMES = ("dumps", "dump", "serialize", "encode", "render")
+"""Top-level functions of a package whose output a reader of its files takes."""
+
+
+def _written_by_package(context: BuildContext, name: str) -> str | bytes | None:
+    try:
+        target = resolve_object(context.qualname)
+    except Exception:
+        return None
+    top = sys.modules.get(context.qualname.split(".")[0])
+    writers = [*inverse_producers(target)] if callable(target) else []
+    writers += [
+        writer
+        for word in WRITER_NAMES
+        if callable(writer := getattr(top, word, None)) and writer not in writers
+    ]
+    for writer in writers:
+        try:
+            with context.attempt():
+                made = values.build(Produced(writer), context, name)
+        except CannotSynthesize:
+            made = _given_a_mapping(writer, context, name)  # serialisers take a mapping
+        if isinstance(made, (str, bytes)) and made:
+            return made
+    return None
+
+
+def _given_a_mapping(writer: Callable[..., Any], context: BuildContext, name: str) -> Any:
+    try:
+        return writer(values.build(dict[str, int], context, name))
+    except Exception:
+        return None

@@ -1,0 +1,162 @@
+"""How long a timing pass measures on a busy machine (engine/measure/passlog.Budget).
+
+The pass's clock is a fake that moves only when the test says: each run of the measured
+function takes one unit of it (~4 ms), and a fake switch source reports how much of that time the thread
+was switched out. So the budget's accounting is checked without racing any real timer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from apiprof.engine.measure import timing
+from apiprof.engine.measure.passlog import Budget
+from apiprof.engine.measure.probes import PySite
+from apiprof.engine.measure.switches import Stretch
+from apiprof.engine.measure.timing import run_timing_pass
+
+UNIT = 2.0**-8  # ~3.9 ms, exact in binary (sums compare exactly), above STRETCH_SECONDS:
+# stretches of runs this long do not double
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeSwitches:
+    """Perf-like records: each run was switched out for ``away_per_run`` of the fake time."""
+
+    subtracts = True
+
+    def __init__(self, clock: FakeClock, away_per_run: float) -> None:
+        self.clock, self.away_per_run = clock, away_per_run
+        self.runs = 0
+
+    def mark(self) -> None:
+        self.runs = 0
+
+    def stretch(self) -> Stretch:
+        away_ns = round(self.runs * self.away_per_run * 1e9)
+        self.runs = 0
+        return Stretch([(0, away_ns)] if away_ns else [], bool(away_ns))
+
+
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(timing, "_clock", fake)
+    return fake
+
+
+def measured(clock: FakeClock, switches: FakeSwitches | None, own: float, away: float):
+    made = [0]
+
+    def run() -> None:
+        made[0] += 1
+        clock.now += own + away
+        if switches is not None:
+            switches.runs += 1
+
+    return run, made
+
+
+def budget(**changes) -> Budget:
+    fields = {"min_runs": 4, "seconds": 10 * UNIT, "max_seconds": 60.0, "warmup": False}
+    return Budget(**{**fields, **changes})
+
+
+def test_an_idle_pass_runs_for_its_budget_of_time(clock):
+    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
+    log = run_timing_pass(run, [PySite(run)], budget=budget())
+    assert log.runs == made[0] == 10  # a budget of 10 units
+
+
+def test_a_preempted_pass_counts_the_time_it_ran_until_its_wall_time_cap(clock):
+    """Switched out 3 units of every 4: without a cap the pass would last 40 units of wall time
+    to get its 10; it stops at wall_factor (2) × 10 = 20 units, with 5 units of runs."""
+    switches = FakeSwitches(clock, away_per_run=3 * UNIT)
+    run, made = measured(clock, switches, own=1 * UNIT, away=3 * UNIT)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), switches=switches)  # type: ignore[arg-type]
+    assert log.runs == made[0] == 5
+    assert log.preempted_ns == 5 * round(3 * UNIT * 1e9)
+
+
+def test_at_half_a_cpu_a_pass_still_gets_its_whole_budget(clock):
+    switches = FakeSwitches(clock, away_per_run=1 * UNIT)
+    run, made = measured(clock, switches, own=1 * UNIT, away=1 * UNIT)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), switches=switches)  # type: ignore[arg-type]
+    assert log.runs == made[0] == 10  # 10 units of runs in 20 of wall time
+
+
+def test_a_burst_of_preemption_does_not_starve_a_pass(clock):
+    """Switched out 30 units once, right at the start: the wall time cap (20 units) has passed
+    before the pass ran a quarter of its budget (2.5 units), so it runs that quarter first."""
+    switches = FakeSwitches(clock, away_per_run=0.0)
+    k = [0]
+
+    def run() -> None:
+        k[0] += 1
+        away = 30 * UNIT if k[0] == 1 else 0.0
+        clock.now += 1 * UNIT + away
+        switches.away_per_run = away
+        switches.runs += 1
+
+    log = run_timing_pass(run, [PySite(run)], budget=budget(min_runs=1), switches=switches)  # type: ignore[arg-type]
+    assert log.runs == 3  # 3 units of runs >= 2.5; the old cap would have stopped after 1
+
+
+def test_the_minimum_count_outlasts_the_wall_time_cap(clock):
+    switches = FakeSwitches(clock, away_per_run=9 * UNIT)
+    run, made = measured(clock, switches, own=1 * UNIT, away=9 * UNIT)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(min_runs=6), switches=switches)  # type: ignore[arg-type]
+    assert (
+        log.runs == made[0] == 6
+    )  # 60 units of wall time, three times the cap: the floor comes first
+
+
+def test_measuring_again_costs_at_most_the_budget_reference_calls_included(clock, monkeypatch):
+    """Every stretch is judged slow. Each costs 1 unit of runs plus 1 per reference batch
+    (two): 3 units. With a budget of 5 one stretch is measured again (3; a second would reach
+    6), then slow stretches are kept and counted."""
+    reference = timing.call_reference
+
+    def slow_reference_calls(n: int) -> None:
+        reference(n)
+        clock.now += 1 * UNIT
+
+    monkeypatch.setattr(timing, "call_reference", slow_reference_calls)
+    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
+    log = run_timing_pass(
+        run,
+        [PySite(run)],
+        budget=budget(seconds=5 * UNIT, min_runs=1),
+        slow_reference=lambda ns: True,
+    )
+    assert made[0] == log.runs + 1
+    assert log.stalled_runs == made[0]  # every slow stretch is counted, kept or not
+
+
+def test_a_fixed_count_pass_may_measure_again_for_half_its_cap():
+    assert budget(seconds=0.0, max_seconds=2.0).remeasure_allowance() == 1.0
+    assert budget().remeasure_allowance() == 10 * UNIT
+
+
+@pytest.mark.parametrize(
+    ("runs", "own", "wall", "done"),
+    [
+        (3, 1.0, 1.0, False),  # below the minimum count
+        (4, 9 * UNIT, 9 * UNIT, False),
+        (4, 10 * UNIT, 10 * UNIT, True),  # the budget of time ran
+        (4, 5 * UNIT, 20 * UNIT, True),  # the wall time cap
+        (4, 5 * UNIT, 19 * UNIT, False),
+        (4, 2.5 * UNIT, 40 * UNIT, True),  # a quarter of the budget ran
+        (4, 2 * UNIT, 40 * UNIT, False),  # not yet: preemption came in a burst
+        (0, 0.0, 61.0, True),  # the pass's cap, whatever the count
+    ],
+)
+def test_when_a_pass_is_done(runs, own, wall, done):
+    assert budget().done(runs, own, wall) is done

@@ -1,0 +1,186 @@
+"""Error-guided argument repair: a rejected call's exception says what one parameter wanted
+(a key, an attribute, a mapping, a file, parameter names, command-line arguments), and the
+argument search rebuilds that parameter and calls again. Each rule is checked on
+``repair_pkg`` with the repair and without it (``--no-repair``), where the same entry point
+stays rejected."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
+
+from apiprof.engine.scenarios import repair
+from apiprof.engine.scenarios.building import SOURCES
+from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
+from apiprof.engine.scenarios.synth import synthesize_call
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
+from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.model.records import Coverage, Failure, ScenarioSource
+
+WITHOUT_REPAIR = tuple(source for source in SOURCES if source != "repair")
+
+
+def repaired(qualname: str) -> str:
+    """The description of the scenario the repair found (checked to run, as measured)."""
+    spec, failure = find_synthesized_scenario(qualname, (10,))
+    assert spec is not None, failure
+    assert spec.source is ScenarioSource.REPAIRED
+    assert "repairs=(" in spec.setup  # the measuring worker rebuilds the same arguments
+    argv = list(sys.argv)
+    assert try_scenario(spec)[0] is None  # as the worker measuring it: sys.argv may change
+    sys.argv[:] = argv
+    without, _ = find_synthesized_scenario(qualname, (10,), sources=WITHOUT_REPAIR)
+    assert without is None, "the other sources already call it: the rule is not what made it"
+    return spec.description
+
+
+RULES = {
+    # a missing attribute: the package's class whose instances have it (self.weight = ...)
+    "repair_pkg.doubled_weight": (
+        "learned from AttributeError 'weight': item an object with attribute 'weight'"
+    ),
+    # ... no class of the package has it: a standard-library object (a DOM element) does
+    "repair_pkg.first_child_name": "node an object with attribute 'firstChild'",
+    # ... nothing has it and it is called: a namespace carrying a callable
+    "repair_pkg.notify": "target an object with attribute 'on_event()'",
+    # missing keys, asked one after the other, accumulate into one dict
+    "repair_pkg.label": "value a dict with keys 'name', 'data'",
+    # a value under a key of the repaired dict is repaired in turn (a dict: it asks items())
+    "repair_pkg.extra_names": "value['extra'] an object with attribute 'items()'",
+    # the elements of a list argument
+    "repair_pkg.count_words": "elements of tokens a dict with key 'text'",
+    # a list indexed by strings
+    "repair_pkg.lookup_all": "table a mapping with string keys",
+    # a path that does not exist
+    "repair_pkg.load": "source the path of a file that exists",
+    # a C function's "missing required argument 'width' (pos 1)", then 'text' (pos 2)
+    "repair_pkg.native_repeat": "the call takes the parameters 'width', 'text'",
+    # a C function's "argument 2 must be dict"
+    "repair_pkg.native_scale": "table of type dict",
+    # an optional parameter whose default of None the call iterates
+    "repair_pkg.scaled": "learned from TypeError 'NoneType' object is not iterable: scale of type list",
+    # ... an attribute of the receiver its constructor left at a default of None
+    "repair_pkg.Basket.heaviest": "learned from TypeError 'NoneType' object is not iterable: "
+    "self.stock of type list",
+    # a main() exiting with its usage line; the same from argparse (usage on stderr)
+    "repair_pkg.main": "sys.argv names 'infile'",
+    "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",
+}
+
+
+@pytest.mark.parametrize("qualname", list(RULES))
+def test_each_rule_builds_what_the_error_asked_for_and_says_so(qualname):
+    before = list(sys.argv)
+    assert RULES[qualname] in repaired(qualname)
+    assert sys.argv == before  # only the worker measuring a main() keeps the new sys.argv
+
+
+def built(qualname: str, lesson: Lesson) -> tuple[object, ...]:
+    """The arguments synthesis builds for ``qualname`` with ``lesson`` learned."""
+    return synthesize_call(qualname, 10, repairs=(lesson.literal(),))[1]
+
+
+def test_the_class_with_the_attribute_is_the_packages_own():
+    [item] = built("repair_pkg.doubled_weight", Lesson("item", Want.ATTRIBUTES, ("weight",)))
+    assert type(item).__name__ == "Record"  # set in its __init__: self.weight = weight
+
+
+def test_the_existing_file_holds_what_the_packages_writer_writes():
+    [path] = built("repair_pkg.load", Lesson("source", Want.FILE))
+    text = Path(str(path)).read_text()
+    assert text and all(" = " in line for line in text.splitlines())  # what dumps writes
+
+
+def test_learned_parameter_names_are_typed_by_the_name_rules():
+    width, text = built("repair_pkg.native_repeat", Lesson("", Want.NAMES, ("width", "text")))
+    assert isinstance(width, int) and isinstance(text, str)
+
+
+def test_what_is_still_rejected_says_what_the_errors_asked_for(monkeypatch):
+    monkeypatch.setattr(repair, "MAX_REPAIR_CALLS", 3)  # a mapping, 'name', then out of calls
+    spec, failure = find_synthesized_scenario("repair_pkg.label", (10,))
+    assert spec is None and failure is not None
+    assert "list indices must be integers" in failure.reason  # what the plain call raised
+    assert "repair tried learned from KeyError 'name': value a dict with key 'name'" in (
+        failure.reason
+    )
+    assert "then the call raised KeyError: 'data'" in failure.reason
+
+
+def test_lessons_round_trip_as_literals_and_accumulate():
+    first = Lesson("token", Want.KEYS, ("type",), cause="KeyError 'type'")
+    assert Lesson.from_literal(first.literal()) == first
+    both = merged((first,), Lesson("token", Want.KEYS, ("data",), cause="KeyError 'data'"))
+    assert both == (Lesson("token", Want.KEYS, ("type", "data"), cause=both[0].cause),)
+    replaced = merged(both, Lesson("token", Want.MAPPING, cause="TypeError"))
+    assert [lesson.want for lesson in replaced] == [Want.MAPPING]
+
+
+def test_learning_reads_the_object_the_failing_expression_worked_on():
+    given = {"a": [1, 2], "b": {"x": 1}}
+    try:
+        given["b"]["missing"]
+    except KeyError as error:
+        lesson = learn(error, {"first": given["a"], "second": given["b"]})
+    assert lesson == Lesson("second", Want.KEYS, ("missing",), cause="KeyError 'missing'")
+    try:
+        given["b"]["missing"]
+    except KeyError as error:
+        lesson = learn(error, {"value": given})  # the dict that lacked it, not the outer one
+    assert lesson is not None and lesson.parameter == "value['b']"
+    unknown = learn(ValueError("bad"), {"first": 1})
+    assert unknown is None  # a message it does not understand teaches nothing
+
+
+# -- a real scan, through the command line ------------------------------------------------------
+
+
+def scan_summary(home: Path, name: str, *extra: str) -> dict:
+    """``repair_pkg`` scanned through the command line into ``name``.db: its summary."""
+    options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
+    files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
+    out = run("apiprof-scan", "repair_pkg", *files, *options, cwd=home)
+    assert out.returncode == 0, out.stderr
+    return json.loads((home / f"{name}.json").read_text())["packages"][0]
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory):
+    """The default command, and ``--no-repair``."""
+    home = tmp_path_factory.mktemp("repair")
+    return home, {"on": scan_summary(home, "on"), "off": scan_summary(home, "off", "--no-repair")}
+
+
+def test_the_default_scan_repairs_and_says_what_it_learned(scans):
+    home, found = scans
+    on, off = found["on"], found["off"]
+    assert on["profiled"] == on["discovered"]
+    assert on["profiled_by_source"]["repaired"] >= 10
+    assert "repaired" not in off["profiled_by_source"]
+    assert off["profiled"] <= on["profiled"] - 10
+    shown = run("apiprof", "show", "repair_pkg.label", "--db", "on.db", cwd=home)
+    assert shown.returncode == 0, shown.stderr
+    assert "[repaired]" in shown.stdout
+    assert "learned from KeyError 'name', KeyError 'data'" in shown.stdout
+
+
+def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
+    announced: list[Running] = []
+    with watching(announced.append, ()):
+        spec, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+    assert spec is not None
+    # the worker died in the repaired call: a new worker gives that call up, not the rest
+    keys = [run.key for run in announced]
+    assert keys.count(scenario_key(spec)) >= 2  # the repair's own call, then the trial's
+    mended = next(run for run in announced if run.key == scenario_key(spec))
+    died = Stop.of(mended, Failure(Coverage.TIMED_OUT, "stuck in C"))
+    announced.clear()
+    with watching(announced.append, [died]):
+        again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+    assert announced and died.key not in {run.key for run in announced}
+    assert again is None or scenario_key(again) != died.key  # another variant, mended too

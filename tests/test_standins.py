@@ -1,0 +1,131 @@
+"""Classes constructed in C, timed on Python 3.11 through a stand-in the scenario calls by
+name (``engine/measure/standins.py``); 3.12+ sees class calls and needs none."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apiprof.engine.measure.probes import HAS_MONITORING
+from apiprof.engine.measure.standins import construction_stand_in, construction_stand_ins
+from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
+from apiprof.model.records import ScenarioSource
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class CBuilt(Exception):
+    pass
+
+
+class PythonBuilt:
+    def __init__(self, value: int = 0) -> None:
+        self.value = value
+
+
+def test_a_scenarios_names_for_an_object_are_rebound_after_its_setup():
+    spec = ScenarioSpec(
+        "synth:x",
+        "x",
+        ScenarioSource.SYNTHESIZED,
+        "",
+        "target = int\nalso = int\nkept = (int,)\nfirst = target('7')",
+        "(target('5'), also('6'), kept[0]('8'), first)",
+    )
+    stand_in = lambda text: f"stand-in {text}"  # noqa: E731
+    assert compile_scenario(spec, None, stand_ins={id(int): stand_in})() == (
+        "stand-in 5",  # names bound to the object reach the stand-in
+        "stand-in 6",
+        8,  # containers are arguments, not calls: left alone
+        7,  # setup ran before the rebinding
+    )
+
+
+@pytest.mark.skipif(HAS_MONITORING, reason="3.12+ times class calls where they are made")
+def test_on_311_a_class_built_in_c_gets_a_stand_in_that_builds_the_real_thing():
+    stand_in = construction_stand_in(CBuilt)
+    assert stand_in is not None and stand_in is construction_stand_in(CBuilt)  # one per class
+    made = stand_in("stop")
+    assert type(made) is CBuilt and made.args == ("stop",)
+    assert stand_in.__name__ == "CBuilt"
+    assert construction_stand_in(PythonBuilt) is None  # its own __init__ is timed instead
+    assert construction_stand_in(len) is None
+    assert construction_stand_ins([CBuilt, PythonBuilt, len]) == {id(CBuilt): stand_in}
+
+
+@pytest.mark.skipif(not HAS_MONITORING, reason="3.11 needs the stand-in")
+def test_on_312_no_stand_in_is_used():
+    assert construction_stand_ins([CBuilt, PythonBuilt, len]) == {}
+
+
+# -- a real scan, through the command line ------------------------------------------------------
+
+
+def scan(home: Path, *extra: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(FIXTURES), COLUMNS="200")
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "apiprof-scan"),
+            "cclass_pkg",
+            *("--db", "scan.db", "--summary-json", "scan.json", "--repeat", "3", "--quiet"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    [summary] = json.loads((home / "scan.json").read_text())["packages"]
+    return summary
+
+
+def show(home: Path, qualname: str) -> dict:
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "apiprof"),
+            "show",
+            qualname,
+            "--db",
+            "scan.db",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=home,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def test_a_class_built_in_c_is_profiled_on_every_python(tmp_path):
+    summary = scan(tmp_path)
+    assert summary["coverage"] == {"profiled": 1}
+    shown = show(tmp_path, "cclass_pkg.Interrupted")
+    wall, allocated = shown["metrics"]["wall_ns"], shown["metrics"]["alloc_incl_bytes"]
+    assert wall["count"] > 0 and 0 < wall["median"] < 1_000_000
+    assert allocated["median"] > 0  # the exception object itself is charged to the call
+
+
+def test_on_311_a_class_reached_another_way_says_so(tmp_path):
+    summary = scan(
+        tmp_path,
+        "--scenarios",
+        str(FIXTURES / "cclass_attribute.toml"),
+        "--no-synth",
+        "--no-docstrings",
+    )
+    if HAS_MONITORING:
+        assert summary["coverage"] == {"profiled": 1}
+        return
+    assert summary["profiled"] == 0 and summary["coverage"]["unsupported"] == 1
+    [missed] = summary["not_profiled"]
+    assert "a name of its own" in missed["reason"] and "scenario file" in missed["reason"]
