@@ -63,6 +63,11 @@ SOURCE_FLAGS = [
         "do not offer values the package's own entry points return where an instance of its "
         "class or an iterator is wanted",
     ),
+    (
+        "nodes",
+        "do not build syntax-tree nodes from what their classes list as children and plain "
+        "values, nor give a visit_X method an X",
+    ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
     (
@@ -253,6 +258,7 @@ def scan_options(args: argparse.Namespace):
         examples=not args.no_examples,
         subclasses=not args.no_subclasses,
         observed=not args.no_observed,
+        nodes=not args.no_nodes,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,

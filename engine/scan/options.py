@@ -38,6 +38,7 @@ class ScanOptions:
     examples: bool = True  # literal arguments the package's own text passes (Marker('...'))
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
     observed: bool = True  # values the package's entry points return, where one is wanted
+    nodes: bool = True  # tree nodes from their classes' child lists; visit_X takes an X
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     # arguments the package passes mid-stream while its working scenarios run, for the entry
@@ -81,15 +82,9 @@ class ScanOptions:
         "bundled_scenarios",
         "docstrings",
         "synthesize",
-        "stubs",
-        "docstring_types",
-        "examples",
-        "subclasses",
-        "observed",
-        "heuristics",
+        *SOURCES,
         "capture",
         "self_drive",
-        "repair",
         "sizes",
         "repeat",
         "max_seconds",

@@ -29,7 +29,16 @@ the call that builds it), so 5 reaches an argument of an argument of an argument
 generator's frame, its evaluation context, that context's environment). Plain values at the
 bottom do not count."""
 
-SOURCES = ("stubs", "docstring_types", "examples", "subclasses", "observed", "heuristics", "repair")
+SOURCES = (
+    "stubs",
+    "docstring_types",
+    "examples",
+    "subclasses",
+    "observed",
+    "nodes",
+    "heuristics",
+    "repair",
+)
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
 RANK = [
@@ -39,6 +48,7 @@ RANK = [
     ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
+    ScenarioSource.NODES,
     ScenarioSource.HEURISTICS,
     ScenarioSource.REPAIRED,
 ]

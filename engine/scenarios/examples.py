@@ -135,6 +135,11 @@ def _closing_parens(text: str, opened: int, limit: int) -> Iterator[int]:
         index = text.find(")", index + 1)
 
 
+def package_source_texts(top: str) -> tuple[str, ...]:
+    """The text of every ``.py`` file of the package ``top`` (read once)."""
+    return _package_texts(top)
+
+
 @functools.cache
 def _package_texts(top: str) -> tuple[str, ...]:
     """The text of every ``.py`` file of the package (comments and docstrings included)."""

@@ -138,6 +138,12 @@ for _names, _annotation in [
     ("set_", set[int]),
     ("tuple_", tuple[int, ...]),
     ("flag enabled strict verbose reverse", bool),
+    ("basestring substring docstring", str),
+    ("line_no lineno_ page_no col_no", int),
+    (
+        "namespace namespace_uri namespaceuri ns_uri nsuri xmlns",
+        typing.Literal["http://www.w3.org/1999/xhtml"],
+    ),
 ]:
     _NAME_GUESSES.update(dict.fromkeys(_names.split(), _annotation))
 
@@ -151,6 +157,9 @@ def guess_from_name(name: str) -> Any:
         return _NAME_GUESSES[lowered]
     for suffix, annotation in _SUFFIXES:
         if lowered.endswith(suffix):
+            return annotation
+    for prefix, annotation in _PREFIXES:
+        if lowered.startswith(prefix) and len(lowered) > len(prefix):
             return annotation
     paired = re.fullmatch(r"([a-z]\w*?)(?:_[ab]|_?\d)", lowered)  # enc_a and enc_b: two of one
     if paired and paired.group(1) in _NAME_GUESSES:
@@ -186,10 +195,22 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_dt", datetime.datetime),
     ("_url", typing.Literal["https://example.com/a/b?q=1#top"]),
     ("_chars", str),
-    ("_type", type),
+    ("_string", str),
+    ("_no", int),
+    ("_flag", bool),
+    ("_type", type | str),  # a class (`exc_type`), or a kind's name (`node_type`, `content_type`)
     ("_cls", type),
     ("_class", type),
 ]
+
+
+_PREFIXES: list[tuple[str, Any]] = [
+    ("is_", bool),
+    ("has_", bool),
+    ("num_", int),
+    ("n_", int),
+]
+"""Type words that start a name (``is_valid``, ``num_items``), after the suffixes."""
 
 
 def sibling_default(signature: inspect.Signature, parameter: str) -> Any:

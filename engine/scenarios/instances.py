@@ -20,6 +20,7 @@ from apiprof.engine.scenarios.building import (
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_calls
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
+from apiprof.engine.scenarios.hooks import missing_hooks
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.model.records import ScenarioSource
 
@@ -63,8 +64,14 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             made = _first_instance(cls, own, context)
             if made is not None:
                 return made
+    hooks = missing_hooks(cls, context.member) if cls is context.owner else ()
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
+    elif hooks and "subclasses" in context.sources:  # abstract for this method in all but name
+        problems.append(
+            f"{cls.__qualname__}.{context.member} calls self.{hooks[0]}(), which only "
+            "subclasses define"
+        )
     else:
         try:
             with context.attempt():

@@ -37,11 +37,18 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
-from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
+from apiprof.engine.scenarios.signatures import (
+    package_classes,
+    signature_from_stubs,
+    signature_of,
+    type_hints,
+)
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
 from apiprof.engine.scenarios.values import build
+from apiprof.engine.scenarios.visitors import tree_candidates
 from apiprof.model.records import ScenarioSource
 
 
@@ -54,7 +61,8 @@ def arguments_for(
     optional parameters whose annotation names something other than None: a default of None often takes
     the path that cannot work alone ("if no eval context is passed, the node must have an
     environment")."""
-    signature = signature_of(target, context.sources)
+    public = context.qualname if context.depth == 0 else ""  # the entry point's own call
+    signature = signature_of(target, context.sources, public)
     if context.depth == 0 and context.lessons:  # the entry point's own call: errors named them
         signature = repaired.learned_signature(context, signature)
     if signature is None:
@@ -62,6 +70,8 @@ def arguments_for(
             f"{name_of(target)} has no inspectable signature (no __text_signature__, no "
             "signature line in its docstring, no stub); add a scenario file entry"
         )
+    if "stubs" in context.sources and signature_from_stubs(target, public):
+        context.credit(f"<{name_of(target)} signature>", ScenarioSource.STUBS)
     hints = type_hints(target)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -233,7 +243,8 @@ def build_parameter(
             if lesson is not None:  # a rejected call said what it wants
                 return repaired.repaired_value(lesson, context, parameter.name)
             return build_parameter(target, parameter, signature, hints, context)
-    candidates = parameter_candidates(target, parameter, signature, hints, context.sources)
+    public = context.qualname if context.depth == 0 else ""  # the entry point's own parameter
+    candidates = parameter_candidates(target, parameter, signature, hints, context.sources, public)
     if not candidates:
         raise CannotSynthesize(_why_untyped(parameter, hints, context.sources))
     annotated = candidates[0][1] is ScenarioSource.SYNTHESIZED
@@ -268,9 +279,11 @@ def parameter_candidates(
     signature: inspect.Signature,
     hints: dict[str, Any],
     sources: frozenset[str] = frozenset(SOURCES),
+    qualname: str = "",
 ) -> list[tuple[Any, ScenarioSource]]:
     """Candidate annotations for a parameter, most trustworthy first, each with its source:
-    the annotation, the stubs, the docstring, then how it is used, named, and its siblings."""
+    the annotation, the stubs (also under the public ``qualname`` of the entry point), the
+    docstring, then how it is used, named, and its siblings."""
     found: list[tuple[Any, ScenarioSource]] = []
     annotation = hints.get(parameter.name, parameter.annotation)
     annotated = annotation is not parameter.empty and not isinstance(annotation, str)
@@ -289,7 +302,7 @@ def parameter_candidates(
             found.append((replace(produced, fits=fits), ScenarioSource.FACTORIES))
     vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
-        stub = stub_signature(target)
+        stub = stub_signature(target, qualname)
         for typed in stub.parameters.get(parameter.name, []) if stub else []:
             (vague_stubs if _says_nothing(typed) else found).append((typed, ScenarioSource.STUBS))
     module = sys.modules.get(getattr(target, "__module__", "") or "")
@@ -321,10 +334,17 @@ def parameter_candidates(
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    if "nodes" in sources:  # a tree's own shape says more than names and annotated bases
+        own = annotation if annotated else parameter.empty
+        nodes = tree_candidates(target, parameter, signature, own)
+        found[:0] = [(typed, ScenarioSource.NODES) for typed in nodes]
     if "examples" in sources:  # the package's own values: second, after what sizes the call
         examples = example_values(target, parameter.name)
         if examples is not None:
             found.insert(min(1, len(found)), (examples, ScenarioSource.EXAMPLES))
+        texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
+        if texts is not None:
+            found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))

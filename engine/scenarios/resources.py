@@ -10,6 +10,7 @@ import re
 import socket
 import tempfile
 import types
+import zlib
 
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.texts import random_text
@@ -29,6 +30,13 @@ def sandbox_file(context: BuildContext, name: str, rng: random.Random) -> str:
     context.sized = True
     path = inputs_directory() / f"{safe_name(name)}-{context.n}.txt"
     path.write_text("\n".join(random_text(rng, 40) for _ in range(max(context.n // 10, 1))) + "\n")
+    return str(path)
+
+
+def sandbox_text_file(text: str, name: str) -> str:
+    """A file in the sandbox holding exactly ``text``; its path."""
+    path = inputs_directory() / f"{safe_name(name)}-{zlib.crc32(text.encode()):08x}.txt"
+    path.write_text(text)
     return str(path)
 
 

@@ -18,10 +18,35 @@ from apiprof.engine.scenarios.typetext import STDLIB_NAMES
 
 
 def signature_of(
-    target: Callable[..., object], sources: frozenset[str] | None = None
+    target: Callable[..., object], sources: frozenset[str] | None = None, qualname: str = ""
 ) -> inspect.Signature | None:
     """inspect.signature (``__text_signature__`` included), else the ``name(a, b)`` first
-    docstring line C functions carry, else the stub's parameter list."""
+    docstring line C functions carry, else the stub's parameter list (found also under the
+    public ``qualname`` the target is scanned as: a compiled class ``_speedups.Scanner`` that
+    the package exports, and its stub describes, as ``scanner.make_scanner``)."""
+    own = _own_signature(target)
+    if own is not None:
+        return own
+    if sources is None or "stubs" in sources:
+        stub = stub_signature(target, qualname)
+        if stub is not None and stub.signature is not None:
+            return stub.signature
+    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
+        return inspect.Signature()
+    return None
+
+
+def signature_from_stubs(target: Callable[..., object], qualname: str = "") -> bool:
+    """Whether only the stubs give ``target`` a signature (a C method of a standard-library
+    class a package re-exports, ``OrderedDict.clear``)."""
+    if _own_signature(target) is not None:
+        return False
+    stub = stub_signature(target, qualname)
+    return stub is not None and stub.signature is not None
+
+
+def _own_signature(target: Callable[..., object]) -> inspect.Signature | None:
+    """What the callable itself says: inspect, its wrapper, exceptions, its docstring."""
     try:
         return inspect.signature(target)
     except (TypeError, ValueError):
@@ -35,16 +60,7 @@ def signature_of(
         return _EXCEPTION_GROUP  # a message and the exceptions it groups, both required
     if inspect.isclass(target) and issubclass(target, BaseException):
         return inspect.Signature()  # exceptions take any arguments; none is a valid call
-    from_doc = docstring_signature(target)
-    if from_doc is not None:
-        return from_doc
-    if sources is None or "stubs" in sources:
-        stub = stub_signature(target)
-        if stub is not None and stub.signature is not None:
-            return stub.signature
-    if inspect.isclass(target):  # a C class that documents nothing: try it without arguments
-        return inspect.Signature()
-    return None
+    return docstring_signature(target)
 
 
 _EXCEPTION_GROUP = inspect.Signature(

@@ -2,9 +2,13 @@
 
 Stubs are looked for, in order, beside the module (a package's own ``.pyi`` files, e.g. for a C
 extension, or the typed ``.py`` source a mypyc-compiled module ships beside itself), in an installed ``<package>-stubs`` distribution (what ``types-*`` packages
-install), and in the third-party stubs of the typeshed copy that ships with jedi. A stub that
-re-exports a name (``from ._parser import parse as parse``) is followed to where it is defined;
-``@overload`` variants each contribute their annotations, in order. Reading stubs runs no code
+install), and in the third-party stubs of the typeshed copy that ships with jedi — or, for the
+standard library's compiled code, in that typeshed's ``stdlib`` stubs (a package that
+re-exports ``OrderedDict`` offers its C methods, which have no signature of their own; the
+library's Python functions are read like any other code). A stub that
+re-exports a name (``from ._parser import parse as parse``) is followed to where it is defined,
+a method a stub class does not define to the class's bases (``OrderedDict.clear`` is
+``MutableMapping.clear``); ``@overload`` variants each contribute their annotations, in order. Reading stubs runs no code
 of the package beyond importing modules it already imports.
 """
 
@@ -43,7 +47,7 @@ def stub_signature(obj: object, qualname: str = "") -> StubSignature | None:
     """The stub's view of ``obj`` (found by its defining module and qualified name, else by
     the public ``qualname`` it is scanned under); None when no stub describes it."""
     for module, path in _stub_locations(obj, qualname):
-        found = _find_in_stub(module, path, MAX_HOPS)
+        found = _find_in_stub(module, path, MAX_HOPS, stdlib=_compiled(obj))
         if found is not None:
             stub_module, definitions = found
             return _signature_from(definitions, stub_module)
@@ -57,6 +61,12 @@ def _stub_locations(obj: object, qualname: str) -> Iterator[tuple[str, list[str]
     suffix: list[str] = ["__init__"] if inspect.isclass(target) else []
     module = getattr(target, "__module__", None)
     bound_to = getattr(target, "__self__", None)
+    # a C method names no module: its class does (unbound, or bound to an instance)
+    owner = getattr(target, "__objclass__", None) or (
+        type(bound_to) if bound_to is not None and not inspect.ismodule(bound_to) else None
+    )
+    if module is None and inspect.isclass(owner) and not inspect.isclass(bound_to):
+        module = owner.__module__
     if module is None and inspect.isclass(bound_to):  # a compiled classmethod names no module
         module = bound_to.__module__
     inner = getattr(target, "__qualname__", None)
@@ -74,8 +84,26 @@ class _Stub:
     names: dict[str, Any]  # what annotations in the stub may refer to
 
 
-def _find_in_stub(module: str, path: list[str], hops: int) -> tuple[_Stub, list[ast.AST]] | None:
-    stub = load_stub(module)
+def _compiled(obj: object) -> bool:
+    """Whether ``obj`` is compiled code (no Python source for the other sources to read)."""
+    target = inspect.unwrap(getattr(obj, "__func__", obj))  # type: ignore[arg-type]
+    return not (inspect.isfunction(target) or (inspect.isclass(target) and _has_source(target)))
+
+
+def _has_source(cls: type) -> bool:
+    try:
+        inspect.getsourcefile(cls)
+    except TypeError:  # a class defined in C
+        return False
+    return True
+
+
+def _find_in_stub(
+    module: str, path: list[str], hops: int, *, stdlib: bool = True
+) -> tuple[_Stub, list[ast.AST]] | None:
+    """The stub definitions at ``path`` in ``module``'s stub (standard-library stubs only with
+    ``stdlib``: for compiled code, and for the bases of a stub class)."""
+    stub = load_stub(module, stdlib)
     if stub is None or not path:
         return None
     body: list[ast.stmt] = stub.tree.body
@@ -85,15 +113,44 @@ def _find_in_stub(module: str, path: list[str], hops: int) -> tuple[_Stub, list[
             source = _imported_from(stub, name)
             if source is not None:
                 other, original = source
-                return _find_in_stub(other, [original, *path[1:]], hops - 1)
+                return _find_in_stub(other, [original, *path[1:]], hops - 1, stdlib=stdlib)
         if not found:
             return None
         if depth == len(path) - 1:
             return stub, list(found)
         classes = [node for node in found if isinstance(node, ast.ClassDef)]
+        rest = path[depth + 1 :]
+        if not classes and rest == ["__init__"]:  # a compiled class its stub calls a function
+            return stub, [node for node in found if not isinstance(node, ast.ClassDef)]
         if not classes:
             return None
+        if len(rest) == 1 and not any(
+            _defines(node, rest[0]) for node in _flatten(classes[0].body)
+        ):
+            return _find_in_bases(stub, classes[0], rest, hops)
         body = classes[0].body
+    return None
+
+
+def _find_in_bases(
+    stub: _Stub, cls: ast.ClassDef, path: list[str], hops: int
+) -> tuple[_Stub, list[ast.AST]] | None:
+    """``path`` looked up in the stub class's bases, each where it is defined (this stub, the
+    module it is imported from, else builtins), first found wins."""
+    if hops <= 0:
+        return None
+    for base in cls.bases:
+        while isinstance(base, ast.Subscript):  # dict[_KT, _VT]
+            base = base.value
+        if not isinstance(base, ast.Name):
+            continue
+        if any(_defines(node, base.id) for node in _flatten(stub.tree.body)):
+            where = stub.module, base.id
+        else:
+            where = _imported_from(stub, base.id) or ("builtins", base.id)
+        found = _find_in_stub(where[0], [where[1], *path], hops - 1)
+        if found is not None:
+            return found
     return None
 
 
@@ -206,9 +263,10 @@ def _runtime_signature(arguments: ast.arguments) -> inspect.Signature | None:
 
 
 @functools.cache
-def load_stub(module: str) -> _Stub | None:
-    """The parsed stub of ``module`` and the names its annotations can use (cached)."""
-    path = find_stub_file(module)
+def load_stub(module: str, stdlib: bool = False) -> _Stub | None:
+    """The parsed stub of ``module`` and the names its annotations can use (cached); with
+    ``stdlib``, typeshed's standard-library stubs count too."""
+    path = find_stub_file(module, stdlib)
     if path is None:
         return None
     try:
@@ -271,15 +329,15 @@ def _import_quietly(name: str) -> Any:
         return None
 
 
-def find_stub_file(module: str) -> Path | None:
+def find_stub_file(module: str, stdlib: bool = False) -> Path | None:
     """Where the stub for ``module`` is: beside it, in ``<top>-stubs``, or in jedi's typeshed."""
-    for candidate in _candidates(module):
+    for candidate in _candidates(module, stdlib):
         if candidate.is_file():
             return candidate
     return None
 
 
-def _candidates(module: str) -> Iterator[Path]:
+def _candidates(module: str, stdlib: bool) -> Iterator[Path]:
     parts = module.split(".")
     try:
         spec = importlib.util.find_spec(module)
@@ -292,6 +350,11 @@ def _candidates(module: str) -> Iterator[Path]:
             # compiled by mypyc (or Cython's pure-Python mode): the typed source ships beside it
             yield origin.with_name(origin.name.split(".")[0] + ".py")
     top, rest = parts[0], parts[1:]
+    if stdlib and (top in sys.stdlib_module_names or top == "builtins"):
+        library = typeshed_stdlib()
+        if library is not None:
+            yield library.joinpath(*parts).with_suffix(".pyi")
+            yield library.joinpath(*parts, "__init__.pyi")
     for root in (*map(Path, filter(None, sys.path)), *typeshed_roots(top)):
         base = root / f"{top}-stubs" if root.name != top else root
         if root.name != top and not base.is_dir():
@@ -303,13 +366,26 @@ def _candidates(module: str) -> Iterator[Path]:
 @functools.cache
 def typeshed_roots(top: str) -> tuple[Path, ...]:
     """``<typeshed>/stubs/<distribution>/<top>`` directories of jedi's typeshed copy."""
+    typeshed = _typeshed()
+    stubs = typeshed / "stubs" if typeshed is not None else None
+    if stubs is None or not stubs.is_dir():
+        return ()
+    return tuple(sorted(path for path in stubs.glob(f"*/{top}") if path.is_dir()))
+
+
+def typeshed_stdlib() -> Path | None:
+    """The standard library's stubs in jedi's typeshed copy, or None."""
+    typeshed = _typeshed()
+    library = typeshed / "stdlib" if typeshed is not None else None
+    return library if library is not None and library.is_dir() else None
+
+
+@functools.cache
+def _typeshed() -> Path | None:
     try:
         spec = importlib.util.find_spec("jedi")
     except (ImportError, ValueError):
-        return ()
+        return None
     if spec is None or not spec.submodule_search_locations:
-        return ()
-    stubs = Path(next(iter(spec.submodule_search_locations))) / "third_party" / "typeshed" / "stubs"
-    if not stubs.is_dir():
-        return ()
-    return tuple(sorted(path for path in stubs.glob(f"*/{top}") if path.is_dir()))
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "third_party" / "typeshed"

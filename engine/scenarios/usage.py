@@ -382,14 +382,19 @@ def _init_attributes(cls: Callable[..., object]) -> frozenset[str]:
     tree = function_tree(init)
     if tree is None:
         return frozenset()
-    return frozenset(
+    return frozenset(self_attributes(tree, ast.Store))
+
+
+def self_attributes(tree: ast.AST, context: type[ast.expr_context] = ast.Load) -> list[str]:
+    """``x`` of every ``self.x`` in ``tree`` read (or, with ``ast.Store``, set), in order."""
+    return [
         node.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
-        and isinstance(node.ctx, ast.Store)
-    )
+        and isinstance(node.ctx, context)
+    ]
 
 
 def unconstrained(usage: Usage | None) -> bool:

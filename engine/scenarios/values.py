@@ -35,7 +35,14 @@ from apiprof.engine.discovery.discover import describe_exception
 
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
-from apiprof.engine.scenarios import instances, observed, registered, typetext
+from apiprof.engine.scenarios import (
+    instances,
+    observed,
+    parsetexts,
+    registered,
+    stdlibmade,
+    typetext,
+)
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -113,6 +120,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return _produced(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
+    if isinstance(tp, parsetexts.SnippetFiles):
+        return tp.path(context.pick(list(tp.texts)), name)
     if isinstance(tp, registered.RegisteredKey):
         keys = registered.keys_of(tp, context.receiver)
         if not keys and (context.feeding or bool(getattr(context.warmup, "own_arguments", 0))):
@@ -432,7 +441,9 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     if issubclass(cls, datetime.datetime):  # aware where a method of a time zone is called
         when = datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=rng.randint(0, 10**7))
         zone = context.receiver
-        if not isinstance(zone, datetime.tzinfo):
+        if isinstance(zone, datetime.tzinfo):  # then naive: what `localize(dt)` attaches it to
+            zone = context.pick([zone, None])
+        else:
             zone = context.pick([None, datetime.UTC])  # naive, else aware
         return when.replace(tzinfo=zone)
     if issubclass(cls, datetime.date):
@@ -453,7 +464,12 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     module = getattr(cls, "__module__", "")
     if module.split(".")[0] == context.qualname.split(".")[0]:  # the package's own classes
         return instances.construct(cls, context)
-    return _draw_with_hypothesis(cls, context, name)
+    try:
+        return _draw_with_hypothesis(cls, context, name)
+    except CannotSynthesize:
+        if "stubs" not in context.sources or not stdlibmade.stdlib_factories(cls):
+            raise
+    return stdlibmade.stdlib_instance(cls, context, name)
 
 
 def _draw_with_hypothesis(tp: Any, context: BuildContext, name: str) -> Any:

@@ -34,7 +34,18 @@ OPENERS = ("open", "start", "begin", "connect", "setup")
 """Names of methods that make a receiver ready (no arguments): a method of a class that has one
 may need it called first (``close`` after ``open``), and the opener itself works once per
 receiver (a second ``open`` is refused), so it gets a renewed receiver for every call."""
-TAKERS = ("pop", "popall", "remove", "discard", "drop", "delete", "index", "replace", "getlist")
+TAKERS = (
+    "pop",
+    "popall",
+    "remove",
+    "discard",
+    "drop",
+    "delete",
+    "index",
+    "replace",
+    "getlist",
+    "move_to_end",
+)
 """Names of methods that take out (or find) what they are given: a fresh, empty receiver has
 none of it, so the receiver is first given the very argument of the call."""
 
