@@ -10,7 +10,7 @@ import typing
 
 import pytest
 
-from apiprof.engine.scenarios import resources, synth, synthesized, values
+from apiprof.engine.scenarios import produced, resources, synth, synthesized
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.examples import example_calls, example_values
 from apiprof.engine.scenarios.heuristics import guess_from_name
@@ -57,7 +57,7 @@ def test_an_inverse_producer_retries_its_own_flavours(monkeypatch):
 
     spec = found("combos_pkg.decode")  # encode refuses prose; a word encodes
     assert "data: factories" in spec.description
-    monkeypatch.setattr(values, "PRODUCER_TRIES", 1)  # only a later pin reaches the word
+    monkeypatch.setattr(produced, "PRODUCER_TRIES", 1)  # only a later pin reaches the word
     assert alternative(found("combos_pkg.decode")) > alternative(spec)
 
 

@@ -39,11 +39,12 @@ from apiprof.engine.scenarios import (
     instances,
     observed,
     parsetexts,
+    produced,
     registered,
     stdlibmade,
     typetext,
 )
-from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize, name_of
+from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
@@ -117,7 +118,7 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
             raise CannotSynthesize(f"parameter {name!r}: cannot resolve the type {tp!r}")
         return _build_value(resolved, context, name, rng)
     if isinstance(tp, Produced):
-        return _produced(tp, context, name)
+        return produced.produced(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, parsetexts.SnippetFiles):
@@ -243,50 +244,6 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     if inspect.isclass(tp):
         return _build_instance(tp, context, name, rng)
     return _draw_with_hypothesis(tp, context, name)
-
-
-PRODUCER_TRIES = 6
-"""Argument flavours a producer (an inverse function) is called with until one returns a
-value: ``encode`` refuses prose with spaces, where a word or other bytes encode."""
-
-
-def _produced(tp: Produced, context: BuildContext, name: str) -> Any:
-    """What an inverse function of the package returns: its own arguments' flavours are
-    tried in turn (from the current one) until it makes a value the parameter can take."""
-    problems: list[str] = []
-    start = context.current_variant()
-    flavours = 1  # the most any try met
-    for turn in range(start, start + PRODUCER_TRIES):
-        inner = context.inner(turn)
-        try:
-            with context.attempt():
-                value = _produce_once(tp, inner, name)
-        except CannotSynthesize as error:
-            problems.append(str(error))
-            flavours = max(flavours, inner.choices)
-            if turn - start + 1 >= flavours:  # no flavour left to try
-                break
-            continue
-        context.sized |= inner.sized or isinstance(value, (str, bytes))
-        context.files |= inner.files
-        return value
-    raise CannotSynthesize(problems[0])
-
-
-def _produce_once(tp: Produced, context: BuildContext, name: str) -> Any:
-    producer = tp.producer
-    if tp.owner is not None:  # a method: made on an instance of its class
-        maker = instances.construct(tp.owner, context)
-        producer = getattr(maker, getattr(producer, "__name__", ""))
-    value = instances.call_with_arguments(producer, context)
-    if value is None:
-        raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
-    if tp.fits is not None and not isinstance(value, tp.fits):
-        raise CannotSynthesize(
-            f"parameter {name!r}: {name_of(tp.producer)} returned a "
-            f"{type(value).__name__}, not the {tp.fits.__name__} it is annotated with"
-        )
-    return value
 
 
 _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = {
