@@ -4,12 +4,10 @@ name (``engine/measure/standins.py``); 3.12+ sees class calls and needs none."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.measure.probes import HAS_MONITORING
 from apiprof.engine.measure.standins import construction_stand_in, construction_stand_ins
@@ -67,20 +65,12 @@ def test_on_312_no_stand_in_is_used():
 
 
 def scan(home: Path, *extra: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(FIXTURES), COLUMNS="200")
-    out = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "apiprof-scan"),
-            "cclass_pkg",
-            *("--db", "scan.db", "--summary-json", "scan.json", "--repeat", "3", "--quiet"),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
+    out = run(
+        "apiprof-scan",
+        "cclass_pkg",
+        *("--db", "scan.db", "--summary-json", "scan.json", "--repeat", "3", "--quiet"),
+        *extra,
         cwd=home,
-        timeout=600,
-        check=False,
     )
     assert out.returncode == 0, out.stderr
     [summary] = json.loads((home / "scan.json").read_text())["packages"]
@@ -88,21 +78,8 @@ def scan(home: Path, *extra: str) -> dict:
 
 
 def show(home: Path, qualname: str) -> dict:
-    out = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "apiprof"),
-            "show",
-            qualname,
-            "--db",
-            "scan.db",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=home,
-        timeout=120,
-        check=True,
-    )
+    out = run("apiprof", "show", qualname, "--db", "scan.db", "--json", cwd=home)
+    assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
