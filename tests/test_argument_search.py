@@ -176,3 +176,19 @@ def test_a_parameter_unpacked_into_names_is_a_tuple_typed_by_their_use():
 
 def test_an_array_holds_small_ints_that_index_a_sized_buffer():
     assert "array('i', [" in found("combos_pkg.weighted").inputs
+
+
+def test_a_compiled_stdlib_class_is_built_with_its_stub_signature():
+    import xml.etree.ElementTree as ElementTree
+
+    from apiprof.engine.scenarios.synth import SOURCES
+
+    # the C class names a Python module, so only its lack of Python methods shows it compiled
+    assert stub_signature(ElementTree.Element).signature is not None
+    spec = found("stdlibargs_pkg.count_children")
+    assert "stubs" in spec.description
+    without = tuple(source for source in SOURCES if source != "stubs")
+    spec, failure = find_synthesized_scenario(
+        "stdlibargs_pkg.count_children", (10,), sources=without
+    )
+    assert spec is None and "Element" in failure.reason

@@ -95,7 +95,11 @@ def _has_source(cls: type) -> bool:
         inspect.getsourcefile(cls)
     except TypeError:  # a class defined in C
         return False
-    return True
+    # a C class may carry the name of a Python module (``_elementtree.Element`` calls itself
+    # ``xml.etree.ElementTree.Element``): only Python methods show a class statement made it
+    return any(
+        inspect.isfunction(member) for klass in cls.__mro__[:-1] for member in vars(klass).values()
+    )
 
 
 def _find_in_stub(

@@ -61,7 +61,7 @@ from apiprof.engine.scenarios.resources import (
     sandbox_file,
     traceback_value,
 )
-from apiprof.engine.scenarios.signatures import package_classes
+from apiprof.engine.scenarios.signatures import package_classes, signature_from_stubs
 from apiprof.engine.scenarios.texts import (
     WORDS,
     json_list_text,
@@ -424,7 +424,12 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
     try:
         return _draw_with_hypothesis(cls, context, name)
     except CannotSynthesize:
-        if "stubs" not in context.sources or not stdlibmade.stdlib_factories(cls):
+        if "stubs" not in context.sources:
+            raise
+        if signature_from_stubs(cls):  # a compiled class only its stub describes: call it so
+            with context.attempt():
+                return instances.call_with_arguments(cls, context)
+        if not stdlibmade.stdlib_factories(cls):
             raise
     return stdlibmade.stdlib_instance(cls, context, name)
 
