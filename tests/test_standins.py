@@ -4,6 +4,7 @@ name (``engine/measure/standins.py``); 3.12+ sees class calls and needs none."""
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.measure.probes import HAS_MONITORING
-from apiprof.engine.measure.standins import construction_stand_in, construction_stand_ins
+from apiprof.engine.measure.standins import stand_in_for, stand_ins_for
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.records import ScenarioSource
 
@@ -50,21 +51,24 @@ def test_a_scenarios_names_for_an_object_are_rebound_after_its_setup():
 
 
 @pytest.mark.skipif(HAS_MONITORING, reason="3.12+ times class calls where they are made")
-def test_on_311_a_class_built_in_c_gets_a_stand_in_that_builds_the_real_thing():
-    stand_in = construction_stand_in(CBuilt)
-    assert stand_in is not None and stand_in is construction_stand_in(CBuilt)  # one per class
+def test_on_311_a_call_the_hook_cannot_see_gets_a_stand_in_that_makes_the_real_call():
+    stand_in = stand_in_for(CBuilt)
+    assert stand_in is not None and stand_in is stand_in_for(CBuilt)  # one per class
     made = stand_in("stop")
     assert type(made) is CBuilt and made.args == ("stop",)
     assert stand_in.__name__ == "CBuilt"
-    assert construction_stand_in(PythonBuilt) is None  # its own __init__ is timed instead
-    assert construction_stand_in(Looked) is not None  # the enum's metaclass answers the call
-    assert construction_stand_in(len) is None
-    assert construction_stand_ins([CBuilt, PythonBuilt, len]) == {id(CBuilt): stand_in}
+    assert stand_in_for(PythonBuilt) is None  # its own __init__ is timed instead
+    assert stand_in_for(Looked) is not None  # the enum's metaclass answers the call
+    assert stand_in_for(len) is None  # a builtin: the hook reports it
+    assert stand_in_for(test_on_312_no_stand_in_is_used) is None  # Python code is timed as is
+    cached = functools.cache(abs)
+    assert stand_in_for(cached) is not None and stand_in_for(cached)(-3) == 3
+    assert stand_ins_for([CBuilt, PythonBuilt, len]) == {id(CBuilt): stand_in}
 
 
 @pytest.mark.skipif(not HAS_MONITORING, reason="3.11 needs the stand-in")
 def test_on_312_no_stand_in_is_used():
-    assert construction_stand_ins([CBuilt, PythonBuilt, len]) == {}
+    assert stand_ins_for([CBuilt, PythonBuilt, len]) == {}
 
 
 # -- a real scan, through the command line ------------------------------------------------------
@@ -91,7 +95,7 @@ def show(home: Path, qualname: str) -> dict:
 
 def test_a_class_built_in_c_is_profiled_on_every_python(tmp_path):
     summary = scan(tmp_path)
-    assert summary["coverage"] == {"profiled": 2}  # the enum's lookup too
+    assert summary["coverage"] == {"profiled": 3}  # the enum's lookup and the cached call too
     shown = show(tmp_path, "cclass_pkg.Interrupted")
     wall, allocated = shown["metrics"]["wall_ns"], shown["metrics"]["alloc_incl_bytes"]
     assert wall["count"] > 0 and 0 < wall["median"] < 1_000_000

@@ -72,7 +72,7 @@ from apiprof.engine.isolation.zygote import serve_forks
 from apiprof.engine.measure import calibrate, profiler
 from apiprof.engine.measure.batch import repeated
 from apiprof.engine.measure.probes import resolve_site
-from apiprof.engine.measure.standins import construction_stand_ins
+from apiprof.engine.measure.standins import stand_ins_for
 from apiprof.engine.scenarios.building import RANK
 from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
@@ -250,7 +250,7 @@ class Worker:
     def profile_size(self, spec: ScenarioSpec, size: int, settings: MeasureSettings) -> Reply:
         """Run one scenario at one size (``NO_SIZE`` when it has no size axis) under the profiler."""
         objects = {name: measurable(resolve_object(name)) for name in spec.measured}
-        stand_ins = construction_stand_ins(objects.values())
+        stand_ins = stand_ins_for(objects.values())
         targets = [
             profiler.Target(name, stand_ins.get(id(obj), obj)) for name, obj in objects.items()
         ]

@@ -1,18 +1,20 @@
-"""Stand-ins that let Python 3.11 time a class call that runs no timed Python code.
+"""Stand-ins that let Python 3.11 time calls its profiling hook does not report.
 
-``sys.setprofile`` (3.11) reports calls of builtin functions but not calls of a class. A class
-whose ``__init__`` and ``__new__`` are both C (an exception class with no body, a C extension
-type) has nothing to attach a probe to; a class whose metaclass answers the call in Python (an
-enum looked up by value) may never run the ``__init__`` that would be timed. Inside a scenario
-the call is made through a name, though: replacing that name's value with a small Python
-function that calls the class gives the profiler a Python site whose interval holds the whole
-construction: the class call itself, ``__new__``, ``__init__`` and the instance's allocation.
-Only the scenario's own namespace is changed, after its setup has run, so the package,
-``isinstance`` checks and the objects the call builds all see the real class.
+``sys.setprofile`` (3.11) reports calls of Python code and of builtin functions, and nothing
+else. A class whose ``__init__`` and ``__new__`` are both C (an exception class with no body, a
+C extension type) has nothing to attach a probe to; a class whose metaclass answers the call in
+Python (an enum looked up by value) may never run the ``__init__`` that would be timed; a C
+callable that is not a builtin function (an ``lru_cache`` wrapper, a ``functools.partial``)
+is called without any event. Inside a scenario the call is made through a name, though:
+replacing that name's value with a small Python function that makes the call gives the
+profiler a Python site whose interval holds the whole call (for a class: ``__new__``,
+``__init__`` and the instance's allocation too). Only the scenario's own namespace is changed,
+after its setup has run, so the package, ``isinstance`` checks and the objects the call builds
+all see the real object.
 
 What the figure adds (docs/mechanisms.rst): the stand-in passes ``*args`` and ``**kwargs`` on,
-so a construction reads 40–75 ns above what 3.12+ reads for calling the class directly.
-On 3.12+ class calls are seen where they are made, and no stand-in is used.
+so a call reads 40–90 ns above what 3.12+ reads for making it directly. On 3.12+ every call
+is seen where it is made, and no stand-in is used.
 """
 
 from __future__ import annotations
@@ -22,29 +24,42 @@ import types
 import typing
 from collections.abc import Iterable
 
-from apiprof.engine.measure.probes import HAS_MONITORING, python_constructor
+from apiprof.engine.measure.probes import HAS_MONITORING, CSite, python_constructor, resolve_site
+from apiprof.errors import MeasurementError
 
-_STAND_INS: dict[type, types.FunctionType] = {}
+_SEEN_BY_THE_HOOK = (types.BuiltinFunctionType, types.MethodDescriptorType)
+"""The C callables whose calls 3.11's profiling hook reports (builtins, bound or not)."""
+
+_STAND_INS: dict[int, tuple[object, types.FunctionType]] = {}
 
 
-def construction_stand_in(obj: object) -> types.FunctionType | None:
-    """The Python function to time in place of ``obj``, a class whose construction runs no
-    Python code on an interpreter without class-call events; None for anything else."""
-    if HAS_MONITORING or not isinstance(obj, type):
+def stand_in_for(obj: object) -> types.FunctionType | None:
+    """The Python function to time in place of ``obj`` on an interpreter without call events
+    for it (a class whose call runs no timed Python code, a C callable such as an
+    ``lru_cache`` wrapper or a ``partial``); None where ``obj`` is timed as it is."""
+    if HAS_MONITORING or not callable(obj):
         return None
-    if python_constructor(obj) is not None and not _metaclass_call(obj):
-        return None  # its own __init__ or __new__ is timed instead
-    stand_in = _STAND_INS.get(obj)
-    if stand_in is None:
-        stand_in = _STAND_INS[obj] = _make_stand_in(obj)
-    return stand_in
+    if isinstance(obj, type):
+        if python_constructor(obj) is not None and not _metaclass_call(obj):
+            return None  # its own __init__ or __new__ is timed instead
+    elif isinstance(obj, _SEEN_BY_THE_HOOK) or not _timed_at_call_sites(obj):
+        return None
+    kept = _STAND_INS.get(id(obj))
+    if kept is None:
+        kept = _STAND_INS[id(obj)] = (obj, _make_stand_in(obj))
+    return kept[1]
 
 
-def construction_stand_ins(objects: Iterable[object]) -> dict[int, types.FunctionType]:
+def stand_ins_for(objects: Iterable[object]) -> dict[int, types.FunctionType]:
     """``id(obj)`` → its stand-in, for each of ``objects`` that needs one here."""
-    return {
-        id(obj): stand_in for obj in objects if (stand_in := construction_stand_in(obj)) is not None
-    }
+    return {id(obj): stand_in for obj in objects if (stand_in := stand_in_for(obj)) is not None}
+
+
+def _timed_at_call_sites(obj: object) -> bool:
+    try:
+        return isinstance(resolve_site(obj), CSite)
+    except MeasurementError:
+        return False
 
 
 def _metaclass_call(cls: type) -> bool:
@@ -57,10 +72,10 @@ def _metaclass_call(cls: type) -> bool:
     )
 
 
-def _make_stand_in(cls: type) -> types.FunctionType:
-    def construct(*args: object, **kwargs: object) -> object:
-        return cls(*args, **kwargs)
+def _make_stand_in(target: typing.Callable[..., object]) -> types.FunctionType:
+    def call(*args: object, **kwargs: object) -> object:
+        return target(*args, **kwargs)
 
-    construct.__name__ = construct.__qualname__ = cls.__name__
-    construct.__module__ = cls.__module__
-    return typing.cast(types.FunctionType, construct)
+    call.__name__ = call.__qualname__ = getattr(target, "__name__", type(target).__name__)
+    call.__module__ = getattr(target, "__module__", None) or type(target).__module__
+    return typing.cast(types.FunctionType, call)
