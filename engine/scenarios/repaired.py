@@ -29,6 +29,7 @@ from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.texts import random_text, random_word
+from apiprof.engine.scenarios.usage import self_attributes
 from apiprof.model.records import ScenarioSource
 
 REPAIRED_ELEMENTS = 3
@@ -194,14 +195,7 @@ def instance_attributes(cls: type) -> frozenset[str]:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):
             continue
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
-            ):
-                held.add(node.attr)
+        held.update(self_attributes(tree, ast.Store))
     return frozenset(held)
 
 
