@@ -7,6 +7,7 @@ never disagree about a number.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 from apiprof.model.buckets import ZERO_BUCKET, bucket_bounds
@@ -14,47 +15,57 @@ from apiprof.model.figures import Distribution
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
 
-_TIME_UNITS = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
-_BYTE_UNITS = [(2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")]
+_TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))  # above the base unit, largest first
+_BYTE_UNITS = ((2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"))
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def _scaled(value: float, units: list[tuple[float, str]]) -> str:
+def _scaled(value: float, units: tuple[tuple[float, str], ...], base: str) -> str:
+    """``value`` in the largest unit it reaches: three significant digits at most (two decimals
+    below 1, one below 100), whole numbers of the base unit. A docs build formats ~20k numbers
+    that are all different, so this is written for speed (no cache could help)."""
+    magnitude = abs(value)
     for factor, unit in units:
-        if abs(value) >= factor:
+        if magnitude >= factor:
             scaled = value / factor
-            digits = (
-                0
-                if unit in ("ns", "B") or scaled >= 100
-                else (1 if scaled >= 10 else 2 if scaled < 1 else 1)
-            )
-            return f"{scaled:.{digits}f} {unit}"
-    return f"{value:.0f} {units[-1][1]}"
+            if scaled >= 100:
+                return f"{scaled:.0f} {unit}"
+            return f"{scaled:.1f} {unit}" if scaled >= 1 else f"{scaled:.2f} {unit}"
+    return f"{value:.0f} {base}"
 
 
 def format_ns(ns: float | None) -> str:
     """``1234.0`` → ``"1.2 µs"``; None/NaN → ``"—"``."""
-    if ns is None or math.isnan(ns):
+    if ns is None or ns != ns:  # NaN
         return "—"
-    return _scaled(ns, _TIME_UNITS)
+    return _scaled(ns, _TIME_UNITS, "ns")
 
 
 def format_bytes(n: float | None) -> str:
     """``1126.4`` → ``"1.1 KiB"``; None/NaN → ``"—"``."""
-    if n is None or math.isnan(n):
+    if n is None or n != n:  # NaN
         return "—"
-    return _scaled(n, _BYTE_UNITS)
+    return _scaled(n, _BYTE_UNITS, "B")
+
+
+def format_count(n: float | None) -> str:
+    """A number of calls: ``"12"``; None/NaN → ``"—"``."""
+    return "—" if n is None or n != n else f"{n:.0f}"
+
+
+def value_formatter(metric: Metric) -> Callable[[float | None], str]:
+    """The function :func:`format_value` uses for ``metric``, for loops over numbers that are
+    all different (the medians of a page's scenarios), where the memo only costs."""
+    if metric.is_time:
+        return format_ns
+    return format_count if metric is Metric.CALLS else format_bytes
 
 
 @lru_cache(maxsize=4096)
 def format_value(metric: Metric, value: float | None) -> str:
     """A value of ``metric`` for people. Memoised: docs pages format the same bucket bounds,
     axis ticks and medians thousands of times."""
-    if metric.is_time:
-        return format_ns(value)
-    if metric is Metric.CALLS:
-        return "—" if value is None or math.isnan(value) else f"{value:.0f}"
-    return format_bytes(value)
+    return value_formatter(metric)(value)
 
 
 def worth_showing(metric: Metric, hist: Distribution | None) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import NewType
 
-from apiprof.format import format_value
+from apiprof.format import format_value, value_formatter
 from apiprof.model.buckets import ZERO_BUCKET, bucket_bounds
 from apiprof.model.growth import GrowthFit
 from apiprof.model.records import Metric
@@ -117,6 +117,15 @@ def number(value: float) -> str:
     if written[-1] != "0":  # cheaper than stripping (the graphics write ~60k per docs build)
         return written
     return written[:-1] if written[-2] != "0" else written[:-3]
+
+
+_TRAILING_ZEROS = re.compile(r"\.00(?![0-9])|(\.[0-9])0(?![0-9])")
+
+
+def _coordinates(written: str) -> str:
+    """Numbers written with two decimals (``"12.50,3.00 …"``) as :func:`number` writes each
+    (``"12.5,3 …"``), in one pass over the string: a drawn curve has ~80 of them."""
+    return _TRAILING_ZEROS.sub(r"\1", written)
 
 
 Attribute = str | int | float
@@ -382,20 +391,19 @@ def growth_svg(
             f'<polyline points="{corner}" /></g>'
         )
     ]
-    y_ticks = _log_ticks(y_low, y_high)
-    grid = "".join(
-        f'<line x1="{left}" y1="{number(y_at(t))}" x2="{left + plot_w}" y2="{number(y_at(t))}" />'
-        for t in y_ticks
-    )
+    y_ticks = [(t, number(y_at(t))) for t in _log_ticks(y_low, y_high)]
+    grid = "".join(f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" />' for _t, y in y_ticks)
     parts.append(Svg(f'<g stroke="currentColor" stroke-opacity="0.12">{grid}</g>'))
-    parts += [label(left - 4, y_at(t) + 3, format_value(metric, t), "end") for t in y_ticks]
+    parts += [label(left - 4, y_at(t) + 3, format_value(metric, t), "end") for t, _y in y_ticks]
     x_ticks = sorted({x for x, _y in sized}) or _log_ticks(x_low, x_high)
     parts += [label(x_at(t), top + plot_h + 12, f"{t:g}", "middle") for t in x_ticks]
     axis_name = words.log_scale % {"axis": size_axis}
     parts.append(label(left + plot_w / 2, height - 3, axis_name, "middle"))
     if curve:
-        line = " ".join(
-            [f"{number(x_at(x))},{number(y_at(y))}" for x, y in curve if y > 0 and math.isfinite(y)]
+        line = _coordinates(
+            " ".join(
+                [f"{x_at(x):.2f},{y_at(y):.2f}" for x, y in curve if y > 0 and math.isfinite(y)]
+            )
         )
         parts.append(
             Svg(
@@ -403,9 +411,11 @@ def growth_svg(
                 f'stroke-width="2" points="{line}" />'
             )
         )
+    formatted = value_formatter(metric)  # the medians are all different: no memo
+    axis_text = _escape(size_axis)
     dots = "".join(
         f'<circle cx="{number(x_at(x))}" cy="{number(y_at(y))}" r="3">'
-        f"{tooltip(f'{size_axis} = {x:g}: {format_value(metric, y)}')}</circle>"
+        f"<title>{axis_text} = {x:g}: {formatted(y)}</title></circle>"
         for x, y in sized
     )
     parts.append(Svg(f'<g class="apiprof-points" fill="currentColor">{dots}</g>'))

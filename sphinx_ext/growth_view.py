@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from apiprof import svg
-from apiprof.format import format_value
+from apiprof.format import format_value, value_formatter
 from apiprof.model.growth import GrowthFit
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
@@ -122,13 +122,13 @@ def _growth_view(
     }
     table: list[str] = []  # rows as rows() writes them: every cell is a formatted number,
     worst = (0.0, 0.0)  # which holds no character HTML escapes
+    formatted = value_formatter(row.metric)  # medians and fitted values: all different
     for n, y in points:
         predicted = fit.predict(n)
         gap = _gap(y, predicted)
         worst = max(worst, (abs(gap), n))
         table.append(
-            f"<tr><td>{n:g}</td><td>{format_value(row.metric, y)}</td>"
-            f"<td>{format_value(row.metric, predicted)}</td>"
+            f"<tr><td>{n:g}</td><td>{formatted(y)}</td><td>{formatted(predicted)}</td>"
             f"<td>{f'{gap:+.0%}' if math.isfinite(gap) else '—'}</td></tr>"
         )
     if points and math.isfinite(worst[0]):

@@ -8,12 +8,13 @@ A build writes ~10k of these cells, so the rows are written directly, as
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
-from apiprof.format import format_value, worth_showing
+from apiprof.format import value_formatter, worth_showing
 from apiprof.model.figures import STORED_PERCENTILES, Figures
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _
@@ -60,17 +61,19 @@ def scenario_table(
     are written as :func:`~apiprof.sphinx_ext.rows.rows` writes them, without its per-cell
     checks: a build writes ~10k of these cells."""
     figures = figures or SliceFigures()
-    shown = [s for s in slices if worth_showing(s.metric, s.rows)]
-    present = {s.metric for s in shown}
-    metrics = [m for m in Metric if m in present]
     grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
-    for piece in slices:
-        grouped.setdefault((piece.scenario_id, piece.size), {})[piece.metric] = piece
-    spans = Counter(scenario_id for scenario_id, _size in grouped)
     # translated and escaped once per table, not once per cell (what it is filled with,
     # formatted numbers and counts, holds no character HTML escapes)
     tip = text(_("p90 %(p90)s · %(n)s calls"))
-    cells_of = {id(piece): _scenario_cell(piece, figures, tip) for piece in shown}
+    cells_of: dict[int, str] = {}
+    for piece in slices:
+        metric = piece.metric
+        grouped.setdefault((piece.scenario_id, piece.size), {})[metric] = piece
+        if worth_showing(metric, piece.rows):
+            cells_of[id(piece)] = _scenario_cell(piece, figures, tip, _FORMATTERS[metric])
+    present = {piece.metric for piece in slices if id(piece) in cells_of}
+    metrics = [m for m in Metric if m in present]
+    spans = Counter(scenario_id for scenario_id, _size in grouped)
     missing = "<td>—</td>"
     body, seen = [], set()
     for (scenario_id, size), by_metric in grouped.items():
@@ -92,11 +95,17 @@ def scenario_table(
     return ScenarioTable(tuple(metric_label(m) for m in metrics), Markup("\n".join(body)))
 
 
-def _scenario_cell(piece: ScenarioSlice, figures: SliceFigures, tip: str) -> str:
+def _scenario_cell(
+    piece: ScenarioSlice, figures: SliceFigures, tip: str, formatted: Callable[[float], str]
+) -> str:
     """The median, with p90 and the number of calls as its tooltip (``tip``: translated and
-    escaped)."""
-    metric = piece.metric
+    escaped; ``formatted``: the metric's number format)."""
     median, p90 = figures(piece)
     # a formatted number holds no character HTML escapes (digits, units, "—")
-    title = tip % {"p90": format_value(metric, p90), "n": piece.rows.count}
-    return f'<td title="{title}">{format_value(metric, median)}</td>'
+    title = tip % {"p90": formatted(p90), "n": piece.rows.count}
+    return f'<td title="{title}">{formatted(median)}</td>'
+
+
+_FORMATTERS = {metric: value_formatter(metric) for metric in Metric}
+"""Each metric's number format, called directly: ~20k medians and p90s a build, nearly all
+different, which :func:`~apiprof.format.format_value`'s memo only slows down."""
