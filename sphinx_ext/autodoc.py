@@ -12,7 +12,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from apiprof.sphinx_ext.directive import parse_metrics
-from apiprof.sphinx_ext.envdata import note_lookup
+from apiprof.sphinx_ext.envdata import looked_up, note_lookup
 from apiprof.sphinx_ext.nodes import apiprof_summary, make_summary
 from apiprof.sphinx_ext.profiles import profiles_for
 
@@ -45,8 +45,11 @@ def annotate_description(
     if not profiles_for(env).usable:
         note_lookup(env, env.docname, qualname)  # re-read once the database can be read
         return
-    if any(n["qualname"] == qualname for n in contentnode.findall(apiprof_summary)):
-        return  # the docstring already shows it with the directive
+    if looked_up(env, env.docname, qualname) and any(
+        n["qualname"] == qualname for n in contentnode.findall(apiprof_summary)
+    ):
+        return  # the docstring already shows it with the directive (which looked it up:
+        # walking every description's content only for names looked up already)
     location = contentnode.parent if contentnode.parent is not None else None
     node = make_summary(
         env,

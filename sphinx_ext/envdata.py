@@ -38,6 +38,12 @@ def note_lookup(env: BuildEnvironment, docname: str, name: str) -> None:
     _doc(env, docname)["names"][name] = profiles_for(env).digest(name)
 
 
+def looked_up(env: BuildEnvironment, docname: str, name: str) -> bool:
+    """Whether ``docname`` has asked the database about ``name`` so far in this read."""
+    uses = _uses(env).get(docname)
+    return uses is not None and name in uses["names"]
+
+
 def record_use(env: BuildEnvironment, docname: str, qualname: str, anchor: str) -> None:
     """Note that ``docname`` shows ``qualname`` at ``#anchor`` (the first mention wins)."""
     _doc(env, docname)["anchors"].setdefault(qualname, anchor)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup
 
 from apiprof import svg
-from apiprof.format import format_value, value_formatter
+from apiprof.format import value_formatter
 from apiprof.model.growth import GrowthFit
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
@@ -35,8 +35,9 @@ class GrowthView:
 
 
 def growth_formula(row: GrowthRow) -> str:
-    a, b = format_value(row.metric, row.intercept), row.coefficient
-    per_unit = format_value(row.metric, b) if b >= 1 else f"{b:.3g} {row.metric.unit}"
+    formatted = value_formatter(row.metric)  # fitted numbers: all different, no memo
+    a, b = formatted(row.intercept), row.coefficient
+    per_unit = formatted(b) if b >= 1 else f"{b:.3g} {row.metric.unit}"
     n = row.size_axis or "n"
     if row.growth_class == "O(1)":
         return f"≈ {a}"
@@ -93,9 +94,6 @@ def _growth_view(
     qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
 ) -> GrowthView:
     """``slices``: the fit's scenario and metric at each measured size."""
-    fit = GrowthFit(
-        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
-    )
     axis = row.size_axis or "n"
     label = metric_label(row.metric)
     quality = ngettext(
@@ -112,6 +110,9 @@ def _growth_view(
             Markup(""),
             Markup(""),
         )
+    fit = GrowthFit(  # only charts predict (most fits are listed in words)
+        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
+    )
     points = sorted((float(s.size), figures(s)[0]) for s in slices)
     title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
         "name": qualname,

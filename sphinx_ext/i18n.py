@@ -43,9 +43,18 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 
 def graphic_words() -> Words:
     """The words the shared graphics (:mod:`apiprof.svg`) print, in the build's language."""
+    return _graphic_words(translators.get(_KEY))
+
+
+@lru_cache(maxsize=8)
+def _graphic_words(_translator: NullTranslations | None) -> Words:
+    """One :class:`Words` per translator (a build draws ~1000 graphics); "%(n)s calls" is
+    worked out once per count (the tooltip of every bar and cell says one)."""
     return Words(
         no_samples=_("no samples"),
         below=_("below %(value)s"),
         log_scale=_("%(axis)s (log scale)"),
-        calls=lambda n: ngettext("%(n)s call", "%(n)s calls", n) % {"n": n},
+        calls=lru_cache(maxsize=4096)(
+            lambda n: ngettext("%(n)s call", "%(n)s calls", n) % {"n": n}
+        ),
     )
