@@ -392,7 +392,9 @@ def growth_svg(
         )
     ]
     y_ticks = [(t, number(y_at(t))) for t in _log_ticks(y_low, y_high)]
-    grid = "".join(f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" />' for _t, y in y_ticks)
+    grid = "".join(
+        f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" />' for _t, y in y_ticks
+    )
     parts.append(Svg(f'<g stroke="currentColor" stroke-opacity="0.12">{grid}</g>'))
     parts += [label(left - 4, y_at(t) + 3, format_value(metric, t), "end") for t, _y in y_ticks]
     x_ticks = sorted({x for x, _y in sized}) or _log_ticks(x_low, x_high)
