@@ -56,9 +56,16 @@ def format_count(n: float | None) -> str:
 def value_formatter(metric: Metric) -> Callable[[float | None], str]:
     """The function :func:`format_value` uses for ``metric``, for loops over numbers that are
     all different (the medians of a page's scenarios), where the memo only costs."""
+    return _FORMATTERS[metric]
+
+
+def _formatter(metric: Metric) -> Callable[[float | None], str]:
     if metric.is_time:
         return format_ns
     return format_count if metric is Metric.CALLS else format_bytes
+
+
+_FORMATTERS = {metric: _formatter(metric) for metric in Metric}
 
 
 @lru_cache(maxsize=4096)

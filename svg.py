@@ -214,9 +214,12 @@ def bucket_tooltip(metric: Metric, index: int, count: int, words: Words = ENGLIS
 
 
 def _baseline(x1: float, x2: float, y: float) -> Svg:
-    return element(
-        "line",
-        {"x1": x1, "y1": y, "x2": x2, "y2": y, "stroke": "currentColor", "stroke-opacity": "0.35"},
+    """A faint horizontal line (written out as :func:`element` writes it: every histogram has
+    one)."""
+    y_at = number(y)
+    return Svg(
+        f'<line x1="{number(x1)}" y1="{y_at}" x2="{number(x2)}" y2="{y_at}" '
+        'stroke="currentColor" stroke-opacity="0.35" />'
     )
 
 
@@ -262,20 +265,12 @@ def histogram_svg(
         )
     parts = [baseline, Svg(f'<g class="apiprof-bars">{"".join(bars)}</g>')]
     if marker is not None and not math.isnan(marker):
-        x = bucket_position(marker, axis, slot)
-        parts.append(
-            element(
-                "line",
-                {
-                    "class": "apiprof-marker",
-                    "x1": x,
-                    "y1": top,
-                    "x2": x,
-                    "y2": top + plot_h,
-                    "stroke": "currentColor",
-                    "stroke-dasharray": "3 2",
-                    "stroke-width": 1,
-                },
+        x = number(bucket_position(marker, axis, slot))
+        parts.append(  # written out as element() writes it
+            Svg(
+                f'<line class="apiprof-marker" x1="{x}" y1="{number(top)}" x2="{x}" '
+                f'y2="{number(top + plot_h)}" stroke="currentColor" stroke-dasharray="3 2" '
+                'stroke-width="1" />'
             )
         )
     parts.append(label(0, height - 2, format_value(metric, bucket_bounds(axis[0])[0])))

@@ -163,17 +163,21 @@ class StoredSlices:
         from apiprof.db.breakdowns import ScenarioSlice
 
         out = []
-        for _qualname, scenario_id, size, metric, *columns in self.rows.get(qualname, ()):
-            source, description = self.scenarios.get(scenario_id, ("", ""))
-            out.append(
-                ScenarioSlice(
-                    scenario_id, source, description, size, _METRICS[metric], _figures(columns)
-                )
+        scenarios, metrics = self.scenarios, _METRICS
+        for row in self.rows.get(qualname, ()):
+            # the usual row (one with calls: no NULLs) by position, without _figures' unpacking
+            figures = (
+                Figures(row[_K], row[_K + 1], row[_K + 2], row[_K + 3], row[_K + 4 : -1], row[-1])
+                if row[_K]
+                else Figures.from_columns(row[_K:])
             )
+            source, description = scenarios.get(row[1], ("", ""))
+            out.append(ScenarioSlice(row[1], source, description, row[2], metrics[row[3]], figures))
         return out
 
 
 _METRICS = {str(m): m for m in Metric}
+_K = len(SLICE_KEY)  # a slice row: its key, then count, total, mean, stdev, quantiles, buckets
 
 
 def _figures(columns: list) -> Figures:

@@ -8,7 +8,6 @@ A build writes ~10k of these cells, so the rows are written directly, as
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,7 +69,12 @@ def scenario_table(
         metric = piece.metric
         grouped.setdefault((piece.scenario_id, piece.size), {})[metric] = piece
         if worth_showing(metric, piece.rows):
-            cells_of[id(piece)] = _scenario_cell(piece, figures, tip, _FORMATTERS[metric])
+            # the median, with p90 and the number of calls as its tooltip; a formatted number
+            # holds no character HTML escapes (digits, units, "—")
+            formatted = value_formatter(metric)
+            median, p90 = figures(piece)
+            title = tip % {"p90": formatted(p90), "n": piece.rows.count}
+            cells_of[id(piece)] = f'<td title="{title}">{formatted(median)}</td>'
     present = {piece.metric for piece in slices if id(piece) in cells_of}
     metrics = [m for m in Metric if m in present]
     spans = Counter(scenario_id for scenario_id, _size in grouped)
@@ -93,19 +97,3 @@ def scenario_table(
         body.append(f"<tr{attrs}>{head}{size_cell}{measured}</tr>")
         seen.add(scenario_id)
     return ScenarioTable(tuple(metric_label(m) for m in metrics), Markup("\n".join(body)))
-
-
-def _scenario_cell(
-    piece: ScenarioSlice, figures: SliceFigures, tip: str, formatted: Callable[[float], str]
-) -> str:
-    """The median, with p90 and the number of calls as its tooltip (``tip``: translated and
-    escaped; ``formatted``: the metric's number format)."""
-    median, p90 = figures(piece)
-    # a formatted number holds no character HTML escapes (digits, units, "—")
-    title = tip % {"p90": formatted(p90), "n": piece.rows.count}
-    return f'<td title="{title}">{formatted(median)}</td>'
-
-
-_FORMATTERS = {metric: value_formatter(metric) for metric in Metric}
-"""Each metric's number format, called directly: ~20k medians and p90s a build, nearly all
-different, which :func:`~apiprof.format.format_value`'s memo only slows down."""
