@@ -17,6 +17,11 @@ the medians (and the best runs: on a shared machine the least disturbed run is t
 figure) and the with/without ratios. Goals: full build ≤ 1.15×, and a no-op rebuild that
 rewrites no drill-down page.
 
+``--instructions`` also counts, once per side, the instructions of a full build under
+valgrind's callgrind (``valgrind`` must be installed): unlike CPU time, that count does not move
+with the machine's load, so it is the figure to trust on a shared machine (a build takes minutes
+under valgrind).
+
 ``--baseline DIR`` adds a third side: the extension from another apiprof checkout (say main's,
 ``git archive main | tar -x -C DIR``), installed in its own venv, so a change is measured
 before and after in the same interleaved rounds.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -140,6 +146,25 @@ def build(py: Path, docs: Path, *, fresh: bool, jobs: int) -> Timing:
     return Timing(wall, cpu, len(rewritten), sum(p.is_relative_to(pages) for p in rewritten))
 
 
+def instructions(py: Path, docs: Path, *, jobs: int) -> int:
+    """Instructions of one full build, counted by valgrind's callgrind (load-independent)."""
+    shutil.rmtree(docs / "_build", ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    command = [py, "-m", "sphinx", "-q", "-E", "-b", "html", "-j", str(jobs), ".", "_build/html"]
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *map(str, command)],
+        cwd=docs,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
 def rewritten_pages(docs: Path) -> int:
     return len(list((docs / "_build" / "html" / "apiprof").glob("*.html")))
 
@@ -187,6 +212,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--python", default=sys.executable, help="interpreter for the venv")
     parser.add_argument("--jobs", type=int, default=1, help="sphinx-build -j")
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each side's instructions of a full build under valgrind (callgrind)",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="another apiprof checkout whose extension is measured too, as side 'baseline'",
@@ -218,6 +248,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         report("full build", full)
         report("no-op rebuild", noop)
+        if args.instructions:
+            counted = {
+                side: instructions(pythons[side], docs, jobs=args.jobs)
+                for side, docs in sides.items()
+            }
+            for side, count in counted.items():
+                ratio = count / counted["without"]
+                print(f"  instructions    {side:<8} {count / 1e9:6.2f} G (×{ratio:.3f} of without)")
 
 
 if __name__ == "__main__":
