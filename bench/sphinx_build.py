@@ -159,10 +159,10 @@ def instructions(py: Path, docs: Path, *, jobs: int) -> int:
         text=True,
         check=True,
     )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
+    counts = re.findall(r"Collected : (\d+)", done.stderr)  # one per process (-j forks)
+    if not counts:
         raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return sum(int(count) for count in counts)
 
 
 def rewritten_pages(docs: Path) -> int:
