@@ -15,37 +15,53 @@ from apiprof.model.figures import Distribution
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import Metric
 
-_TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"))  # above the base unit, largest first
-_BYTE_UNITS = ((2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"))
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def _scaled(value: float, units: tuple[tuple[float, str], ...], base: str) -> str:
-    """``value`` in the largest unit it reaches: three significant digits at most (two decimals
-    below 1, one below 100), whole numbers of the base unit. A docs build formats ~20k numbers
-    that are all different, so this is written for speed (no cache could help)."""
-    magnitude = abs(value)
-    for factor, unit in units:
-        if magnitude >= factor:
-            scaled = value / factor
-            if scaled >= 100:
-                return f"{scaled:.0f} {unit}"
-            return f"{scaled:.1f} {unit}" if scaled >= 1 else f"{scaled:.2f} {unit}"
-    return f"{value:.0f} {base}"
+def _in_unit(scaled: float, unit: str) -> str:
+    """Three significant digits at most: two decimals below 1, one below 100."""
+    if scaled >= 100:
+        return f"{scaled:.0f} {unit}"
+    return f"{scaled:.1f} {unit}" if scaled >= 1 else f"{scaled:.2f} {unit}"
 
 
-def format_ns(ns: float | None) -> str:
-    """``1234.0`` → ``"1.2 µs"``; None/NaN → ``"—"``."""
-    if ns is None or ns != ns:  # NaN
-        return "—"
-    return _scaled(ns, _TIME_UNITS, "ns")
+def _unit_format(
+    name: str, doc: str, base: str, units: tuple[str, str, str], step: float
+) -> Callable[[float | None], str]:
+    """A number in the largest of ``base`` and ``units`` (each ``step`` times the last) it
+    reaches, whole numbers of ``base``; None/NaN → ``"—"``. A docs build formats ~20k numbers
+    that are all different, so the units are compared in line (a loop over them took twice as
+    long) and no cache is kept."""
+    first, second, third = step, step**2, step**3
+    small, middle, large = units
+
+    def formatted(value: float | None) -> str:
+        if value is None or value != value:  # NaN
+            return "—"
+        magnitude = value if value >= 0 else -value
+        if magnitude < first:
+            return f"{value:.0f} {base}"
+        if magnitude < second:
+            return _in_unit(value / first, small)
+        if magnitude < third:
+            return _in_unit(value / second, middle)
+        return _in_unit(value / third, large)
+
+    formatted.__name__ = formatted.__qualname__ = name
+    formatted.__doc__ = doc
+    return formatted
 
 
-def format_bytes(n: float | None) -> str:
-    """``1126.4`` → ``"1.1 KiB"``; None/NaN → ``"—"``."""
-    if n is None or n != n:  # NaN
-        return "—"
-    return _scaled(n, _BYTE_UNITS, "B")
+format_ns = _unit_format(
+    "format_ns", """``1234.0`` → ``"1.2 µs"``; None/NaN → ``"—"``.""", "ns", ("µs", "ms", "s"), 1e3
+)
+format_bytes = _unit_format(
+    "format_bytes",
+    """``1126.4`` → ``"1.1 KiB"``; None/NaN → ``"—"``.""",
+    "B",
+    ("KiB", "MiB", "GiB"),
+    2.0**10,
+)
 
 
 def format_count(n: float | None) -> str:

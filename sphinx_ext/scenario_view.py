@@ -18,13 +18,14 @@ from apiprof.model.figures import STORED_PERCENTILES, Figures
 from apiprof.model.records import NO_SIZE, Metric
 from apiprof.sphinx_ext.i18n import _
 from apiprof.sphinx_ext.profiles import is_collected
-from apiprof.sphinx_ext.rows import cell, text
+from apiprof.sphinx_ext.rows import text
 from apiprof.sphinx_ext.views import metric_label, source_label
 
 if TYPE_CHECKING:
     from apiprof.db.query import ScenarioSlice
 
 _MEDIAN, _P90 = STORED_PERCENTILES.index(50), STORED_PERCENTILES.index(90)
+_IO = frozenset(m for m in Metric if m.is_io)
 
 
 class SliceFigures:
@@ -65,17 +66,24 @@ def scenario_table(
     # formatted numbers and counts, holds no character HTML escapes)
     tip = text(_("p90 %(p90)s · %(n)s calls"))
     cells_of: dict[int, str] = {}
+    present: set[Metric] = set()
     for piece in slices:
-        metric = piece.metric
+        metric, rows = piece.metric, piece.rows
         grouped.setdefault((piece.scenario_id, piece.size), {})[metric] = piece
-        if worth_showing(metric, piece.rows):
-            # the median, with p90 and the number of calls as its tooltip; a formatted number
-            # holds no character HTML escapes (digits, units, "—")
-            formatted = value_formatter(metric)
+        if type(rows) is Figures:  # stored figures (~15k a build): worth_showing, in line
+            if not rows.count or (rows.total == 0 and metric in _IO):
+                continue
+            median, p90 = rows.quantiles[_MEDIAN], rows.quantiles[_P90]
+        elif worth_showing(metric, rows):
             median, p90 = figures(piece)
-            title = tip % {"p90": formatted(p90), "n": piece.rows.count}
-            cells_of[id(piece)] = f'<td title="{title}">{formatted(median)}</td>'
-    present = {piece.metric for piece in slices if id(piece) in cells_of}
+        else:
+            continue
+        # the median, with p90 and the number of calls as its tooltip; a formatted number
+        # holds no character HTML escapes (digits, units, "—")
+        formatted = value_formatter(metric)
+        title = tip % {"p90": formatted(p90), "n": rows.count}
+        cells_of[id(piece)] = f'<td title="{title}">{formatted(median)}</td>'
+        present.add(metric)
     metrics = [m for m in Metric if m in present]
     spans = Counter(scenario_id for scenario_id, _size in grouped)
     missing = "<td>—</td>"
@@ -83,13 +91,15 @@ def scenario_table(
     for (scenario_id, size), by_metric in grouped.items():
         first = next(iter(by_metric.values()))
         head = ""
-        if scenario_id not in seen:
-            span = str(spans[scenario_id])
-            name = Markup("<code>%s</code>") % scenario_id
-            if first.description:
-                name += Markup("<br><small>%s</small>") % first.description
-            head = cell(name, rowspan=span, title=first.description) + cell(
-                source_label(first.source, scenario_id), rowspan=span
+        if scenario_id not in seen:  # the scenario's name and source span its sizes' rows
+            span, about = spans[scenario_id], first.description
+            described = text(about)
+            titled, small = (f' title="{described}"', f"<br><small>{described}</small>")
+            if not about:
+                titled = small = ""
+            head = (
+                f'<td rowspan="{span}"{titled}><code>{text(scenario_id)}</code>{small}</td>'
+                f'<td rowspan="{span}">{text(source_label(first.source, scenario_id))}</td>'
             )
         attrs = ' class="apiprof-source-collected"' if is_collected(first) else ""
         measured = "".join([cells_of.get(id(by_metric.get(m)), missing) for m in metrics])
