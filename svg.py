@@ -391,15 +391,35 @@ def growth_svg(
         f'<line x1="{left}" y1="{y}" x2="{left + plot_w}" y2="{y}" />' for _t, y in y_ticks
     )
     parts.append(Svg(f'<g stroke="currentColor" stroke-opacity="0.12">{grid}</g>'))
-    parts += [label(left - 4, y_at(t) + 3, format_value(metric, t), "end") for t, _y in y_ticks]
+    # tick labels are formatted numbers, which hold nothing to escape: written as label() does
+    parts += [
+        Svg(
+            f'<text x="{left - 4}" y="{number(y_at(t) + 3)}" font-size="10" fill="currentColor" '
+            f'text-anchor="end">{format_value(metric, t)}</text>'
+        )
+        for t, _y in y_ticks
+    ]
     x_ticks = sorted({x for x, _y in sized}) or _log_ticks(x_low, x_high)
-    parts += [label(x_at(t), top + plot_h + 12, f"{t:g}", "middle") for t in x_ticks]
+    below = number(top + plot_h + 12)
+    parts += [
+        Svg(
+            f'<text x="{number(x_at(t))}" y="{below}" font-size="10" fill="currentColor" '
+            f'text-anchor="middle">{t:g}</text>'
+        )
+        for t in x_ticks
+    ]
     axis_name = words.log_scale % {"axis": size_axis}
     parts.append(label(left + plot_w / 2, height - 3, axis_name, "middle"))
     if curve:
+        log10, isfinite = math.log10, math.isfinite  # x_at and y_at in line: ~8k points a build
         line = _coordinates(
             " ".join(
-                [f"{x_at(x):.2f},{y_at(y):.2f}" for x, y in curve if y > 0 and math.isfinite(y)]
+                [
+                    f"{left + (log10(x) - lx_low) / lx_span * plot_w:.2f},"
+                    f"{top + plot_h - (log10(min(max(y, y_low), y_high)) - ly_low) / ly_span * plot_h:.2f}"
+                    for x, y in curve
+                    if y > 0 and isfinite(y)
+                ]
             )
         )
         parts.append(
