@@ -280,20 +280,14 @@ def histogram_svg(
 
 
 def _bucket_tip(metric: Metric, index: int, count: int, words: Words) -> Svg:
-    return tooltip(bucket_tooltip(metric, index, count, words))
+    """:func:`tooltip` of :func:`bucket_tooltip`, written out (every bar and cell has one)."""
+    return Svg(f"<title>{_escape(bucket_tooltip(metric, index, count, words))}</title>")
 
 
-def heat_strip_svg(
-    counts: Mapping[int, int],
-    metric: Metric,
-    *,
-    title: str,
-    width: int = 160,
-    height: int = 14,
-    words: Words = ENGLISH,
-) -> str:
-    """One cell per bucket: colour = cost of the bucket, opacity = its share of the calls."""
-    frame = element(
+@cache
+def _strip_frame(width: int, height: int) -> Svg:
+    """The outline of a heat strip of this size (the same for every strip)."""
+    return element(
         "rect",
         {
             "x": "0.5",
@@ -306,6 +300,19 @@ def heat_strip_svg(
             "stroke-opacity": "0.3",
         },
     )
+
+
+def heat_strip_svg(
+    counts: Mapping[int, int],
+    metric: Metric,
+    *,
+    title: str,
+    width: int = 160,
+    height: int = 14,
+    words: Words = ENGLISH,
+) -> str:
+    """One cell per bucket: colour = cost of the bucket, opacity = its share of the calls."""
+    frame = _strip_frame(width, height)
     css = "apiprof-chart apiprof-chart-strip"
     axis = bucket_axis(counts)
     if not axis:
