@@ -20,10 +20,12 @@ import hashlib
 import math
 import os
 import sqlite3
+import struct
 import weakref
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -99,25 +101,32 @@ def summary_digest(summary: ApiSummary | None) -> str:
     digest = hashlib.sha1()
     if summary is None:
         return digest.hexdigest()[:16]
-    for item in fields(summary):
-        value = getattr(summary, item.name)
-        if not (isinstance(value, dict) and item.name in ("histograms", "typical")):
-            digest.update(f"{item.name}={value!r}\x00".encode("utf-8", "surrogatepass"))
+    for name in _field_names(type(summary)):
+        value = getattr(summary, name)
+        if not (isinstance(value, dict) and name in ("histograms", "typical")):
+            digest.update(f"{name}={value!r}\x00".encode("utf-8", "surrogatepass"))
             continue
         for metric, hist in sorted(value.items()):  # equal summaries, equal digests
-            numbers = array("d")
-            if isinstance(hist, Figures):
-                numbers.extend((hist.count, hist.total, hist.mean, hist.stdev, *hist.quantiles))
+            if isinstance(hist, Figures):  # the bytes an array("d") of these numbers holds
+                numbers = (hist.count, hist.total, hist.mean, hist.stdev, *hist.quantiles)
                 digest.update(hist.bucket_counts.encode())
-            else:
-                for row in hist.rows():
-                    numbers.extend(row)
-                numbers.append(math.inf)  # between the buckets and the sub-buckets
-                for sub_row in hist.sub_rows():
-                    numbers.extend(sub_row)
-            digest.update(f"{item.name}:{metric}\x00".encode())
-            digest.update(numbers.tobytes())
+                digest.update(f"{name}:{metric}\x00".encode())
+                digest.update(struct.pack(f"{len(numbers)}d", *numbers))
+                continue
+            rows = array("d")
+            for row in hist.rows():
+                rows.extend(row)
+            rows.append(math.inf)  # between the buckets and the sub-buckets
+            for sub_row in hist.sub_rows():
+                rows.extend(sub_row)
+            digest.update(f"{name}:{metric}\x00".encode())
+            digest.update(rows.tobytes())
     return digest.hexdigest()[:16]
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(item.name for item in fields(kind))
 
 
 @dataclass
