@@ -25,7 +25,6 @@ import weakref
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -124,9 +123,14 @@ def summary_digest(summary: ApiSummary | None) -> str:
     return digest.hexdigest()[:16]
 
 
-@cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(kind: type) -> tuple[str, ...]:
-    return tuple(item.name for item in fields(kind))
+    found = _FIELD_NAMES.get(kind)
+    if found is None:
+        found = _FIELD_NAMES[kind] = tuple(item.name for item in fields(kind))
+    return found
 
 
 @dataclass
