@@ -8,10 +8,12 @@ What decides whether documents are re-read is the database's *content*, not its 
 time: touching the file or checkpointing its write-ahead log changes nothing. Hashing is skipped
 while the file's stat is the one the fingerprint was taken at, and then the database is not even
 opened: a rebuild with nothing to do never loads the database layer. A build with nothing to
-compare against (a fresh environment) hashes the file's bytes, which is cheap; a later build
-that finds those bytes changed hashes the rows (:func:`~apiprof.db.fingerprint.content_fingerprint`),
-and when that differs from what the last build recorded, the documents are re-read only where
-the summary of an API they show changed (:func:`~apiprof.sphinx_ext.envdata.outdated_docs`).
+compare against (a fresh environment) records the file's stat and hashes nothing (hashing a
+20 MB file was a hundredth of a docs build); a later build that finds the file moved hashes its
+bytes, and, when those changed since the last hash, its rows
+(:func:`~apiprof.db.fingerprint.content_fingerprint`); when the result differs from what the
+last build recorded, the documents are re-read only where the summary of an API they show
+changed (:func:`~apiprof.sphinx_ext.envdata.outdated_docs`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ logger = logging.getLogger(__name__)
 _PROFILES: weakref.WeakKeyDictionary[BuildEnvironment, Profiles] = weakref.WeakKeyDictionary()
 T = TypeVar("T")
 Edges = dict[str, list[tuple[str, int]]]  # {"callers": [(name, calls)], "callees": [...]}
+FILE_STAT = "stat:"
+"""Prefix of the fingerprint a fresh environment records: the file's inode, size and
+modification time (documents are then compared by their summaries' digests once it moves)."""
 UNUSABLE = "unusable"
 """Digest of every name while the database cannot be read (so documents are re-read later)."""
 
@@ -176,8 +181,14 @@ class Profiles:
             from apiprof.db.fingerprint import content_fingerprint, file_fingerprint
 
             db = self.connection()  # opened here, so a bad file gets its one warning now
+            if known is None and stat is not None:
+                # nothing to compare against (a fresh environment): the file's identity on
+                # disk stands for it; its bytes are hashed once a later build finds it moved
+                self.fingerprint = FILE_STAT + ",".join(map(str, stat))
+                return
             self.fingerprint = file_fingerprint(self.path)
-            if known is not None and known[1] != self.fingerprint:
+            last = known[1] if known is not None else self.fingerprint
+            if last != self.fingerprint and not last.startswith(FILE_STAT):
                 self.fingerprint = content_fingerprint(db)  # the bytes moved: did the content?
         except (DatabaseError, sqlite3.Error) as exc:
             self.fail(str(exc) if isinstance(exc, DatabaseError) else f"{self.path}: {exc}")
