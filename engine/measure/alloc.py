@@ -88,6 +88,10 @@ class AllocResult:
     def shares_stack(self, a: Key, b: Key) -> bool:
         return (a, b) in self.costack or (b, a) in self.costack
 
+    def code_objects(self) -> list[types.CodeType]:
+        """The Python code the scenario ran, most called first."""
+        return [key for key, _ in self.calls.most_common() if type(key) is types.CodeType]
+
 
 class _Frame:
     __slots__ = ("children", "index", "io_start", "is_c", "start", "target")
