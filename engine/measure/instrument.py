@@ -45,7 +45,6 @@ from apiprof.engine.measure.callbacks import (
 )
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.passlog import PassLog
-from apiprof.engine.measure.quicken import restore_quickened
 from apiprof.engine.measure.probes import (
     HAS_MONITORING,
     CSite,
@@ -61,6 +60,7 @@ from apiprof.engine.measure.probes import (
     release_tool_id,
     restore_code,
 )
+from apiprof.engine.measure.quicken import restore_quickened
 
 try:
     from apiprof.engine.measure import _timing

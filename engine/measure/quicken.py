@@ -38,7 +38,7 @@ TABLE_SIZE = 256
 def opcode_tables() -> bytes:
     """The ``tables`` argument of ``_quicken.restore``: each opcode's base opcode (0 where
     the opcode alone does not say, e.g. ``INSTRUMENTED_LINE``), then each base opcode's
-    inline cache entries — from this interpreter's :mod:`opcode` module."""
+    inline cache entries — from this interpreter's :mod:`opcode` module (3.12's layout)."""
     deopt, caches = bytearray(TABLE_SIZE), bytearray(TABLE_SIZE)
     all_ops: dict[str, int] = getattr(dis, "_all_opmap", opcode.opmap)
     for name, op in opcode.opmap.items():
@@ -67,12 +67,10 @@ def _pairs_at_creation() -> bool:
     return _quicken is not None and _quicken.restore(code, TABLES) == 0
 
 
-TABLES = opcode_tables()
+PAIRS_AT_RUN_TIME = sys.version_info[:2] == (3, 12)  # 3.13 emits its pairs at compile time
+TABLES = opcode_tables() if PAIRS_AT_RUN_TIME else b""
 ACTIVE = bool(
-    _quicken is not None
-    and _quicken.ACTIVE
-    and sys.version_info[:2] == (3, 12)
-    and _pairs_at_creation()
+    PAIRS_AT_RUN_TIME and _quicken is not None and _quicken.ACTIVE and _pairs_at_creation()
 )
 """Whether timed code needs (and gets) its superinstructions back."""
 
