@@ -60,7 +60,7 @@ from apiprof.engine.measure.probes import (
     release_tool_id,
     restore_code,
 )
-from apiprof.engine.measure.quicken import restore_quickened
+from apiprof.engine.measure.quicken import RESTORE_LIMIT, restore_quickened
 
 try:
     from apiprof.engine.measure import _timing
@@ -301,4 +301,4 @@ class Instrumented:
             )
         monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.restore else 0)
         timed = [function.__code__ for function, _ in self.restore]
-        restore_quickened([*timed, *self.call_sites, *self.running], tool)
+        restore_quickened([*timed, *self.call_sites, *self.running[:RESTORE_LIMIT]], tool)
