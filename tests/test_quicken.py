@@ -43,7 +43,7 @@ def fresh(function: types.FunctionType) -> types.FunctionType:
 def test_it_is_active_exactly_where_the_interpreter_splits_superinstructions():
     assert (ON_312 and quicken._quicken is not None) == quicken.ACTIVE
     if not quicken.ACTIVE:
-        assert quicken.restore_quickened([callee.__code__], tool=0) == 0
+        assert quicken.restore_quickened([callee.__code__]) == 0
 
 
 @needs_312
@@ -93,11 +93,7 @@ def test_code_with_line_events_of_another_tool_is_left_alone():
             other, monitoring.events.LINE, lambda code, line: lines.append(line)
         )
         monitoring.set_local_events(other, inner.__code__, monitoring.events.LINE)
-        tool = acquire_tool_id()
-        try:
-            assert quicken.restore_quickened([inner.__code__], tool) == 0
-        finally:
-            release_tool_id(tool)
+        assert quicken.restore_quickened([inner.__code__]) == 0
         inner(3)
         assert len(lines) == 3  # every line event still fires
     finally:
@@ -109,11 +105,8 @@ def test_code_with_line_events_of_another_tool_is_left_alone():
 def test_restoring_gives_the_pairs_of_a_fresh_code_object_every_time():
     inner = fresh(callee)
     expected = paired(inner.__code__)
-    tool = acquire_tool_id()
-    try:
-        for _ in range(2):  # each restore first applies pending instrumentation (splitting)
-            assert quicken.restore_quickened([inner.__code__], tool) == len(expected)
-            assert paired(inner.__code__) == expected
-            assert inner(3) == callee(3)
-    finally:
-        release_tool_id(tool)
+    for _ in range(2):  # each restore first applies pending instrumentation (splitting)
+        assert quicken.restore_quickened([inner.__code__]) == len(expected)
+        assert paired(inner.__code__) == expected
+        assert inner(3) == callee(3)
+    assert sys.monitoring.get_tool(sys.monitoring.PROFILER_ID) is None  # its tool id is freed

@@ -107,26 +107,36 @@ restore(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 #endif
 }
 
-static PyMethodDef module_methods[] = {
+static int
+add_constants(PyObject *module)
+{
+    return PyModule_AddIntConstant(module, "ACTIVE", HAS_SUPERINSTRUCTIONS);
+}
+
+static PyMethodDef quicken_methods[] = {
     {"restore", (PyCFunction)(void (*)(void))restore, METH_FASTCALL,
      "restore(code, tables) -> superinstructions made (-1: an opcode of unknown base; left "
      "untouched)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_quicken",
-    "Put back the superinstructions sys.monitoring strips from code objects (CPython 3.12).", -1,
-    module_methods,
+static PyModuleDef_Slot quicken_slots[] = {
+    {Py_mod_exec, add_constants},
+    {0, NULL},
+};
+
+/* Multi-phase initialisation: the module keeps no state, any interpreter may load it. */
+static struct PyModuleDef quicken_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_quicken",
+    .m_doc = "Put back the superinstructions sys.monitoring splits in code objects (CPython 3.12).",
+    .m_size = 0,
+    .m_methods = quicken_methods,
+    .m_slots = quicken_slots,
 };
 
 PyMODINIT_FUNC
 PyInit__quicken(void)
 {
-    PyObject *module = PyModule_Create(&moduledef);
-    if (module != NULL && PyModule_AddIntConstant(module, "ACTIVE", HAS_SUPERINSTRUCTIONS) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return PyModuleDef_Init(&quicken_module);
 }

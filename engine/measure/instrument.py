@@ -301,4 +301,4 @@ class Instrumented:
             )
         monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.restore else 0)
         timed = [function.__code__ for function, _ in self.restore]
-        restore_quickened([*timed, *self.call_sites, *self.running[:RESTORE_LIMIT]], tool)
+        restore_quickened([*timed, *self.call_sites, *self.running[:RESTORE_LIMIT]])

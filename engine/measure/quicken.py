@@ -13,9 +13,9 @@ both are left alone.
 :func:`restore_quickened` puts the pairs back, with the interpreter's own rule
 (``_quicken.c``), right before a timing pass measures: after every event of the pass is set,
 so nothing instruments (and splits) the code again while it is timed. A code object is first
-brought up to date with the current monitoring state — toggling one local event makes the
-interpreter apply every pending change now instead of on the code's next start (which would
-split it again) — and then paired. Instructions that carry events are never paired, so every
+brought up to date with the current monitoring state — one local event of a scratch tool set
+and cleared makes the interpreter apply every pending change now instead of on the code's next
+start (which would split it again) — and then paired. Instructions that carry events are never paired, so every
 probe still fires (docs/mechanisms.rst, "Measured code runs as in a plain process").
 """
 
@@ -26,6 +26,9 @@ import opcode
 import sys
 import types
 from collections.abc import Iterable
+
+from apiprof.engine.measure.probes import acquire_tool_id, release_tool_id
+from apiprof.errors import MeasurementError
 
 try:
     from apiprof.engine.measure import _quicken
@@ -78,19 +81,26 @@ ACTIVE = bool(
 """Whether timed code needs (and gets) its superinstructions back."""
 
 
-def restore_quickened(codes: Iterable[types.CodeType], tool: int) -> int:
+def restore_quickened(codes: Iterable[types.CodeType]) -> int:
     """Pair the instructions of ``codes`` again as at their creation; returns the
-    superinstructions made. ``tool`` is a ``sys.monitoring`` tool id held by the caller (its
-    events on each code are toggled and put back, which applies the pending instrumentation
-    now). Code whose instructions cannot all be read is left as it is."""
+    superinstructions made. Each code object is first brought up to date with the monitoring
+    state: a scratch tool's local event set and cleared again makes the interpreter apply
+    every pending change now. Code whose instructions cannot all be read is left as it is,
+    and so is everything when no tool id is free."""
     if not ACTIVE:
+        return 0
+    try:
+        scratch = acquire_tool_id()
+    except MeasurementError:
         return 0
     monitoring = sys.monitoring
     start = monitoring.events.PY_START
     made = 0
-    for code in dict.fromkeys(codes):  # each once, in order
-        events = monitoring.get_local_events(tool, code)
-        monitoring.set_local_events(tool, code, events ^ start)
-        monitoring.set_local_events(tool, code, events)
-        made += max(0, _quicken.restore(code, TABLES))
+    try:
+        for code in dict.fromkeys(codes):  # each once, in order
+            monitoring.set_local_events(scratch, code, start)
+            monitoring.set_local_events(scratch, code, 0)
+            made += max(0, _quicken.restore(code, TABLES))
+    finally:
+        release_tool_id(scratch)
     return made
