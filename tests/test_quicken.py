@@ -17,7 +17,9 @@ import pytest
 from apiprof.engine.measure import quicken
 from apiprof.engine.measure.alloc import run_allocation_pass
 from apiprof.engine.measure.probes import PySite, acquire_tool_id, release_tool_id
+from apiprof.engine.measure.profiler import Target, profile
 from apiprof.engine.measure.timing import run_timing_pass
+from apiprof.model.records import Metric
 
 ON_312 = sys.version_info[:2] == (3, 12)
 needs_312 = pytest.mark.skipif(not quicken.ACTIVE, reason="only CPython 3.12 splits them")
@@ -110,3 +112,21 @@ def test_restoring_gives_the_pairs_of_a_fresh_code_object_every_time():
         assert paired(inner.__code__) == expected
         assert inner(3) == callee(3)
     assert sys.monitoring.get_tool(sys.monitoring.PROFILER_ID) is None  # its tool id is freed
+
+
+@needs_312
+def test_profile_times_what_the_allocation_pass_split_paired_again():
+    inner = fresh(callee)
+    expected = paired(inner.__code__)
+    seen: list[list[int]] = []
+
+    def scenario() -> int:
+        seen.append(paired(inner.__code__))
+        return sum(inner(i & 7) for i in range(50))
+
+    report = profile(
+        scenario, [Target("t.scenario", scenario)], scenario_id="s", repeat=3, time_budget=0.0
+    )
+    assert [] in seen  # the allocation pass split it ...
+    assert seen[-1] == expected  # ... and the timing pass ran it paired
+    assert any(m.metric is Metric.WALL for m in report.measurements)
