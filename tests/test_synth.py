@@ -124,6 +124,7 @@ def test_variants_offer_other_flavours():
 def test_unannotated_parameters_are_guessed_from_names_and_siblings():
     assert guess_from_name("text") is str and guess_from_name("n") is int
     assert guess_from_name("handle") is None
+    assert guess_from_name("fpath") is guess_from_name("path") is guess_from_name("save_path")
     # the sibling's default ("x") says `handle` is probably a string too: a heuristic
     result = synthesize("synth_subjects.unguessable", 10)
     assert isinstance(result.args[0], str) and result.source is ScenarioSource.HEURISTICS

@@ -101,7 +101,7 @@ for _names, _annotation in [
     ),
     (
         "path filename fname file_name filepath file_path pathname path_name infilename "
-        "outfilename",
+        "outfilename fpath inpath outpath srcpath destpath dstpath savepath",
         PathMarker,
     ),
     ("dirname directory dir_name dirpath folder root_dir rootdir dir_path", DirectoryMarker),
