@@ -40,6 +40,7 @@ from apiprof.engine.scenarios import (
     observed,
     parsetexts,
     produced,
+    pysyntax,
     registered,
     stdlibmade,
     typetext,
@@ -416,6 +417,8 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
+    if pysyntax.is_syntax_class(cls):  # a parsed tree, not a bare node no tool accepts
+        return pysyntax.syntax_node(cls, context, name)
     if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects
         return (ValueError if cls in (BaseException, Exception) else cls)("synthesised")
     module = getattr(cls, "__module__", "")
