@@ -32,7 +32,13 @@ from apiprof.engine.scenarios.synth import (
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, failure_kind, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import (
+    TRIAL_SECONDS,
+    failure_kind,
+    lacking,
+    quiet_stdio,
+    try_scenario,
+)
 from apiprof.engine.scenarios.warmup import Warmup
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
@@ -189,7 +195,7 @@ def find_synthesized_scenario(
                 else f"building them raised {describe_exception(error)}"
             )
             first_failure = first_failure or Failure(
-                failure_kind(error, qualname), f"{NO_ARGUMENTS}{reason}"
+                failure_kind(error, qualname), lacking(error, qualname, f"{NO_ARGUMENTS}{reason}")
             )
             continue
         # flavours differ per variant (a union member may have none)
