@@ -31,6 +31,7 @@ from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_values
 from apiprof.engine.scenarios.factories import (
     Produced,
+    import_package,
     inverse_class_producers,
     inverse_producers,
 )
@@ -77,7 +78,8 @@ def arguments_for(
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     fill = optional and any(
-        _optional_type(p, hints, context.sources) is not None for p in signature.parameters.values()
+        _optional_type(p, hints, context.sources, target) is not None
+        for p in signature.parameters.values()
     )
     fill = fill and late_variant(context)
     for parameter in list(signature.parameters.values())[skip:]:
@@ -146,10 +148,14 @@ def late_variant(context: BuildContext) -> bool:
 
 
 def _optional_type(
-    parameter: inspect.Parameter, hints: dict[str, Any], sources: frozenset[str]
+    parameter: inspect.Parameter,
+    hints: dict[str, Any],
+    sources: frozenset[str],
+    target: Callable[..., object],
 ) -> Any:
     """What an optional parameter's annotation names besides None, or for an unannotated one
-    defaulting to None what its name suggests (with heuristics); None: no usable type."""
+    defaulting to None what its name suggests (with heuristics: a well-known name, else the
+    package class it names, ``lexer=None`` a ``Lexer``); None: no usable type."""
     if parameter.default is parameter.empty or parameter.kind in (
         parameter.VAR_POSITIONAL,
         parameter.VAR_KEYWORD,
@@ -157,7 +163,10 @@ def _optional_type(
         return None
     annotation = hints.get(parameter.name, parameter.annotation)
     if annotation is parameter.empty and parameter.default is None and "heuristics" in sources:
-        annotation = guess_from_name(parameter.name) or parameter.empty
+        module = getattr(target, "__module__", "") or ""
+        import_package(module.split(".")[0])  # the class may live in a module not yet imported
+        named = classes_named_by(parameter.name, package_classes(module), abbreviations=False)
+        annotation = guess_from_name(parameter.name) or (named or [parameter.empty])[0]
     if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
         return None
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -174,14 +183,21 @@ def _fill_optional(
     kwargs: dict[str, Any],
 ) -> None:
     """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
-    annotation = _optional_type(parameter, hints, context.sources)
+    annotation = _optional_type(parameter, hints, context.sources, target)
     if annotation is None:
         return
+    # the late variants that fill (FILL_FROM, FILL_FROM + 2, ...) take its flavours in order
+    inner = context.inner((context.current_variant() - FILL_FROM) // 2)
     try:
-        with context.attempt():
-            kwargs[parameter.name] = build(annotation, context, parameter.name)
+        with inner.attempt():
+            kwargs[parameter.name] = build(annotation, inner, parameter.name)
     except CannotSynthesize:
         return
+    finally:
+        context.sized |= inner.sized
+        context.files |= inner.files
+        context.choices = max(context.choices, FILL_FROM + 2 * inner.choices)
+        context.note_flavours(FILL_FROM + 2 * inner.choices)
     annotated = hints.get(parameter.name, parameter.annotation) is not parameter.empty
     guessed = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
     context.credit(parameter.name, guessed)

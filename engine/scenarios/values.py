@@ -50,6 +50,7 @@ from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
+    ModuleMarker,
     SameClassMarker,
     SocketMarker,
     TracebackMarker,
@@ -58,6 +59,7 @@ from apiprof.engine.scenarios.heuristics import (
 from apiprof.engine.scenarios.resources import (
     ReusableText,
     loopback_socket,
+    package_module,
     sandbox_directory,
     sandbox_file,
     traceback_value,
@@ -253,6 +255,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     SocketMarker: loopback_socket,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
+    ModuleMarker: package_module,
+    types.ModuleType: package_module,
 }
 
 
