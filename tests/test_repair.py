@@ -67,6 +67,9 @@ RULES = {
     # ... an attribute of the receiver its constructor left at a default of None
     "repair_pkg.Basket.heaviest": "learned from TypeError 'NoneType' object is not iterable: "
     "self.stock of type list",
+    # ... an attribute the receiver's constructor stored from a required parameter
+    "repair_pkg.Journal.note": "learned from AttributeError 'function' object has no attribute "
+    "'write': self.f an object with attribute 'write()'",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",

@@ -147,7 +147,9 @@ def learn(
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        return _from_attribute_error(error, bound, cause)
+        return _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
+            error, receiver, cause
+        )
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
         found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
@@ -242,9 +244,31 @@ def _from_none(
     return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
 
 
-def _set_from(cls: type, attribute: str) -> str:
-    """The constructor parameter with a default of None that ``__init__`` stores as
-    ``self.<attribute>`` (``self.items = items``, ``self.items = items or ...``), or ""."""
+def _from_receiver_attribute(error: AttributeError, receiver: object, cause: str) -> Lesson | None:
+    """``'function' object has no attribute 'write'`` asked of ``self.f``, which the
+    receiver's constructor stored from its parameter ``f``: the receiver is built with an
+    ``f`` that has the attribute (``PlyLogger(f)`` writes to a file)."""
+    attribute, obj = getattr(error, "name", None), getattr(error, "obj", None)
+    frame = innermost(error)
+    if not attribute or obj is None or receiver is None or frame is None:
+        return None
+    if frame.f_locals.get("self") is not receiver:
+        return None
+    text, _ = failing_text(error)
+    for stored in re.findall(r"\bself\.(\w+)", text):
+        parameter = getattr(receiver, stored, None) is obj and _set_from(
+            type(receiver), stored, required=True
+        )
+        if parameter:
+            wanted = f"{attribute}()" if called(error, attribute) else attribute
+            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
+    return None
+
+
+def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
+    """The constructor parameter with a default of None (``required``: or none) that
+    ``__init__`` stores as ``self.<attribute>`` (``self.items = items``, ``self.items = items
+    or ...``), or ""."""
     owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
     init = vars(owner).get("__init__")
     if not inspect.isfunction(init):
@@ -268,7 +292,9 @@ def _set_from(cls: type, attribute: str) -> str:
         if not (stored and isinstance(value, ast.Name)):
             continue
         parameter = parameters.get(value.id)
-        if parameter is not None and parameter.default is None:
+        if parameter is not None and (
+            parameter.default is None or (required and parameter.default is parameter.empty)
+        ):
             return value.id
     return ""
 

@@ -114,9 +114,15 @@ def arguments_for(
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
                 _fill_optional(target, parameter, hints, context, kwargs)
             continue
-        value = built[parameter.name] = build_parameter(
-            target, parameter, signature, hints, context
-        )
+        lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+        if lesson is not None and context.depth:  # the receiver's constructor: a call told
+            value = built[parameter.name] = repaired.repaired_value(
+                lesson, context, lesson.parameter
+            )
+        else:
+            value = built[parameter.name] = build_parameter(
+                target, parameter, signature, hints, context
+            )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = value
         else:
