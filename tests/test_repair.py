@@ -70,6 +70,9 @@ RULES = {
     # ... an attribute the receiver's constructor stored from a required parameter
     "repair_pkg.Journal.note": "learned from AttributeError 'function' object has no attribute "
     "'write': self.f an object with attribute 'write()'",
+    # the receiver's constructor refused its argument: every attribute it reads, at once
+    "repair_pkg.ColouredReport.paint": "self.options an object with attributes 'width', "
+    "'colour', 'keys_counted'",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
+from apiprof.engine.scenarios.constructorlessons import constructor_lesson
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.stops import WATCH
@@ -130,8 +131,17 @@ def _search(
         try:
             synthesis = synthesize(qualname, size, seed, variant, sources, pins, _literals(lessons))
         except Exception as unbuilt:  # the lessons cannot be built (no such candidate)
-            last_error = last_error or describe_exception(unbuilt)
-            break
+            lesson = constructor_lesson(unbuilt)  # or the receiver's constructor refused
+            following = merged(lessons, lesson) if lesson is not None else None
+            if following is not None and following in tried:
+                following = _next_candidate(lessons)
+            if following is None or following in tried:
+                last_error = describe_exception(unbuilt) if lessons else last_error
+                break
+            budget.calls -= 1
+            tried.add(following)
+            lessons = called = following
+            continue
         budget.calls -= 1
         called = lessons
         # announced as its trial is: a call stuck in C that ends the worker is not made again

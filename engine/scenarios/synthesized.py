@@ -20,6 +20,7 @@ from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.constructorlessons import constructor_error
 from apiprof.engine.scenarios.lessons import Lesson, may_teach
 from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.shown import shown_arguments
@@ -209,6 +210,8 @@ def find_synthesized_scenario(
             first_failure = first_failure or Failure(
                 failure_kind(error, qualname), lacking(error, qualname, f"{NO_ARGUMENTS}{reason}")
             )
+            if len(rejected) < REPAIR_STARTS and constructor_error(error) is not None:
+                rejected.append((variant, pins))  # the receiver's constructor refused
             continue
         # flavours differ per variant (a union member may have none)
         search.learn(synthesis.choices, synthesis.alternatives)
