@@ -46,3 +46,10 @@ def test_an_optional_parameter_named_after_a_package_class_gets_one():
     spec, reason = find_synthesized_scenario("lexgen_pkg.Preprocessor.rule_names", (10,))
     assert reason is None and spec is not None, reason
     assert try_scenario(spec)[0] is None
+
+
+def test_a_lexer_is_given_its_input_before_each_token_is_asked_for():
+    spec, reason = find_synthesized_scenario("lexgen_pkg.Lexer.token", (10,))
+    assert reason is None and spec is not None, reason
+    assert "Lexer.input(" in spec.description
+    assert try_scenario(spec)[0] is None
