@@ -38,6 +38,7 @@ from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.parsetexts import parser_texts
+from apiprof.engine.scenarios.patterns import pattern_candidates
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import (
     package_classes,
@@ -345,6 +346,11 @@ def parameter_candidates(
         texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
         if texts is not None:
             found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
+    if "patterns" in sources:  # the package's own regular expressions: what a handler expects
+        usage = usage_through_callees(target, parameter.name)
+        own = annotation if annotated else parameter.empty
+        typed = pattern_candidates(target, parameter, signature, own, usage)
+        found[:0] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))

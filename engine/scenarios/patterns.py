@@ -1,0 +1,386 @@
+"""The ``patterns`` source: regular-expression matches and texts, from the package's own patterns.
+
+Handlers called with a match of their own pattern (an inline processor's ``handleMatch(m,
+data)``, a tokenizer's action) fail on any made-up value: ``m.group(2)`` wants a match with that
+group. A parameter annotated ``re.Match``, or named like one (``m``, ``match``, ``mo``) and used
+like one (``.group(``, ``.start(``, ``.groups(``), gets a real match of a pattern the package
+holds — the receiver's (``compiled_re``, ``pattern``, any compiled attribute), else its
+module's — that has every group the body asks for, on text generated from the pattern
+(:mod:`.regextext`, sized where the pattern repeats); a text parameter beside it gets the text
+the match was taken from. A constructor parameter named ``pattern`` / ``regex`` takes the
+module's pattern constants, those the package itself passes to that class first (so its handler
+sees the groups it expects). A parameter the body matches against a known pattern
+(``NUMBER_RE.match(s)``, ``re.match(r"...", s)``, ``self.regex.search(s)``) gets text that
+pattern accepts. Everything is rebuilt from the same seed and variant in the measuring worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.examples import ExampleValues
+from apiprof.engine.scenarios.regextext import match_of, matching_text
+from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree
+
+MATCH_NAMES = frozenset(
+    "m mo match matchobj match_obj matchobject match_object mobj regex_match re_match "
+    "matched found".split()
+)
+"""Names a match object goes by."""
+MATCH_USES = frozenset("group groups groupdict span lastindex lastgroup expand".split())
+"""Attributes only a match has (``start`` and ``end`` count with a match's name)."""
+PATTERN_NAMES = frozenset("pattern regex regexp re_pattern rx pat compiled_re".split())
+"""Names of a parameter that takes a regular expression's text."""
+TEXT_NAMES = frozenset("data text string s line source src content buf".split())
+"""Names of a parameter that, beside a match, is the text it was taken from."""
+_PREFERRED_ATTRIBUTES = ("compiled_re", "pattern", "regex", "re", "RE", "regexp", "rx", "_re")
+MAX_PATTERNS = 6
+"""Pattern constants offered to one parameter (flavours), best first."""
+_MATCHING_CALLS = frozenset("match fullmatch search finditer findall split".split())
+
+
+@dataclass(frozen=True)
+class MatchOf:
+    """Annotation marker: a match of a pattern the package holds, with group ``index`` and the
+    named groups ``names`` (what the body asks of it); ``attributes`` are the receiver's
+    pattern attributes the method itself matches with, tried first."""
+
+    module: str
+    index: int = 0
+    names: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchingText:
+    """Annotation marker: text the pattern ``expression`` (source text in ``module``, or
+    ``self.<attribute>`` of the receiver) accepts."""
+
+    module: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class MatchedText:
+    """Annotation marker: the text the match built for a sibling parameter was taken from."""
+
+
+def pattern_candidates(
+    target: Callable[..., object],
+    parameter: inspect.Parameter,
+    signature: inspect.Signature,
+    annotation: Any,
+    usage: Usage | None,
+) -> list[Any]:
+    """What the ``patterns`` source offers ``parameter`` (unannotated, or annotated as a match
+    or a string), strongest first."""
+    module = getattr(target, "__module__", "") or ""
+    plain = annotation is inspect.Parameter.empty or annotation in (str, bytes, Any, object)
+    if _is_match_type(annotation) or (plain and _used_as_match(parameter.name, usage)):
+        return [_match_of(target, parameter.name, module)]
+    if not plain:
+        return []
+    found: list[Any] = []
+    expression = _matched_with(target, parameter.name)
+    if expression:
+        found.append(MatchingText(module, expression))
+    names = list(signature.parameters)
+    before = names[: names.index(parameter.name)]
+    if parameter.name in TEXT_NAMES and any(
+        _used_as_match(name, _usage(target, name)) or _is_match_type(_annotation(signature, name))
+        for name in before
+    ):
+        found.append(MatchedText())
+    if parameter.name.lower() in PATTERN_NAMES or _compiled(target, parameter.name):
+        texts = module_patterns(target)
+        if texts:
+            found.append(ExampleValues(texts))
+    return found
+
+
+def build_pattern_value(tp: Any, context: BuildContext, name: str) -> Any:
+    """Build one of this module's markers (see :func:`pattern_candidates`)."""
+    if isinstance(tp, MatchOf):
+        patterns = [p for p in _held_patterns(tp, context) if _fits(p, tp)]
+        if not patterns:
+            raise CannotSynthesize(
+                f"parameter {name!r}: no pattern of the receiver or module {tp.module} has "
+                f"group {tp.index}{' and ' + ', '.join(tp.names) if tp.names else ''}"
+            )
+        return _match(context.pick(patterns[:MAX_PATTERNS]), context, name)
+    if isinstance(tp, MatchingText):
+        pattern = _resolve(tp, context)
+        if pattern is None:
+            raise CannotSynthesize(f"parameter {name!r}: cannot find the pattern {tp.expression}")
+        return _text(pattern, context, name)
+    if isinstance(tp, MatchedText):
+        if context.matched is None:
+            raise CannotSynthesize(f"parameter {name!r}: no match was built beside it")
+        return context.matched
+    raise TypeError(tp)
+
+
+def _match(pattern: re.Pattern[Any], context: BuildContext, name: str) -> re.Match[Any]:
+    text = _text(pattern, context, name)
+    match = match_of(pattern, text)
+    if match is None:
+        raise CannotSynthesize(f"parameter {name!r}: no text matches {pattern.pattern!r}")
+    context.matched = text
+    return match
+
+
+def _text(pattern: re.Pattern[Any], context: BuildContext, name: str) -> Any:
+    found = matching_text(pattern, context.n, context.seed)
+    if found is None:
+        raise CannotSynthesize(f"parameter {name!r}: no text found that {pattern.pattern!r} matches")
+    text, sized = found
+    context.sized |= sized
+    return text
+
+
+def _is_match_type(annotation: Any) -> bool:
+    return annotation is re.Match or typing.get_origin(annotation) is re.Match
+
+
+def _used_as_match(name: str, usage: Usage | None) -> bool:
+    if usage is None:
+        return False
+    uses = usage.attributes
+    return bool(uses & MATCH_USES) or (name in MATCH_NAMES and bool(uses & {"start", "end"}))
+
+
+def _usage(target: Callable[..., object], name: str) -> Usage | None:
+    from apiprof.engine.scenarios.usage import usage_of
+
+    return usage_of(target, name)
+
+
+def _annotation(signature: inspect.Signature, name: str) -> Any:
+    return signature.parameters[name].annotation
+
+
+def _match_of(target: Callable[..., object], parameter: str, module: str) -> MatchOf:
+    """What the body asks of the match (``m.group(2)``, ``m.group('name')``, ``m['name']``)
+    and which of the receiver's patterns it matches with itself."""
+    tree = _tree(target)
+    index, names = 0, []
+    attributes = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if _is_call_on(node, parameter, {"group", "start", "end", "span"}):
+            call = typing.cast(ast.Call, node)
+            for argument in call.args:
+                if isinstance(argument, ast.Constant) and isinstance(argument.value, int):
+                    index = max(index, argument.value)
+                elif isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                    names.append(argument.value)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == parameter
+            and isinstance(node.slice, ast.Constant)
+        ):
+            key = node.slice.value
+            if isinstance(key, int):
+                index = max(index, key)
+            elif isinstance(key, str):
+                names.append(key)
+        elif _self_pattern_call(node):
+            attributes.append(typing.cast(Any, node).func.value.attr)
+    return MatchOf(module, index, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(attributes)))
+
+
+def _is_call_on(node: ast.AST, name: str, methods: set[str]) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in methods
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == name
+    )
+
+
+def _self_pattern_call(node: ast.AST) -> bool:
+    """``self.<attribute>.match(...)`` (or search, ...)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _MATCHING_CALLS
+        and isinstance(node.func.value, ast.Attribute)
+        and isinstance(node.func.value.value, ast.Name)
+        and node.func.value.value.id == "self"
+    )
+
+
+def _tree(target: Callable[..., object]) -> ast.AST | None:
+    function = inspect.unwrap(getattr(target, "__func__", target))
+    if inspect.isclass(function):
+        function = constructor_of(function)
+    return function_tree(function)
+
+
+def _fits(pattern: re.Pattern[Any], wanted: MatchOf) -> bool:
+    return pattern.groups >= wanted.index and all(n in pattern.groupindex for n in wanted.names)
+
+
+def _held_patterns(wanted: MatchOf, context: BuildContext) -> list[re.Pattern[Any]]:
+    """The receiver's compiled patterns (those the method matches with, then the usual names,
+    then any), then the module's."""
+    found: list[re.Pattern[Any]] = []
+    receiver = context.receiver
+    if receiver is not None:
+        held = _attributes(receiver)
+        order = [*wanted.attributes, *_PREFERRED_ATTRIBUTES, *sorted(held)]
+        found += [held[name] for name in dict.fromkeys(order) if name in held]
+    found += _module_patterns(wanted.module).values()
+    return list({id(pattern): pattern for pattern in found}.values())
+
+
+def _attributes(receiver: object) -> dict[str, re.Pattern[Any]]:
+    """The receiver's attributes (its own, then its classes') that are compiled patterns."""
+    held: dict[str, re.Pattern[Any]] = {}
+    namespaces = [getattr(receiver, "__dict__", {}), *(vars(k) for k in type(receiver).__mro__)]
+    for namespace in namespaces:
+        for name, value in namespace.items():
+            if isinstance(value, re.Pattern):
+                held.setdefault(name, value)
+    return held
+
+
+def _resolve(tp: MatchingText, context: BuildContext) -> re.Pattern[Any] | None:
+    """The pattern ``tp.expression`` names: a literal, a module global (``NUMBER_RE``,
+    ``patterns.NUMBER``), or ``self.<attribute>`` of the receiver or the called class."""
+    expression = tp.expression
+    try:
+        node = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    value: Any = None
+    if isinstance(node, ast.Constant):
+        value = node.value
+    elif expression.startswith("self."):
+        holder: Any = context.receiver if context.receiver is not None else context.owner
+        value = getattr(holder, expression.removeprefix("self."), None)
+    else:
+        value = sys.modules.get(tp.module)
+        for part in expression.split("."):
+            value = getattr(value, part, None)
+    return _compiled_pattern(value)
+
+
+def _compiled_pattern(value: object) -> re.Pattern[Any] | None:
+    if isinstance(value, re.Pattern):
+        return value
+    if isinstance(value, (str, bytes)):
+        try:
+            return re.compile(value)
+        except (re.error, RecursionError, OverflowError):
+            return None
+    return None
+
+
+def _matched_with(target: Callable[..., object], parameter: str) -> str:
+    """The source text of the pattern the body matches ``parameter`` with: ``P`` in
+    ``re.match(P, parameter)`` or ``P.match(parameter)`` ("" when it matches with none)."""
+    tree = _tree(target)
+    for node in ast.walk(tree) if tree is not None else ():
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MATCHING_CALLS
+        ):
+            continue
+        on = node.func.value
+        if isinstance(on, ast.Name) and on.id == "re":
+            if len(node.args) >= 2 and _names(node.args[1], parameter):
+                return ast.unparse(node.args[0])
+        elif node.args and _names(node.args[0], parameter) and _is_reference(on):
+            return ast.unparse(on)
+    return ""
+
+
+def _names(node: ast.expr, parameter: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == parameter
+
+
+def _is_reference(node: ast.expr) -> bool:
+    """A name, or a dotted attribute path (``self.regex``, ``patterns.NUMBER``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _compiled(target: Callable[..., object], parameter: str) -> bool:
+    """Whether the body compiles ``parameter`` as a pattern (``re.compile(parameter)``)."""
+    tree = _tree(target)
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "compile"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "re"
+        and node.args
+        and _names(node.args[0], parameter)
+        for node in (ast.walk(tree) if tree is not None else ())
+    )
+
+
+def module_patterns(target: Callable[..., object]) -> tuple[str, ...]:
+    """The module's pattern constants for a pattern parameter of ``target``: those the
+    package's module passes to ``target`` by name (``Handler(ESCAPE_RE)``) first, then the
+    others, at most :data:`MAX_PATTERNS`."""
+    module = getattr(target, "__module__", "") or ""
+    held = _module_patterns(module)
+    passed = [held[name] for name in _passed_names(module, getattr(target, "__name__", ""))]
+    ordered = [pattern.pattern for pattern in [*passed, *held.values()]]
+    return tuple(dict.fromkeys(ordered))[:MAX_PATTERNS]
+
+
+@functools.cache
+def _module_patterns(module_name: str) -> dict[str, re.Pattern[Any]]:
+    """The module's pattern constants by name: compiled patterns, and strings named like one
+    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile."""
+    module = sys.modules.get(module_name)
+    found: dict[str, re.Pattern[Any]] = {}
+    for name, value in vars(module).items() if module is not None else ():
+        if name.startswith("__") or isinstance(value, types.ModuleType):
+            continue
+        named = re.search(r"(^|_)(RE|PATTERN|REGEX|RX)S?$", name.upper()) is not None
+        compiled = _compiled_pattern(value) if named or isinstance(value, re.Pattern) else None
+        if compiled is not None:
+            found[name] = compiled
+    return found
+
+
+@functools.cache
+def _passed_names(module_name: str, callee: str) -> tuple[str, ...]:
+    """Names of the module's pattern constants its own source passes first to ``callee(...)``."""
+    module = sys.modules.get(module_name)
+    try:
+        tree = ast.parse(inspect.getsource(module)) if module is not None and callee else None
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    names = _module_patterns(module_name)
+    return tuple(dict.fromkeys(_first_arguments(tree, callee, names)))
+
+
+def _first_arguments(
+    tree: ast.AST | None, callee: str, names: dict[str, re.Pattern[Any]]
+) -> Iterator[str]:
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        first = node.args[0]
+        if called == callee and isinstance(first, ast.Name) and first.id in names:
+            yield first.id
