@@ -104,6 +104,8 @@ class BuildContext:
     # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
     lessons: tuple[Lesson, ...] = ()
     matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
+    # what a source built for a parameter, when its type alone does not say ("a match of ...")
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def alternatives(self) -> dict[str, int]:
@@ -132,6 +134,7 @@ class BuildContext:
             candidates=self.candidates,
             flavours=self.flavours,
             matched=self.matched,
+            notes=self.notes,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -90,9 +91,14 @@ class Lesson:
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
-            Want.ARGV: f"sys.argv names {listed or 'no argument'}",
+            Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
         }[self.want]
+
+
+def _argv_listed(tokens: tuple[str, ...]) -> str:
+    """``'count', '--input', 'input'``: literals as they are passed, files by their name."""
+    return ", ".join(repr(token.removeprefix("=")) for token in tokens)
 
 
 def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
@@ -318,10 +324,15 @@ def _from_attribute_error(
 
 def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
     """A usage line (in the exit message, or printed by argparse): the positional arguments
-    it names, so ``sys.argv`` can name them (files for the input ones)."""
+    it names, so ``sys.argv`` can name them (files for the input ones). An argparse parser
+    still in the traceback says more: every required option, subcommand and value."""
     text = error.code if isinstance(error.code, str) else printed
     program = sys.argv[0] if sys.argv else ""
     line = next((line for line in text.splitlines() if _is_usage(line, program)), "")
+    parser = parser_of(error)
+    if parser is not None:
+        cause = f"the argument parser of SystemExit {line.strip() or error.code!r}"
+        return Lesson("", Want.ARGV, argv_tokens(parser), cause=cause)
     if not line:
         return None
     words = line.split(":", 1)[1] if line.lower().startswith("usage:") else line

@@ -37,6 +37,7 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
@@ -354,6 +355,8 @@ def parameter_candidates(
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
+    if "package_data" in sources:  # the package's own files, beside the made-up ones
+        found = with_package_files(target, parameter.name, found, ScenarioSource.PACKAGE_DATA)
     unique: dict[str, tuple[Any, ScenarioSource]] = {}
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))

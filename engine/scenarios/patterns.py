@@ -33,20 +33,32 @@ from apiprof.engine.scenarios.regextext import match_of, matching_text
 from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree
 
 MATCH_NAMES = frozenset(
-    "m mo match matchobj match_obj matchobject match_object mobj regex_match re_match "
-    "matched found".split()
+    [
+        "m",
+        "mo",
+        "match",
+        "matchobj",
+        "match_obj",
+        "matchobject",
+        "match_object",
+        "mobj",
+        "regex_match",
+        "re_match",
+        "matched",
+        "found",
+    ]
 )
 """Names a match object goes by."""
-MATCH_USES = frozenset("group groups groupdict span lastindex lastgroup expand".split())
+MATCH_USES = frozenset(["group", "groups", "groupdict", "span", "lastindex", "lastgroup", "expand"])
 """Attributes only a match has (``start`` and ``end`` count with a match's name)."""
-PATTERN_NAMES = frozenset("pattern regex regexp re_pattern rx pat compiled_re".split())
+PATTERN_NAMES = frozenset(["pattern", "regex", "regexp", "re_pattern", "rx", "pat", "compiled_re"])
 """Names of a parameter that takes a regular expression's text."""
-TEXT_NAMES = frozenset("data text string s line source src content buf".split())
+TEXT_NAMES = frozenset(["data", "text", "string", "s", "line", "source", "src", "content", "buf"])
 """Names of a parameter that, beside a match, is the text it was taken from."""
 _PREFERRED_ATTRIBUTES = ("compiled_re", "pattern", "regex", "re", "RE", "regexp", "rx", "_re")
 MAX_PATTERNS = 6
 """Pattern constants offered to one parameter (flavours), best first."""
-_MATCHING_CALLS = frozenset("match fullmatch search finditer findall split".split())
+_MATCHING_CALLS = frozenset(["match", "fullmatch", "search", "finditer", "findall", "split"])
 
 
 @dataclass(frozen=True)
@@ -117,17 +129,27 @@ def build_pattern_value(tp: Any, context: BuildContext, name: str) -> Any:
                 f"parameter {name!r}: no pattern of the receiver or module {tp.module} has "
                 f"group {tp.index}{' and ' + ', '.join(tp.names) if tp.names else ''}"
             )
-        return _match(context.pick(patterns[:MAX_PATTERNS]), context, name)
+        pattern = context.pick(patterns[:MAX_PATTERNS])
+        match = _match(pattern, context, name)
+        context.notes[name] = f"a match of {_shown(pattern)}"
+        return match
     if isinstance(tp, MatchingText):
         pattern = _resolve(tp, context)
         if pattern is None:
             raise CannotSynthesize(f"parameter {name!r}: cannot find the pattern {tp.expression}")
+        context.notes[name] = f"text {_shown(pattern)} matches"
         return _text(pattern, context, name)
     if isinstance(tp, MatchedText):
         if context.matched is None:
             raise CannotSynthesize(f"parameter {name!r}: no match was built beside it")
+        context.notes[name] = "the text of the match beside it"
         return context.matched
     raise TypeError(tp)
+
+
+def _shown(pattern: re.Pattern[Any], limit: int = 48) -> str:
+    text = repr(pattern.pattern)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _match(pattern: re.Pattern[Any], context: BuildContext, name: str) -> re.Match[Any]:
@@ -142,7 +164,9 @@ def _match(pattern: re.Pattern[Any], context: BuildContext, name: str) -> re.Mat
 def _text(pattern: re.Pattern[Any], context: BuildContext, name: str) -> Any:
     found = matching_text(pattern, context.n, context.seed)
     if found is None:
-        raise CannotSynthesize(f"parameter {name!r}: no text found that {pattern.pattern!r} matches")
+        raise CannotSynthesize(
+            f"parameter {name!r}: no text found that {pattern.pattern!r} matches"
+        )
     text, sized = found
     context.sized |= sized
     return text

@@ -97,7 +97,11 @@ def _item(op: Any, value: Any, walk: _Walk) -> str:
         if group is not None:
             walk.groups[group] = text
         return text
-    if op in (constants.MAX_REPEAT, constants.MIN_REPEAT, getattr(constants, "POSSESSIVE_REPEAT", None)):
+    if op in (
+        constants.MAX_REPEAT,
+        constants.MIN_REPEAT,
+        getattr(constants, "POSSESSIVE_REPEAT", None),
+    ):
         low, high, tree = value
         count = max(low, 1)
         if high is constants.MAXREPEAT and not walk.sized:

@@ -80,6 +80,12 @@ def apply_argv(context: BuildContext) -> None:
 
 
 def _argv_value(name: str, context: BuildContext) -> str:
+    """A command-line word for a lesson's token: a literal (``=3``) or an option as it is,
+    else a file named after it (to write to for an output)."""
+    if name.startswith("="):
+        return name[1:]
+    if name.startswith("-"):
+        return name
     if "out" in name.lower():  # an output file: a path to write to
         return str(inputs_directory() / f"{safe_name(name)}.out")
     return written_file(context, name)

@@ -27,7 +27,6 @@ import socket
 import sys
 import types
 import typing
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +37,7 @@ from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios import (
     instances,
     observed,
+    packagedata,
     parsetexts,
     patterns,
     produced,
@@ -123,6 +123,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return produced.produced(tp, context, name)
     if isinstance(tp, (patterns.MatchOf, patterns.MatchingText, patterns.MatchedText)):
         return patterns.build_pattern_value(tp, context, name)
+    if isinstance(tp, packagedata.PackageFile):
+        return packagedata.build_package_file(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, parsetexts.SnippetFiles):
@@ -445,7 +447,9 @@ def _draw_with_hypothesis(tp: Any, context: BuildContext, name: str) -> Any:
     try:
         drawn = draw_one(st.from_type(tp), context.seed)
     except LookupError:
-        raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
+        raise CannotSynthesize(
+            f"parameter {name!r}: hypothesis drew no value of type {tp!r}"
+        ) from None
     except Exception as error:  # ResolutionFailed, Unsatisfiable, or the type's own constructor
         raise CannotSynthesize(
             f"parameter {name!r}: cannot build a value of type {tp!r} ({describe_exception(error)})"
