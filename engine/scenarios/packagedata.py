@@ -164,7 +164,15 @@ def _matching(parameter: str, files: tuple[str, ...]) -> list[str]:
 
 @functools.cache
 def _module_text(module: str) -> str:
+    """The module's source; for one compiled from it (mypyc, Cython), the ``.py`` beside it."""
+    loaded = sys.modules.get(module)
     try:
-        return inspect.getsource(sys.modules[module])
-    except (KeyError, OSError, TypeError):
+        return inspect.getsource(loaded) if loaded is not None else ""
+    except (OSError, TypeError):
+        pass
+    built = Path(getattr(loaded, "__file__", "") or "")
+    source = built.with_name(built.name.split(".")[0] + ".py")
+    try:
+        return source.read_text(encoding="utf-8", errors="replace") if built.name else ""
+    except OSError:
         return ""
