@@ -23,14 +23,14 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.regextext import match_of, matching_text
-from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree
+from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree, usage_of
 
 MATCH_NAMES = frozenset(
     [
@@ -109,7 +109,7 @@ def pattern_candidates(
     names = list(signature.parameters)
     before = names[: names.index(parameter.name)]
     if parameter.name in TEXT_NAMES and any(
-        _used_as_match(name, _usage(target, name)) or _is_match_type(_annotation(signature, name))
+        _used_as_match(name, usage_of(target, name)) or _is_match_type(_annotation(signature, name))
         for name in before
     ):
         found.append(MatchedText())
@@ -181,12 +181,6 @@ def _used_as_match(name: str, usage: Usage | None) -> bool:
         return False
     uses = usage.attributes
     return bool(uses & MATCH_USES) or (name in MATCH_NAMES and bool(uses & {"start", "end"}))
-
-
-def _usage(target: Callable[..., object], name: str) -> Usage | None:
-    from apiprof.engine.scenarios.usage import usage_of
-
-    return usage_of(target, name)
 
 
 def _annotation(signature: inspect.Signature, name: str) -> Any:
@@ -360,51 +354,73 @@ def _compiled(target: Callable[..., object], parameter: str) -> bool:
 
 def module_patterns(target: Callable[..., object]) -> tuple[str, ...]:
     """The module's pattern constants for a pattern parameter of ``target``: those the
-    package's module passes to ``target`` by name (``Handler(ESCAPE_RE)``) first, then the
-    others, at most :data:`MAX_PATTERNS`."""
+    module passes to ``target`` itself (``Handler(ESCAPE_RE)``, ``Handler(r"...")``) first,
+    then the others, at most :data:`MAX_PATTERNS`."""
     module = getattr(target, "__module__", "") or ""
     held = _module_patterns(module)
-    passed = [held[name] for name in _passed_names(module, getattr(target, "__name__", ""))]
-    ordered = [pattern.pattern for pattern in [*passed, *held.values()]]
+    passed = _passed(module, getattr(target, "__name__", ""))
+    ordered = [*passed, *(pattern.pattern for pattern in held.values())]
     return tuple(dict.fromkeys(ordered))[:MAX_PATTERNS]
+
+
+_PATTERN_NAME = re.compile(r"(^|_)(RE|PATTERN|REGEX|RX)S?$")
+"""What a name that holds a pattern ends with (``TAG_RE``, ``number_pattern``)."""
 
 
 @functools.cache
 def _module_patterns(module_name: str) -> dict[str, re.Pattern[Any]]:
-    """The module's pattern constants by name: compiled patterns, and strings named like one
-    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile."""
+    """The module's pattern constants by name: compiled patterns, strings named like one
+    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile — module globals, and such names
+    its functions assign a literal to."""
     module = sys.modules.get(module_name)
     found: dict[str, re.Pattern[Any]] = {}
     for name, value in vars(module).items() if module is not None else ():
         if name.startswith("__") or isinstance(value, types.ModuleType):
             continue
-        named = re.search(r"(^|_)(RE|PATTERN|REGEX|RX)S?$", name.upper()) is not None
+        named = _PATTERN_NAME.search(name.upper()) is not None
         compiled = _compiled_pattern(value) if named or isinstance(value, re.Pattern) else None
         if compiled is not None:
             found[name] = compiled
+    for node in ast.walk(_module_tree(module_name) or ast.Module([], [])):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _PATTERN_NAME.search(node.targets[0].id.upper())
+            and isinstance(node.value, ast.Constant)
+        ):
+            compiled = _compiled_pattern(node.value.value)
+            if compiled is not None:
+                found.setdefault(node.targets[0].id, compiled)
     return found
 
 
 @functools.cache
-def _passed_names(module_name: str, callee: str) -> tuple[str, ...]:
-    """Names of the module's pattern constants its own source passes first to ``callee(...)``."""
+def _module_tree(module_name: str) -> ast.Module | None:
     module = sys.modules.get(module_name)
     try:
-        tree = ast.parse(inspect.getsource(module)) if module is not None and callee else None
+        return ast.parse(inspect.getsource(module)) if module is not None else None
     except (OSError, TypeError, SyntaxError):
-        tree = None
-    names = _module_patterns(module_name)
-    return tuple(dict.fromkeys(_first_arguments(tree, callee, names)))
+        return None
 
 
-def _first_arguments(
-    tree: ast.AST | None, callee: str, names: dict[str, re.Pattern[Any]]
-) -> Iterator[str]:
-    for node in ast.walk(tree) if tree is not None else ():
+@functools.cache
+def _passed(module_name: str, callee: str) -> tuple[str, ...]:
+    """The patterns the module's own source passes first to ``callee(...)``: a pattern
+    constant by its name, or a literal that compiles."""
+    held = _module_patterns(module_name)
+    found: list[str] = []
+    for node in ast.walk(_module_tree(module_name) or ast.Module([], [])) if callee else ():
         if not isinstance(node, ast.Call) or not node.args:
             continue
         func = node.func
         called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
         first = node.args[0]
-        if called == callee and isinstance(first, ast.Name) and first.id in names:
-            yield first.id
+        if called != callee:
+            continue
+        if isinstance(first, ast.Name) and first.id in held:
+            found.append(held[first.id].pattern)
+        elif isinstance(first, ast.Constant) and isinstance(first.value, str):
+            if _compiled_pattern(first.value) is not None:
+                found.append(first.value)
+    return tuple(dict.fromkeys(found))
