@@ -420,7 +420,6 @@ def _passed(module_name: str, callee: str) -> tuple[str, ...]:
             continue
         if isinstance(first, ast.Name) and first.id in held:
             found.append(held[first.id].pattern)
-        elif isinstance(first, ast.Constant) and isinstance(first.value, str):
-            if _compiled_pattern(first.value) is not None:
-                found.append(first.value)
+        elif isinstance(first, ast.Constant) and _compiled_pattern(first.value) is not None:
+            found.append(str(first.value))
     return tuple(dict.fromkeys(found))
