@@ -420,6 +420,15 @@ def _passed(module_name: str, callee: str) -> tuple[str, ...]:
             continue
         if isinstance(first, ast.Name) and first.id in held:
             found.append(held[first.id].pattern)
-        elif isinstance(first, ast.Constant) and _compiled_pattern(first.value) is not None:
-            found.append(str(first.value))
+        elif _is_pattern_literal(first):
+            found.append(typing.cast(ast.Constant, first).value)
     return tuple(dict.fromkeys(found))
+
+
+def _is_pattern_literal(node: ast.expr) -> bool:
+    """A string literal that compiles as a regular expression."""
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _compiled_pattern(node.value) is not None
+    )
