@@ -421,7 +421,7 @@ def _passed(module_name: str, callee: str) -> tuple[str, ...]:
         if isinstance(first, ast.Name) and first.id in held:
             found.append(held[first.id].pattern)
         elif _is_pattern_literal(first):
-            found.append(typing.cast(ast.Constant, first).value)
+            found.append(str(typing.cast(ast.Constant, first).value))
     return tuple(dict.fromkeys(found))
 
 
