@@ -107,6 +107,11 @@ def test_a_parsers_command_line_names_every_required_part():
         assert parser_of(error) is parser  # the parser that raised, read from the traceback
 
 
+def test_a_trial_gives_the_standard_streams_their_bytes_as_measuring_does():
+    spec, failure = find_synthesized_scenario("ownparts_pkg.write_bytes", (10,))
+    assert spec is not None, failure  # sys.stdout.buffer exists in a trial too
+
+
 # -- a real scan, through the command line ------------------------------------------------------
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from apiprof.engine.scenarios.synth import (
     rewind,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, MemoryStream, quiet_stdio, try_scenario
 from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6
@@ -189,7 +188,7 @@ def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
 def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     """Call once, as the scenario would: (what it raised, what it printed to stderr, whether
     it returned an iterator)."""
-    printed = io.StringIO()
+    printed = MemoryStream()
     target, args, kwargs = synthesis.target, synthesis.args, synthesis.kwargs
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio(), contextlib.redirect_stderr(printed):
