@@ -36,7 +36,9 @@ def search(qualnames: list[str], sources: tuple[str, ...]) -> tuple[int, float]:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:
                 spec, _ = find_synthesized_scenario(qualname, (10,), sources=sources)
-            except Exception:  # an entry point that breaks the search counts as not found
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # an entry point that breaks the search counts as not found
                 spec = None
         found += spec is not None
         sys.argv[:] = argv
