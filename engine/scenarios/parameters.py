@@ -312,8 +312,10 @@ def parameter_candidates(
         classes = package_classes(getattr(target, "__module__", "") or "")
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
-    if "heuristics" in sources and not (annotated and not vague):
-        usage = usage_through_callees(target, parameter.name)
+    guessing = "heuristics" in sources and not (annotated and not vague)
+    read = guessing or "patterns" in sources  # how the body uses it (read once)
+    usage = usage_through_callees(target, parameter.name) if read else None
+    if guessing:
         strong: list[Any] = []
         weak: list[Any] = []
         if usage is not None:
@@ -348,7 +350,6 @@ def parameter_candidates(
         if texts is not None:
             found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
     if "patterns" in sources:  # the package's own regular expressions: what a handler expects
-        usage = usage_through_callees(target, parameter.name)
         own = annotation if annotated else parameter.empty
         typed = pattern_candidates(target, parameter, signature, own, usage)
         found[:0] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
