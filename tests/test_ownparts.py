@@ -13,13 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from ownparts_pkg.tables import load_table
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.building import SOURCES
+from apiprof.engine.scenarios.examples import ExampleValues
+from apiprof.engine.scenarios.packagedata import PackageFile, with_package_files
 from apiprof.engine.scenarios.regextext import match_of, matching_text
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.typetext import PathMarker
 from apiprof.model.records import ScenarioSource
 
 RULES = {
@@ -110,6 +114,14 @@ def test_a_parsers_command_line_names_every_required_part():
 def test_a_trial_gives_the_standard_streams_their_bytes_as_measuring_does():
     spec, failure = find_synthesized_scenario("ownparts_pkg.write_bytes", (10,))
     assert spec is not None, failure  # sys.stdout.buffer exists in a trial too
+
+
+def test_unhashable_candidates_pass_through_the_data_files_offer():
+    examples = ExampleValues(({"zone": "UTC"},))  # unhashable: compared by identity
+    found = [(examples, "examples"), (PathMarker, "heuristics")]
+    offered = with_package_files(load_table, "path", found, "package_data")
+    assert offered[0] == (examples, "examples")
+    assert isinstance(offered[1][0], PackageFile) and offered[2][0] is PathMarker
 
 
 # -- a real scan, through the command line ------------------------------------------------------

@@ -82,7 +82,7 @@ def with_package_files(
     chosen = _matching(parameter, files) or named
     result: list[tuple[Any, Any]] = []
     for annotation, origin in found:
-        kind = _KINDS.get(annotation) or ("bytes" if annotation is bytes and named else "")
+        kind = _kind(annotation) or ("bytes" if annotation is bytes and named else "")
         offered = (PackageFile(kind, tuple(chosen or files)[:MAX_FILES]), source)
         if not kind:
             result.append((annotation, origin))
@@ -91,6 +91,12 @@ def with_package_files(
         else:
             result += [(annotation, origin), offered]
     return result
+
+
+def _kind(annotation: Any) -> str:
+    """How a file-like candidate takes a data file ("" for others; candidates may be
+    unhashable, so they are compared by identity)."""
+    return next((kind for marker, kind in _KINDS.items() if annotation is marker), "")
 
 
 def build_package_file(tp: PackageFile, context: BuildContext, name: str) -> Any:
