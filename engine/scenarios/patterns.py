@@ -21,7 +21,6 @@ import functools
 import inspect
 import re
 import sys
-import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -370,18 +369,21 @@ _PATTERN_NAME = re.compile(r"(^|_)(RE|PATTERN|REGEX|RX)S?$")
 @functools.cache
 def _module_patterns(module_name: str) -> dict[str, re.Pattern[Any]]:
     """The module's pattern constants by name: compiled patterns, strings named like one
-    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile — module globals, and such names
-    its functions assign a literal to."""
+    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile — the globals its source assigns at
+    the top level (in source order: the same in every worker, whatever ran before), and such
+    names its functions assign a literal to."""
     module = sys.modules.get(module_name)
+    tree = _module_tree(module_name)
+    if module is None or tree is None:
+        return {}
     found: dict[str, re.Pattern[Any]] = {}
-    for name, value in vars(module).items() if module is not None else ():
-        if name.startswith("__") or isinstance(value, types.ModuleType):
-            continue
+    for name in _assigned(tree.body):
+        value = getattr(module, name, None)
         named = _PATTERN_NAME.search(name.upper()) is not None
         compiled = _compiled_pattern(value) if named or isinstance(value, re.Pattern) else None
         if compiled is not None:
             found[name] = compiled
-    for node in ast.walk(_module_tree(module_name) or ast.Module([], [])):
+    for node in ast.walk(tree):
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -393,6 +395,17 @@ def _module_patterns(module_name: str) -> dict[str, re.Pattern[Any]]:
             if compiled is not None:
                 found.setdefault(node.targets[0].id, compiled)
     return found
+
+
+def _assigned(body: list[ast.stmt]) -> list[str]:
+    """Names the statements assign (``X = ...``, ``X: T = ...``), in order, once each."""
+    names: list[str] = []
+    for statement in body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if isinstance(statement, ast.AnnAssign):
+            targets = [statement.target]
+        names += [target.id for target in targets if isinstance(target, ast.Name)]
+    return list(dict.fromkeys(names))
 
 
 @functools.cache
