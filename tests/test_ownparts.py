@@ -47,6 +47,11 @@ RULES = {
         "learned from the argument parser of SystemExit 'usage: ownparts [-h] {count} ...': "
         "sys.argv names 'count', '--input', 'input', '--unit', 'lines', '--limit', '1'",
     ),
+    # a dotted module name (the repair: "No module named", then the attribute it lacked)
+    "ownparts_pkg.plugins.load_plugin": (
+        "repair",
+        "name the name of a module of the package with 'make_plugin'",
+    ),
 }
 
 

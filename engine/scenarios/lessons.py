@@ -32,6 +32,7 @@ from apiprof.engine.scenarios.failing import (
     holders,
     innermost,
 )
+from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 
 
 class Want(enum.StrEnum):
@@ -44,6 +45,7 @@ class Want(enum.StrEnum):
     NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
+    MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ class Lesson:
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
+            Want.MODULE: f"{subject} the name of a module of the package"
+            + (f" with {listed}" if self.names else ""),
         }[self.want]
 
 
@@ -109,17 +113,21 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
     for lesson in lessons:
         if lesson.key != new.key:
             kept.append(lesson)
-        elif lesson.want is new.want and new.want in (Want.ATTRIBUTES, Want.KEYS):
+        elif lesson.want is new.want and new.want in ACCUMULATING:
             names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
             causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
             new = replace(new, names=names, cause=causes, turn=lesson.turn)
     return (*kept, new)
 
 
+ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
+"""Wants whose names add up over the rounds (and that have further candidates to try)."""
+
+
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)"
+    r"'NoneType' object is not (iterable|callable)|No module named"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -150,6 +158,10 @@ def learn(
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
+    imported = missing_module(str(error), bound)  # also inside another exception's message
+    if imported is not None:
+        name, element = imported
+        return Lesson(name, Want.MODULE, (), element, f"{type(error).__name__} {message}")
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
@@ -311,6 +323,11 @@ def _from_attribute_error(
     arguments (or one of an argument's elements), which wants that attribute."""
     attribute = getattr(error, "name", None)
     obj = getattr(error, "obj", None)
+    module = asked_of_module(obj, bound)  # a module the argument named lacks it
+    if attribute and module is not None:
+        return Lesson(
+            module[0], Want.MODULE, (attribute,), module[1], f"AttributeError {attribute!r}"
+        )
     if not attribute or obj is None or isinstance(obj, (type, types.ModuleType)):
         return None
     found = list(holders(bound, lambda value: value is obj))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.lessons import ACCUMULATING, Lesson, Want, learn, merged
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.synth import (
@@ -179,7 +179,7 @@ def _literals(lessons: tuple[Lesson, ...]) -> tuple[tuple[object, ...], ...]:
 
 def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
     """The lessons with the last one's next candidate (another class, other values)."""
-    if not lessons or lessons[-1].want not in (Want.ATTRIBUTES, Want.KEYS):
+    if not lessons or lessons[-1].want not in ACCUMULATING:
         return None
     last = lessons[-1]
     return (*lessons[:-1], replace(last, turn=last.turn + 1))
