@@ -37,6 +37,11 @@ RULES = {
     "ownparts_pkg.on_number": ("patterns", "m: patterns (a match of 'v?(\\\\d+)"),
     # a parser that starts by matching its argument with the module's compiled pattern
     "ownparts_pkg.parse_version": ("patterns", "text: patterns (text 'v?(\\\\d+)"),
+    # ... a literal pattern compiled in place, matched against the stripped parameter
+    "ownparts_pkg.handlers.parse_pair": (
+        "patterns",
+        "line: patterns (text '(\\\\w+)=(\\\\w+)' matches)",
+    ),
     # a reader of the package's own data format: the path of the file that ships with it
     "ownparts_pkg.load_table": ("package_data", "path: package_data (the package's table.bin)"),
     # ... and its bytes, where the module names the file

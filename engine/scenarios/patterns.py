@@ -17,10 +17,8 @@ pattern accepts. Everything is rebuilt from the same seed and variant in the mea
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import re
-import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +26,13 @@ from typing import Any
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.examples import ExampleValues
+from apiprof.engine.scenarios.heldpatterns import (
+    MAX_PATTERNS,
+    held_patterns,
+    is_compile,
+    module_patterns,
+    resolve_pattern,
+)
 from apiprof.engine.scenarios.regextext import match_of, matching_text
 from apiprof.engine.scenarios.usage import Usage, constructor_of, function_tree, usage_of
 
@@ -54,9 +59,6 @@ PATTERN_NAMES = frozenset(["pattern", "regex", "regexp", "re_pattern", "rx", "pa
 """Names of a parameter that takes a regular expression's text."""
 TEXT_NAMES = frozenset(["data", "text", "string", "s", "line", "source", "src", "content", "buf"])
 """Names of a parameter that, beside a match, is the text it was taken from."""
-_PREFERRED_ATTRIBUTES = ("compiled_re", "pattern", "regex", "re", "RE", "regexp", "rx", "_re")
-MAX_PATTERNS = 6
-"""Pattern constants offered to one parameter (flavours), best first."""
 _MATCHING_CALLS = frozenset(["match", "fullmatch", "search", "finditer", "findall", "split"])
 
 
@@ -122,7 +124,9 @@ def pattern_candidates(
 def build_pattern_value(tp: Any, context: BuildContext, name: str) -> Any:
     """Build one of this module's markers (see :func:`pattern_candidates`)."""
     if isinstance(tp, MatchOf):
-        patterns = [p for p in _held_patterns(tp, context) if _fits(p, tp)]
+        patterns = [
+            p for p in held_patterns(context.receiver, tp.attributes, tp.module) if _fits(p, tp)
+        ]
         if not patterns:
             raise CannotSynthesize(
                 f"parameter {name!r}: no pattern of the receiver or module {tp.module} has "
@@ -133,7 +137,8 @@ def build_pattern_value(tp: Any, context: BuildContext, name: str) -> Any:
         context.notes[name] = f"a match of {_shown(pattern)}"
         return match
     if isinstance(tp, MatchingText):
-        pattern = _resolve(tp, context)
+        holder = context.receiver if context.receiver is not None else context.owner
+        pattern = resolve_pattern(tp.expression, tp.module, holder)
         if pattern is None:
             raise CannotSynthesize(f"parameter {name!r}: cannot find the pattern {tp.expression}")
         context.notes[name] = f"text {_shown(pattern)} matches"
@@ -249,62 +254,6 @@ def _fits(pattern: re.Pattern[Any], wanted: MatchOf) -> bool:
     return pattern.groups >= wanted.index and all(n in pattern.groupindex for n in wanted.names)
 
 
-def _held_patterns(wanted: MatchOf, context: BuildContext) -> list[re.Pattern[Any]]:
-    """The receiver's compiled patterns (those the method matches with, then the usual names,
-    then any), then the module's."""
-    found: list[re.Pattern[Any]] = []
-    receiver = context.receiver
-    if receiver is not None:
-        held = _attributes(receiver)
-        order = [*wanted.attributes, *_PREFERRED_ATTRIBUTES, *sorted(held)]
-        found += [held[name] for name in dict.fromkeys(order) if name in held]
-    found += _module_patterns(wanted.module).values()
-    return list({id(pattern): pattern for pattern in found}.values())
-
-
-def _attributes(receiver: object) -> dict[str, re.Pattern[Any]]:
-    """The receiver's attributes (its own, then its classes') that are compiled patterns."""
-    held: dict[str, re.Pattern[Any]] = {}
-    namespaces = [getattr(receiver, "__dict__", {}), *(vars(k) for k in type(receiver).__mro__)]
-    for namespace in namespaces:
-        for name, value in namespace.items():
-            if isinstance(value, re.Pattern):
-                held.setdefault(name, value)
-    return held
-
-
-def _resolve(tp: MatchingText, context: BuildContext) -> re.Pattern[Any] | None:
-    """The pattern ``tp.expression`` names: a literal, a module global (``NUMBER_RE``,
-    ``patterns.NUMBER``), or ``self.<attribute>`` of the receiver or the called class."""
-    expression = tp.expression
-    try:
-        node = ast.parse(expression, mode="eval").body
-    except SyntaxError:
-        return None
-    value: Any = None
-    if isinstance(node, ast.Constant):
-        value = node.value
-    elif expression.startswith("self."):
-        holder: Any = context.receiver if context.receiver is not None else context.owner
-        value = getattr(holder, expression.removeprefix("self."), None)
-    else:
-        value = sys.modules.get(tp.module)
-        for part in expression.split("."):
-            value = getattr(value, part, None)
-    return _compiled_pattern(value)
-
-
-def _compiled_pattern(value: object) -> re.Pattern[Any] | None:
-    if isinstance(value, re.Pattern):
-        return value
-    if isinstance(value, (str, bytes)):
-        try:
-            return re.compile(value)
-        except (re.error, RecursionError, OverflowError):
-            return None
-    return None
-
-
 def _matched_with(target: Callable[..., object], parameter: str) -> str:
     """The source text of the pattern the body matches ``parameter`` with: ``P`` in
     ``re.match(P, parameter)`` or ``P.match(parameter)`` ("" when it matches with none)."""
@@ -320,13 +269,26 @@ def _matched_with(target: Callable[..., object], parameter: str) -> str:
         if isinstance(on, ast.Name) and on.id == "re":
             if len(node.args) >= 2 and _names(node.args[1], parameter):
                 return ast.unparse(node.args[0])
-        elif node.args and _names(node.args[0], parameter) and _is_reference(on):
+        elif (
+            node.args and _names(node.args[0], parameter) and (_is_reference(on) or is_compile(on))
+        ):
             return ast.unparse(on)
     return ""
 
 
 def _names(node: ast.expr, parameter: str) -> bool:
+    """``parameter`` itself, or the parameter tidied (``text.strip()``, ``line.lower()``)."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _TIDYING
+    ):
+        node = node.func.value
     return isinstance(node, ast.Name) and node.id == parameter
+
+
+_TIDYING = frozenset(["strip", "lstrip", "rstrip", "lower", "upper", "casefold", "expandtabs"])
+"""String methods a parser applies before matching, which keep text a pattern accepts."""
 
 
 def _is_reference(node: ast.expr) -> bool:
@@ -348,100 +310,4 @@ def _compiled(target: Callable[..., object], parameter: str) -> bool:
         and node.args
         and _names(node.args[0], parameter)
         for node in (ast.walk(tree) if tree is not None else ())
-    )
-
-
-def module_patterns(target: Callable[..., object]) -> tuple[str, ...]:
-    """The module's pattern constants for a pattern parameter of ``target``: those the
-    module passes to ``target`` itself (``Handler(ESCAPE_RE)``, ``Handler(r"...")``) first,
-    then the others, at most :data:`MAX_PATTERNS`."""
-    module = getattr(target, "__module__", "") or ""
-    held = _module_patterns(module)
-    passed = _passed(module, getattr(target, "__name__", ""))
-    ordered = [*passed, *(pattern.pattern for pattern in held.values())]
-    return tuple(dict.fromkeys(ordered))[:MAX_PATTERNS]
-
-
-_PATTERN_NAME = re.compile(r"(^|_)(RE|PATTERN|REGEX|RX)S?$")
-"""What a name that holds a pattern ends with (``TAG_RE``, ``number_pattern``)."""
-
-
-@functools.cache
-def _module_patterns(module_name: str) -> dict[str, re.Pattern[Any]]:
-    """The module's pattern constants by name: compiled patterns, strings named like one
-    (``*_RE``, ``*_PATTERN``, ``*_REGEX``) that compile — the globals its source assigns at
-    the top level (in source order: the same in every worker, whatever ran before), and such
-    names its functions assign a literal to."""
-    module = sys.modules.get(module_name)
-    tree = _module_tree(module_name)
-    if module is None or tree is None:
-        return {}
-    found: dict[str, re.Pattern[Any]] = {}
-    for name in _assigned(tree.body):
-        value = getattr(module, name, None)
-        named = _PATTERN_NAME.search(name.upper()) is not None
-        compiled = _compiled_pattern(value) if named or isinstance(value, re.Pattern) else None
-        if compiled is not None:
-            found[name] = compiled
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and _PATTERN_NAME.search(node.targets[0].id.upper())
-            and isinstance(node.value, ast.Constant)
-        ):
-            compiled = _compiled_pattern(node.value.value)
-            if compiled is not None:
-                found.setdefault(node.targets[0].id, compiled)
-    return found
-
-
-def _assigned(body: list[ast.stmt]) -> list[str]:
-    """Names the statements assign (``X = ...``, ``X: T = ...``), in order, once each."""
-    names: list[str] = []
-    for statement in body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else []
-        if isinstance(statement, ast.AnnAssign):
-            targets = [statement.target]
-        names += [target.id for target in targets if isinstance(target, ast.Name)]
-    return list(dict.fromkeys(names))
-
-
-@functools.cache
-def _module_tree(module_name: str) -> ast.Module | None:
-    module = sys.modules.get(module_name)
-    try:
-        return ast.parse(inspect.getsource(module)) if module is not None else None
-    except (OSError, TypeError, SyntaxError):
-        return None
-
-
-@functools.cache
-def _passed(module_name: str, callee: str) -> tuple[str, ...]:
-    """The patterns the module's own source passes first to ``callee(...)``: a pattern
-    constant by its name, or a literal that compiles."""
-    held = _module_patterns(module_name)
-    found: list[str] = []
-    for node in ast.walk(_module_tree(module_name) or ast.Module([], [])) if callee else ():
-        if not isinstance(node, ast.Call) or not node.args:
-            continue
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        first = node.args[0]
-        if called != callee:
-            continue
-        if isinstance(first, ast.Name) and first.id in held:
-            found.append(held[first.id].pattern)
-        elif _is_pattern_literal(first):
-            found.append(str(typing.cast(ast.Constant, first).value))
-    return tuple(dict.fromkeys(found))
-
-
-def _is_pattern_literal(node: ast.expr) -> bool:
-    """A string literal that compiles as a regular expression."""
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and _compiled_pattern(node.value) is not None
     )
