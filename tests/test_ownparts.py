@@ -52,6 +52,11 @@ RULES = {
         "learned from the argument parser of SystemExit 'usage: ownparts [-h] {count} ...': "
         "sys.argv names 'count', '--input', 'input', '--unit', 'lines', '--limit', '1'",
     ),
+    # a text stream where the call reads bytes ("can't concat str to bytes"): a binary one
+    "ownparts_pkg.streams.LatinReader": (
+        "repair",
+        "learned from TypeError can't concat str to bytes: stream of type binary file",
+    ),
     # a dotted module name (the repair: "No module named", then the attribute it lacked)
     "ownparts_pkg.plugins.load_plugin": (
         "repair",

@@ -32,7 +32,9 @@ from apiprof.engine.scenarios.failing import (
     holders,
     innermost,
 )
+from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 
 
 class Want(enum.StrEnum):
@@ -135,7 +137,7 @@ again: a ``ValueError`` about the content says nothing about the type)."""
 
 def may_teach(reason: str) -> bool:
     """Whether a rejected call's reason is of a kind a lesson can come from."""
-    return TEACHING.search(reason) is not None
+    return TEACHING.search(reason) is not None or mixes_kinds(reason)
 
 
 def learn(
@@ -186,6 +188,9 @@ def learn(
         typed = _from_argument_type(message, bound)
         if typed is not None:
             return typed
+        mixed = wrong_kind(message, bound, expression_names(error))
+        if mixed is not None:
+            return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
@@ -212,6 +217,8 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
+    TEXT_FILE: TextFileMarker,
 }
 """What a C function's "argument N must be X" wants, as a type to build."""
 _MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")
