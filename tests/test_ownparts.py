@@ -42,6 +42,11 @@ RULES = {
         "patterns",
         "line: patterns (text '(\\\\w+)=(\\\\w+)' matches)",
     ),
+    # ... and a list whose every element it matches
+    "ownparts_pkg.handlers.header_levels": (
+        "patterns",
+        "lines: patterns (texts '(#+) (\\\\w+)' matches)",
+    ),
     # a reader of the package's own data format: the path of the file that ships with it
     "ownparts_pkg.load_table": ("package_data", "path: package_data (the package's table.bin)"),
     # ... and its bytes, where the module names the file

@@ -352,8 +352,8 @@ def parameter_candidates(
     if "patterns" in sources:  # the package's own regular expressions: what a handler expects
         own = annotation if annotated else parameter.empty
         typed = pattern_candidates(target, parameter, signature, own, usage)
-        examples = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
-        at = examples[-1] + 1 if examples else 0  # the package's own literal values stay first
+        given = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
+        at = given[-1] + 1 if given else 0  # the package's own literal values stay first
         found[at:at] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
     found += vague_stubs
     if vague:

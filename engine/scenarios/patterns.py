@@ -81,6 +81,7 @@ class MatchingText:
 
     module: str
     expression: str
+    elements: bool = False  # a list of such texts (the body matches its elements)
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,21 @@ def pattern_candidates(
     plain = annotation is inspect.Parameter.empty or annotation in (str, bytes, Any, object)
     if _is_match_type(annotation) or (plain and _used_as_match(parameter.name, usage)):
         return [_match_of(target, parameter.name, module)]
-    if not plain:
+    textual = plain or typing.get_args(annotation) in ((str,), (bytes,))  # list[str] too
+    if not textual:
         return []
     found: list[Any] = []
-    expression = _matched_with(target, parameter.name)
+    tree = _tree(target)
+    expression = _matched_with(tree, parameter.name) if plain else ""
     if expression:
         found.append(MatchingText(module, expression))
+    for element in _element_names(tree, parameter.name) if not expression else ():
+        expression = _matched_with(tree, element)  # block = blocks.pop(0); RE.search(block)
+        if expression:
+            found.append(MatchingText(module, expression, elements=True))
+            break
+    if not plain:
+        return found
     names = list(signature.parameters)
     before = names[: names.index(parameter.name)]
     if parameter.name in TEXT_NAMES and any(
@@ -141,6 +151,13 @@ def build_pattern_value(tp: Any, context: BuildContext, name: str) -> Any:
         pattern = resolve_pattern(tp.expression, tp.module, holder)
         if pattern is None:
             raise CannotSynthesize(f"parameter {name!r}: cannot find the pattern {tp.expression}")
+        if tp.elements:  # n texts, each as short as the pattern allows
+            context.notes[name] = f"texts {_shown(pattern)} matches"
+            found = matching_text(pattern, 1, context.seed)
+            if found is None:
+                raise CannotSynthesize(f"parameter {name!r}: no text matches {pattern.pattern!r}")
+            context.sized = True
+            return [found[0]] * context.n
         context.notes[name] = f"text {_shown(pattern)} matches"
         return _text(pattern, context, name)
     if isinstance(tp, MatchedText):
@@ -254,10 +271,9 @@ def _fits(pattern: re.Pattern[Any], wanted: MatchOf) -> bool:
     return pattern.groups >= wanted.index and all(n in pattern.groupindex for n in wanted.names)
 
 
-def _matched_with(target: Callable[..., object], parameter: str) -> str:
+def _matched_with(tree: ast.AST | None, parameter: str) -> str:
     """The source text of the pattern the body matches ``parameter`` with: ``P`` in
     ``re.match(P, parameter)`` or ``P.match(parameter)`` ("" when it matches with none)."""
-    tree = _tree(target)
     for node in ast.walk(tree) if tree is not None else ():
         if not (
             isinstance(node, ast.Call)
@@ -274,6 +290,32 @@ def _matched_with(target: Callable[..., object], parameter: str) -> str:
         ):
             return ast.unparse(on)
     return ""
+
+
+def _element_names(tree: ast.AST | None, parameter: str) -> list[str]:
+    """Locals that hold one element of ``parameter``: ``x = parameter.pop(0)``,
+    ``x = parameter[0]``, ``for x in parameter``."""
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.For, ast.comprehension)) and _names(node.iter, parameter):
+            target, value = node.target, None
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        taken = (
+            value is None
+            or (isinstance(value, ast.Subscript) and _names(value.value, parameter))
+            or (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "pop"
+                and _names(value.func.value, parameter)
+            )
+        )
+        if taken and isinstance(target, ast.Name):
+            found.append(target.id)
+    return found
 
 
 def _names(node: ast.expr, parameter: str) -> bool:
