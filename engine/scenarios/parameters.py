@@ -352,8 +352,7 @@ def parameter_candidates(
     if "patterns" in sources:  # the package's own regular expressions: what a handler expects
         own = annotation if annotated else parameter.empty
         typed = pattern_candidates(target, parameter, signature, own, usage)
-        given = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
-        at = given[-1] + 1 if given else 0  # the package's own literal values stay first
+        at = _after_literals(found)
         found[at:at] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
     found += vague_stubs
     if vague:
@@ -364,6 +363,17 @@ def parameter_candidates(
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _after_literals(found: list[tuple[Any, ScenarioSource]]) -> int:
+    """Where generated text goes: after the package's own literal values (examples) and the
+    exact values leading the list (a name's ``Literal``: a namespace URI), which are more
+    realistic when they are accepted."""
+    given = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
+    at = given[-1] + 1 if given else 0
+    while at < len(found) and typing.get_origin(found[at][0]) is typing.Literal:
+        at += 1
+    return at
 
 
 def _says_nothing(annotation: Any) -> bool:
