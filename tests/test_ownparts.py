@@ -7,13 +7,12 @@ same entry point stays rejected; then through the command line."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from ownparts_pkg.tables import load_table
+from test_repair import scan_summary  # the fixture scanned through the command line
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
@@ -147,20 +146,13 @@ def test_unhashable_candidates_pass_through_the_data_files_offer():
 # -- a real scan, through the command line ------------------------------------------------------
 
 
-def scan_summary(home: Path, name: str, *extra: str) -> dict:
-    options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
-    files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
-    out = run("apiprof-scan", "ownparts_pkg", *files, *options, cwd=home)
-    assert out.returncode == 0, out.stderr
-    return json.loads((home / f"{name}.json").read_text())["packages"][0]
-
-
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory):
     """The default command, and with the three rules switched off."""
     home = tmp_path_factory.mktemp("ownparts")
     off = ("--no-patterns", "--no-package-data", "--no-repair")
-    return home, {"on": scan_summary(home, "on"), "off": scan_summary(home, "off", *off)}
+    on = scan_summary(home, "on", package="ownparts_pkg")
+    return home, {"on": on, "off": scan_summary(home, "off", *off, package="ownparts_pkg")}
 
 
 def test_the_default_scan_profiles_them_and_credits_each_source(scans):
