@@ -111,7 +111,7 @@ def pattern_candidates(
     if expression:
         found.append(MatchingText(module, expression))
     for element in _element_names(tree, parameter.name) if not expression else ():
-        expression = _matched_with(tree, element)  # block = blocks.pop(0); RE.search(block)
+        expression = _matched_with(tree, element)  # for line in lines: RE.match(line)
         if expression:
             found.append(MatchingText(module, expression, elements=True))
             break
@@ -293,8 +293,9 @@ def _matched_with(tree: ast.AST | None, parameter: str) -> str:
 
 
 def _element_names(tree: ast.AST | None, parameter: str) -> list[str]:
-    """Locals that hold one element of ``parameter``: ``x = parameter.pop(0)``,
-    ``x = parameter[0]``, ``for x in parameter``."""
+    """Locals that hold one element of ``parameter`` without taking it out: ``x =
+    parameter[0]``, ``for x in parameter`` (``parameter.pop(0)`` of a matching element
+    empties the list the measured calls share, where a refused one is put back)."""
     found = []
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.For, ast.comprehension)) and _names(node.iter, parameter):
@@ -303,15 +304,8 @@ def _element_names(tree: ast.AST | None, parameter: str) -> list[str]:
             target, value = node.targets[0], node.value
         else:
             continue
-        taken = (
-            value is None
-            or (isinstance(value, ast.Subscript) and _names(value.value, parameter))
-            or (
-                isinstance(value, ast.Call)
-                and isinstance(value.func, ast.Attribute)
-                and value.func.attr == "pop"
-                and _names(value.func.value, parameter)
-            )
+        taken = value is None or (
+            isinstance(value, ast.Subscript) and _names(value.value, parameter)
         )
         if taken and isinstance(target, ast.Name):
             found.append(target.id)
