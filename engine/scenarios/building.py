@@ -36,6 +36,8 @@ SOURCES = (
     "subclasses",
     "observed",
     "nodes",
+    "patterns",
+    "package_data",
     "heuristics",
     "repair",
 )
@@ -49,6 +51,8 @@ RANK = [
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.NODES,
+    ScenarioSource.PATTERNS,
+    ScenarioSource.PACKAGE_DATA,
     ScenarioSource.HEURISTICS,
     ScenarioSource.REPAIRED,
 ]
@@ -99,6 +103,9 @@ class BuildContext:
     flavours: dict[str, int] = field(default_factory=dict)
     # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
     lessons: tuple[Lesson, ...] = ()
+    matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
+    # what a source built for a parameter, when its type alone does not say ("a match of ...")
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def alternatives(self) -> dict[str, int]:
@@ -126,6 +133,8 @@ class BuildContext:
             parameter=self.parameter,
             candidates=self.candidates,
             flavours=self.flavours,
+            matched=self.matched,
+            notes=self.notes,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:
