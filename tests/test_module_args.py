@@ -37,9 +37,13 @@ def test_a_generator_refusing_its_arguments_is_never_measured_uniterated():
         raise ValueError("bad")
         yield
 
-    assert not iterated_later(refuses(), "lexgen_pkg.build")
-    assert iterated_later(__import__("lexgen_pkg").Lexer(), "lexgen_pkg.build")
-    assert not iterated_later(__import__("lexgen_pkg").Lexer(), "other_pkg.build")
+    lexer = __import__("lexgen_pkg").Lexer()
+    not_ready = "raised RuntimeError: No input string given with input() in call"
+    assert not iterated_later(refuses(), "lexgen_pkg.build", not_ready)
+    assert iterated_later(lexer, "lexgen_pkg.build", not_ready)
+    assert not iterated_later(lexer, "other_pkg.build", not_ready)
+    # a wrong argument shows while iterating too: that is no lexer waiting for its input
+    assert not iterated_later(lexer, "lexgen_pkg.build", "raised TypeError: can't concat str")
 
 
 def test_an_optional_parameter_named_after_a_package_class_gets_one():

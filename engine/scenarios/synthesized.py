@@ -8,6 +8,7 @@ the same ``(qualname, n, seed, variant)``, and the measured call is ``target(*ar
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 import re
@@ -167,15 +168,22 @@ def synthesized_spec(
     )
 
 
-def iterated_later(result: object, qualname: str) -> bool:
-    """Whether a result that refused to be iterated right after the call is an object of the
-    package that is an iterator among other things (a lexer, which yields tokens only once
-    it is given input): its call is measured alone. A generator's own refusal is the call's
-    (its body runs only when iterated), so a generator is never measured uniterated."""
+def iterated_later(result: object, qualname: str, reason: str) -> bool:
+    """Whether a result that refused to be iterated right after the call (``reason``) is an
+    object of the package that is an iterator among other things and is not ready yet (a
+    lexer, which yields tokens only once it is given input: a ``RuntimeError`` or an error of
+    the package's own): its call is measured alone. A type, attribute, lookup or value error
+    says the call's arguments were wrong (a reader given a text stream for a binary one), and
+    a generator's refusal is always the call's (its body runs only when iterated)."""
     if isinstance(result, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
         return False
     module = getattr(type(result), "__module__", "") or ""
-    return module.split(".")[0] == qualname.split(".")[0]
+    raised = re.match(r"raised (\w+)", reason)
+    kind = getattr(builtins, raised.group(1), None) if raised else None
+    not_ready = raised is not None and (
+        kind is None or (isinstance(kind, type) and issubclass(kind, RuntimeError))
+    )
+    return not_ready and module.split(".")[0] == qualname.split(".")[0]
 
 
 def find_synthesized_scenario(
@@ -235,7 +243,7 @@ def find_synthesized_scenario(
             plain, made = spec, result
             spec = build(lazy=True)
             failure, result = try_scenario(spec)
-            if failure is not None and iterated_later(made, qualname):
+            if failure is not None and iterated_later(made, qualname, failure.reason):
                 spec, failure = plain, None
         if failure is None:
             return spec, None
