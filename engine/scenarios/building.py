@@ -19,6 +19,7 @@ from apiprof.model.records import ScenarioSource
 
 if TYPE_CHECKING:
     from apiprof.engine.scenarios.lessons import Lesson
+    from apiprof.engine.scenarios.results import Taken
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -38,6 +39,7 @@ SOURCES = (
     "nodes",
     "heuristics",
     "repair",
+    "results",
 )
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
@@ -48,6 +50,7 @@ RANK = [
     ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
+    ScenarioSource.RESULTS,
     ScenarioSource.NODES,
     ScenarioSource.HEURISTICS,
     ScenarioSource.REPAIRED,
@@ -99,6 +102,8 @@ class BuildContext:
     flavours: dict[str, int] = field(default_factory=dict)
     # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
     lessons: tuple[Lesson, ...] = ()
+    # values taken from the package's own working calls, per slot (:mod:`.results`)
+    taken: tuple[Taken, ...] = ()
 
     @property
     def alternatives(self) -> dict[str, int]:

@@ -156,7 +156,7 @@ def _search(
             break
         if lessons:
             last_error = describe_exception(error)
-        bound = _bound(synthesis, lessons)
+        bound = bound_arguments(synthesis, lessons)
         lesson = learn(
             error,
             bound,
@@ -209,7 +209,7 @@ def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     return None, "", lazy
 
 
-def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
+def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
     """The call's arguments by parameter name, with the optional ones left at a default of
     None (the receiver left out: no lesson mends it); a C function's by the names its errors
     gave."""

@@ -21,6 +21,9 @@ from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.lessons import Lesson, may_teach
 from apiprof.engine.scenarios.repair import Start, repair_search
+from apiprof.engine.scenarios.results import SOURCE as RESULTS
+from apiprof.engine.scenarios.results import Taken
+from apiprof.engine.scenarios.resultsearch import results_search
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
@@ -97,16 +100,20 @@ def synthesized_spec(
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
     repairs: tuple[Lesson, ...] = (),
+    taken: tuple[Taken, ...] = (),
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given);
-    ``repairs``: what rejected calls taught (:mod:`.repair`), rebuilt the same way."""
+    ``repairs``: what rejected calls taught (:mod:`.repair`), ``taken``: values the package's
+    working calls made (:mod:`.results`), both rebuilt the same way."""
     size = "n" if synthesis.sized else "None"
     arguments = f"{qualname!r}, {size}, seed={seed}, variant={variant}, sources={tuple(sources)!r}"
     if pins:
         arguments += f", pins={pins!r}"
     if repairs:
         arguments += f", repairs={tuple(lesson.literal() for lesson in repairs)!r}"
+    if taken:
+        arguments += f", taken={tuple(item.literal() for item in taken)!r}"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
         f"target, args, kwargs = synthesize_call({arguments})\n"
@@ -137,6 +144,8 @@ def synthesized_spec(
         description += f"; types from {synthesis.describe_sources()}"
     for lesson in repairs:
         description += f"; {lesson.describe()}"
+    for item in taken:
+        description += f"; {item.describe()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
@@ -238,6 +247,29 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
+    if RESULTS in sources and first_failure is not None:
+        if first_failure.kind is Coverage.NO_ARGUMENTS:
+            spec, note = results_search(
+                qualname,
+                sizes[0] if sizes else None,
+                seed=seed,
+                start=rejected[0] if rejected else (0, {}),
+                sources=sources,
+                build=lambda synthesis, taken, lazy: synthesized_spec(
+                    qualname,
+                    sizes,
+                    synthesis,
+                    seed=seed,
+                    variant=rejected[0][0] if rejected else 0,
+                    sources=sources,
+                    pins=rejected[0][1] if rejected else None,
+                    taken=taken,
+                    lazy=lazy,
+                ),
+            )
+            if spec is not None:
+                return spec, None
+            first_failure = replace(first_failure, reason=first_failure.reason + note)
     if "repair" in sources and rejected and first_failure is not None:
         repaired = repair_search(
             qualname,
