@@ -87,7 +87,7 @@ def of_package(value: object, package: str) -> bool:
 
 
 def _held(value: object, package: str) -> list[tuple[Step, object]]:
-    if isinstance(value, _SCALARS) or isinstance(value, type):
+    if isinstance(value, (*_SCALARS, type)):
         return []
     if isinstance(value, Mapping):
         return [

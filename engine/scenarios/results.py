@@ -144,7 +144,9 @@ def example_roots(qualname: str, index: int) -> dict[str, object] | None:
     code = "".join(block.code for block in blocks)
     try:
         tree = ast.parse(code)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last is not None:
+            tree.body.pop()
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
             exec(compile(tree, f"<example {index} of {qualname}>", "exec"), namespace)
             result = (

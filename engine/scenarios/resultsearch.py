@@ -10,6 +10,7 @@ that searches this entry point's scenarios.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from collections.abc import Callable
@@ -134,21 +135,22 @@ def _slots(
         inspect.getattr_static(owner, member, None), (staticmethod, classmethod)
     )
     if receiver and owner is not None:
-        cls = owner
-        slots.append(Slot(RECEIVER, lambda value: type(value) is cls, f"{cls.__name__} instance"))
+        slots.append(Slot(RECEIVER, _of_class(owner), f"{owner.__name__} instance"))
     bound = bound_arguments(rejected, ()) if rejected is not None else {}
     kind = visited_kind(member)
     for position, name in enumerate(_required(target)):
         if kind and position == 0:
-            slots.insert(0, Slot(name, lambda value: node_of_kind(value, kind), f"{kind} node"))
-        elif name in bound and fits_like(bound[name], bound[name]):
-            like = bound[name]
-            slots.append(
-                Slot(name, lambda value, like=like: fits_like(value, like), type(like).__name__)
-            )
+            slots.insert(0, Slot(name, functools.partial(node_of_kind, kind=kind), f"{kind} node"))
+        elif name in bound and fits_like(bound[name], bound[name]):  # not a scalar, not empty
+            like = functools.partial(fits_like, like=bound[name])
+            slots.append(Slot(name, like, type(bound[name]).__name__))
     if rejected is not None and slots and slots[0].name == RECEIVER:
         slots.append(slots.pop(0))  # the receiver was built: the parameters first
     return slots
+
+
+def _of_class(cls: type) -> Callable[[object], bool]:
+    return lambda value: type(value) is cls
 
 
 def _class_or_none(qualname: str) -> type | None:

@@ -247,29 +247,30 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
-    if RESULTS in sources and first_failure is not None:
-        if first_failure.kind is Coverage.NO_ARGUMENTS:
-            spec, note = results_search(
+    refused = first_failure is not None and first_failure.kind is Coverage.NO_ARGUMENTS
+    if RESULTS in sources and first_failure is not None and refused:
+        start = rejected[0] if rejected else (0, {})
+        taking, note = results_search(
+            qualname,
+            sizes[0] if sizes else None,
+            seed=seed,
+            start=start,
+            sources=sources,
+            build=lambda synthesis, taken, lazy: synthesized_spec(
                 qualname,
-                sizes[0] if sizes else None,
+                sizes,
+                synthesis,
                 seed=seed,
-                start=rejected[0] if rejected else (0, {}),
+                variant=start[0],
                 sources=sources,
-                build=lambda synthesis, taken, lazy: synthesized_spec(
-                    qualname,
-                    sizes,
-                    synthesis,
-                    seed=seed,
-                    variant=rejected[0][0] if rejected else 0,
-                    sources=sources,
-                    pins=rejected[0][1] if rejected else None,
-                    taken=taken,
-                    lazy=lazy,
-                ),
-            )
-            if spec is not None:
-                return spec, None
-            first_failure = replace(first_failure, reason=first_failure.reason + note)
+                pins=start[1],
+                taken=taken,
+                lazy=lazy,
+            ),
+        )
+        if taking is not None:
+            return taking, None
+        first_failure = replace(first_failure, reason=first_failure.reason + note)
     if "repair" in sources and rejected and first_failure is not None:
         repaired = repair_search(
             qualname,
