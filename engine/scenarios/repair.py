@@ -140,7 +140,7 @@ def _search(
         if WATCH.stop_for(watched, at, Phase.COLLECT) is not None:
             break
         try:
-            error, printed, lazy = _probe(synthesis)
+            error, printed, lazy = probe_call(synthesis)
         finally:
             WATCH.idle()
         if error is None:
@@ -162,7 +162,7 @@ def _search(
             bound,
             usage=printed,
             probe=_name_probe(synthesis),
-            receiver=_receiver(synthesis),
+            receiver=receiver_of(synthesis),
         )
         following = merged(lessons, lesson) if lesson is not None else None
         if following is None or following in tried:
@@ -186,7 +186,7 @@ def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
     return (*lessons[:-1], replace(last, turn=last.turn + 1))
 
 
-def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
+def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     """Call once, as the scenario would: (what it raised, what it printed to stderr, whether
     it returned an iterator)."""
     printed = io.StringIO()
@@ -229,7 +229,7 @@ def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[s
     return {name: value for name, value in arguments.items() if name not in ("self", "cls")}
 
 
-def _receiver(synthesis: Synthesis) -> object:
+def receiver_of(synthesis: Synthesis) -> object:
     """The instance a method is called on: bound to it, or passed first (a property getter,
     a base class's own function)."""
     bound_to = getattr(synthesis.target, "__self__", None)

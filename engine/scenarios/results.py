@@ -316,10 +316,26 @@ def _package_callables(package: str) -> list[tuple[str, object, type | None]]:
                 found.append((f"{module_name}.{name}", value, None))
                 found += [
                     (f"{module_name}.{name}.{attribute}", member, value)
-                    for attribute, member in sorted(vars(value).items())
-                    if not attribute.startswith("_") and inspect.isfunction(member)
+                    for attribute, member in _methods(value, package)
                 ]
     return found
+
+
+def _methods(cls: type, package: str) -> list[tuple[str, object]]:
+    """The public methods ``cls`` has that the package defines, its own or inherited (an
+    extension's ``getConfigs`` from its base class), by name."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if (klass.__module__ or "").split(".")[0] != package:
+            continue
+        found.update(
+            {
+                name: member
+                for name, member in vars(klass).items()
+                if not name.startswith("_") and inspect.isfunction(member)
+            }
+        )
+    return sorted(found.items())
 
 
 def _may_make(cls: type) -> bool:
@@ -354,7 +370,11 @@ def fits_like(value: object, like: object) -> bool:
     and not a plain scalar (a word found anywhere says nothing)."""
     if like is None or isinstance(like, (str, bytes, int, float, bool)):
         return False
-    return type(value) is type(like) and not _empty(value)
+    if type(value) is not type(like) or _empty(value):
+        return False
+    if isinstance(like, (list, tuple)) and like:  # of the same items: a list of words
+        return type(value[0]) is type(like[0])  # type: ignore[index]
+    return True
 
 
 def _empty(value: object) -> bool:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from apiprof.engine.discovery.discover import resolve_object
-from apiprof.engine.scenarios.repair import Start, bound_arguments
+from apiprof.engine.scenarios.lessons import Lesson, Want, learn
+from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
 from apiprof.engine.scenarios.results import (
     RECEIVER,
     Offer,
@@ -37,7 +38,10 @@ MAX_TRIALS = 6
 MAX_SECONDS = 12.0
 """Time the search may take for one entry point, producers' calls and trials together."""
 MAX_OFFERS = 3
-"""Fitting objects kept per slot (the nearest producers' first)."""
+"""Fitting objects tried per slot: what a producer returns before what it holds, the nearest
+producers' first."""
+MAX_GATHERED = 12
+"""Fitting objects gathered per slot before they are ranked."""
 
 Build = Callable[[Synthesis, tuple[Taken, ...], bool], ScenarioSpec]
 """Makes the scenario of a synthesis with taken values: ``(synthesis, taken, lazy)``."""
@@ -69,33 +73,53 @@ def results_search(
     found: dict[str, list[Offer]] = {slot.name: [] for slot in slots}
     for offer in offers(qualname, frozenset(sources), deadline):
         for slot in slots:
-            if len(found[slot.name]) < MAX_OFFERS and _fits(slot, offer.value):
+            kept = found[slot.name]
+            fresh = all(offer.value is not other.value for other in kept)
+            if len(kept) < MAX_GATHERED and fresh and _fits(slot, offer.value):
                 found[slot.name].append(offer)
-        if all(len(kept) >= MAX_OFFERS for kept in found.values()):
+        if all(len(kept) >= MAX_GATHERED for kept in found.values()):
             break
+    for name, kept in found.items():
+        found[name] = sorted(kept, key=_made_first)[:MAX_OFFERS]
     trials = 0
     last = ""
-    for slot in slots:
-        for offer in found[slot.name]:
-            if trials >= MAX_TRIALS or time.monotonic() > deadline:
-                break
-            taken = (replace(offer.taken, slot=slot.name),)
-            try:
-                synthesis = synthesize(qualname, size, seed, variant, sources, pins, taken=taken)
-            except Exception:  # the rest of the arguments cannot be built around it
-                continue
-            trials += 1
-            spec = build(synthesis, taken, False)
+    for slot, offer in _round_robin(slots, found):
+        if trials >= MAX_TRIALS or time.monotonic() > deadline:
+            break
+        taken = (replace(offer.taken, slot=slot.name),)
+        try:
+            synthesis = synthesize(qualname, size, seed, variant, sources, pins, taken=taken)
+        except Exception:  # the rest of the arguments cannot be built around it
+            continue
+        trials += 1
+        spec = build(synthesis, taken, False)
+        failure, result = try_scenario(spec)
+        if failure is None and is_lazy(result):
+            spec = build(synthesis, taken, True)
             failure, result = try_scenario(spec)
-            if failure is None and is_lazy(result):
-                spec = build(synthesis, taken, True)
-                failure, result = try_scenario(spec)
-            if failure is None:
-                return spec, ""
-            last = f"{taken[0].describe()}: the call {failure.reason}"
-            if failure.kind is not Coverage.NO_ARGUMENTS:
-                return None, _note(slots, found, last)
+        if failure is None:
+            return spec, ""
+        last = f"{taken[0].describe()}: the call {failure.reason}"
+        if failure.kind is not Coverage.NO_ARGUMENTS:
+            return None, _note(slots, found, last)
     return None, _note(slots, found, last)
+
+
+def _made_first(offer: Offer) -> tuple[int, int, int]:
+    """What a call returned outright, then what its result holds, then what its receiver or
+    arguments hold; nearer producers and shorter paths first."""
+    taken = offer.taken
+    where = 0 if taken.root == "result" and not taken.path else 1 if taken.root == "result" else 2
+    return where, offer.rank, len(taken.path)
+
+
+def _round_robin(slots: list[Slot], found: dict[str, list[Offer]]) -> list[tuple[Slot, Offer]]:
+    """Each slot's first offer, then each slot's second...: no slot waits for another's
+    misfits."""
+    order = []
+    for turn in range(MAX_OFFERS):
+        order += [(slot, found[slot.name][turn]) for slot in slots if turn < len(found[slot.name])]
+    return order
 
 
 def _note(slots: list[Slot], found: dict[str, list[Offer]], last: str) -> str:
@@ -137,16 +161,45 @@ def _slots(
     if receiver and owner is not None:
         slots.append(Slot(RECEIVER, _of_class(owner), f"{owner.__name__} instance"))
     bound = bound_arguments(rejected, ()) if rejected is not None else {}
+    asked = _asked(rejected, bound)
     kind = visited_kind(member)
     for position, name in enumerate(_required(target)):
         if kind and position == 0:
             slots.insert(0, Slot(name, functools.partial(node_of_kind, kind=kind), f"{kind} node"))
+        elif asked is not None and asked.parameter == name:  # what its error asked for: first
+            slots.insert(0, Slot(name, functools.partial(_answers, asked), asked.what()))
         elif name in bound and fits_like(bound[name], bound[name]):  # not a scalar, not empty
             like = functools.partial(fits_like, like=bound[name])
             slots.append(Slot(name, like, type(bound[name]).__name__))
     if rejected is not None and slots and slots[0].name == RECEIVER:
         slots.append(slots.pop(0))  # the receiver was built: the parameters first
     return slots
+
+
+def _asked(rejected: Synthesis | None, bound: dict[str, object]) -> Lesson | None:
+    """What the rejected call's error says one parameter wants: keys of a mapping, or
+    attributes of an object (None: it says neither)."""
+    if rejected is None:
+        return None
+    error = probe_call(rejected)[0]
+    if error is None:
+        return None
+    try:
+        lesson = learn(error, bound, receiver=receiver_of(rejected))
+    except Exception:  # an exception whose message or frames cannot be read
+        return None
+    wanted = lesson is not None and lesson.want in (Want.KEYS, Want.ATTRIBUTES)
+    return lesson if wanted and lesson is not None and not lesson.element else None
+
+
+def _answers(lesson: Lesson, value: object) -> bool:
+    """Whether ``value`` has what ``lesson`` asks for (a mapping with the keys, an object
+    with the attributes), and is no plain value."""
+    if lesson.want is Want.KEYS:
+        return isinstance(value, Mapping) and all(key in value for key in lesson.names)
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        return False
+    return all(hasattr(value, name.removesuffix("()")) for name in lesson.names)
 
 
 def _of_class(cls: type) -> Callable[[object], bool]:
