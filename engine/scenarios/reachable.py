@@ -100,18 +100,32 @@ def _held(value: object, package: str) -> list[tuple[Step, object]]:
     if not of_package(value, package):
         return []
     found: list[tuple[Step, object]] = []
-    attributes = getattr(value, "__dict__", None)
-    if isinstance(attributes, dict):
-        names = sorted(attributes, key=lambda name: (name.startswith("_"), name))
-        found += [
-            (("attr", name), attributes[name])
-            for name in names
-            if not callable(attributes[name]) or of_package(attributes[name], package)
-        ]
+    attributes = _attributes(value)
+    names = sorted(attributes, key=lambda name: (name.startswith("_"), name))
+    found += [
+        (("attr", name), attributes[name])
+        for name in names
+        if not callable(attributes[name]) or of_package(attributes[name], package)
+    ]
     if hasattr(type(value), "__iter__") and hasattr(type(value), "__len__"):
         try:
             items = list(itertools.islice(iter(value), MAX_ITEMS))  # type: ignore[call-overload]
         except Exception:  # a container that refuses to be iterated as it is
             items = []
         found += [(("iter", index), held) for index, held in enumerate(items)]
+    return found
+
+
+def _attributes(value: object) -> dict[str, object]:
+    """The instance's own attributes: its ``__dict__`` and the ``__slots__`` it has set."""
+    own = getattr(value, "__dict__", None)
+    found = dict(own) if isinstance(own, dict) else {}
+    for klass in type(value).__mro__:
+        slots = vars(klass).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
+                try:
+                    found[name] = getattr(value, name)
+                except AttributeError:  # a slot never set
+                    continue
     return found

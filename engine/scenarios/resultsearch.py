@@ -18,18 +18,12 @@ from dataclasses import dataclass, replace
 
 from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn
+from apiprof.engine.scenarios.producers import Offer, offers
 from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
-from apiprof.engine.scenarios.results import (
-    RECEIVER,
-    Offer,
-    Taken,
-    fits_like,
-    node_of_kind,
-    offers,
-    visited_kind,
-)
+from apiprof.engine.scenarios.results import fits_like, node_of_kind, visited_kind
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import Synthesis, is_lazy, synthesize
+from apiprof.engine.scenarios.taken import RECEIVER, Taken
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage
 

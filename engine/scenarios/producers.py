@@ -1,0 +1,252 @@
+"""The package's working calls related to an entry point, and what they make (:mod:`.results`).
+
+A producer is one of the package's public callables: related to the entry point by name
+(``parse`` for ``unparse``), by module (an extension beside the processor it registers), or
+part of the package's top-level API. It is called the ways the package itself shows — its
+docstring examples — then with synthesised arguments, and a parser also with texts of its
+grammar grown from the package's own tokens (:mod:`.grown`); what it returns, and what its
+receiver and arguments hold afterwards, is walked (:mod:`.reachable`) and offered.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from apiprof.engine import timeouts
+from apiprof.engine.discovery.discover import resolve_object
+from apiprof.engine.scenarios.doctests import docstring_of, example_blocks, example_globals
+from apiprof.engine.scenarios.factories import import_package
+from apiprof.engine.scenarios.reachable import reachable
+from apiprof.engine.scenarios.taken import Taken
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
+
+SOURCE = "results"
+"""The switch (``--no-results``): a producer's own arguments are built without it."""
+MAX_PRODUCERS = 10
+"""Related callables of the package called for one entry point at most."""
+PRODUCER_VARIANTS = 2
+"""Argument variants a producer is called with until one call returns."""
+MAX_EXAMPLES = 3
+"""Docstring examples of a producer run at most."""
+
+Call = tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]
+
+
+def example_roots(qualname: str, index: int) -> dict[str, object] | None:
+    """The names the producer's ``index``-th docstring example (and those before it, as a
+    doctest runs them) bound, by root name ``name:<variable>``, and the value of its last
+    expression as ``result``; None when it raised or is not runnable."""
+    try:
+        obj = resolve_object(qualname)
+    except Exception:
+        return None
+    blocks = [block for block in example_blocks(docstring_of(obj)) if block.index <= index]
+    if not blocks or blocks[-1].index != index or any(block.skipped for block in blocks):
+        return None
+    module = getattr(obj, "__module__", None) or qualname.rpartition(".")[0]
+    namespace: dict[str, Any] = dict(example_globals(module))
+    before = dict(namespace)
+    code = "".join(block.code for block in blocks)
+    try:
+        tree = ast.parse(code)
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last is not None:
+            tree.body.pop()
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
+            exec(compile(tree, f"<example {index} of {qualname}>", "exec"), namespace)
+            result = (
+                eval(compile(ast.Expression(last.value), "<last>", "eval"), namespace)
+                if last is not None
+                else None
+            )
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the example fails here (it needs what the sandbox withholds)
+        return None
+    roots: dict[str, object] = {"result": result} if result is not None else {}
+    roots.update(
+        {
+            f"name:{name}": value
+            for name, value in namespace.items()
+            if not name.startswith("_") and before.get(name, _UNSET) is not value
+        }
+    )
+    return roots
+
+
+_UNSET = object()
+
+
+def producer_call(qualname: str, variant: int, sources: frozenset[str]) -> Call | None:
+    """The producer's synthesised call (without this source: no value is taken to make one)."""
+    from apiprof.engine.scenarios import synth  # synth builds what this module is asked for
+
+    try:
+        made = synth.synthesize(
+            qualname, None, 0, variant, tuple(sorted(sources - {SOURCE}, key=_order))
+        )
+    except Exception:  # its arguments cannot be built, or building them raised
+        return None
+    return made.target, made.args, made.kwargs
+
+
+def _order(source: str) -> int:
+    from apiprof.engine.scenarios.building import SOURCES
+
+    return SOURCES.index(source) if source in SOURCES else len(SOURCES)
+
+
+def run_call(call: Call) -> dict[str, object] | None:
+    """Call once, quietly, within the trial time: the result, the receiver and the arguments
+    afterwards, by root name; None when it raised or returned None with nothing else held."""
+    target, args, kwargs = call
+    try:
+        with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
+            result = target(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the producer refused these arguments (or exited): not a working call
+        return None
+    roots: dict[str, object] = {"result": result}
+    receiver = getattr(target, "__self__", None)
+    if receiver is not None and not inspect.ismodule(receiver) and not inspect.isclass(receiver):
+        roots["self"] = receiver
+    roots.update({f"arg{index}": value for index, value in enumerate(args)})
+    return roots
+
+
+@dataclass(frozen=True)
+class Offer:
+    """An object a working call made: where it came from, and the object itself."""
+
+    taken: Taken  # its slot left empty
+    value: object
+    rank: int  # the producer's place (lower: more closely related to the entry point)
+
+
+def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[Offer]:
+    """What the related producers' working calls make, nearest producer and object first,
+    until ``deadline`` (``time.monotonic()``)."""
+
+    package = qualname.split(".")[0]
+    for rank, producer in enumerate(producers(qualname)[:MAX_PRODUCERS]):
+        for index in _example_indexes(producer):  # the package's own calls of it first
+            if time.monotonic() > deadline:
+                return
+            for root, value in (example_roots(producer, index) or {}).items():
+                for path, held in reachable(value, package):
+                    taken = Taken("", producer, -index, root, path, type(held).__name__)
+                    yield Offer(taken, held, rank)
+        for variant in range(PRODUCER_VARIANTS):
+            if time.monotonic() > deadline:
+                return
+            call = producer_call(producer, variant, sources)
+            roots = run_call(call) if call is not None else None
+            if roots is None:
+                continue
+            for root, value in roots.items():
+                for path, held in reachable(value, package):
+                    taken = Taken("", producer, variant, root, path, type(held).__name__)
+                    yield Offer(taken, held, rank)
+            break
+
+
+def _example_indexes(qualname: str) -> list[int]:
+    try:
+        blocks = example_blocks(docstring_of(resolve_object(qualname)))
+    except Exception:
+        return []
+    return [block.index for block in blocks if not block.skipped][:MAX_EXAMPLES]
+
+
+def producers(qualname: str) -> list[str]:
+    """The package's public callables most likely to make what ``qualname`` takes, best first:
+    those whose name is part of its name or holds it (``parse`` for ``unparse``), then those
+    of its module or of its class's module (an extension that registers the processor), then
+    the package's top-level ones. Never the entry point itself or its own class's methods
+    (they need the very receiver that is missing)."""
+    try:
+        target = resolve_object(qualname)
+    except Exception:
+        return []
+    owner_name, _, member = qualname.rpartition(".")
+    owner = _resolved(owner_name)
+    own_class = owner if inspect.isclass(owner) else None
+    module = getattr(own_class or target, "__module__", "") or owner_name
+    package = qualname.split(".")[0]
+    bare = member.lstrip("_").lower()
+    ranked: list[tuple[int, int, str]] = []
+    for position, (name, callable_, in_class) in enumerate(_package_callables(package)):
+        if name == qualname or (own_class is not None and in_class is own_class):
+            continue
+        word = name.rpartition(".")[2].lstrip("_").lower()
+        related = len(word) >= 4 and word != bare and (word in bare or bare in word)
+        defined = getattr(in_class or callable_, "__module__", "") or ""
+        if related:
+            score = 0
+        elif defined == module:
+            score = 1
+        elif name.count(".") == 1 or defined.count(".") == 0:
+            score = 2  # the package's top-level API
+        else:
+            continue
+        ranked.append((score, position, name))
+    return [name for *_, name in sorted(ranked)]
+
+
+def _resolved(qualname: str) -> object:
+    try:
+        return resolve_object(qualname) if "." in qualname else None
+    except Exception:
+        return None
+
+
+def _package_callables(package: str) -> list[tuple[str, object, type | None]]:
+    """``(qualified name, callable, its class or None)`` of the package's public functions,
+    concrete classes and the methods they define, in module order (each once)."""
+    found: list[tuple[str, object, type | None]] = []
+    seen: set[int] = set()
+    for module_name in import_package(package):
+        module = sys.modules.get(module_name)
+        for name, value in sorted(vars(module).items()) if module is not None else ():
+            if name.startswith("_") or id(value) in seen:
+                continue
+            if (getattr(value, "__module__", "") or "") != module_name:
+                continue  # where it is defined, once
+            seen.add(id(value))
+            if inspect.isfunction(value):
+                found.append((f"{module_name}.{name}", value, None))
+            elif inspect.isclass(value) and _may_make(value):
+                found.append((f"{module_name}.{name}", value, None))
+                found += [
+                    (f"{module_name}.{name}.{attribute}", member, value)
+                    for attribute, member in _methods(value, package)
+                ]
+    return found
+
+
+def _methods(cls: type, package: str) -> list[tuple[str, object]]:
+    """The public methods ``cls`` has that the package defines, its own or inherited (an
+    extension's ``getConfigs`` from its base class), by name."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if (klass.__module__ or "").split(".")[0] != package:
+            continue
+        found.update(
+            {
+                name: member
+                for name, member in vars(klass).items()
+                if not name.startswith("_") and inspect.isfunction(member)
+            }
+        )
+    return sorted(found.items())
+
+
+def _may_make(cls: type) -> bool:
+    return not inspect.isabstract(cls) and not issubclass(cls, BaseException)
