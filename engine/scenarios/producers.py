@@ -15,13 +15,16 @@ import inspect
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import resolve_object
+from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.doctests import docstring_of, example_blocks, example_globals
 from apiprof.engine.scenarios.factories import import_package
+from apiprof.engine.scenarios.grown import grown_texts
+from apiprof.engine.scenarios.parsetexts import PARSE_WORDS
 from apiprof.engine.scenarios.reachable import reachable
 from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
@@ -83,8 +86,11 @@ def example_roots(qualname: str, index: int) -> dict[str, object] | None:
 _UNSET = object()
 
 
-def producer_call(qualname: str, variant: int, sources: frozenset[str]) -> Call | None:
-    """The producer's synthesised call (without this source: no value is taken to make one)."""
+def producer_call(
+    qualname: str, variant: int, sources: frozenset[str], text: str = ""
+) -> Call | None:
+    """The producer's synthesised call (without this source: no value is taken to make one),
+    given ``text`` as its first argument when one is given."""
     from apiprof.engine.scenarios import synth  # synth builds what this module is asked for
 
     try:
@@ -93,7 +99,8 @@ def producer_call(qualname: str, variant: int, sources: frozenset[str]) -> Call 
         )
     except Exception:  # its arguments cannot be built, or building them raised
         return None
-    return made.target, made.args, made.kwargs
+    call = made.target, made.args, made.kwargs
+    return _given(call, text) if text and made.args else call
 
 
 def _order(source: str) -> int:
@@ -139,22 +146,50 @@ def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[
         for index in _example_indexes(producer):  # the package's own calls of it first
             if time.monotonic() > deadline:
                 return
-            for root, value in (example_roots(producer, index) or {}).items():
-                for path, held in reachable(value, package):
-                    taken = Taken("", producer, -index, root, path, type(held).__name__)
-                    yield Offer(taken, held, rank)
+            roots = example_roots(producer, index) or {}
+            yield from _offered(Taken("", producer, -index, ""), roots, package, rank)
         for variant in range(PRODUCER_VARIANTS):
             if time.monotonic() > deadline:
                 return
             call = producer_call(producer, variant, sources)
             roots = run_call(call) if call is not None else None
-            if roots is None:
+            if call is None or roots is None:
                 continue
-            for root, value in roots.items():
-                for path, held in reachable(value, package):
-                    taken = Taken("", producer, variant, root, path, type(held).__name__)
-                    yield Offer(taken, held, rank)
+            yield from _offered(Taken("", producer, variant, ""), roots, package, rank)
+            for text in _grammar_texts(producer, call, package):
+                if time.monotonic() > deadline:
+                    return
+                roots = run_call(_given(call, text))
+                made = Taken("", producer, variant, "", text=text)
+                yield from _offered(made, roots or {}, package, rank)
             break
+
+
+def _offered(made: Taken, roots: dict[str, object], package: str, rank: int) -> Iterator[Offer]:
+    """Every object the roots hold, as offers taken from ``made``'s call."""
+    for root, value in roots.items():
+        for path, held in reachable(value, package):
+            yield Offer(replace(made, root=root, path=path, kind=type(held).__name__), held, rank)
+
+
+def _grammar_texts(producer: str, call: Call, package: str) -> list[str]:
+    """For a parser whose working call was given a text first: texts of its grammar whose
+    results show other kinds of nodes (:mod:`.grown`), the one it was given left out."""
+    target, args, kwargs = call
+    if not args or not isinstance(args[0], str) or not _parses(producer):
+        return []
+    grown = grown_texts(lambda text: target(text, *args[1:], **kwargs), (args[0],), package)
+    return [text for text in grown if text != args[0]]
+
+
+def _given(call: Call, text: str) -> Call:
+    target, args, kwargs = call
+    return target, (text, *args[1:]), kwargs
+
+
+def _parses(qualname: str) -> bool:
+    words = set(snake_case(qualname.rpartition(".")[2]).split("_"))
+    return bool(words & PARSE_WORDS)
 
 
 def _example_indexes(qualname: str) -> list[int]:
@@ -190,10 +225,12 @@ def producers(qualname: str) -> list[str]:
         defined = getattr(in_class or callable_, "__module__", "") or ""
         if related:
             score = 0
+        elif (_parses(name) and not in_class) or (_parses(name) and _may_make(in_class)):
+            score = 1  # a parser of the package: its trees hold every kind of node
         elif defined == module:
-            score = 1
+            score = 2
         elif name.count(".") == 1 or defined.count(".") == 0:
-            score = 2  # the package's top-level API
+            score = 3  # the package's top-level API
         else:
             continue
         ranked.append((score, position, name))

@@ -47,7 +47,7 @@ def _rebuilt(taken: Taken, sources: frozenset[str]) -> object:
     if taken.variant < 0:  # a docstring example of the producer
         roots = example_roots(taken.producer, -taken.variant)
     else:
-        call = producer_call(taken.producer, taken.variant, sources)
+        call = producer_call(taken.producer, taken.variant, sources, taken.text)
         if call is None:
             raise CannotSynthesize(f"{taken.slot}: {taken.producer} cannot be called any more")
         roots = run_call(call)

@@ -25,15 +25,16 @@ class Taken:
     root: str  # "result", "self" (its receiver afterwards) or "arg<K>" (its K-th argument)
     path: Path = ()
     kind: str = ""  # the class of the value, as shown
+    text: str = ""  # a text of its grammar the producer (a parser) was given first, if any
 
     def literal(self) -> tuple[Any, ...]:
-        return (self.slot, self.producer, self.variant, self.root, self.path, self.kind)
+        return (self.slot, self.producer, self.variant, self.root, self.path, self.kind, self.text)
 
     @classmethod
     def from_literal(cls, data: tuple[Any, ...]) -> Taken:
-        slot, producer, variant, root, path, kind = data
+        slot, producer, variant, root, path, kind, text = data
         steps = tuple((str(step), key) for step, key in path)
-        return cls(str(slot), str(producer), int(variant), str(root), steps, str(kind))
+        return cls(str(slot), str(producer), int(variant), str(root), steps, str(kind), str(text))
 
     def describe(self) -> str:
         """``receiver: the TocTreeprocessor that TocExtension.extendMarkdown() leaves in its
@@ -41,6 +42,8 @@ class Taken:
         subject = "receiver" if self.slot == RECEIVER else self.slot
         made = _short(self.producer)
         call = f"docstring example {-self.variant} of {made}" if self.variant < 0 else f"{made}()"
+        if self.text:
+            call = f"{made}({self.text!r})"
         if self.root == "result":
             origin = f"{call} returns"
         elif self.root == "self":
