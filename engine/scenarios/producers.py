@@ -146,8 +146,8 @@ def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[
         for index in _example_indexes(producer):  # the package's own calls of it first
             if time.monotonic() > deadline:
                 return
-            roots = example_roots(producer, index) or {}
-            yield from _offered(Taken("", producer, -index, ""), roots, package, rank)
+            shown = example_roots(producer, index) or {}
+            yield from _offered(Taken("", producer, -index, ""), shown, package, rank)
         for variant in range(PRODUCER_VARIANTS):
             if time.monotonic() > deadline:
                 return
@@ -159,9 +159,10 @@ def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[
             for text in _grammar_texts(producer, call, package):
                 if time.monotonic() > deadline:
                     return
-                roots = run_call(_given(call, text))
-                made = Taken("", producer, variant, "", text=text)
-                yield from _offered(made, roots or {}, package, rank)
+                parsed = run_call(_given(call, text)) or {}
+                yield from _offered(
+                    Taken("", producer, variant, "", text=text), parsed, package, rank
+                )
             break
 
 
@@ -225,7 +226,7 @@ def producers(qualname: str) -> list[str]:
         defined = getattr(in_class or callable_, "__module__", "") or ""
         if related:
             score = 0
-        elif (_parses(name) and not in_class) or (_parses(name) and _may_make(in_class)):
+        elif _parses(name):
             score = 1  # a parser of the package: its trees hold every kind of node
         elif defined == module:
             score = 2
