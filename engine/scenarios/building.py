@@ -50,9 +50,9 @@ RANK = [
     ScenarioSource.EXAMPLES,
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
-    ScenarioSource.RESULTS,
     ScenarioSource.NODES,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.RESULTS,  # the last resorts: what made the call work at all
     ScenarioSource.REPAIRED,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any

@@ -76,6 +76,18 @@ def visited_kind(member: str) -> str:
     return bare[len(prefix) :] if prefix else ""
 
 
+DISPATCHERS = ("visit", "generic_visit")
+"""Methods that take any node and call the method its kind names."""
+
+
+def handled_node(value: object, owner: type) -> bool:
+    """Whether ``value`` is a node a dispatcher of ``owner`` has a ``visit_<kind>`` for."""
+    if not isinstance(value, Mapping):
+        return False
+    kinds = [value.get(key) for key in KIND_KEYS if isinstance(value.get(key), str)]
+    return any(callable(getattr(owner, f"visit_{kind}", None)) for kind in kinds)
+
+
 def node_of_kind(value: object, kind: str) -> bool:
     """Whether ``value`` is a node of ``kind``: a mapping naming it under a kind key, or an
     object of a class of that name."""

@@ -20,7 +20,13 @@ from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn
 from apiprof.engine.scenarios.producers import Offer, offers
 from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
-from apiprof.engine.scenarios.results import fits_like, node_of_kind, visited_kind
+from apiprof.engine.scenarios.results import (
+    DISPATCHERS,
+    fits_like,
+    handled_node,
+    node_of_kind,
+    visited_kind,
+)
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import Synthesis, is_lazy, synthesize
 from apiprof.engine.scenarios.taken import RECEIVER, Taken
@@ -46,6 +52,18 @@ class Slot:
     name: str
     fits: Callable[[object], bool]
     wants: str  # what it was offered for, for the reason ("a TocTreeprocessor")
+    # a producer whose plain result is no news here: the receiver's class called as synthesis
+    # already calls it
+    plain: str = ""
+
+    def takes(self, offer: Offer) -> bool:
+        taken = offer.taken
+        if taken.producer == self.plain and taken.root == "result" and not taken.path:
+            return False
+        try:
+            return bool(self.fits(offer.value))
+        except Exception:  # an object whose comparison or isinstance check raises
+            return False
 
 
 def results_search(
@@ -69,7 +87,7 @@ def results_search(
         for slot in slots:
             kept = found[slot.name]
             fresh = all(offer.value is not other.value for other in kept)
-            if len(kept) < MAX_GATHERED and fresh and _fits(slot, offer.value):
+            if len(kept) < MAX_GATHERED and fresh and slot.takes(offer):
                 found[slot.name].append(offer)
         if all(len(kept) >= MAX_GATHERED for kept in found.values()):
             break
@@ -117,18 +135,13 @@ def _round_robin(slots: list[Slot], found: dict[str, list[Offer]]) -> list[tuple
 
 
 def _note(slots: list[Slot], found: dict[str, list[Offer]], last: str) -> str:
-    """``; the package's working calls made no TocTreeprocessor`` (or what the last one did)."""
-    if last:
-        return f"; with a value the package's working calls made, {last}"
+    """``; the package's related working calls made no slice node`` and what the last call
+    with a value they made raised."""
     wanted = ", ".join(slot.wants for slot in slots if not found[slot.name])
-    return f"; the package's related working calls made no {wanted}" if wanted else ""
-
-
-def _fits(slot: Slot, value: object) -> bool:
-    try:
-        return bool(slot.fits(value))
-    except Exception:  # an object whose comparison or isinstance check raises
-        return False
+    note = f"; the package's related working calls made no {wanted}" if wanted else ""
+    if last:
+        note += f"; with a value they made, {last}"
+    return note
 
 
 def _slots(
@@ -153,13 +166,18 @@ def _slots(
         inspect.getattr_static(owner, member, None), (staticmethod, classmethod)
     )
     if receiver and owner is not None:
-        slots.append(Slot(RECEIVER, _of_class(owner), f"{owner.__name__} instance"))
+        slots.append(
+            Slot(RECEIVER, _of_class(owner), f"{owner.__name__} instance", _defined_as(owner))
+        )
     bound = bound_arguments(rejected, ()) if rejected is not None else {}
     asked = _asked(rejected, bound)
     kind = visited_kind(member)
     for position, name in enumerate(_required(target)):
         if kind and position == 0:
             slots.insert(0, Slot(name, functools.partial(node_of_kind, kind=kind), f"{kind} node"))
+        elif member in DISPATCHERS and owner is not None and position == 0:
+            handled = functools.partial(handled_node, owner=owner)
+            slots.insert(0, Slot(name, handled, f"node {owner.__name__} has a method for"))
         elif asked is not None and asked.parameter == name:  # what its error asked for: first
             slots.insert(0, Slot(name, functools.partial(_answers, asked), asked.what()))
         elif name in bound and fits_like(bound[name], bound[name]):  # not a scalar, not empty
@@ -194,6 +212,11 @@ def _answers(lesson: Lesson, value: object) -> bool:
     if isinstance(value, (str, bytes, int, float, bool, type(None))):
         return False
     return all(hasattr(value, name.removesuffix("()")) for name in lesson.names)
+
+
+def _defined_as(cls: type) -> str:
+    """The class's name where it is defined, as producers are named."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _of_class(cls: type) -> Callable[[object], bool]:
