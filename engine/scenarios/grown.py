@@ -102,7 +102,9 @@ def _candidates(seeds: tuple[str, ...], punctuation: tuple[str, ...]) -> Iterato
 
 @functools.cache
 def tokens(package: str) -> tuple[str, ...]:
-    """The short punctuation string literals in the package's source, most frequent first."""
+    """The short punctuation string literals in the package's source, most frequent first,
+    then the single characters doubled (``||``, ``&&``: operators a lexer reads a character at
+    a time)."""
     counts: dict[str, int] = {}
     for source in package_source_texts(package):
         try:
@@ -113,8 +115,9 @@ def tokens(package: str) -> tuple[str, ...]:
             value = getattr(node, "value", None) if isinstance(node, ast.Constant) else None
             if isinstance(value, str) and _punctuation(value):
                 counts[value] = counts.get(value, 0) + 1
-    ranked = sorted(counts, key=lambda token: (-counts[token], token))
-    return tuple(ranked[:MAX_TOKENS])
+    ranked = sorted(counts, key=lambda token: (-counts[token], token))[:MAX_TOKENS]
+    doubled = [token * 2 for token in ranked if len(token) == 1 and token * 2 not in ranked]
+    return (*ranked, *doubled)  # a lexer that reads '|' and then looks for a second one
 
 
 def _punctuation(text: str) -> bool:
