@@ -17,10 +17,11 @@ from apiprof.engine.scenarios import resultsearch
 from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.grown import grown_texts, kinds, tokens
 from apiprof.engine.scenarios.reachable import follow, reachable, shown_path
+from apiprof.engine.scenarios.stops import Running, Stop, watching
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import ScenarioSource
+from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 WITHOUT_RESULTS = tuple(source for source in SOURCES if source != "results")
 
@@ -80,6 +81,21 @@ def test_the_search_is_bounded_in_calls(monkeypatch):
     monkeypatch.setattr(resultsearch, "MAX_TRIALS", 1)
     find_synthesized_scenario("results_pkg.Interpreter.visit_slice", (10,))
     assert len(tried) <= 1
+
+
+def test_a_producer_that_ended_its_worker_is_not_called_again():
+    announced: list[Running] = []
+    with watching(announced.append, ()):
+        spec, _ = find_synthesized_scenario("results_pkg.unparse", (10,))
+    assert spec is not None
+    producer = "results:results_pkg.unparse <- results_pkg.document.parse"
+    calling = next(run for run in announced if run.scenario == producer)
+    died = Stop.of(calling, Failure(Coverage.CRASHED, "segmentation fault"))
+    announced.clear()
+    with watching(announced.append, [died]):
+        again, failure = find_synthesized_scenario("results_pkg.unparse", (10,))
+    assert again is None and failure is not None  # parse alone made its document
+    assert producer not in {run.scenario for run in announced}
 
 
 def test_taken_values_round_trip_as_plain_data():

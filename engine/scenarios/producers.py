@@ -26,8 +26,11 @@ from apiprof.engine.scenarios.factories import import_package
 from apiprof.engine.scenarios.grown import grown_texts
 from apiprof.engine.scenarios.parsetexts import PARSE_WORDS
 from apiprof.engine.scenarios.reachable import reachable
+from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
+from apiprof.model.records import NO_SIZE, Phase, ScenarioSource
 
 SOURCE = "results"
 """The switch (``--no-results``): a producer's own arguments are built without it."""
@@ -143,27 +146,50 @@ def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[
 
     package = qualname.split(".")[0]
     for rank, producer in enumerate(producers(qualname)[:MAX_PRODUCERS]):
-        for index in _example_indexes(producer):  # the package's own calls of it first
+        if _stopped(qualname, producer):  # it ended an earlier worker: not called again
+            continue
+        try:  # all of its calls now, while they are announced as running
+            made = list(_made_by(producer, rank, package, sources, deadline))
+        finally:
+            WATCH.idle()
+        yield from made
+        if time.monotonic() > deadline:
+            return
+
+
+def _stopped(qualname: str, producer: str) -> bool:
+    """Announce the producer's calls as this entry point's (a call stuck in C or crashing
+    ends the worker: the next one skips it); whether an earlier worker ended in them."""
+    spec = ScenarioSpec(
+        f"results:{qualname} <- {producer}", qualname, ScenarioSource.RESULTS, "", "", producer
+    )
+    return WATCH.stop_for(spec, NO_SIZE, Phase.COLLECT) is not None
+
+
+def _made_by(
+    producer: str, rank: int, package: str, sources: frozenset[str], deadline: float
+) -> Iterator[Offer]:
+    """What one producer's calls make: its docstring examples, its first working variant of
+    synthesised arguments and, for a parser, texts of its grammar."""
+    for index in _example_indexes(producer):  # the package's own calls of it first
+        if time.monotonic() > deadline:
+            return
+        shown = example_roots(producer, index) or {}
+        yield from _offered(Taken("", producer, -index, ""), shown, package, rank)
+    for variant in range(PRODUCER_VARIANTS):
+        if time.monotonic() > deadline:
+            return
+        call = producer_call(producer, variant, sources)
+        roots = run_call(call) if call is not None else None
+        if call is None or roots is None:
+            continue
+        yield from _offered(Taken("", producer, variant, ""), roots, package, rank)
+        for text in _grammar_texts(producer, call, package):
             if time.monotonic() > deadline:
                 return
-            shown = example_roots(producer, index) or {}
-            yield from _offered(Taken("", producer, -index, ""), shown, package, rank)
-        for variant in range(PRODUCER_VARIANTS):
-            if time.monotonic() > deadline:
-                return
-            call = producer_call(producer, variant, sources)
-            roots = run_call(call) if call is not None else None
-            if call is None or roots is None:
-                continue
-            yield from _offered(Taken("", producer, variant, ""), roots, package, rank)
-            for text in _grammar_texts(producer, call, package):
-                if time.monotonic() > deadline:
-                    return
-                parsed = run_call(_given(call, text)) or {}
-                yield from _offered(
-                    Taken("", producer, variant, "", text=text), parsed, package, rank
-                )
-            break
+            parsed = run_call(_given(call, text)) or {}
+            yield from _offered(Taken("", producer, variant, "", text=text), parsed, package, rank)
+        return
 
 
 def _offered(made: Taken, roots: dict[str, object], package: str, rank: int) -> Iterator[Offer]:
