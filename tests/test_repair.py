@@ -140,11 +140,11 @@ def test_learning_reads_the_object_the_failing_expression_worked_on():
 # -- a real scan, through the command line ------------------------------------------------------
 
 
-def scan_summary(home: Path, name: str, *extra: str) -> dict:
-    """``repair_pkg`` scanned through the command line into ``name``.db: its summary."""
+def scan_summary(home: Path, name: str, *extra: str, package: str = "repair_pkg") -> dict:
+    """``package`` scanned through the command line into ``name``.db: its summary."""
     options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
     files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
-    out = run("apiprof-scan", "repair_pkg", *files, *options, cwd=home)
+    out = run("apiprof-scan", package, *files, *options, cwd=home)
     assert out.returncode == 0, out.stderr
     return json.loads((home / f"{name}.json").read_text())["packages"][0]
 

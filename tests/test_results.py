@@ -7,10 +7,8 @@ entry point stays rejected."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from test_repair import scan_summary  # a fixture package scanned through the command line
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios import resultsearch
@@ -147,20 +145,12 @@ def test_grammar_texts_grow_from_the_packages_punctuation():
 # -- a real scan, through the command line ------------------------------------------------------
 
 
-def scan_summary(home: Path, name: str, *extra: str) -> dict:
-    """``results_pkg`` scanned through the command line into ``name``.db: its summary."""
-    options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
-    files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
-    out = run("apiprof-scan", "results_pkg", *files, *options, cwd=home)
-    assert out.returncode == 0, out.stderr
-    return json.loads((home / f"{name}.json").read_text())["packages"][0]
-
-
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory):
     """The default command, and ``--no-results``."""
     home = tmp_path_factory.mktemp("results")
-    return home, {"on": scan_summary(home, "on"), "off": scan_summary(home, "off", "--no-results")}
+    on = scan_summary(home, "on", package="results_pkg")
+    return home, {"on": on, "off": scan_summary(home, "off", "--no-results", package="results_pkg")}
 
 
 def test_the_default_scan_takes_values_and_shows_where_they_came_from(scans):

@@ -233,14 +233,11 @@ def producers(qualname: str) -> list[str]:
     of its module or of its class's module (an extension that registers the processor), then
     the package's top-level ones. Never the entry point itself or its own class's methods
     (they need the very receiver that is missing)."""
-    try:
-        target = resolve_object(qualname)
-    except Exception:
+    found = target_and_owner(qualname)
+    if found is None:
         return []
-    owner_name, _, member = qualname.rpartition(".")
-    owner = _resolved(owner_name)
-    own_class = owner if inspect.isclass(owner) else None
-    module = getattr(own_class or target, "__module__", "") or owner_name
+    target, own_class, member = found
+    module = getattr(own_class or target, "__module__", "") or qualname.rpartition(".")[0]
     package = qualname.split(".")[0]
     bare = member.lstrip("_").lower()
     ranked: list[tuple[int, int, str]] = []
@@ -264,11 +261,16 @@ def producers(qualname: str) -> list[str]:
     return [name for *_, name in sorted(ranked)]
 
 
-def _resolved(qualname: str) -> object:
+def target_and_owner(qualname: str) -> tuple[object, type | None, str] | None:
+    """The entry point, the class it is a member of (None for a function) and its member
+    name; None when it cannot be imported."""
+    owner_name, _, member = qualname.rpartition(".")
     try:
-        return resolve_object(qualname) if "." in qualname else None
+        target = resolve_object(qualname)
+        owner = resolve_object(owner_name) if "." in owner_name else None
     except Exception:
         return None
+    return target, owner if inspect.isclass(owner) else None, member
 
 
 def _package_callables(package: str) -> list[tuple[str, object, type | None]]:

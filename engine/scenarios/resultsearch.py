@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios.lessons import Lesson, Want, learn
-from apiprof.engine.scenarios.producers import Offer, offers
+from apiprof.engine.scenarios.producers import Offer, offers, target_and_owner
 from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
 from apiprof.engine.scenarios.results import (
     DISPATCHERS,
@@ -150,12 +149,10 @@ def _slots(
     """What may be taken from working calls: the receiver (first when it could not be
     built), each required parameter — a ``visit_X`` method's node of kind ``X``, else a value
     of the class the rejected call was given."""
-    try:
-        target = resolve_object(qualname)
-    except Exception:
+    found = target_and_owner(qualname)
+    if found is None:
         return []
-    owner_name, _, member = qualname.rpartition(".")
-    owner = _class_or_none(owner_name)
+    target, owner, member = found
     variant, pins = start
     try:
         rejected = synthesize(qualname, size, seed, variant, sources, pins)
@@ -221,14 +218,6 @@ def _defined_as(cls: type) -> str:
 
 def _of_class(cls: type) -> Callable[[object], bool]:
     return lambda value: type(value) is cls
-
-
-def _class_or_none(qualname: str) -> type | None:
-    try:
-        found = resolve_object(qualname) if "." in qualname else None
-    except Exception:
-        return None
-    return found if inspect.isclass(found) else None
 
 
 def _required(target: object) -> list[str]:

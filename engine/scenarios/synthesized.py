@@ -13,7 +13,7 @@ import inspect
 import re
 import textwrap
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -247,6 +247,7 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
+    rebuild = _rebuilding(qualname, sizes, seed, sources)
     refused = first_failure is not None and first_failure.kind is Coverage.NO_ARGUMENTS
     if RESULTS in sources and first_failure is not None and refused:
         start = rejected[0] if rejected else (0, {})
@@ -256,17 +257,7 @@ def find_synthesized_scenario(
             seed=seed,
             start=start,
             sources=sources,
-            build=lambda synthesis, taken, lazy: synthesized_spec(
-                qualname,
-                sizes,
-                synthesis,
-                seed=seed,
-                variant=start[0],
-                sources=sources,
-                pins=start[1],
-                taken=taken,
-                lazy=lazy,
-            ),
+            build=lambda synthesis, taken, lazy: rebuild(synthesis, start, lazy, taken=taken),
         )
         if taking is not None:
             return taking, None
@@ -278,22 +269,36 @@ def find_synthesized_scenario(
             seed=seed,
             starts=rejected,
             sources=sources,
-            build=lambda synthesis, start, lessons, lazy: synthesized_spec(
-                qualname,
-                sizes,
-                synthesis,
-                seed=seed,
-                variant=start[0],
-                sources=sources,
-                pins=start[1],
-                repairs=lessons,
-                lazy=lazy,
+            build=lambda synthesis, start, lessons, lazy: rebuild(
+                synthesis, start, lazy, repairs=lessons
             ),
         )
         if repaired.spec is not None:
             return repaired.spec, None
         first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
     return None, first_failure
+
+
+def _rebuilding(
+    qualname: str, sizes: tuple[int, ...], seed: int, sources: tuple[str, ...]
+) -> Callable[..., ScenarioSpec]:
+    """Makes the scenario of a synthesis that starts from a rejected variant ``(variant,
+    pins)``, with what mended it (``repairs=`` lessons, ``taken=`` values)."""
+
+    def build(synthesis: Synthesis, start: Start, lazy: bool, **mended: Any) -> ScenarioSpec:
+        return synthesized_spec(
+            qualname,
+            sizes,
+            synthesis,
+            seed=seed,
+            variant=start[0],
+            sources=sources,
+            pins=start[1],
+            lazy=lazy,
+            **mended,
+        )
+
+    return build
 
 
 REPAIR_STARTS = 3
