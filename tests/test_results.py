@@ -41,8 +41,12 @@ RULES = {
     "results_pkg.unparse": "document: the dict that results_pkg.document.parse",
     # a receiver held by what a working call leaves in its argument: a registry's item
     "results_pkg.MarkerProcessor.run": (
-        "receiver: the MarkerProcessor that MarkerExtension.extend() leaves in its argument 0, "
-        "at arg0.processors[0]"
+        "receiver: the MarkerProcessor that MarkerExtension.install() leaves in its receiver, "
+        "at self.converter.processors[0]"
+    ),
+    # a receiver as a sibling method left it (install() stored the converter it extended)
+    "results_pkg.MarkerExtension.registered": (
+        "receiver: the MarkerExtension that MarkerExtension.install() leaves in its receiver"
     ),
     # the node a visitor method names, parsed from a text grown from the package's tokens
     "results_pkg.Interpreter.visit_pipe": "node: the dict that results_pkg.expressions."
@@ -164,4 +168,4 @@ def test_the_default_scan_takes_values_and_shows_where_they_came_from(scans):
     shown = run("apiprof", "show", "results_pkg.MarkerProcessor.run", "--db", "on.db", cwd=home)
     assert shown.returncode == 0, shown.stderr
     assert "[results]" in shown.stdout
-    assert "MarkerExtension.extend() leaves in its argument 0" in shown.stdout
+    assert "at self.converter.processors[0]" in shown.stdout

@@ -34,12 +34,15 @@ from apiprof.model.records import NO_SIZE, Phase, ScenarioSource
 
 SOURCE = "results"
 """The switch (``--no-results``): a producer's own arguments are built without it."""
-MAX_PRODUCERS = 10
+MAX_PRODUCERS = 12
 """Related callables of the package called for one entry point at most."""
 PRODUCER_VARIANTS = 2
 """Argument variants a producer is called with until one call returns."""
 MAX_EXAMPLES = 3
 """Docstring examples of a producer run at most."""
+MAX_PARSERS = 2
+"""The package's parsers offered early (those nearest its top level: ``sqlparse.parse``,
+``jmespath.compile``), whatever the entry point."""
 
 Call = tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]
 
@@ -231,8 +234,8 @@ def producers(qualname: str) -> list[str]:
     """The package's public callables most likely to make what ``qualname`` takes, best first:
     those whose name is part of its name or holds it (``parse`` for ``unparse``), then those
     of its module or of its class's module (an extension that registers the processor), then
-    the package's top-level ones. Never the entry point itself or its own class's methods
-    (they need the very receiver that is missing)."""
+    the package's top-level ones. The entry point's sibling methods count as its module's:
+    what one leaves in its receiver may be what the entry point needs (``extendMarkdown``)."""
     found = target_and_owner(qualname)
     if found is None:
         return []
@@ -241,17 +244,20 @@ def producers(qualname: str) -> list[str]:
     package = qualname.split(".")[0]
     bare = member.lstrip("_").lower()
     ranked: list[tuple[int, int, str]] = []
-    for position, (name, callable_, in_class) in enumerate(_package_callables(package)):
-        if name == qualname or (own_class is not None and in_class is own_class):
-            continue
+    callables = _package_callables(package)
+    parsers = sorted((name.count("."), name) for name, *_ in callables if _parses(name))
+    leading = {name for _, name in parsers[:MAX_PARSERS]}  # the package's own, not its steps
+    for position, (name, callable_, in_class) in enumerate(callables):
+        if name.rpartition(".")[2] == member and in_class is own_class:
+            continue  # the entry point itself
         word = name.rpartition(".")[2].lstrip("_").lower()
         related = len(word) >= 4 and word != bare and (word in bare or bare in word)
         defined = getattr(in_class or callable_, "__module__", "") or ""
         if related:
             score = 0
-        elif _parses(name):
+        elif name in leading:
             score = 1  # a parser of the package: its trees hold every kind of node
-        elif defined == module:
+        elif defined == module:  # sibling methods too: one may leave the receiver ready
             score = 2
         elif name.count(".") == 1 or defined.count(".") == 0:
             score = 3  # the package's top-level API
