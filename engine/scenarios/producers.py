@@ -143,12 +143,15 @@ class Offer:
     rank: int  # the producer's place (lower: more closely related to the entry point)
 
 
-def offers(qualname: str, sources: frozenset[str], deadline: float) -> Iterator[Offer]:
+def offers(
+    qualname: str, sources: frozenset[str], deadline: float, *, siblings: bool = True
+) -> Iterator[Offer]:
     """What the related producers' working calls make, nearest producer and object first,
-    until ``deadline`` (``time.monotonic()``)."""
+    until ``deadline`` (``time.monotonic()``); ``siblings``: the entry point's sibling methods
+    are producers too (not when its receiver cannot be built: they would need one)."""
 
     package = qualname.split(".")[0]
-    for rank, producer in enumerate(producers(qualname)[:MAX_PRODUCERS]):
+    for rank, producer in enumerate(producers(qualname, siblings=siblings)[:MAX_PRODUCERS]):
         if _stopped(qualname, producer):  # it ended an earlier worker: not called again
             continue
         try:  # all of its calls now, while they are announced as running
@@ -230,7 +233,7 @@ def _example_indexes(qualname: str) -> list[int]:
     return [block.index for block in blocks if not block.skipped][:MAX_EXAMPLES]
 
 
-def producers(qualname: str) -> list[str]:
+def producers(qualname: str, *, siblings: bool = True) -> list[str]:
     """The package's public callables most likely to make what ``qualname`` takes, best first:
     those whose name is part of its name or holds it (``parse`` for ``unparse``), then those
     of its module or of its class's module (an extension that registers the processor), then
@@ -243,13 +246,14 @@ def producers(qualname: str) -> list[str]:
     module = getattr(own_class or target, "__module__", "") or qualname.rpartition(".")[0]
     package = qualname.split(".")[0]
     bare = member.lstrip("_").lower()
-    ranked: list[tuple[int, int, str]] = []
+    ranked: list[tuple[bool, int, int, str, int]] = []
     callables = _package_callables(package)
     parsers = sorted((name.count("."), name) for name, *_ in callables if _parses(name))
     leading = {name for _, name in parsers[:MAX_PARSERS]}  # the package's own, not its steps
     for position, (name, callable_, in_class) in enumerate(callables):
-        if name.rpartition(".")[2] == member and in_class is own_class:
-            continue  # the entry point itself
+        own = own_class is not None and in_class is own_class
+        if own and (not siblings or name.rpartition(".")[2] == member):
+            continue  # the entry point itself, or methods of a receiver that cannot be built
         word = name.rpartition(".")[2].lstrip("_").lower()
         related = len(word) >= 4 and word != bare and (word in bare or bare in word)
         defined = getattr(in_class or callable_, "__module__", "") or ""
@@ -263,8 +267,11 @@ def producers(qualname: str) -> list[str]:
             score = 3  # the package's top-level API
         else:
             continue
-        ranked.append((score, position, name))
-    return [name for *_, name in sorted(ranked)]
+        ranked.append((defined != module, score, position, name, id(callable_)))
+    chosen: dict[int, tuple[int, int, str]] = {}  # an inherited method once: its best class
+    for _, score, position, name, function in sorted(ranked):
+        chosen.setdefault(function, (score, position, name))
+    return [name for *_, name in sorted(chosen.values())]
 
 
 def target_and_owner(qualname: str) -> tuple[object, type | None, str] | None:

@@ -78,11 +78,11 @@ def results_search(
     of the package made, or ``(None, what was tried)`` for the not-profiled reason."""
     deadline = time.monotonic() + MAX_SECONDS
     variant, pins = start
-    slots = _slots(qualname, size, seed, start, sources)
+    slots, built = _slots(qualname, size, seed, start, sources)
     if not slots:
         return None, ""
     found: dict[str, list[Offer]] = {slot.name: [] for slot in slots}
-    for offer in offers(qualname, frozenset(sources), deadline):
+    for offer in offers(qualname, frozenset(sources), deadline, siblings=built):
         for slot in slots:
             kept = found[slot.name]
             fresh = all(offer.value is not other.value for other in kept)
@@ -145,13 +145,13 @@ def _note(slots: list[Slot], found: dict[str, list[Offer]], last: str) -> str:
 
 def _slots(
     qualname: str, size: int | None, seed: int, start: Start, sources: tuple[str, ...]
-) -> list[Slot]:
+) -> tuple[list[Slot], bool]:
     """What may be taken from working calls: the receiver (first when it could not be
     built), each required parameter — a ``visit_X`` method's node of kind ``X``, else a value
-    of the class the rejected call was given."""
+    of the class the rejected call was given; and whether the rejected call could be built."""
     found = target_and_owner(qualname)
     if found is None:
-        return []
+        return [], False
     target, owner, member = found
     variant, pins = start
     try:
@@ -182,7 +182,7 @@ def _slots(
             slots.append(Slot(name, like, type(bound[name]).__name__))
     if rejected is not None and slots and slots[0].name == RECEIVER:
         slots.append(slots.pop(0))  # the receiver was built: the parameters first
-    return slots
+    return slots, rejected is not None
 
 
 def _asked(rejected: Synthesis | None, bound: dict[str, object]) -> Lesson | None:
