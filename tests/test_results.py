@@ -65,6 +65,19 @@ def test_each_rule_takes_what_a_working_call_made_and_says_so(qualname):
     assert RULES[qualname] in taken_by(qualname)
 
 
+def test_the_repair_mends_the_other_arguments_around_a_taken_receiver():
+    spec, failure = find_synthesized_scenario("results_pkg.MarkerProcessor.run_on", (10,))
+    assert spec is not None, failure
+    assert "taken=(" in spec.setup and "repairs=(" in spec.setup
+    assert "receiver: the MarkerProcessor that MarkerExtension.install()" in spec.description
+    assert "learned from KeyError 'text': page a dict with key 'text'" in spec.description
+    assert try_scenario(spec)[0] is None
+    alone, _ = find_synthesized_scenario(
+        "results_pkg.MarkerProcessor.run_on", (10,), sources=WITHOUT_RESULTS
+    )
+    assert alone is None
+
+
 def test_what_no_working_call_makes_is_said_in_the_reason():
     spec, failure = find_synthesized_scenario("results_pkg.Interpreter.visit_slice", (10,))
     assert spec is None and failure is not None

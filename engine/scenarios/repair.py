@@ -34,6 +34,7 @@ from apiprof.engine.scenarios.synth import (
     rewind,
     synthesize,
 )
+from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
 from apiprof.model.records import NO_SIZE, Phase
 
@@ -88,10 +89,13 @@ def repair_search(
     starts: list[Start],
     sources: tuple[str, ...],
     build: Build,
+    taken: tuple[Taken, ...] = (),
 ) -> Repaired:
     """Mend the arguments of the rejected variants ``starts`` (in turn, while calls are left)
     from what the errors ask for; ``build(synthesis, start, lessons, lazy)`` makes the
     scenario of a repaired synthesis (``lazy``: its result is an iterator, to be iterated).
+    ``taken``: values from the package's working calls the arguments start from (a receiver
+    only they could make, :mod:`.results`), kept while the other parameters are mended.
 
     ``sys.argv`` is the same afterwards: a lesson about it is for the worker that measures
     this entry point, not for the next one searched here."""
@@ -100,7 +104,7 @@ def repair_search(
     best = Repaired(None)
     try:
         for start in starts:
-            found = _search(qualname, size, seed, start, sources, build, budget)
+            found = _search(qualname, size, seed, start, sources, build, budget, taken)
             if found.spec is not None:
                 return found
             if len(found.lessons) > len(best.lessons):
@@ -120,6 +124,7 @@ def _search(
     sources: tuple[str, ...],
     build: Build,
     budget: Budget,
+    taken: tuple[Taken, ...] = (),
 ) -> Repaired:
     variant, pins = start
     lessons: tuple[Lesson, ...] = ()
@@ -128,7 +133,9 @@ def _search(
     called: tuple[Lesson, ...] = ()  # the lessons of the last call made
     while budget.left():
         try:
-            synthesis = synthesize(qualname, size, seed, variant, sources, pins, _literals(lessons))
+            synthesis = synthesize(
+                qualname, size, seed, variant, sources, pins, _literals(lessons), taken
+            )
         except Exception as unbuilt:  # the lessons cannot be built (no such candidate)
             last_error = last_error or describe_exception(unbuilt)
             break

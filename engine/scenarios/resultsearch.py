@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn
+from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
 from apiprof.engine.scenarios.producers import Offer, offers, target_and_owner
 from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
 from apiprof.engine.scenarios.results import (
@@ -73,14 +73,16 @@ def results_search(
     start: Start,
     sources: tuple[str, ...],
     build: Build,
-) -> tuple[ScenarioSpec | None, str]:
+) -> tuple[ScenarioSpec | None, str, tuple[Taken, ...]]:
     """A working scenario whose receiver or one parameter is a value a related working call
-    of the package made, or ``(None, what was tried)`` for the not-profiled reason."""
+    of the package made, or ``(None, what was tried, taken)`` for the not-profiled reason —
+    ``taken``: the first receiver tried whose call's error may say what the arguments should
+    be (the error-guided repair mends them around it), else ()."""
     deadline = time.monotonic() + MAX_SECONDS
     variant, pins = start
     slots, built = _slots(qualname, size, seed, start, sources)
     if not slots:
-        return None, ""
+        return None, "", ()
     found: dict[str, list[Offer]] = {slot.name: [] for slot in slots}
     for offer in offers(qualname, frozenset(sources), deadline, siblings=built):
         for slot in slots:
@@ -94,6 +96,7 @@ def results_search(
         found[name] = sorted(kept, key=_made_first)[:MAX_OFFERS]
     trials = 0
     last = ""
+    mendable: tuple[Taken, ...] = ()
     for slot, offer in _round_robin(slots, found):
         if trials >= MAX_TRIALS or time.monotonic() > deadline:
             break
@@ -109,11 +112,13 @@ def results_search(
             spec = build(synthesis, taken, True)
             failure, result = try_scenario(spec)
         if failure is None:
-            return spec, ""
+            return spec, "", ()
         last = f"{taken[0].describe()}: the call {failure.reason}"
         if failure.kind is not Coverage.NO_ARGUMENTS:
-            return None, _note(slots, found, last)
-    return None, _note(slots, found, last)
+            return None, _note(slots, found, last), ()
+        if not mendable and slot.name == RECEIVER and may_teach(failure.reason):
+            mendable = taken  # the repair mends parameters, never the receiver: one to keep
+    return None, _note(slots, found, last), mendable
 
 
 def _made_first(offer: Offer) -> tuple[int, int, int]:

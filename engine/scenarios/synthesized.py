@@ -249,9 +249,10 @@ def find_synthesized_scenario(
         )
     rebuild = _rebuilding(qualname, sizes, seed, sources)
     refused = first_failure is not None and first_failure.kind is Coverage.NO_ARGUMENTS
+    start = rejected[0] if rejected else (0, {})
+    mendable: tuple[Taken, ...] = ()  # a value taken whose call's error may teach the repair
     if RESULTS in sources and first_failure is not None and refused:
-        start = rejected[0] if rejected else (0, {})
-        taking, note = results_search(
+        taking, note, mendable = results_search(
             qualname,
             sizes[0] if sizes else None,
             seed=seed,
@@ -272,6 +273,21 @@ def find_synthesized_scenario(
             build=lambda synthesis, start, lessons, lazy: rebuild(
                 synthesis, start, lazy, repairs=lessons
             ),
+        )
+        if repaired.spec is not None:
+            return repaired.spec, None
+        first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
+    if "repair" in sources and mendable and first_failure is not None:
+        repaired = repair_search(  # the rest of the arguments, around what was taken
+            qualname,
+            sizes[0] if sizes else None,
+            seed=seed,
+            starts=[start],
+            sources=sources,
+            build=lambda synthesis, start, lessons, lazy: rebuild(
+                synthesis, start, lazy, repairs=lessons, taken=mendable
+            ),
+            taken=mendable,
         )
         if repaired.spec is not None:
             return repaired.spec, None
