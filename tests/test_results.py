@@ -149,6 +149,22 @@ def test_reachable_reads_slots_and_is_bounded():
     assert len(list(reachable([list(range(1000))], "results_pkg"))) == 2 + 40  # items capped
 
 
+def test_a_text_too_slow_to_parse_is_passed_over(monkeypatch):
+    import time
+
+    from apiprof.engine.scenarios import grown
+
+    monkeypatch.setattr(grown, "TRY_SECONDS", 0.05)
+
+    def slow_on_pipes(text):
+        if "|" in text:
+            time.sleep(1)
+        return {"type": text}
+
+    texts = grown.grown_texts(slow_on_pipes, ("a",), "results_pkg")
+    assert texts and not any("|" in text for text in texts)
+
+
 def test_grammar_texts_grow_from_the_packages_punctuation():
     from results_pkg.expressions import compile_expression
 

@@ -16,7 +16,9 @@ result held (a mapping's ``type``, an object's class). Bounded: :data:`MAX_TRIES
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import importlib
 import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -54,7 +56,7 @@ def grown_texts(parse: Callable[[str], object], seeds: tuple[str, ...], package:
         try:
             with timeouts.alarm(TRY_SECONDS), quiet_stdio():
                 result = parse(text)
-        except Exception:  # not of its grammar
+        except (Exception, timeouts.CallTimeout):  # not of its grammar, or too slow to try
             continue
         shown = kinds(result, package) - seen
         if shown:
@@ -106,6 +108,8 @@ def tokens(package: str) -> tuple[str, ...]:
     then the single characters doubled (``||``, ``&&``: operators a lexer reads a character at
     a time)."""
     counts: dict[str, int] = {}
+    with contextlib.suppress(Exception):  # its source is found through the imported package
+        importlib.import_module(package)
     for source in package_source_texts(package):
         try:
             tree = ast.parse(source)
