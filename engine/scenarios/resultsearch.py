@@ -50,7 +50,10 @@ Build = Callable[[Synthesis, tuple[Taken, ...], bool], ScenarioSpec]
 class Slot:
     name: str
     fits: Callable[[object], bool]
-    wants: str  # what it was offered for, for the reason ("a TocTreeprocessor")
+    # what the slot wants, for the reason when no related call made one ("slice node"); ""
+    # for another instance of the receiver's class or another value of the class it was
+    # given (that none was made says nothing the reason does not)
+    wants: str
     # a producer whose plain result is no news here: the receiver's class called as synthesis
     # already calls it
     plain: str = ""
@@ -141,7 +144,7 @@ def _round_robin(slots: list[Slot], found: dict[str, list[Offer]]) -> list[tuple
 def _note(slots: list[Slot], found: dict[str, list[Offer]], last: str) -> str:
     """``; the package's related working calls made no slice node`` and what the last call
     with a value they made raised."""
-    wanted = ", ".join(slot.wants for slot in slots if not found[slot.name])
+    wanted = ", ".join(slot.wants for slot in slots if slot.wants and not found[slot.name])
     note = f"; the package's related working calls made no {wanted}" if wanted else ""
     if last:
         note += f"; with a value they made, {last}"
@@ -168,9 +171,7 @@ def _slots(
         inspect.getattr_static(owner, member, None), (staticmethod, classmethod)
     )
     if receiver and owner is not None:
-        slots.append(
-            Slot(RECEIVER, _of_class(owner), f"{owner.__name__} instance", _defined_as(owner))
-        )
+        slots.append(Slot(RECEIVER, _of_class(owner), "", _defined_as(owner)))
     bound = bound_arguments(rejected, ()) if rejected is not None else {}
     asked = _asked(rejected, bound)
     kind = visited_kind(member)
@@ -184,7 +185,7 @@ def _slots(
             slots.insert(0, Slot(name, functools.partial(_answers, asked), asked.what()))
         elif name in bound and fits_like(bound[name], bound[name]):  # not a scalar, not empty
             like = functools.partial(fits_like, like=bound[name])
-            slots.append(Slot(name, like, type(bound[name]).__name__))
+            slots.append(Slot(name, like, ""))
     if rejected is not None and slots and slots[0].name == RECEIVER:
         slots.append(slots.pop(0))  # the receiver was built: the parameters first
     return slots, rejected is not None
