@@ -68,6 +68,15 @@ SOURCE_FLAGS = [
         "do not build syntax-tree nodes from what their classes list as children and plain "
         "values, nor give a visit_X method an X",
     ),
+    (
+        "patterns",
+        "do not give a match parameter (m.group(...)) a match of the receiver's or module's own "
+        "regular expression, nor a parameter the body matches text that pattern accepts",
+    ),
+    (
+        "package-data",
+        "do not offer the package's own data files to path, file and bytes parameters",
+    ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
     (
@@ -265,6 +274,8 @@ def scan_options(args: argparse.Namespace):
         subclasses=not args.no_subclasses,
         observed=not args.no_observed,
         nodes=not args.no_nodes,
+        patterns=not args.no_patterns,
+        package_data=not args.no_package_data,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,

@@ -72,7 +72,8 @@ RULES = {
     "self.stock of type list",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
-    "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",
+    "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
+    "infile': sys.argv names 'infile'",
 }
 
 

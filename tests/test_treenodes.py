@@ -117,7 +117,8 @@ def test_a_parser_gets_the_snippets_of_its_grammar_the_package_shows_and_it_acce
     spec, failure = find_synthesized_scenario("trees_pkg.parse", (10,))
     assert spec is not None, failure
     assert try_scenario(spec)[0] is None and "text: examples" in spec.description
-    without = tuple(source for source in SOURCES if source != "examples")
+    # the tokenizer's own pattern (source patterns) would give it text it accepts as well
+    without = tuple(source for source in SOURCES if source not in ("examples", "patterns"))
     assert find_synthesized_scenario("trees_pkg.parse", (10,), sources=without)[0] is None
 
 

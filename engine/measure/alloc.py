@@ -74,11 +74,9 @@ class AllocResult:
     calls: Counter[Key] = field(default_factory=Counter)
     calls_per_run: dict[Key, list[int]] = field(default_factory=dict)  # for `targets` only
     edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # direct caller -> callee
-    # nearest enclosing target
-    target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)
+    target_edges: Counter[tuple[Key, Key]] = field(default_factory=Counter)  # nearest target
     costack: set[tuple[Key, Key]] = field(default_factory=set)  # (ancestor, descendant)
-    # code objects calling each key
-    callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)
+    callers: dict[Key, set[types.CodeType]] = field(default_factory=dict)  # code calling each
     # targets only; empty without an I/O counter
     io_read: dict[Key, Histogram] = field(default_factory=dict)
     io_write: dict[Key, Histogram] = field(default_factory=dict)
@@ -87,6 +85,10 @@ class AllocResult:
 
     def shares_stack(self, a: Key, b: Key) -> bool:
         return (a, b) in self.costack or (b, a) in self.costack
+
+    def code_objects(self) -> list[types.CodeType]:
+        """The Python code the scenario ran, most called first."""
+        return [key for key, _ in self.calls.most_common() if type(key) is types.CodeType]
 
 
 class _Frame:

@@ -22,6 +22,11 @@ Mechanisms (every other code object runs unobserved, at full speed):
   run in a second leg of the pass, so trampolined targets never pay for the hook.
 
 A generator's "call" is one activation: start/resume to yield/return.
+
+On 3.12, once every event is set, the code the pass will run (the targets' tagged copies, their
+call sites, and the code objects the scenario ran in the allocation pass) gets back the
+superinstructions monitoring split (:mod:`~apiprof.engine.measure.quicken`): the timed code
+runs the bytecode a plain process runs.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from apiprof.engine.measure.probes import (
     release_tool_id,
     restore_code,
 )
+from apiprof.engine.measure.quicken import RESTORE_LIMIT, restore_quickened
 
 try:
     from apiprof.engine.measure import _timing
@@ -187,8 +193,10 @@ class Instrumented:
         probe_reference: bool,
         probes: str | None,
         check: PassCheck,
+        running: Sequence[types.CodeType] = (),
     ) -> None:
         self.log, self.leg, self.callers, self.kinds = log, leg, callers, kinds
+        self.running = running
         self.probe_reference = probe_reference
         self.probes, self.check = probes, check
         self.restore: list[tuple[types.FunctionType, types.CodeType]] = []
@@ -292,3 +300,5 @@ class Instrumented:
                 tool, code, events.CALL | monitoring.get_local_events(tool, code)
             )
         monitoring.set_events(tool, events.PY_UNWIND | events.PY_THROW if self.restore else 0)
+        timed = [function.__code__ for function, _ in self.restore]
+        restore_quickened([*timed, *self.call_sites, *self.running[:RESTORE_LIMIT]])

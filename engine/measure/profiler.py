@@ -113,6 +113,7 @@ def profile(
         if key in alloc.io_read:
             measure(key, Metric.IO_READ, alloc.io_read[key])
             measure(key, Metric.IO_WRITE, alloc.io_write[key])
+    running = alloc.code_objects()
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
         kept = settled_pass(
@@ -123,6 +124,7 @@ def profile(
             switches=switches,
             calibration=calibration,
             runs_per_call=times,
+            running=running,
         )
         report.disturbance += kept.seen
         for key, costs, weight in zip(group, kept.costs, kept.log.cpu_every):

@@ -110,10 +110,12 @@ def settled_pass(
     attempts: int = PASS_ATTEMPTS,
     runs_per_call: int = 1,
     retry_under: float = RETRY_UNDER_SECONDS,
+    running: Sequence[CodeType] = (),
 ) -> Settled:
     """One group's timing pass, measured again while a stall is seen around it (module
     docstring); ``check`` times the reference workload (tests inject a stalled machine);
-    each call of ``run_once`` runs the scenario ``runs_per_call`` times (a batch)."""
+    each call of ``run_once`` runs the scenario ``runs_per_call`` times (a batch); ``running``
+    as for :func:`~apiprof.engine.measure.timing.run_timing_pass`."""
     seen = Disturbance()
     tried: list[tuple[float, Settled]] = []
     for _ in range(max(1, attempts)):
@@ -126,6 +128,7 @@ def settled_pass(
             budget=budget,
             switches=switches,
             slow_reference=slow_reference(calibration),
+            running=running,
         )
         took = time.perf_counter() - started
         costs = measure_calls(log, calibration.overhead_ns, calibration.cpu_overhead_ns)

@@ -81,6 +81,7 @@ def run_timing_pass(
     reference: bool = True,
     switches: SwitchSource | None = None,
     slow_reference: Callable[[float], bool] | None = None,
+    running: Sequence[types.CodeType] = (),
 ) -> PassLog:
     """Run the scenario with probes on ``sites`` only, for as long as ``budget`` says
     (``repeat``/``max_seconds`` are a shorthand for ``Budget(repeat, 0, max_seconds, False)``);
@@ -89,8 +90,10 @@ def run_timing_pass(
     default: decided from the warm-up run). ``probes`` forces the C or Python monitoring
     callbacks. ``callers`` maps a C site's key to the code objects that call it.
     ``slow_reference`` says whether a reference batch's median interval (ns) shows a CPU
-    running slow (None: stretches are not judged). Instrumentation is always removed, also
-    when ``run_once`` raises."""
+    running slow (None: stretches are not judged). ``running``: the code objects the scenario
+    runs (from the allocation pass), run as in a plain process while timed
+    (:mod:`~apiprof.engine.measure.quicken`). Instrumentation is always removed, also when
+    ``run_once`` raises."""
     if budget is None:
         budget = Budget(
             repeat if repeat is not None else 20,
@@ -123,8 +126,9 @@ def run_timing_pass(
             if not leg and (leg is legs[1] or legs[1]):
                 continue
             probe_reference = reference and leg is legs[0]
+            loops = [_measure_leg.__code__, *_code_of(run_once), *running]
             with Instrumented(
-                log, leg, callers or {}, kinds, probe_reference, probes, check
+                log, leg, callers or {}, kinds, probe_reference, probes, check, loops
             ) as inst:
                 runs = _measure_leg(
                     run_once,
@@ -212,6 +216,11 @@ def _measure_leg(
         if budget.done(budget.min_runs, own, total):  # only the minimum count is left to reach
             size = min(size, budget.min_runs - runs)
     return runs
+
+
+def _code_of(run_once: Callable[[], object]) -> list[types.CodeType]:
+    code = getattr(run_once, "__code__", None)
+    return [code] if isinstance(code, types.CodeType) else []
 
 
 def _ran_slow(

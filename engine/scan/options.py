@@ -39,6 +39,8 @@ class ScanOptions:
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
     observed: bool = True  # values the package's entry points return, where one is wanted
     nodes: bool = True  # tree nodes from their classes' child lists; visit_X takes an X
+    patterns: bool = True  # matches of the package's own regular expressions, texts they accept
+    package_data: bool = True  # the package's own data files for path, file and bytes parameters
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     # arguments the package passes mid-stream while its working scenarios run, for the entry

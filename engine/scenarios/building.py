@@ -37,6 +37,8 @@ SOURCES = (
     "subclasses",
     "observed",
     "nodes",
+    "patterns",
+    "package_data",
     "heuristics",
     "repair",
     "results",
@@ -51,6 +53,8 @@ RANK = [
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.NODES,
+    ScenarioSource.PATTERNS,
+    ScenarioSource.PACKAGE_DATA,
     ScenarioSource.HEURISTICS,
     ScenarioSource.RESULTS,  # the last resorts: what made the call work at all
     ScenarioSource.REPAIRED,
@@ -104,6 +108,9 @@ class BuildContext:
     lessons: tuple[Lesson, ...] = ()
     # values taken from the package's own working calls, per slot (:mod:`.results`)
     taken: tuple[Taken, ...] = ()
+    matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
+    # what a source built for a parameter, when its type alone does not say ("a match of ...")
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def alternatives(self) -> dict[str, int]:
@@ -131,6 +138,8 @@ class BuildContext:
             parameter=self.parameter,
             candidates=self.candidates,
             flavours=self.flavours,
+            matched=self.matched,
+            notes=self.notes,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

@@ -37,7 +37,9 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
+from apiprof.engine.scenarios.patterns import pattern_candidates
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import (
     package_classes,
@@ -313,8 +315,10 @@ def parameter_candidates(
         classes = package_classes(getattr(target, "__module__", "") or "")
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
-    if "heuristics" in sources and not (annotated and not vague):
-        usage = usage_through_callees(target, parameter.name)
+    guessing = "heuristics" in sources and not (annotated and not vague)
+    read = guessing or "patterns" in sources  # how the body uses it (read once)
+    usage = usage_through_callees(target, parameter.name) if read else None
+    if guessing:
         strong: list[Any] = []
         weak: list[Any] = []
         if usage is not None:
@@ -348,13 +352,31 @@ def parameter_candidates(
         texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
         if texts is not None:
             found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
+    if "patterns" in sources:  # the package's own regular expressions: what a handler expects
+        own = annotation if annotated else parameter.empty
+        typed = pattern_candidates(target, parameter, signature, own, usage)
+        at = _after_literals(found)
+        found[at:at] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
+    if "package_data" in sources:  # the package's own files, beside the made-up ones
+        found = with_package_files(target, parameter.name, found, ScenarioSource.PACKAGE_DATA)
     unique: dict[str, tuple[Any, ScenarioSource]] = {}
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _after_literals(found: list[tuple[Any, ScenarioSource]]) -> int:
+    """Where generated text goes: after the package's own literal values (examples) and the
+    exact values leading the list (a name's ``Literal``: a namespace URI), which are more
+    realistic when they are accepted."""
+    given = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
+    at = given[-1] + 1 if given else 0
+    while at < len(found) and typing.get_origin(found[at][0]) is typing.Literal:
+        at += 1
+    return at
 
 
 def _says_nothing(annotation: Any) -> bool:

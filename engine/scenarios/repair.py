@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.lessons import ACCUMULATING, Lesson, Want, learn, merged
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.synth import (
@@ -35,7 +34,7 @@ from apiprof.engine.scenarios.synth import (
     synthesize,
 )
 from apiprof.engine.scenarios.taken import Taken
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, MemoryStream, quiet_stdio, try_scenario
 from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6
@@ -187,7 +186,7 @@ def _literals(lessons: tuple[Lesson, ...]) -> tuple[tuple[object, ...], ...]:
 
 def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
     """The lessons with the last one's next candidate (another class, other values)."""
-    if not lessons or lessons[-1].want not in (Want.ATTRIBUTES, Want.KEYS):
+    if not lessons or lessons[-1].want not in ACCUMULATING:
         return None
     last = lessons[-1]
     return (*lessons[:-1], replace(last, turn=last.turn + 1))
@@ -196,7 +195,7 @@ def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
 def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     """Call once, as the scenario would: (what it raised, what it printed to stderr, whether
     it returned an iterator)."""
-    printed = io.StringIO()
+    printed = MemoryStream()
     target, args, kwargs = synthesis.target, synthesis.args, synthesis.kwargs
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio(), contextlib.redirect_stderr(printed):

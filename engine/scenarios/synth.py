@@ -71,6 +71,7 @@ class Synthesis:
     )
     # the entry point's own parameters -> how many alternatives each offered (for pins)
     alternatives: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # parameter -> what was built for it
 
     @property
     def source(self) -> ScenarioSource:
@@ -78,8 +79,12 @@ class Synthesis:
         return max(self.used.values(), key=RANK.index, default=ScenarioSource.SYNTHESIZED)
 
     def describe_sources(self) -> str:
-        """``"text: stubs, path: heuristics"`` — where each argument's type came from."""
-        return ", ".join(f"{name}: {source}" for name, source in self.used.items())
+        """``"text: stubs, path: heuristics"`` — where each argument's type came from (and what
+        was built, where a source noted it: ``m: patterns (a match of ...)``)."""
+        return ", ".join(
+            f"{name}: {source}" + (f" ({self.notes[name]})" if name in self.notes else "")
+            for name, source in self.used.items()
+        )
 
 
 def synthesize_call(
@@ -158,4 +163,5 @@ def synthesize(
         context.heavy,
         context.warmup,
         dict(context.alternatives),
+        dict(context.notes),
     )

@@ -129,13 +129,27 @@ def _is_apiprof(filename: str) -> bool:
     return os.path.realpath(filename).startswith(_APIPROF_ROOT + os.sep)
 
 
+class MemoryStream(io.TextIOWrapper):
+    """An in-memory text stream with bytes underneath (``.buffer``), as the real standard
+    streams have: a tool that writes bytes to ``sys.stdout.buffer`` or reads
+    ``sys.stdin.buffer`` works in a trial as it does when measured."""
+
+    def __init__(self) -> None:
+        self._bytes = io.BytesIO()
+        super().__init__(self._bytes, encoding="utf-8", errors="replace", write_through=True)
+
+    def getvalue(self) -> str:
+        self.flush()
+        return self._bytes.getvalue().decode("utf-8", "replace")
+
+
 @contextlib.contextmanager
 def quiet_stdio() -> Iterator[None]:
     """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
     stdin = sys.stdin
-    sys.stdin = io.StringIO()
+    sys.stdin = MemoryStream()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(MemoryStream()), contextlib.redirect_stderr(MemoryStream()):
             yield
     finally:
         sys.stdin = stdin
