@@ -89,6 +89,12 @@ SOURCE_FLAGS = [
         "do not mend rejected synthesised arguments from what the call's exception asks for "
         "(a missing key or attribute, a mapping, an existing file, parameter names, sys.argv)",
     ),
+    (
+        "results",
+        "do not give entry points nothing else could call the objects the package's own "
+        "related working calls return or hold (parse's result for unparse, a processor "
+        "registered in a configured converter)",
+    ),
 ]
 """``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
 
@@ -274,6 +280,7 @@ def scan_options(args: argparse.Namespace):
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,
         repair=not args.no_repair,
+        results=not args.no_results,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,

@@ -48,6 +48,8 @@ class ScanOptions:
     self_drive: bool = True
     # after every variant is rejected, mend the arguments from what the exception asks for
     repair: bool = True
+    # objects the package's related working calls return or hold, for what nothing else calls
+    results: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20

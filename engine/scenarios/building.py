@@ -19,6 +19,7 @@ from apiprof.model.records import ScenarioSource
 
 if TYPE_CHECKING:
     from apiprof.engine.scenarios.lessons import Lesson
+    from apiprof.engine.scenarios.results import Taken
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -40,6 +41,7 @@ SOURCES = (
     "package_data",
     "heuristics",
     "repair",
+    "results",
 )
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
@@ -54,6 +56,7 @@ RANK = [
     ScenarioSource.PATTERNS,
     ScenarioSource.PACKAGE_DATA,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.RESULTS,  # the last resorts: what made the call work at all
     ScenarioSource.REPAIRED,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any
@@ -103,6 +106,8 @@ class BuildContext:
     flavours: dict[str, int] = field(default_factory=dict)
     # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
     lessons: tuple[Lesson, ...] = ()
+    # values taken from the package's own working calls, per slot (:mod:`.results`)
+    taken: tuple[Taken, ...] = ()
     matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
     # what a source built for a parameter, when its type alone does not say ("a match of ...")
     notes: dict[str, str] = field(default_factory=dict)

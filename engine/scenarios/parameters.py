@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from apiprof.engine.scenarios import repaired
+from apiprof.engine.scenarios import repaired, results
 from apiprof.engine.scenarios.building import (
     RANK,
     SOURCES,
@@ -263,6 +263,9 @@ def build_parameter(
     which comes first) until one builds; the source of the one used is credited."""
     if context.depth == 0 and not context.parameter:  # one of the entry point's own
         with context.building_parameter(parameter.name):
+            taken = results.taken_for(context, parameter.name)
+            if taken is not None:  # what a working call of the package made
+                return results.taken_value(taken, context)
             lesson = repaired.lesson_for(context, parameter.name)
             if lesson is not None:  # a rejected call said what it wants
                 return repaired.repaired_value(lesson, context, parameter.name)
