@@ -68,6 +68,15 @@ SOURCE_FLAGS = [
         "do not build syntax-tree nodes from what their classes list as children and plain "
         "values, nor give a visit_X method an X",
     ),
+    (
+        "patterns",
+        "do not give a match parameter (m.group(...)) a match of the receiver's or module's own "
+        "regular expression, nor a parameter the body matches text that pattern accepts",
+    ),
+    (
+        "package-data",
+        "do not offer the package's own data files to path, file and bytes parameters",
+    ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
     (
@@ -79,6 +88,12 @@ SOURCE_FLAGS = [
         "repair",
         "do not mend rejected synthesised arguments from what the call's exception asks for "
         "(a missing key or attribute, a mapping, an existing file, parameter names, sys.argv)",
+    ),
+    (
+        "results",
+        "do not give entry points nothing else could call the objects the package's own "
+        "related working calls return or hold (parse's result for unparse, a processor "
+        "registered in a configured converter)",
     ),
 ]
 """``--no-X`` switches for the argument sources, each mapping to ScanOptions.X."""
@@ -259,10 +274,13 @@ def scan_options(args: argparse.Namespace):
         subclasses=not args.no_subclasses,
         observed=not args.no_observed,
         nodes=not args.no_nodes,
+        patterns=not args.no_patterns,
+        package_data=not args.no_package_data,
         heuristics=not args.no_heuristics,
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,
         repair=not args.no_repair,
+        results=not args.no_results,
         sizes=tuple(args.sizes),
         repeat=args.repeat,
         time_budget=args.time_budget,

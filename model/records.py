@@ -106,7 +106,10 @@ class ScenarioSource(enum.StrEnum):
     EXAMPLES = "examples"  # literal values the package's own text passes to the callable
     FACTORIES = "factories"  # an instance from a concrete subclass or a factory of the package
     OBSERVED = "observed"  # a value an entry point of the package returned, where one was wanted
+    RESULTS = "results"  # an object a working call of the package made (returned or holds)
     NODES = "nodes"  # tree nodes built from their classes' child lists; visit_X takes an X
+    PATTERNS = "patterns"  # matches of the package's own regular expressions, texts they accept
+    PACKAGE_DATA = "package_data"  # the package's own data files, where a path or file is wanted
     HEURISTICS = "heuristics"  # typed from parameter names and how the body uses them
     CAPTURED = "captured"  # arguments recorded while the test suite or docstring examples ran
     TESTS = "tests"  # the package's own test suite

@@ -213,6 +213,35 @@ def test_a_failing_callback_invalidates_the_pass(monkeypatch):
         run_allocation_pass(gt.child_alloc, [code(gt.child_alloc)], repeat=2)
 
 
+class _AnswersEverything:
+    """A null logger: every attribute, ``__class__`` included, is the object itself."""
+
+    def __getattribute__(self, name):
+        return self
+
+
+def _make_null() -> object:
+    return _AnswersEverything()
+
+
+def test_a_result_lying_about_its_class_is_measured():
+    res = run_allocation_pass(_make_null, [code(_make_null)], repeat=3)
+    assert res.incl[code(_make_null)].count == 2
+
+
+def test_a_callback_failing_on_every_call_is_reported_once(monkeypatch):
+    from apiprof.engine.measure.invariants import InvalidPassError
+
+    def broken(self, *args):
+        raise RuntimeError("recorder bug")
+
+    monkeypatch.setattr(alloc._Recorder, "exit", broken)
+    with pytest.raises(InvalidPassError) as raised:
+        run_allocation_pass(gt.child_alloc, [code(gt.child_alloc)], repeat=5)
+    reasons = str(raised.value).split(": ", 1)[1].split("; ")
+    assert len(reasons) == len(set(reasons)) < 5  # one per callback, not one per call
+
+
 @needs_extension
 def test_a_pause_left_open_does_not_silence_the_next_pass():
     """A timeout raised between pause and resume used to leave the counter paused for the rest

@@ -22,12 +22,15 @@ from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
-WITHOUT_REPAIR = tuple(source for source in SOURCES if source != "repair")
+REPAIR_ALONE = tuple(source for source in SOURCES if source != "results")
+"""The sources with the repair as the last resort: the values the package's working calls make
+(tests/test_results.py) would call some of these fixtures before the repair is asked."""
+WITHOUT_REPAIR = tuple(source for source in REPAIR_ALONE if source != "repair")
 
 
 def repaired(qualname: str) -> str:
     """The description of the scenario the repair found (checked to run, as measured)."""
-    spec, failure = find_synthesized_scenario(qualname, (10,))
+    spec, failure = find_synthesized_scenario(qualname, (10,), sources=REPAIR_ALONE)
     assert spec is not None, failure
     assert spec.source is ScenarioSource.REPAIRED
     assert "repairs=(" in spec.setup  # the measuring worker rebuilds the same arguments
@@ -67,9 +70,16 @@ RULES = {
     # ... an attribute of the receiver its constructor left at a default of None
     "repair_pkg.Basket.heaviest": "learned from TypeError 'NoneType' object is not iterable: "
     "self.stock of type list",
+    # ... an attribute the receiver's constructor stored from a required parameter
+    "repair_pkg.Journal.note": "learned from AttributeError 'function' object has no attribute "
+    "'write': self.f an object with attribute 'write()'",
+    # the receiver's constructor refused its argument: every attribute it reads, at once
+    "repair_pkg.ColouredReport.paint": "self.options an object with attributes 'width', "
+    "'colour', 'keys_counted'",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
-    "repair_pkg.cli": "learned from SystemExit 'usage: repair-cli [-h] infile': sys.argv names",
+    "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
+    "infile': sys.argv names 'infile'",
 }
 
 
@@ -103,7 +113,7 @@ def test_learned_parameter_names_are_typed_by_the_name_rules():
 
 def test_what_is_still_rejected_says_what_the_errors_asked_for(monkeypatch):
     monkeypatch.setattr(repair, "MAX_REPAIR_CALLS", 3)  # a mapping, 'name', then out of calls
-    spec, failure = find_synthesized_scenario("repair_pkg.label", (10,))
+    spec, failure = find_synthesized_scenario("repair_pkg.label", (10,), sources=REPAIR_ALONE)
     assert spec is None and failure is not None
     assert "list indices must be integers" in failure.reason  # what the plain call raised
     assert "repair tried learned from KeyError 'name': value a dict with key 'name'" in (
@@ -140,20 +150,21 @@ def test_learning_reads_the_object_the_failing_expression_worked_on():
 # -- a real scan, through the command line ------------------------------------------------------
 
 
-def scan_summary(home: Path, name: str, *extra: str) -> dict:
-    """``repair_pkg`` scanned through the command line into ``name``.db: its summary."""
+def scan_summary(home: Path, name: str, *extra: str, package: str = "repair_pkg") -> dict:
+    """``package`` scanned through the command line into ``name``.db: its summary."""
     options = ("--repeat", "3", "--sizes", "10,30", "--quiet", "--no-self-drive", *extra)
     files = ("--db", f"{name}.db", "--summary-json", f"{name}.json")
-    out = run("apiprof-scan", "repair_pkg", *files, *options, cwd=home)
+    out = run("apiprof-scan", package, *files, *options, cwd=home)
     assert out.returncode == 0, out.stderr
     return json.loads((home / f"{name}.json").read_text())["packages"][0]
 
 
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory):
-    """The default command, and ``--no-repair``."""
+    """The default command, and ``--no-repair`` (both with ``--no-results``: see REPAIR_ALONE)."""
     home = tmp_path_factory.mktemp("repair")
-    return home, {"on": scan_summary(home, "on"), "off": scan_summary(home, "off", "--no-repair")}
+    on = scan_summary(home, "on", "--no-results")
+    return home, {"on": on, "off": scan_summary(home, "off", "--no-repair", "--no-results")}
 
 
 def test_the_default_scan_repairs_and_says_what_it_learned(scans):
@@ -172,7 +183,7 @@ def test_the_default_scan_repairs_and_says_what_it_learned(scans):
 def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
     announced: list[Running] = []
     with watching(announced.append, ()):
-        spec, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+        spec, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,), sources=REPAIR_ALONE)
     assert spec is not None
     # the worker died in the repaired call: a new worker gives that call up, not the rest
     keys = [run.key for run in announced]
@@ -181,6 +192,6 @@ def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
     died = Stop.of(mended, Failure(Coverage.TIMED_OUT, "stuck in C"))
     announced.clear()
     with watching(announced.append, [died]):
-        again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,))
+        again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,), sources=REPAIR_ALONE)
     assert announced and died.key not in {run.key for run in announced}
     assert again is None or scenario_key(again) != died.key  # another variant, mended too

@@ -257,3 +257,30 @@ def test_no_self_drive_leaves_them_unprofiled(scans):
     assert summary["self_drive"] is None
     missing = {row["qualname"] for row in summary["not_profiled"]}
     assert set(WATCHED) <= missing
+
+
+class _Walker:
+    """A receiver no copy can be made of, whose copy attempts are counted."""
+
+    attempts = 0
+
+    def __reduce__(self):
+        _Walker.attempts += 1
+        raise TypeError("cannot pickle a walker mid-walk")
+
+
+def test_a_receiver_that_cannot_be_copied_is_tried_once_not_on_every_handler_call():
+    from apiprof.engine.scenarios.capture import Recorder
+
+    recorder = Recorder({})
+    walker = _Walker()
+    for number in range(40):  # a walker's handlers, each called on the same receiver
+        name = f"pkg.Walker.HANDLER{number % 8}"
+        recorder.calls.setdefault(name, [])
+        recorder.record(name, (walker, number), {})
+    assert _Walker.attempts == 2  # the first call's copy, and the receiver alone
+    problems = [call.problem for calls in recorder.calls.values() for call in calls]
+    assert len(problems) == 8 and all("cannot pickle a walker" in p for p in problems)
+    other = _Walker()  # another receiver is tried afresh
+    recorder.record("pkg.Walker.HANDLER0", (other, 1), {})
+    assert _Walker.attempts == 4

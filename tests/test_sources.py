@@ -371,3 +371,24 @@ def test_batches_of_one_package_add_up_their_runnable_entry_points():
     assert (total["discovered"], total["runnable"], total["profiled"]) == (10, 9, 8)
     assert total["profiled_fraction"] == 0.8
     assert total["runnable_profiled_fraction"] == round(8 / 9, 4)
+
+
+def test_an_api_defined_only_where_a_platform_import_succeeds_needs_what_this_machine_lacks():
+    import elsewhere_pkg  # noqa: F401  (its module `win` binds console_width only on Windows)
+
+    from apiprof.engine.discovery.dependencies import unavailable_here
+    from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
+    from apiprof.model.records import Coverage
+
+    missing = AttributeError("module 'elsewhere_pkg.win' has no attribute 'console_width'")
+    assert "only when the import-time try block at line 3 succeeds" in unavailable_here(
+        missing, "elsewhere_pkg.columns"
+    )
+    absent = AttributeError("module 'elsewhere_pkg.win' has no attribute 'made_up'")
+    assert unavailable_here(absent, "elsewhere_pkg") == ""  # not bound anywhere: a real fault
+    for qualname in ("elsewhere_pkg.columns", "elsewhere_pkg.Console.width_now"):
+        spec, failure = find_synthesized_scenario(qualname, (10,))
+        assert spec is None and failure is not None, qualname
+        assert failure.kind == Coverage.MISSING_DEPENDENCY, (qualname, failure.reason)
+        assert "what this machine lacks (elsewhere_pkg.win defines console_width" in failure.reason
+    assert find_synthesized_scenario("elsewhere_pkg.plain", (10,))[0] is not None

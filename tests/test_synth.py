@@ -124,6 +124,7 @@ def test_variants_offer_other_flavours():
 def test_unannotated_parameters_are_guessed_from_names_and_siblings():
     assert guess_from_name("text") is str and guess_from_name("n") is int
     assert guess_from_name("handle") is None
+    assert guess_from_name("fpath") is guess_from_name("path") is guess_from_name("save_path")
     # the sibling's default ("x") says `handle` is probably a string too: a heuristic
     result = synthesize("synth_subjects.unguessable", 10)
     assert isinstance(result.args[0], str) and result.source is ScenarioSource.HEURISTICS
@@ -252,3 +253,19 @@ def test_keys_and_set_members_of_any_type_are_hashable():
     target, args, _ = synth.synthesize_call("typed_pkg.key_count", 10)
     assert all(isinstance(key, str) for key in args[0]) and all(isinstance(m, str) for m in args[1])
     assert target(*args) == 20
+
+
+def test_an_object_answering_every_attribute_with_itself_is_profiled(tmp_path, monkeypatch):
+    # A null logger's __getattribute__ returns the logger, so its __class__ is no class and an
+    # ABC isinstance check raises; that is the object's quirk, not a crash of the target.
+    (tmp_path / "nullsink_mod.py").write_text(
+        "class NullSink:\n"
+        "    def __getattribute__(self, name):\n"
+        "        return self\n"
+        "    def __call__(self, *args, **kwargs):\n"
+        "        return self\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec, reason = find_synthesized_scenario("nullsink_mod.NullSink", (10,))
+    assert reason is None and spec is not None
+    assert try_scenario(spec)[0] is None

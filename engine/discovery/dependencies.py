@@ -3,9 +3,12 @@ not installed (an extra), which is its own category in a scan, not a fault of th
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.metadata
+import inspect
 import re
+import sys
 
 from apiprof.engine.discovery.messages import exception_message
 
@@ -61,6 +64,63 @@ def _distributions_of(package: str) -> tuple[str, ...]:
     """The distributions that provide the top-level module ``package`` (its own name when
     none is known)."""
     return tuple(importlib.metadata.packages_distributions().get(package, [package]))
+
+
+def unavailable_here(error: BaseException, package: str) -> str:
+    """Why ``error`` (or a message quoting it) means the API needs what this machine lacks: a
+    module of ``package`` binds the attribute it was asked for only in an import-time branch
+    that did not run here (``colorama.win32`` defines the console functions only where
+    ``ctypes.WinDLL`` exists); "" otherwise."""
+    top = package.split(".")[0]
+    current: BaseException | None = error
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for module, name in re.findall(
+            r"module '([\w.]+)' has no attribute '(\w+)'", exception_message(current)
+        ):
+            if module == top or module.startswith(top + "."):
+                branch = _conditional_branch(module, name)
+                if branch:
+                    return f"{module} defines {name} only {branch}, which did not run here"
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def _conditional_branch(module_name: str, name: str) -> str:
+    """Where ``module_name`` binds ``name`` only conditionally at import time ("when the try
+    block at line 5 succeeds", "when `sys.platform == 'win32'`"), or "" (bound
+    unconditionally, only under ``if __name__ == "__main__"``, or no source)."""
+    module = sys.modules.get(module_name)
+    try:
+        tree = ast.parse(inspect.getsource(module)) if module is not None else None
+    except (OSError, TypeError, SyntaxError):
+        return ""
+    if tree is None or name in _bound_in(tree.body):
+        return ""
+    for statement in tree.body:
+        if isinstance(statement, ast.If) and "__main__" not in ast.unparse(statement.test):
+            if name in _bound_in(statement.body):
+                return f"when `{ast.unparse(statement.test)}`"
+            if name in _bound_in(statement.orelse):
+                return f"unless `{ast.unparse(statement.test)}`"
+        if isinstance(statement, ast.Try) and name in _bound_in(statement.orelse + statement.body):
+            return f"when the import-time try block at line {statement.lineno} succeeds"
+    return ""
+
+
+def _bound_in(statements: list[ast.stmt]) -> set[str]:
+    """Names these statements bind themselves (defs, classes, assignments, imports)."""
+    bound: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            bound.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in statement.names)
+    return bound
 
 
 @functools.cache

@@ -211,7 +211,7 @@ class _Recorder:
         i = self._find(key)
         if i is None:
             return  # never entered while recording
-        if value is not None and self.is_target[i] and isinstance(value, Iterator):
+        if value is not None and self.is_target[i] and issubclass(type(value), Iterator):
             self.returns_iterator.add(i)
         stack = self.stack
         if not stack or stack[-1].index != i:

@@ -55,9 +55,11 @@ class PassCheck:
 
     def callback_failed(self, where: str, error: BaseException) -> None:
         if len(self.problems) < 20:
-            self.problems.append(f"{where} raised {type(error).__name__}: {error}")
+            self.problem(f"{where} raised {type(error).__name__}: {error}")
 
     def problem(self, reason: str) -> None:
+        """Note what invalidates the pass; a reason met again (a hook failing on every
+        call) is kept once."""
         if reason not in self.problems:
             self.problems.append(reason)
 

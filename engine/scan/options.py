@@ -39,6 +39,8 @@ class ScanOptions:
     subclasses: bool = True  # concrete subclasses and factories for classes that won't build
     observed: bool = True  # values the package's entry points return, where one is wanted
     nodes: bool = True  # tree nodes from their classes' child lists; visit_X takes an X
+    patterns: bool = True  # matches of the package's own regular expressions, texts they accept
+    package_data: bool = True  # the package's own data files for path, file and bytes parameters
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     # arguments the package passes mid-stream while its working scenarios run, for the entry
@@ -46,6 +48,8 @@ class ScanOptions:
     self_drive: bool = True
     # after every variant is rejected, mend the arguments from what the exception asks for
     repair: bool = True
+    # objects the package's related working calls return or hold, for what nothing else calls
+    results: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES  # input sizes for synthesised sized scenarios
     # minimum measured runs per scenario size and pass (a scenario file may say otherwise)
     repeat: int = 20

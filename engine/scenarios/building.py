@@ -19,6 +19,7 @@ from apiprof.model.records import ScenarioSource
 
 if TYPE_CHECKING:
     from apiprof.engine.scenarios.lessons import Lesson
+    from apiprof.engine.scenarios.results import Taken
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""
@@ -36,8 +37,11 @@ SOURCES = (
     "subclasses",
     "observed",
     "nodes",
+    "patterns",
+    "package_data",
     "heuristics",
     "repair",
+    "results",
 )
 """Switchable sources of argument types beyond the annotations (``--no-stubs`` etc.)."""
 
@@ -49,7 +53,10 @@ RANK = [
     ScenarioSource.FACTORIES,
     ScenarioSource.OBSERVED,
     ScenarioSource.NODES,
+    ScenarioSource.PATTERNS,
+    ScenarioSource.PACKAGE_DATA,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.RESULTS,  # the last resorts: what made the call work at all
     ScenarioSource.REPAIRED,
 ]
 """From most to least trustworthy: a scenario is credited to the least trustworthy source any
@@ -99,6 +106,11 @@ class BuildContext:
     flavours: dict[str, int] = field(default_factory=dict)
     # what rejected calls taught about the entry point's own parameters (:mod:`.repair`)
     lessons: tuple[Lesson, ...] = ()
+    # values taken from the package's own working calls, per slot (:mod:`.results`)
+    taken: tuple[Taken, ...] = ()
+    matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
+    # what a source built for a parameter, when its type alone does not say ("a match of ...")
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def alternatives(self) -> dict[str, int]:
@@ -126,6 +138,8 @@ class BuildContext:
             parameter=self.parameter,
             candidates=self.candidates,
             flavours=self.flavours,
+            matched=self.matched,
+            notes=self.notes,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:

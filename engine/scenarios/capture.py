@@ -54,6 +54,8 @@ runs short, and any test that calls it gives a measurement)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
+MAX_UNCOPYABLE = 64
+"""Receivers remembered as uncopyable during one capture (each is kept alive until it ends)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,11 @@ class Recorder:
     reached: dict[str, list[str]] = field(default_factory=dict)
     tries: Counter[str] = field(default_factory=Counter)  # calls looked at, per entry point
     _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
+    # receivers that cannot be copied, held (so their ids stay theirs) to skip at once: a
+    # walker's handlers are all called on one receiver, which a copy attempt per call would
+    # pickle whole each time
+    _uncopyable: dict[int, object] = field(default_factory=dict)
+    _uncopyable_reason: str = ""
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         """The ``sys.setprofile`` hook (Python 3.11)."""
@@ -142,14 +149,19 @@ class Recorder:
         return len([c for c in kept if c.payload]) < MAX_CALLS
 
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        shown = shown_arguments(args, kwargs)
         try:
+            if args and id(args[0]) in self._uncopyable:
+                raise pickle.PicklingError(self._uncopyable_reason)
             data = temppaths.dumps(args, kwargs)
         except Exception as error:
+            if args and id(args[0]) not in self._uncopyable:
+                self._note_uncopyable(args[0], error)
             if not any(c.problem for c in self.calls[qualname]):
                 problem = describe_exception(error)[:200]
+                shown = shown_arguments(args, kwargs)
                 self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
             return
+        shown = shown_arguments(args, kwargs)
         if len(data) > MAX_PAYLOAD:
             return
         key = (qualname, hashlib.sha1(data).hexdigest())
@@ -158,6 +170,16 @@ class Recorder:
         self.seen.add(key)
         payload = base64.b64encode(data).decode("ascii")
         self.calls[qualname].append(CapturedCall(qualname, payload, self.origin, shown))
+
+    def _note_uncopyable(self, receiver: object, error: BaseException) -> None:
+        """Remember ``receiver`` when it is what cannot be copied (it alone fails too)."""
+        if len(self._uncopyable) >= MAX_UNCOPYABLE:
+            return
+        try:
+            temppaths.dumps((receiver,), {})
+        except Exception:
+            self._uncopyable[id(receiver)] = receiver
+            self._uncopyable_reason = describe_exception(error)[:200]
 
     def results(self) -> list[CapturedCall]:
         return [call for calls in self.calls.values() for call in calls]

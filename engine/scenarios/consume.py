@@ -24,15 +24,25 @@ def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             value.seek(0)
 
 
+def is_a(value: object, kinds: type | tuple[type, ...]) -> bool:
+    """``isinstance`` that survives objects lying about their class: one whose
+    ``__getattribute__`` answers every name with itself (a null logger) hands the ABC check a
+    ``__class__`` that is no class, and ``isinstance`` raises; its real type is asked then."""
+    try:
+        return isinstance(value, kinds)
+    except Exception:  # any error of the object's own __class__ lookup
+        return issubclass(type(value), kinds)
+
+
 def consume(result: object, limit: int = UNSIZED_CONSUME_LIMIT) -> object:
     """Drain an iterator result (at most ``limit`` items) so a lazy API's real work is measured;
     run a coroutine to its end, and drain an async iterator the same way."""
-    if isinstance(result, abc.Iterator):
-        _drain(result, limit)
-    elif isinstance(result, abc.Awaitable):
-        return _event_loop().run_until_complete(_awaited(result))
-    elif isinstance(result, abc.AsyncIterator):
-        _event_loop().run_until_complete(_drained(result, limit))
+    if is_a(result, abc.Iterator):
+        _drain(result, limit)  # type: ignore[arg-type]
+    elif is_a(result, abc.Awaitable):
+        return _event_loop().run_until_complete(_awaited(result))  # type: ignore[arg-type]
+    elif is_a(result, abc.AsyncIterator):
+        _event_loop().run_until_complete(_drained(result, limit))  # type: ignore[arg-type]
     return result
 
 
@@ -79,9 +89,9 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 def is_lazy(result: object) -> bool:
     """True for iterators a call returns (whose cost is paid while iterating), and for
     coroutines and async iterators (whose work starts only when awaited)."""
-    if isinstance(result, (abc.Awaitable, abc.AsyncIterator)):
+    if is_a(result, (abc.Awaitable, abc.AsyncIterator)):
         return True
-    return isinstance(result, abc.Iterator) and not isinstance(result, (str, bytes, io.IOBase))
+    return is_a(result, abc.Iterator) and not is_a(result, (str, bytes, io.IOBase))
 
 
 def drain_lazy(result: object, limit: int = UNSIZED_CONSUME_LIMIT) -> object:

@@ -41,6 +41,10 @@ class CharMarker:
     """Annotation marker: a one-character string."""
 
 
+class ModuleMarker:
+    """Annotation marker: a module object (one of the package's own, in turn)."""
+
+
 _NAME_GUESSES: dict[str, Any] = {}
 for _names, _annotation in [
     (
@@ -101,11 +105,12 @@ for _names, _annotation in [
     ),
     (
         "path filename fname file_name filepath file_path pathname path_name infilename "
-        "outfilename",
+        "outfilename fpath inpath outpath srcpath destpath dstpath savepath",
         PathMarker,
     ),
     ("dirname directory dir_name dirpath folder root_dir rootdir dir_path", DirectoryMarker),
     ("sock socket conn connection client_socket", SocketMarker),
+    ("module module_obj module_object", ModuleMarker),
     (
         "dt datetime when timestamp_dt start_dt end_dt dtstart until after before dt1 dt2 moment",
         datetime.datetime,

@@ -55,6 +55,7 @@ whose ``get_default_instance()`` loads its rules, a client whose ``from_config()
 
 def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     problems: list[str] = []
+    refused: CannotSynthesize | None = None
     if cls is context.owner and "subclasses" in context.sources:
         own = [f for f in factories_for(cls, declared_returns) if getattr(f, "__self__", 0) is cls]
         if own:
@@ -78,6 +79,8 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
                 return call_with_arguments(cls, context, optional=optional)
         except CannotSynthesize as error:
             problems.append(str(error))
+            if cls is context.owner:  # the repair may learn from the receiver's constructor
+                refused = error
         if "examples" in context.sources:
             made = _from_examples(cls, context)
             if made is not None:
@@ -107,7 +110,7 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
                 return observed.observed_value(cls, context, f"<{cls.__qualname__} instance>")
         except CannotSynthesize as error:
             problems.append(str(error).partition(": ")[2])
-    raise CannotSynthesize("; ".join(problems))
+    raise CannotSynthesize("; ".join(problems)) from refused
 
 
 def _first_instance(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -31,6 +32,9 @@ from apiprof.engine.scenarios.failing import (
     holders,
     innermost,
 )
+from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
+from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 
 
 class Want(enum.StrEnum):
@@ -43,6 +47,7 @@ class Want(enum.StrEnum):
     NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
+    MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
 
 
 @dataclass(frozen=True)
@@ -90,9 +95,16 @@ class Lesson:
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
-            Want.ARGV: f"sys.argv names {listed or 'no argument'}",
+            Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
+            Want.MODULE: f"{subject} the name of a module of the package"
+            + (f" with {listed}" if self.names else ""),
         }[self.want]
+
+
+def _argv_listed(tokens: tuple[str, ...]) -> str:
+    """``'count', '--input', 'input'``: literals as they are passed, files by their name."""
+    return ", ".join(repr(token.removeprefix("=")) for token in tokens)
 
 
 def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
@@ -103,17 +115,21 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
     for lesson in lessons:
         if lesson.key != new.key:
             kept.append(lesson)
-        elif lesson.want is new.want and new.want in (Want.ATTRIBUTES, Want.KEYS):
+        elif lesson.want is new.want and new.want in ACCUMULATING:
             names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
             causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
             new = replace(new, names=names, cause=causes, turn=lesson.turn)
     return (*kept, new)
 
 
+ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
+"""Wants whose names add up over the rounds (and that have further candidates to try)."""
+
+
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)"
+    r"'NoneType' object is not (iterable|callable)|No module named"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -121,7 +137,7 @@ again: a ``ValueError`` about the content says nothing about the type)."""
 
 def may_teach(reason: str) -> bool:
     """Whether a rejected call's reason is of a kind a lesson can come from."""
-    return TEACHING.search(reason) is not None
+    return TEACHING.search(reason) is not None or mixes_kinds(reason)
 
 
 def learn(
@@ -144,10 +160,16 @@ def learn(
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
+    imported = missing_module(str(error), bound)  # also inside another exception's message
+    if imported is not None:
+        name, element = imported
+        return Lesson(name, Want.MODULE, (), element, f"{type(error).__name__} {message}")
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        return _from_attribute_error(error, bound, cause)
+        return _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
+            error, receiver, cause
+        )
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
         found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
@@ -168,6 +190,9 @@ def learn(
         typed = _from_argument_type(message, bound)
         if typed is not None:
             return typed
+        mixed = wrong_kind(message, bound, expression_names(error))
+        if mixed is not None:
+            return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
@@ -194,6 +219,8 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
+    TEXT_FILE: TextFileMarker,
 }
 """What a C function's "argument N must be X" wants, as a type to build."""
 _MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")
@@ -242,9 +269,31 @@ def _from_none(
     return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
 
 
-def _set_from(cls: type, attribute: str) -> str:
-    """The constructor parameter with a default of None that ``__init__`` stores as
-    ``self.<attribute>`` (``self.items = items``, ``self.items = items or ...``), or ""."""
+def _from_receiver_attribute(error: AttributeError, receiver: object, cause: str) -> Lesson | None:
+    """``'function' object has no attribute 'write'`` asked of ``self.f``, which the
+    receiver's constructor stored from its parameter ``f``: the receiver is built with an
+    ``f`` that has the attribute (``PlyLogger(f)`` writes to a file)."""
+    attribute, obj = getattr(error, "name", None), getattr(error, "obj", None)
+    frame = innermost(error)
+    if not attribute or obj is None or receiver is None or frame is None:
+        return None
+    if frame.f_locals.get("self") is not receiver:
+        return None
+    text, _ = failing_text(error)
+    for stored in re.findall(r"\bself\.(\w+)", text):
+        parameter = getattr(receiver, stored, None) is obj and _set_from(
+            type(receiver), stored, required=True
+        )
+        if parameter:
+            wanted = f"{attribute}()" if called(error, attribute) else attribute
+            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
+    return None
+
+
+def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
+    """The constructor parameter with a default of None (``required``: or none) that
+    ``__init__`` stores as ``self.<attribute>`` (``self.items = items``, ``self.items = items
+    or ...``), or ""."""
     owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
     init = vars(owner).get("__init__")
     if not inspect.isfunction(init):
@@ -268,7 +317,9 @@ def _set_from(cls: type, attribute: str) -> str:
         if not (stored and isinstance(value, ast.Name)):
             continue
         parameter = parameters.get(value.id)
-        if parameter is not None and parameter.default is None:
+        if parameter is not None and (
+            parameter.default is None or (required and parameter.default is parameter.empty)
+        ):
             return value.id
     return ""
 
@@ -305,6 +356,11 @@ def _from_attribute_error(
     arguments (or one of an argument's elements), which wants that attribute."""
     attribute = getattr(error, "name", None)
     obj = getattr(error, "obj", None)
+    module = asked_of_module(obj, bound)  # a module the argument named lacks it
+    if attribute and module is not None:
+        return Lesson(
+            module[0], Want.MODULE, (attribute,), module[1], f"AttributeError {attribute!r}"
+        )
     if not attribute or obj is None or isinstance(obj, (type, types.ModuleType)):
         return None
     found = list(holders(bound, lambda value: value is obj))
@@ -318,10 +374,15 @@ def _from_attribute_error(
 
 def _from_usage(error: SystemExit, printed: str) -> Lesson | None:
     """A usage line (in the exit message, or printed by argparse): the positional arguments
-    it names, so ``sys.argv`` can name them (files for the input ones)."""
+    it names, so ``sys.argv`` can name them (files for the input ones). An argparse parser
+    still in the traceback says more: every required option, subcommand and value."""
     text = error.code if isinstance(error.code, str) else printed
     program = sys.argv[0] if sys.argv else ""
     line = next((line for line in text.splitlines() if _is_usage(line, program)), "")
+    parser = parser_of(error)
+    if parser is not None:
+        cause = f"the argument parser of SystemExit {line.strip() or error.code!r}"
+        return Lesson("", Want.ARGV, argv_tokens(parser), cause=cause)
     if not line:
         return None
     words = line.split(":", 1)[1] if line.lower().startswith("usage:") else line

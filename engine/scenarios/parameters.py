@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from apiprof.engine.scenarios import repaired
+from apiprof.engine.scenarios import repaired, results
 from apiprof.engine.scenarios.building import (
     RANK,
     SOURCES,
@@ -31,13 +31,16 @@ from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_values
 from apiprof.engine.scenarios.factories import (
     Produced,
+    import_package,
     inverse_class_producers,
     inverse_producers,
 )
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
+from apiprof.engine.scenarios.patterns import pattern_candidates
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import (
     package_classes,
@@ -77,7 +80,8 @@ def arguments_for(
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     fill = optional and any(
-        _optional_type(p, hints, context.sources) is not None for p in signature.parameters.values()
+        _optional_type(p, hints, context.sources, target) is not None
+        for p in signature.parameters.values()
     )
     fill = fill and late_variant(context)
     for parameter in list(signature.parameters.values())[skip:]:
@@ -112,9 +116,15 @@ def arguments_for(
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
                 _fill_optional(target, parameter, hints, context, kwargs)
             continue
-        value = built[parameter.name] = build_parameter(
-            target, parameter, signature, hints, context
-        )
+        lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+        if lesson is not None and context.depth:  # the receiver's constructor: a call told
+            value = built[parameter.name] = repaired.repaired_value(
+                lesson, context, lesson.parameter
+            )
+        else:
+            value = built[parameter.name] = build_parameter(
+                target, parameter, signature, hints, context
+            )
         if parameter.kind is parameter.KEYWORD_ONLY:
             kwargs[parameter.name] = value
         else:
@@ -146,10 +156,14 @@ def late_variant(context: BuildContext) -> bool:
 
 
 def _optional_type(
-    parameter: inspect.Parameter, hints: dict[str, Any], sources: frozenset[str]
+    parameter: inspect.Parameter,
+    hints: dict[str, Any],
+    sources: frozenset[str],
+    target: Callable[..., object],
 ) -> Any:
     """What an optional parameter's annotation names besides None, or for an unannotated one
-    defaulting to None what its name suggests (with heuristics); None: no usable type."""
+    defaulting to None what its name suggests (with heuristics: a well-known name, else the
+    package class it names, ``lexer=None`` a ``Lexer``); None: no usable type."""
     if parameter.default is parameter.empty or parameter.kind in (
         parameter.VAR_POSITIONAL,
         parameter.VAR_KEYWORD,
@@ -157,7 +171,10 @@ def _optional_type(
         return None
     annotation = hints.get(parameter.name, parameter.annotation)
     if annotation is parameter.empty and parameter.default is None and "heuristics" in sources:
-        annotation = guess_from_name(parameter.name) or parameter.empty
+        module = getattr(target, "__module__", "") or ""
+        import_package(module.split(".")[0])  # the class may live in a module not yet imported
+        named = classes_named_by(parameter.name, package_classes(module), abbreviations=False)
+        annotation = guess_from_name(parameter.name) or (named or [parameter.empty])[0]
     if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
         return None
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -174,14 +191,21 @@ def _fill_optional(
     kwargs: dict[str, Any],
 ) -> None:
     """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
-    annotation = _optional_type(parameter, hints, context.sources)
+    annotation = _optional_type(parameter, hints, context.sources, target)
     if annotation is None:
         return
+    # the late variants that fill (FILL_FROM, FILL_FROM + 2, ...) take its flavours in order
+    inner = context.inner((context.current_variant() - FILL_FROM) // 2)
     try:
-        with context.attempt():
-            kwargs[parameter.name] = build(annotation, context, parameter.name)
+        with inner.attempt():
+            kwargs[parameter.name] = build(annotation, inner, parameter.name)
     except CannotSynthesize:
         return
+    finally:
+        context.sized |= inner.sized
+        context.files |= inner.files
+        context.choices = max(context.choices, FILL_FROM + 2 * inner.choices)
+        context.note_flavours(FILL_FROM + 2 * inner.choices)
     annotated = hints.get(parameter.name, parameter.annotation) is not parameter.empty
     guessed = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
     context.credit(parameter.name, guessed)
@@ -239,6 +263,9 @@ def build_parameter(
     which comes first) until one builds; the source of the one used is credited."""
     if context.depth == 0 and not context.parameter:  # one of the entry point's own
         with context.building_parameter(parameter.name):
+            taken = results.taken_for(context, parameter.name)
+            if taken is not None:  # what a working call of the package made
+                return results.taken_value(taken, context)
             lesson = repaired.lesson_for(context, parameter.name)
             if lesson is not None:  # a rejected call said what it wants
                 return repaired.repaired_value(lesson, context, parameter.name)
@@ -310,8 +337,10 @@ def parameter_candidates(
         classes = package_classes(getattr(target, "__module__", "") or "")
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
-    if "heuristics" in sources and not (annotated and not vague):
-        usage = usage_through_callees(target, parameter.name)
+    guessing = "heuristics" in sources and not (annotated and not vague)
+    read = guessing or "patterns" in sources  # how the body uses it (read once)
+    usage = usage_through_callees(target, parameter.name) if read else None
+    if guessing:
         strong: list[Any] = []
         weak: list[Any] = []
         if usage is not None:
@@ -345,13 +374,31 @@ def parameter_candidates(
         texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
         if texts is not None:
             found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
+    if "patterns" in sources:  # the package's own regular expressions: what a handler expects
+        own = annotation if annotated else parameter.empty
+        typed = pattern_candidates(target, parameter, signature, own, usage)
+        at = _after_literals(found)
+        found[at:at] = [(candidate, ScenarioSource.PATTERNS) for candidate in typed]
     found += vague_stubs
     if vague:
         found.append((annotation, ScenarioSource.SYNTHESIZED))
+    if "package_data" in sources:  # the package's own files, beside the made-up ones
+        found = with_package_files(target, parameter.name, found, ScenarioSource.PACKAGE_DATA)
     unique: dict[str, tuple[Any, ScenarioSource]] = {}
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _after_literals(found: list[tuple[Any, ScenarioSource]]) -> int:
+    """Where generated text goes: after the package's own literal values (examples) and the
+    exact values leading the list (a name's ``Literal``: a namespace URI), which are more
+    realistic when they are accepted."""
+    given = [i for i, (_, source) in enumerate(found) if source is ScenarioSource.EXAMPLES]
+    at = given[-1] + 1 if given else 0
+    while at < len(found) and typing.get_origin(found[at][0]) is typing.Literal:
+        at += 1
+    return at
 
 
 def _says_nothing(annotation: Any) -> bool:

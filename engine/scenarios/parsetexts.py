@@ -116,7 +116,11 @@ def _accepted(
         try:
             with timeouts.alarm(TRY_SECONDS), quiet_stdio():
                 target(sandbox_text_file(text, in_file) if in_file else text)
-        except Exception:  # refused (or too slow): not of its grammar
+        except (
+            Exception,
+            SystemExit,
+            timeouts.CallTimeout,
+        ):  # refused, or too slow: not its grammar
             continue
         accepted.append(text)
     return tuple(accepted)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +22,8 @@ from dataclasses import dataclass, field, replace
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.constructorlessons import constructor_lesson
+from apiprof.engine.scenarios.lessons import ACCUMULATING, Lesson, Want, learn, merged
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.synth import (
@@ -34,7 +34,8 @@ from apiprof.engine.scenarios.synth import (
     rewind,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.taken import Taken
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, MemoryStream, quiet_stdio, try_scenario
 from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6
@@ -88,10 +89,13 @@ def repair_search(
     starts: list[Start],
     sources: tuple[str, ...],
     build: Build,
+    taken: tuple[Taken, ...] = (),
 ) -> Repaired:
     """Mend the arguments of the rejected variants ``starts`` (in turn, while calls are left)
     from what the errors ask for; ``build(synthesis, start, lessons, lazy)`` makes the
     scenario of a repaired synthesis (``lazy``: its result is an iterator, to be iterated).
+    ``taken``: values from the package's working calls the arguments start from (a receiver
+    only they could make, :mod:`.results`), kept while the other parameters are mended.
 
     ``sys.argv`` is the same afterwards: a lesson about it is for the worker that measures
     this entry point, not for the next one searched here."""
@@ -100,7 +104,7 @@ def repair_search(
     best = Repaired(None)
     try:
         for start in starts:
-            found = _search(qualname, size, seed, start, sources, build, budget)
+            found = _search(qualname, size, seed, start, sources, build, budget, taken)
             if found.spec is not None:
                 return found
             if len(found.lessons) > len(best.lessons):
@@ -120,6 +124,7 @@ def _search(
     sources: tuple[str, ...],
     build: Build,
     budget: Budget,
+    taken: tuple[Taken, ...] = (),
 ) -> Repaired:
     variant, pins = start
     lessons: tuple[Lesson, ...] = ()
@@ -128,10 +133,21 @@ def _search(
     called: tuple[Lesson, ...] = ()  # the lessons of the last call made
     while budget.left():
         try:
-            synthesis = synthesize(qualname, size, seed, variant, sources, pins, _literals(lessons))
+            synthesis = synthesize(
+                qualname, size, seed, variant, sources, pins, _literals(lessons), taken
+            )
         except Exception as unbuilt:  # the lessons cannot be built (no such candidate)
-            last_error = last_error or describe_exception(unbuilt)
-            break
+            lesson = constructor_lesson(unbuilt)  # or the receiver's constructor refused
+            following = merged(lessons, lesson) if lesson is not None else None
+            if following is not None and following in tried:
+                following = _next_candidate(lessons)
+            if following is None or following in tried:
+                last_error = describe_exception(unbuilt) if lessons else last_error
+                break
+            budget.calls -= 1
+            tried.add(following)
+            lessons = called = following
+            continue
         budget.calls -= 1
         called = lessons
         # announced as its trial is: a call stuck in C that ends the worker is not made again
@@ -140,7 +156,7 @@ def _search(
         if WATCH.stop_for(watched, at, Phase.COLLECT) is not None:
             break
         try:
-            error, printed, lazy = _probe(synthesis)
+            error, printed, lazy = probe_call(synthesis)
         finally:
             WATCH.idle()
         if error is None:
@@ -156,13 +172,13 @@ def _search(
             break
         if lessons:
             last_error = describe_exception(error)
-        bound = _bound(synthesis, lessons)
+        bound = bound_arguments(synthesis, lessons)
         lesson = learn(
             error,
             bound,
             usage=printed,
             probe=_name_probe(synthesis),
-            receiver=_receiver(synthesis),
+            receiver=receiver_of(synthesis),
         )
         following = merged(lessons, lesson) if lesson is not None else None
         if following is None or following in tried:
@@ -180,16 +196,16 @@ def _literals(lessons: tuple[Lesson, ...]) -> tuple[tuple[object, ...], ...]:
 
 def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
     """The lessons with the last one's next candidate (another class, other values)."""
-    if not lessons or lessons[-1].want not in (Want.ATTRIBUTES, Want.KEYS):
+    if not lessons or lessons[-1].want not in ACCUMULATING:
         return None
     last = lessons[-1]
     return (*lessons[:-1], replace(last, turn=last.turn + 1))
 
 
-def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
+def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     """Call once, as the scenario would: (what it raised, what it printed to stderr, whether
     it returned an iterator)."""
-    printed = io.StringIO()
+    printed = MemoryStream()
     target, args, kwargs = synthesis.target, synthesis.args, synthesis.kwargs
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio(), contextlib.redirect_stderr(printed):
@@ -209,7 +225,7 @@ def _probe(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
     return None, "", lazy
 
 
-def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
+def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:
     """The call's arguments by parameter name, with the optional ones left at a default of
     None (the receiver left out: no lesson mends it); a C function's by the names its errors
     gave."""
@@ -229,7 +245,7 @@ def _bound(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, objec
     return {name: value for name, value in arguments.items() if name not in ("self", "cls")}
 
 
-def _receiver(synthesis: Synthesis) -> object:
+def receiver_of(synthesis: Synthesis) -> object:
     """The instance a method is called on: bound to it, or passed first (a property getter,
     a base class's own function)."""
     bound_to = getattr(synthesis.target, "__self__", None)

@@ -27,6 +27,7 @@ from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
+from apiprof.engine.scenarios.modulenames import package_module_name
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.texts import random_text, random_word
 from apiprof.engine.scenarios.usage import self_attributes
@@ -80,6 +81,12 @@ def apply_argv(context: BuildContext) -> None:
 
 
 def _argv_value(name: str, context: BuildContext) -> str:
+    """A command-line word for a lesson's token: a literal (``=3``) or an option as it is,
+    else a file named after it (to write to for an output)."""
+    if name.startswith("="):
+        return name[1:]
+    if name.startswith("-"):
+        return name
     if "out" in name.lower():  # an output file: a path to write to
         return str(inputs_directory() / f"{safe_name(name)}.out")
     return written_file(context, name)
@@ -94,6 +101,11 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return written_file(context, name)
     if lesson.want is Want.ATTRIBUTES:
         return object_with(lesson.names, context, name, lesson.turn)
+    if lesson.want is Want.MODULE:
+        try:
+            return package_module_name(context.qualname, lesson.names, lesson.turn)
+        except LookupError as error:
+            raise CannotSynthesize(f"parameter {name!r}: {error}") from None
     if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
         return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")

@@ -1,8 +1,10 @@
 """Arguments that are resources rather than values: a file or directory in the worker's sandbox,
-a connected loopback socket, an in-memory text file that survives ``close()``, a traceback."""
+a connected loopback socket, an in-memory text file that survives ``close()``, a traceback, a
+module of the package."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import pathlib
 import random
@@ -13,6 +15,7 @@ import types
 import zlib
 
 from apiprof.engine.scenarios.building import BuildContext
+from apiprof.engine.scenarios.factories import import_package
 from apiprof.engine.scenarios.texts import random_text
 
 
@@ -95,3 +98,16 @@ def traceback_value(
         raise ValueError("synthesised")
     except ValueError as error:
         return error.__traceback__
+
+
+MAX_MODULES = 8
+"""Modules of the package offered, in turn, to a parameter that takes a module."""
+
+
+def package_module(context: BuildContext, name: str, rng: random.Random) -> types.ModuleType:
+    """One of the package's own modules, submodules first (sorted, so every worker picks the
+    same): what takes a module — a lexer or parser generator reading the rules a module
+    defines, a plugin loader — is most often written for modules shaped like the package's."""
+    top = context.qualname.split(".")[0]
+    names = [*sorted(n for n in import_package(top) if n != top), top]
+    return importlib.import_module(context.pick(names[:MAX_MODULES]))

@@ -36,6 +36,7 @@ from apiprof.engine.scenarios.lessons import Lesson
 from apiprof.engine.scenarios.parameters import arguments_for
 from apiprof.engine.scenarios.receivers import resolve_target
 from apiprof.engine.scenarios.repaired import apply_argv
+from apiprof.engine.scenarios.results import Taken
 from apiprof.model.records import ScenarioSource
 
 __all__ = [
@@ -70,6 +71,7 @@ class Synthesis:
     )
     # the entry point's own parameters -> how many alternatives each offered (for pins)
     alternatives: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)  # parameter -> what was built for it
 
     @property
     def source(self) -> ScenarioSource:
@@ -77,8 +79,12 @@ class Synthesis:
         return max(self.used.values(), key=RANK.index, default=ScenarioSource.SYNTHESIZED)
 
     def describe_sources(self) -> str:
-        """``"text: stubs, path: heuristics"`` — where each argument's type came from."""
-        return ", ".join(f"{name}: {source}" for name, source in self.used.items())
+        """``"text: stubs, path: heuristics"`` — where each argument's type came from (and what
+        was built, where a source noted it: ``m: patterns (a match of ...)``)."""
+        return ", ".join(
+            f"{name}: {source}" + (f" ({self.notes[name]})" if name in self.notes else "")
+            for name, source in self.used.items()
+        )
 
 
 def synthesize_call(
@@ -89,9 +95,10 @@ def synthesize_call(
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
     repairs: tuple[tuple[Any, ...], ...] = (),
+    taken: tuple[Any, ...] = (),
 ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` for one call of ``qualname``; methods get a fresh instance."""
-    result = synthesize(qualname, n, seed, variant, sources, pins, repairs)
+    result = synthesize(qualname, n, seed, variant, sources, pins, repairs, taken)
     return result.target, result.args, result.kwargs
 
 
@@ -103,9 +110,10 @@ def synthesize_arguments(
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
     repairs: tuple[tuple[Any, ...], ...] = (),
+    taken: tuple[Any, ...] = (),
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Just the ``(args, kwargs)`` of ``synthesize_call``."""
-    result = synthesize(qualname, n, seed, variant, sources, pins, repairs)
+    result = synthesize(qualname, n, seed, variant, sources, pins, repairs, taken)
     return result.args, result.kwargs
 
 
@@ -117,12 +125,15 @@ def synthesize(
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
     repairs: tuple[tuple[Any, ...], ...] = (),
+    taken: tuple[Any, ...] = (),
 ) -> Synthesis:
     """Build the call; raises CannotSynthesize with the reason when it cannot.
 
     ``pins`` give some of the entry point's own parameters a variant of their own (the others
     follow ``variant``): which candidate type and value flavour that parameter takes.
-    ``repairs`` are :class:`~.lessons.Lesson` literals: what rejected calls asked for."""
+    ``repairs`` are :class:`~.lessons.Lesson` literals: what rejected calls asked for;
+    ``taken`` are :class:`~.results.Taken` values (or their literals): slots filled with what
+    the package's own working calls made."""
     context = BuildContext(
         qualname,
         UNSIZED_LENGTH if n is None else n,
@@ -131,6 +142,7 @@ def synthesize(
         sources=frozenset(sources),
         pins=dict(pins or {}),
         lessons=tuple(Lesson.from_literal(repair) for repair in repairs),
+        taken=tuple(t if isinstance(t, Taken) else Taken.from_literal(t) for t in taken),
     )
     try:
         apply_argv(context)
@@ -151,4 +163,5 @@ def synthesize(
         context.heavy,
         context.warmup,
         dict(context.alternatives),
+        dict(context.notes),
     )

@@ -8,19 +8,25 @@ the same ``(qualname, n, seed, variant)``, and the measured call is ``target(*ar
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 import re
 import textwrap
+import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
+from apiprof.engine.scenarios.constructorlessons import constructor_error
 from apiprof.engine.scenarios.lessons import Lesson, may_teach
 from apiprof.engine.scenarios.repair import Start, repair_search
+from apiprof.engine.scenarios.results import SOURCE as RESULTS
+from apiprof.engine.scenarios.results import Taken
+from apiprof.engine.scenarios.resultsearch import results_search
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
@@ -32,7 +38,13 @@ from apiprof.engine.scenarios.synth import (
     is_lazy,
     synthesize,
 )
-from apiprof.engine.scenarios.trial import TRIAL_SECONDS, failure_kind, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.trial import (
+    TRIAL_SECONDS,
+    failure_kind,
+    lacking,
+    quiet_stdio,
+    try_scenario,
+)
 from apiprof.engine.scenarios.warmup import Warmup
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
@@ -97,16 +109,20 @@ def synthesized_spec(
     sources: tuple[str, ...] = SOURCES,
     pins: dict[str, int] | None = None,
     repairs: tuple[Lesson, ...] = (),
+    taken: tuple[Taken, ...] = (),
 ) -> ScenarioSpec:
     """The scenario, as code, that rebuilds ``synthesis`` in setup and calls the target
     (catching ``raises``, the exception the target raises by design, when given);
-    ``repairs``: what rejected calls taught (:mod:`.repair`), rebuilt the same way."""
+    ``repairs``: what rejected calls taught (:mod:`.repair`), ``taken``: values the package's
+    working calls made (:mod:`.results`), both rebuilt the same way."""
     size = "n" if synthesis.sized else "None"
     arguments = f"{qualname!r}, {size}, seed={seed}, variant={variant}, sources={tuple(sources)!r}"
     if pins:
         arguments += f", pins={pins!r}"
     if repairs:
         arguments += f", repairs={tuple(lesson.literal() for lesson in repairs)!r}"
+    if taken:
+        arguments += f", taken={tuple(item.literal() for item in taken)!r}"
     setup = (
         "from apiprof.engine.scenarios.synth import consume, rewind, synthesize_call\n"
         f"target, args, kwargs = synthesize_call({arguments})\n"
@@ -137,6 +153,8 @@ def synthesized_spec(
         description += f"; types from {synthesis.describe_sources()}"
     for lesson in repairs:
         description += f"; {lesson.describe()}"
+    for item in taken:
+        description += f"; {item.describe()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
@@ -157,6 +175,24 @@ def synthesized_spec(
         + (f" at n = {sizes[0]}" if synthesis.sized and sizes else "")
         + (f" after {synthesis.warmup.shown}" if isinstance(synthesis.warmup, Warmup) else ""),
     )
+
+
+def iterated_later(result: object, qualname: str, reason: str) -> bool:
+    """Whether a result that refused to be iterated right after the call (``reason``) is an
+    object of the package that is an iterator among other things and is not ready yet (a
+    lexer, which yields tokens only once it is given input: a ``RuntimeError`` or an error of
+    the package's own): its call is measured alone. A type, attribute, lookup or value error
+    says the call's arguments were wrong (a reader given a text stream for a binary one), and
+    a generator's refusal is always the call's (its body runs only when iterated)."""
+    if isinstance(result, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
+        return False
+    module = getattr(type(result), "__module__", "") or ""
+    raised = re.match(r"raised (\w+)", reason)
+    kind = getattr(builtins, raised.group(1), None) if raised else None
+    not_ready = raised is not None and (
+        kind is None or (isinstance(kind, type) and issubclass(kind, RuntimeError))
+    )
+    return not_ready and module.split(".")[0] == qualname.split(".")[0]
 
 
 def find_synthesized_scenario(
@@ -189,8 +225,10 @@ def find_synthesized_scenario(
                 else f"building them raised {describe_exception(error)}"
             )
             first_failure = first_failure or Failure(
-                failure_kind(error, qualname), f"{NO_ARGUMENTS}{reason}"
+                failure_kind(error, qualname), lacking(error, qualname, f"{NO_ARGUMENTS}{reason}")
             )
+            if len(rejected) < REPAIR_STARTS and constructor_error(error) is not None:
+                rejected.append((variant, pins))  # the receiver's constructor refused
             continue
         # flavours differ per variant (a union member may have none)
         search.learn(synthesis.choices, synthesis.alternatives)
@@ -211,8 +249,11 @@ def find_synthesized_scenario(
             return spec, None
         failure, result = try_scenario(spec)
         if failure is None and is_lazy(result):
+            plain, made = spec, result
             spec = build(lazy=True)
             failure, result = try_scenario(spec)
+            if failure is not None and iterated_later(made, qualname, failure.reason):
+                spec, failure = plain, None
         if failure is None:
             return spec, None
         # out of time or memory: no second call to see what it raises
@@ -238,6 +279,22 @@ def find_synthesized_scenario(
             if failure.kind is Coverage.MISSING_DEPENDENCY
             else f"synthesised arguments were rejected: the call {failure.reason}",
         )
+    rebuild = _rebuilding(qualname, sizes, seed, sources)
+    refused = first_failure is not None and first_failure.kind is Coverage.NO_ARGUMENTS
+    start = rejected[0] if rejected else (0, {})
+    mendable: tuple[Taken, ...] = ()  # a value taken whose call's error may teach the repair
+    if RESULTS in sources and first_failure is not None and refused:
+        taking, note, mendable = results_search(
+            qualname,
+            sizes[0] if sizes else None,
+            seed=seed,
+            start=start,
+            sources=sources,
+            build=lambda synthesis, taken, lazy: rebuild(synthesis, start, lazy, taken=taken),
+        )
+        if taking is not None:
+            return taking, None
+        first_failure = replace(first_failure, reason=first_failure.reason + note)
     if "repair" in sources and rejected and first_failure is not None:
         repaired = repair_search(
             qualname,
@@ -245,22 +302,51 @@ def find_synthesized_scenario(
             seed=seed,
             starts=rejected,
             sources=sources,
-            build=lambda synthesis, start, lessons, lazy: synthesized_spec(
-                qualname,
-                sizes,
-                synthesis,
-                seed=seed,
-                variant=start[0],
-                sources=sources,
-                pins=start[1],
-                repairs=lessons,
-                lazy=lazy,
+            build=lambda synthesis, start, lessons, lazy: rebuild(
+                synthesis, start, lazy, repairs=lessons
             ),
         )
         if repaired.spec is not None:
             return repaired.spec, None
         first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
+    if "repair" in sources and mendable and first_failure is not None:
+        repaired = repair_search(  # the rest of the arguments, around what was taken
+            qualname,
+            sizes[0] if sizes else None,
+            seed=seed,
+            starts=[start],
+            sources=sources,
+            build=lambda synthesis, start, lessons, lazy: rebuild(
+                synthesis, start, lazy, repairs=lessons, taken=mendable
+            ),
+            taken=mendable,
+        )
+        if repaired.spec is not None:
+            return repaired.spec, None
+        first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
     return None, first_failure
+
+
+def _rebuilding(
+    qualname: str, sizes: tuple[int, ...], seed: int, sources: tuple[str, ...]
+) -> Callable[..., ScenarioSpec]:
+    """Makes the scenario of a synthesis that starts from a rejected variant ``(variant,
+    pins)``, with what mended it (``repairs=`` lessons, ``taken=`` values)."""
+
+    def build(synthesis: Synthesis, start: Start, lazy: bool, **mended: Any) -> ScenarioSpec:
+        return synthesized_spec(
+            qualname,
+            sizes,
+            synthesis,
+            seed=seed,
+            variant=start[0],
+            sources=sources,
+            pins=start[1],
+            lazy=lazy,
+            **mended,
+        )
+
+    return build
 
 
 REPAIR_STARTS = 3

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from apiprof.engine import timeouts
-from apiprof.engine.discovery.dependencies import optional_dependency
+from apiprof.engine.discovery.dependencies import optional_dependency, unavailable_here
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.stops import WATCH
@@ -68,20 +68,30 @@ def _trial(spec: ScenarioSpec, size: int | None, calls: int) -> tuple[Failure | 
         failure = failure_from(error, failure_kind(error, spec.qualname), spec.id)
         reason = f"raised {describe_exception(error)} in {stage}"
         if failure.kind is Coverage.MISSING_DEPENDENCY:  # say what to install first
-            needed = optional_dependency(error, spec.qualname)
-            reason = (
-                f"needs {needed}, which is not installed (install it to profile this): {reason}"
-            )
+            reason = lacking(error, spec.qualname, reason)
         return replace(failure, reason=reason), None
     return None, result
 
 
+def lacking(error: BaseException, qualname: str, reason: str) -> str:
+    """``reason`` led by what an API of ``qualname``'s package needs and this machine lacks:
+    an optional dependency to install, or a part defined only elsewhere."""
+    needed = optional_dependency(error, qualname)
+    if needed:
+        return f"needs {needed}, which is not installed (install it to profile this): {reason}"
+    elsewhere = unavailable_here(error, qualname)
+    if elsewhere:
+        return f"needs what this machine lacks ({elsewhere}; scan where it runs): {reason}"
+    return reason
+
+
 def failure_kind(error: BaseException, qualname: str) -> Coverage:
     """What an exception a candidate call raised says: out of memory, an optional dependency of
-    the package that is not installed, or (most often) arguments that do not work."""
+    the package that is not installed or a part this machine lacks, or (most often) arguments
+    that do not work."""
     if isinstance(error, MemoryError):
         return Coverage.MEMORY
-    if optional_dependency(error, qualname):
+    if optional_dependency(error, qualname) or unavailable_here(error, qualname):
         return Coverage.MISSING_DEPENDENCY
     return Coverage.NO_ARGUMENTS
 
@@ -129,13 +139,27 @@ def _is_apiprof(filename: str) -> bool:
     return os.path.realpath(filename).startswith(_APIPROF_ROOT + os.sep)
 
 
+class MemoryStream(io.TextIOWrapper):
+    """An in-memory text stream with bytes underneath (``.buffer``), as the real standard
+    streams have: a tool that writes bytes to ``sys.stdout.buffer`` or reads
+    ``sys.stdin.buffer`` works in a trial as it does when measured."""
+
+    def __init__(self) -> None:
+        self._bytes = io.BytesIO()
+        super().__init__(self._bytes, encoding="utf-8", errors="replace", write_through=True)
+
+    def getvalue(self) -> str:
+        self.flush()
+        return self._bytes.getvalue().decode("utf-8", "replace")
+
+
 @contextlib.contextmanager
 def quiet_stdio() -> Iterator[None]:
     """Trials print nowhere and read an empty stdin (never the worker's own pipes)."""
     stdin = sys.stdin
-    sys.stdin = io.StringIO()
+    sys.stdin = MemoryStream()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(MemoryStream()), contextlib.redirect_stderr(MemoryStream()):
             yield
     finally:
         sys.stdin = stdin

@@ -27,7 +27,6 @@ import socket
 import sys
 import types
 import typing
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -38,17 +37,22 @@ from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios import (
     instances,
     observed,
+    packagedata,
     parsetexts,
+    patterns,
     produced,
+    pysyntax,
     registered,
     stdlibmade,
     typetext,
 )
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.drawn import draw_one
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
+    ModuleMarker,
     SameClassMarker,
     SocketMarker,
     TracebackMarker,
@@ -57,6 +61,7 @@ from apiprof.engine.scenarios.heuristics import (
 from apiprof.engine.scenarios.resources import (
     ReusableText,
     loopback_socket,
+    package_module,
     sandbox_directory,
     sandbox_file,
     traceback_value,
@@ -119,6 +124,10 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return _build_value(resolved, context, name, rng)
     if isinstance(tp, Produced):
         return produced.produced(tp, context, name)
+    if isinstance(tp, (patterns.MatchOf, patterns.MatchingText, patterns.MatchedText)):
+        return patterns.build_pattern_value(tp, context, name)
+    if isinstance(tp, packagedata.PackageFile):
+        return packagedata.build_package_file(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, parsetexts.SnippetFiles):
@@ -252,6 +261,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     SocketMarker: loopback_socket,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
+    ModuleMarker: package_module,
+    types.ModuleType: package_module,
 }
 
 
@@ -416,6 +427,8 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
         return loopback_socket(context, name, rng)
     if cls in (decimal.Decimal, fractions.Fraction):
         return cls(str(rng.randint(1, 10**6))) / 7
+    if pysyntax.is_syntax_class(cls):  # a parsed tree, not a bare node no tool accepts
+        return pysyntax.syntax_node(cls, context, name)
     if issubclass(cls, BaseException):  # the base classes: a plain error any handler expects
         return (ValueError if cls in (BaseException, Exception) else cls)("synthesised")
     module = getattr(cls, "__module__", "")
@@ -436,33 +449,16 @@ def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Ran
 
 def _draw_with_hypothesis(tp: Any, context: BuildContext, name: str) -> Any:
     """One value hypothesis' ``from_type`` builds for the type, drawn reproducibly (seeded)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as seeded
     from hypothesis import strategies as st
 
-    drawn: list[Any] = []
-
-    @seeded(context.seed)
-    @settings(
-        max_examples=1,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.from_type(tp))
-    def draw(value: Any) -> None:
-        drawn.append(value)
-
     try:
-        with warnings.catch_warnings():
-            # e.g. SmallSearchSpaceWarning: one value is all we want
-            warnings.simplefilter("ignore")
-            draw()
+        drawn = draw_one(st.from_type(tp), context.seed)
+    except LookupError:
+        raise CannotSynthesize(
+            f"parameter {name!r}: hypothesis drew no value of type {tp!r}"
+        ) from None
     except Exception as error:  # ResolutionFailed, Unsatisfiable, or the type's own constructor
         raise CannotSynthesize(
             f"parameter {name!r}: cannot build a value of type {tp!r} ({describe_exception(error)})"
         ) from None
-    if not drawn:
-        raise CannotSynthesize(f"parameter {name!r}: hypothesis drew no value of type {tp!r}")
-    return drawn[0]
+    return drawn

@@ -20,6 +20,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from apiprof.engine.scenarios.pysyntax import handled_node_class
 from apiprof.engine.scenarios.signatures import defining_class, package_classes
 from apiprof.engine.scenarios.treenodes import leaf_classes, node_candidates, node_slots
 
@@ -60,14 +61,18 @@ def tree_candidates(
 
 
 def visited_class(method: object) -> type | None:
-    """The package class a ``visit_X``-style method is named after, or None."""
+    """The package class a ``visit_X``-style method is named after, else the ``ast`` class a
+    handler's name gives (:func:`.pysyntax.handled_node_class`), or None."""
     name = _bare_name(method)
     module = getattr(method, "__module__", "") or ""
     for prefix in PREFIXES:
         if name.startswith(prefix) and len(name) > len(prefix):
             found = package_classes(module).get(name[len(prefix) :])
-            return found if inspect.isclass(found) else None
-    return None
+            if inspect.isclass(found):
+                return found
+            break
+    owner = _owner(method)
+    return handled_node_class(name, lambda: dir(owner) if owner is not None else [])
 
 
 def handled_classes(owner: type | None) -> list[type]:

@@ -28,7 +28,7 @@ from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
 from apiprof.model.records import ScenarioSource
 
-FEEDERS = ("feed", "write", "send", "push", "put", "update", "append", "extend", "add")
+FEEDERS = ("feed", "input", "write", "send", "push", "put", "update", "append", "extend", "add")
 """Names of methods that hand a receiver its input, most specific first."""
 OPENERS = ("open", "start", "begin", "connect", "setup")
 """Names of methods that make a receiver ready (no arguments): a method of a class that has one
