@@ -87,6 +87,7 @@ def unavailable_here(error: BaseException, package: str) -> str:
     return ""
 
 
+@functools.cache  # asked again for every entry point that fails on the same missing name
 def _conditional_branch(module_name: str, name: str) -> str:
     """Where ``module_name`` binds ``name`` only conditionally at import time ("when the try
     block at line 5 succeeds", "when `sys.platform == 'win32'`"), or "" (bound

@@ -93,8 +93,7 @@ class Recorder:
     # receivers that cannot be copied, held (so their ids stay theirs) to skip at once: a
     # walker's handlers are all called on one receiver, which a copy attempt per call would
     # pickle whole each time
-    _uncopyable: dict[int, object] = field(default_factory=dict)
-    _uncopyable_reason: str = ""
+    _uncopyable: dict[int, tuple[object, str]] = field(default_factory=dict)  # (it, why)
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         """The ``sys.setprofile`` hook (Python 3.11)."""
@@ -151,7 +150,7 @@ class Recorder:
     def record(self, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         try:
             if args and id(args[0]) in self._uncopyable:
-                raise pickle.PicklingError(self._uncopyable_reason)
+                raise pickle.PicklingError(self._uncopyable[id(args[0])][1])
             data = temppaths.dumps(args, kwargs)
         except Exception as error:
             if args and id(args[0]) not in self._uncopyable:
@@ -178,8 +177,7 @@ class Recorder:
         try:
             temppaths.dumps((receiver,), {})
         except Exception:
-            self._uncopyable[id(receiver)] = receiver
-            self._uncopyable_reason = describe_exception(error)[:200]
+            self._uncopyable[id(receiver)] = (receiver, describe_exception(error)[:200])
 
     def results(self) -> list[CapturedCall]:
         return [call for calls in self.calls.values() for call in calls]
