@@ -76,6 +76,8 @@ RULES = {
     # the receiver's constructor refused its argument: every attribute it reads, at once
     "repair_pkg.ColouredReport.paint": "self.options an object with attributes 'width', "
     "'colour', 'keys_counted'",
+    # a number that the call shifted into its sequence parameter is not iterable
+    "repair_pkg.windows": "learned from TypeError 'int' object is not iterable: step of type list",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "

@@ -41,6 +41,10 @@ class CharMarker:
     """Annotation marker: a one-character string."""
 
 
+class ContextManagerMarker:
+    """Annotation marker: a context manager (``with x:``), one that can be entered again."""
+
+
 class ModuleMarker:
     """Annotation marker: a module object (one of the package's own, in turn)."""
 
@@ -60,7 +64,8 @@ for _names, _annotation in [
         "n k i j r count size width length num index idx pos start stop step depth indent limit "
         "ndigits places base times level levels steps distance max_size max_count loc offset "
         "nbytes maxsize lineno line_number col column precision digits bits port nth amount "
-        "repeat repeats seed maxlen minlen padding capacity typecode",
+        "repeat repeats seed maxlen minlen padding capacity typecode tries attempts retries "
+        "fails failures max_tries max_retries max_attempts",
         int,
     ),
     ("u w node n1 n2 u_of_edge v_of_edge start_node end_node vertex nbr neighbor", int),  # graphs

@@ -129,7 +129,7 @@ ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|No module named"
+    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -193,6 +193,11 @@ def learn(
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
+        iterated = _NOT_ITERABLE.match(message)
+        if iterated is not None and iterated.group(1) != "NoneType":
+            found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
+            if found is not None:  # `iter(seq)` on an int: the argument shifted into `seq`
+                return Lesson(found[0], Want.TYPE, ("list",), found[1], f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
@@ -235,6 +240,20 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+_NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
+
+
+def _is_uniterable(value: object, type_name: str) -> bool:
+    """Whether ``value`` is of the type an "is not iterable" message names, and really is not."""
+    if type(value).__name__ != type_name:
+        return False
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return True
+    return False
 
 
 _NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)|has no attribute)")

@@ -49,7 +49,7 @@ from apiprof.engine.scenarios.signatures import (
     type_hints,
 )
 from apiprof.engine.scenarios.stubs import stub_signature
-from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
+from apiprof.engine.scenarios.usage import infer_from_usage, only_formatted, unconstrained
 from apiprof.engine.scenarios.values import build
 from apiprof.engine.scenarios.visitors import tree_candidates
 from apiprof.model.records import ScenarioSource
@@ -359,6 +359,8 @@ def parameter_candidates(
             found.append((sibling, ScenarioSource.HEURISTICS))
         elif not found and unconstrained(usage):  # unused, or only stored: anything goes
             found.append((Any, ScenarioSource.HEURISTICS))
+        elif not found and only_formatted(usage):  # only printed into a message: text does
+            found.append((str, ScenarioSource.HEURISTICS))
     elif not found:  # the long-standing, always-on guesses for the most common names
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:

@@ -52,6 +52,7 @@ from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
+    ContextManagerMarker,
     ModuleMarker,
     SameClassMarker,
     SocketMarker,
@@ -261,6 +262,7 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     SocketMarker: loopback_socket,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
+    ContextManagerMarker: lambda context, name, rng: contextlib.nullcontext(),
     ModuleMarker: package_module,
     types.ModuleType: package_module,
 }
