@@ -78,6 +78,9 @@ RULES = {
     "'colour', 'keys_counted'",
     # a number that the call shifted into its sequence parameter is not iterable
     "repair_pkg.windows": "learned from TypeError 'int' object is not iterable: step of type list",
+    # a parser quoting the literal it looked for in a text
+    "repair_pkg.sections": 'learned from ValueError "usage:" (case-insensitive) not found.: '
+    "doc a text containing 'usage:'",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
@@ -197,3 +200,14 @@ def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
         again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,), sources=REPAIR_ALONE)
     assert announced and died.key not in {run.key for run in announced}
     assert again is None or scenario_key(again) != died.key  # another variant, mended too
+
+
+def test_a_quoted_literal_is_wanted_only_when_no_argument_already_holds_it():
+    from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
+
+    assert wanted_literal('"usage:" (case-insensitive) not found.') == "usage:"
+    assert wanted_literal("expected 'BEGIN' at line 1") == "BEGIN"
+    assert wanted_literal('missing "[section]" header') == "[section]"
+    assert wanted_literal("the value 'x' is of the wrong type") is None
+    assert text_lacking("BEGIN", {"n": 3, "text": "lorem"}) == "text"
+    assert text_lacking("lorem", {"key": "lorem", "text": "ipsum"}) is None  # our input, echoed

@@ -34,6 +34,7 @@ from apiprof.engine.scenarios.failing import (
 )
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 
 
@@ -48,6 +49,7 @@ class Want(enum.StrEnum):
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
     MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
+    CONTAINS = "contains"  # a text containing these literals (an error quoted what it missed)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Lesson:
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
+            Want.CONTAINS: f"{subject} a text containing {listed}",
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]
@@ -115,7 +118,7 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
     for lesson in lessons:
         if lesson.key != new.key:
             kept.append(lesson)
-        elif lesson.want is new.want and new.want in ACCUMULATING:
+        elif lesson.want is new.want and new.want in ADDING_UP:
             names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
             causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
             new = replace(new, names=names, cause=causes, turn=lesson.turn)
@@ -123,7 +126,9 @@ def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
 
 
 ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
-"""Wants whose names add up over the rounds (and that have further candidates to try)."""
+"""Wants whose names add up over the rounds and that have further candidates to try."""
+ADDING_UP = (*ACCUMULATING, Want.CONTAINS)
+"""Wants whose names add up over the rounds (a text's literals have no other candidates)."""
 
 
 TEACHING = re.compile(
@@ -132,12 +137,17 @@ TEACHING = re.compile(
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
-again: a ``ValueError`` about the content says nothing about the type)."""
+again: a ``ValueError`` about the content says nothing about the type), besides a message
+quoting a literal the text lacked (:mod:`.quoted`)."""
 
 
 def may_teach(reason: str) -> bool:
     """Whether a rejected call's reason is of a kind a lesson can come from."""
-    return TEACHING.search(reason) is not None or mixes_kinds(reason)
+    return (
+        TEACHING.search(reason) is not None
+        or mixes_kinds(reason)
+        or wanted_literal(reason) is not None
+    )
 
 
 def learn(
@@ -203,6 +213,10 @@ def learn(
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    literal = wanted_literal(message)
+    lacking = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and lacking is not None:
+        return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
     return None
 
 
