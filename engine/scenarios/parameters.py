@@ -12,6 +12,7 @@ import inspect
 import sys
 import types
 import typing
+from collections import abc
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -347,6 +348,8 @@ def parameter_candidates(
             classes = package_classes(getattr(target, "__module__", "") or "")
             strong, weak = infer_from_usage(usage, module, classes)
         guess = guess_from_name(parameter.name)
+        if parameter.name in ("key", "k") and _on_mapping(target):
+            guess = str  # the key of an item, not a key function
         named = classes_named_by(
             parameter.name,
             package_classes(getattr(target, "__module__", "") or ""),
@@ -390,6 +393,11 @@ def parameter_candidates(
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _on_mapping(target: Callable[..., object]) -> bool:
+    """Whether ``target`` is a method bound to a mapping (``d.setdefault(key)``)."""
+    return isinstance(getattr(target, "__self__", None), (dict, abc.Mapping))
 
 
 def _after_literals(found: list[tuple[Any, ScenarioSource]]) -> int:

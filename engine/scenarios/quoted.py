@@ -1,6 +1,7 @@
 """Text that must contain a word: ``"usage:" (case-insensitive) not found``, ``expected
 'BEGIN'``, ``missing "[section]"``. A parser that refuses made-up text often quotes the very
-literal it looked for; the text argument that lacks it gets it added in front."""
+literal it looked for; the text argument that lacks it becomes that literal and one word
+(``usage: loremdolor``): made-up prose after a header is rarely what the grammar wants next."""
 
 from __future__ import annotations
 
@@ -35,6 +36,6 @@ def text_lacking(literal: str, bound: Mapping[str, object]) -> str | None:
     return next(iter(texts), None)
 
 
-def with_literals(literals: tuple[str, ...], text: str) -> str:
-    """``text`` with each wanted literal in front, in the order they were asked for."""
-    return " ".join((*literals, text))
+def with_literals(literals: tuple[str, ...], word: str) -> str:
+    """Each wanted literal, in the order they were asked for, then ``word``."""
+    return " ".join((*literals, word))

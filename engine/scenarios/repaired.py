@@ -108,7 +108,7 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         except LookupError as error:
             raise CannotSynthesize(f"parameter {name!r}: {error}") from None
     if lesson.want is Want.CONTAINS:
-        return with_literals(lesson.names, values.build(str, context, name))
+        return with_literals(lesson.names, random_word(context.rng(name)))
     if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
         return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")
