@@ -15,11 +15,12 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
 from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.wants import Lesson, Want, merged
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 REPAIR_ALONE = tuple(source for source in SOURCES if source != "results")
@@ -81,6 +82,11 @@ RULES = {
     # a parser quoting the literal it looked for in a text
     "repair_pkg.sections": 'learned from ValueError "usage:" (case-insensitive) not found.: '
     "doc a text containing 'usage:'",
+    # an argument used as a key: text, then the mappings hold that text
+    "repair_pkg.plucked": "learned from KeyError: the function passed as key was looked up "
+    "as a key: key of type str",
+    # an argument naming an attribute: one the objects have
+    "repair_pkg.invoked": "named an attribute of the object: name '",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
