@@ -82,6 +82,8 @@ RULES = {
     # a parser quoting the literal it looked for in a text
     "repair_pkg.sections": 'learned from ValueError "usage:" (case-insensitive) not found.: '
     "doc a text containing 'usage:'",
+    # the positional items of *args
+    "repair_pkg.heaviest_of": "elements of items an object with attribute 'weight'",
     # an argument used as a key: text, then the mappings hold that text
     "repair_pkg.plucked": "learned from KeyError: the function passed as key was looked up "
     "as a key: key of type str",

@@ -88,6 +88,11 @@ def arguments_for(
             continue
         if parameter.kind is parameter.VAR_POSITIONAL:
             fields = declared_fields(target, parameter.name)
+            lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+            if lesson is not None:  # what a call said its positional items must be
+                value = repaired.repaired_value(lesson, context, lesson.parameter)
+                args.extend(value if lesson.element else [value])
+                continue
             if fields:  # the class lists what its positional arguments are
                 args.extend(_build_field(target, name, context) for name in fields)
                 continue
