@@ -56,3 +56,14 @@ def test_a_parameter_entered_with_with_gets_a_context_manager():
 def test_retry_counts_are_numbers_by_name():
     made = synthesize("bodyuse_pkg.retried", 10)
     assert isinstance(made.args[0], int)
+
+
+def test_a_logger_parameter_gets_a_logger_that_prints_nothing(capsys):
+    import logging
+
+    made = synthesize("bodyuse_pkg.set_logger", 10)
+    [logger] = made.args
+    assert isinstance(logger, logging.Logger) and not logger.propagate
+    logger.error("kept to itself")
+    assert made.target(*made.args) is logger
+    assert capsys.readouterr().err == ""

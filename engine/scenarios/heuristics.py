@@ -45,6 +45,10 @@ class ContextManagerMarker:
     """Annotation marker: a context manager (``with x:``), one that can be entered again."""
 
 
+class LoggerMarker:
+    """Annotation marker: a ``logging.Logger`` of its own that keeps its records to itself."""
+
+
 class ModuleMarker:
     """Annotation marker: a module object (one of the package's own, in turn)."""
 
@@ -116,6 +120,7 @@ for _names, _annotation in [
     ("dirname directory dir_name dirpath folder root_dir rootdir dir_path", DirectoryMarker),
     ("sock socket conn connection client_socket", SocketMarker),
     ("module module_obj module_object", ModuleMarker),
+    ("logger user_logger userlogger", LoggerMarker),
     (
         "dt datetime when timestamp_dt start_dt end_dt dtstart until after before dt1 dt2 moment",
         datetime.datetime,
@@ -210,6 +215,7 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_flag", bool),
     ("_type", type | str),  # a class (`exc_type`), or a kind's name (`node_type`, `content_type`)
     ("_cls", type),
+    ("_logger", LoggerMarker),
     ("_class", type),
 ]
 

@@ -53,6 +53,7 @@ from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
     ContextManagerMarker,
+    LoggerMarker,
     ModuleMarker,
     SameClassMarker,
     SocketMarker,
@@ -63,6 +64,7 @@ from apiprof.engine.scenarios.resources import (
     ReusableText,
     loopback_socket,
     package_module,
+    quiet_logger,
     sandbox_directory,
     sandbox_file,
     traceback_value,
@@ -263,6 +265,7 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
     ContextManagerMarker: lambda context, name, rng: contextlib.nullcontext(),
+    LoggerMarker: quiet_logger,
     ModuleMarker: package_module,
     types.ModuleType: package_module,
 }
