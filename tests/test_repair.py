@@ -84,6 +84,8 @@ RULES = {
     "doc a text containing 'usage:'",
     # the positional items of *args
     "repair_pkg.heaviest_of": "elements of items an object with attribute 'weight'",
+    # numbers read with an explicit base: their decimal text
+    "repair_pkg.allowed_ports": "elements of ports of type digits",
     # an argument used as a key: text, then the mappings hold that text
     "repair_pkg.plucked": "learned from KeyError: the function passed as key was looked up "
     "as a key: key of type str",
