@@ -94,7 +94,10 @@ def learn(
         return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
-        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
+        without_key = _lacking(key)
+        found = culprit(error, bound, without_key)
+        if found is None:  # raised in C while something else consumed it: the arguments say
+            found = next(holders(bound, without_key), None)
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
@@ -130,9 +133,9 @@ def learn(
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
     literal = wanted_literal(message)
-    lacking = text_lacking(literal, bound) if literal is not None else None
-    if literal is not None and lacking is not None:
-        return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
+    text = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and text is not None:
+        return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
     return None
 
 
@@ -171,6 +174,11 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+def _lacking(key: str) -> Callable[[object], bool]:
+    """Whether a value is a mapping without ``key``."""
+    return lambda value: isinstance(value, Mapping) and key not in value
 
 
 _NUMERIC_TEXT = "int() can't convert non-string with explicit base"
