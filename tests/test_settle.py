@@ -13,9 +13,15 @@ import time
 from apiprof.engine.measure import settle as settle_module
 from apiprof.engine.measure.clockgrain import wall_step
 from apiprof.engine.measure.costs import CallCosts
+from apiprof.engine.measure.pace import POLL_SECONDS, SLOW_FACTOR, Pace
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import PySite
-from apiprof.engine.measure.settle import PASS_ATTEMPTS, settled_pass, slow_reference, stall
+from apiprof.engine.measure.settle import (
+    PASS_ATTEMPTS,
+    settled_pass,
+    slow_reference,
+    stall,
+)
 from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.engine.scan.summary import busy_warnings
 from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
@@ -27,6 +33,7 @@ SLOW = Disturbance(references=1, reference_ns=3 * INDEX_NS, slow_references=1)
 STALL_SECONDS = 0.005
 
 stalled = [False]
+pauses: list[float] = []  # the waits settled_pass asked for (none really sleeps)
 
 
 def target() -> None:
@@ -36,6 +43,7 @@ def target() -> None:
 
 
 def settle(check, attempts: int = PASS_ATTEMPTS, retry_under: float = 60.0):
+    pauses.clear()
     return settled_pass(
         target,
         [PySite(target)],
@@ -44,6 +52,8 @@ def settle(check, attempts: int = PASS_ATTEMPTS, retry_under: float = 60.0):
         switches=None,
         calibration=CALIBRATION,
         check=check,
+        pace=Pace(INDEX_NS, timer=lambda: INDEX_NS),  # the wait finds the pace back at once
+        pause=pauses.append,
         attempts=attempts,
         retry_under=retry_under,
     )
@@ -53,8 +63,8 @@ def test_a_pass_the_machine_stalled_is_measured_again_and_not_stored():
     stalled[0] = True
     checks = []
 
-    def check(calibration: Calibration) -> Disturbance:
-        checks.append(calibration)
+    def check(pace: Pace) -> Disturbance:
+        checks.append(pace)
         if len(checks) == 2:  # right after the first attempt: it ran on a stalled machine
             stalled[0] = False
             return SLOW
@@ -69,21 +79,24 @@ def test_a_pass_the_machine_stalled_is_measured_again_and_not_stored():
     assert (seen.references, seen.slow_references) == (4, 1)
     assert seen.runs >= 10  # both attempts' runs count as runs measured
     assert not seen.busy
+    assert pauses == [POLL_SECONDS]  # it waited for the pace to return before measuring again
 
 
 def test_a_clean_pass_is_measured_once():
     stalled[0] = False
-    kept = settle(lambda calibration: NORMAL)
+    kept = settle(lambda pace: NORMAL)
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, 0, 0)
     assert seen.references == 2  # before and after the pass
+    assert pauses == []
 
 
 def test_a_machine_that_stays_stalled_keeps_a_pass_and_warns():
     stalled[0] = False
-    kept = settle(lambda calibration: SLOW)
+    kept = settle(lambda pace: SLOW)
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, PASS_ATTEMPTS - 1, 1)
+    assert len(pauses) == PASS_ATTEMPTS - 1  # one wait before each new attempt
     assert kept.costs[0].wall_ns  # the figures are kept, counted as stalled
     assert seen.busy
     (warning,) = busy_warnings(seen)
@@ -92,7 +105,7 @@ def test_a_machine_that_stays_stalled_keeps_a_pass_and_warns():
 
 def test_a_long_pass_is_kept_stalled_without_a_second_attempt():
     stalled[0] = False
-    kept = settle(lambda calibration: SLOW, retry_under=0.0)  # every pass counts as long here
+    kept = settle(lambda pace: SLOW, retry_under=0.0)  # every pass counts as long here
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, 0, 1)
 
@@ -112,7 +125,7 @@ def test_the_least_stalled_attempt_is_kept():
         ]
     )
 
-    def check(calibration: Calibration) -> Disturbance:
+    def check(pace: Pace) -> Disturbance:
         answer, stalled[0] = next(answers)
         return answer
 
@@ -125,7 +138,7 @@ def test_the_least_stalled_attempt_is_kept():
 def test_stall_scores():
     fine = [CallCosts([1.0], [], calls=10, preempted_calls=2)]
     assert stall(NORMAL, NORMAL, fine, INDEX_NS) == 0
-    assert stall(NORMAL, SLOW, fine, INDEX_NS) == 2.0  # 3x the index is 2x the busy factor
+    assert stall(NORMAL, SLOW, fine, INDEX_NS) == 3 / SLOW_FACTOR  # in units of the factor
     assert stall(SLOW, NORMAL, fine, 0.0) == 0  # no index calibrated: nothing is slow
     preempted = [CallCosts([1.0], [], calls=10, preempted_calls=5)]
     assert stall(NORMAL, NORMAL, preempted, INDEX_NS) == 2.0  # half the calls, twice the share
@@ -200,5 +213,5 @@ def test_a_scan_pass_judges_its_stretches(monkeypatch):
 
     monkeypatch.setattr(settle_module, "slow_reference", lambda calibration: judge)
     stalled[0] = False
-    kept = settle(lambda calibration: NORMAL)
+    kept = settle(lambda pace: NORMAL)
     assert kept.seen.stalled_runs == 1 and kept.costs[0].calls >= 5
