@@ -265,11 +265,6 @@ class Disturbance:
         return typing.cast(dict[str, Any], to_data(self))
 
 
-BUSY_FACTOR = 1.5
-"""The empty reference function's calls this much slower than calibrated mean the CPU ran slow
-in the middle of a pass (engine.measure.settle.slow_reference)."""
-
-
 @dataclass(frozen=True)
 class Measurement:
     """One profile's worth of observations: a histogram for (entry point, scenario, size, metric)."""

@@ -18,13 +18,14 @@ from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import PySite
 from apiprof.engine.measure.settle import (
     PASS_ATTEMPTS,
+    STRETCH_FACTOR,
     settled_pass,
     slow_reference,
     stall,
 )
 from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.engine.scan.summary import busy_warnings
-from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
+from apiprof.model.records import Calibration, Disturbance
 
 INDEX_NS = 1000.0
 CALIBRATION = Calibration(machine_speed_ns=INDEX_NS)
@@ -197,7 +198,7 @@ def test_a_cpu_that_stays_slow_keeps_its_stretches_counted():
 def test_the_judge_compares_with_the_calibrated_empty_call():
     judge = slow_reference(Calibration(overhead_ns={"enter": 20.0, "dispatch": 10.0}))
     assert judge is not None
-    limit = BUSY_FACTOR * 30.0 + wall_step()
+    limit = STRETCH_FACTOR * 30.0 + wall_step()
     assert not judge(limit) and judge(limit + 1)
     assert slow_reference(CALIBRATION) is None  # nothing calibrated: stretches are not judged
 

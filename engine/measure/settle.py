@@ -12,7 +12,7 @@ bracket every pass instead:
   (:class:`~apiprof.engine.measure.pace.Pace`) means the CPU ran slow around the pass;
 * inside the pass, the empty reference function's calls around every stretch
   (:mod:`~apiprof.engine.measure.timing`): a batch whose median interval is more than
-  ``BUSY_FACTOR`` times the calibrated one (:func:`slow_reference`) has the stretch it brackets
+  ``STRETCH_FACTOR`` times the calibrated one (:func:`slow_reference`) has the stretch it brackets
   measured again, so a stall in the middle of a long pass is not stored either;
 * the share of a target's calls the thread was switched out of (perf records): above
   :data:`~apiprof.engine.measure.costs.PREEMPTED_SHARE` the preempted calls stay in the
@@ -43,8 +43,14 @@ from apiprof.engine.measure.passlog import Budget, PassLog
 from apiprof.engine.measure.probes import Site
 from apiprof.engine.measure.switches import SwitchSource
 from apiprof.engine.measure.timing import run_timing_pass
-from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
+from apiprof.model.records import Calibration, Disturbance
 
+STRETCH_FACTOR = 1.25
+"""A reference batch's median interval this many times the calibrated inside interval (plus one
+clock step) shows a slow phase in the middle of a pass. The medians are a few clock steps long
+and bimodal on a loaded machine: 3.11 at load 11, 140–150 ns in 75 % of batches and 220–300 ns
+in slow phases; 3.12, 40–50 ns against 60–70 ns (which the earlier 1.5× limit, 70 ns, let
+through)."""
 RETRY_UNDER_SECONDS = 0.25
 """Only passes shorter than this (wall time) are measured again."""
 PASS_ATTEMPTS = 3
@@ -70,14 +76,14 @@ def reference_check(pace: Pace) -> Disturbance:
 
 def slow_reference(calibration: Calibration) -> Callable[[float], bool] | None:
     """Whether a reference batch's median interval (ns) shows a CPU running slow: above
-    ``BUSY_FACTOR`` times the calibrated inside interval of an empty Python call, plus one step
+    ``STRETCH_FACTOR`` times the calibrated inside interval of an empty Python call, plus one step
     of the wall clock (the interval is a few steps long); None without a calibrated figure."""
     inside = calibration.overhead_ns.get("enter", 0.0) + calibration.overhead_ns.get(
         "dispatch", 0.0
     )
     if inside <= 0:
         return None
-    limit = BUSY_FACTOR * inside + wall_step()
+    limit = STRETCH_FACTOR * inside + wall_step()
     return lambda median_ns: median_ns > limit
 
 
