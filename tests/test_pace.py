@@ -24,26 +24,26 @@ def timer_of(*answers: float):
 
 
 def test_a_check_is_judged_against_the_fastest_seen_not_the_first():
-    pace = Pace(40_000.0, timer=timer_of(35_000, 41_000, 39_000))
+    pace = Pace(45_000.0, timer=timer_of(35_000, 45_000, 42_000))
     # the calibrated index came from a slow moment: the first check is faster and becomes
-    # the yardstick, so 41,000 (1.03x the index, 1.17x the fastest) is a slow phase
+    # the yardstick, so 45,000 (the index itself, 1.29x the fastest) is a slow phase
     assert pace.check() == (35_000, False)
     assert pace.best_ns == 35_000
     took, slow = pace.check()
-    assert (took, slow) == (41_000, True) and SLOW_FACTOR < 41_000 / 35_000
-    assert pace.check() == (39_000, False)  # 1.11x: within the factor
+    assert (took, slow) == (45_000, True) and SLOW_FACTOR < 45_000 / 35_000
+    assert pace.check() == (42_000, False)  # 1.2x: within the factor
     assert pace.best_ns == 35_000  # slow checks never raise the yardstick
 
 
 def test_without_an_index_the_first_check_is_the_yardstick():
-    pace = Pace(0.0, timer=timer_of(50_000, 60_000))
+    pace = Pace(0.0, timer=timer_of(50_000, 65_000))
     assert pace.check() == (50_000, False)
-    assert pace.check()[1]  # 1.2x the first
+    assert pace.check()[1]  # 1.3x the first
 
 
 def test_the_wait_ends_when_a_check_runs_at_pace_again():
     pauses: list[float] = []
-    pace = Pace(1000.0, timer=timer_of(2000, 1900, 1050))
+    pace = Pace(1000.0, timer=timer_of(2000, 1900, 1100))
     assert pace.wait(pause=pauses.append)
     assert pauses == [POLL_SECONDS] * 3
 
@@ -64,8 +64,8 @@ def test_the_process_pace_is_seeded_once_and_a_faster_index_lowers_it(monkeypatc
 
 
 def test_reference_check_reports_a_slow_phase_as_a_slow_reference():
-    pace = Pace(1000.0, timer=timer_of(1050, 1500))
-    assert reference_check(pace) == Disturbance(references=1, reference_ns=1050)
+    pace = Pace(1000.0, timer=timer_of(1100, 1500))
+    assert reference_check(pace) == Disturbance(references=1, reference_ns=1100)
     assert reference_check(pace) == Disturbance(references=1, reference_ns=1500, slow_references=1)
 
 

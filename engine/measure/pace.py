@@ -13,8 +13,7 @@ the earlier 1.5× rule let through).
 So each reference check (:func:`~apiprof.engine.measure.machine.reference_check_ns`, the
 fastest of a few warm timings) is judged against the fastest one this process has seen
 (:class:`Pace`, starting from the calibrated machine-speed index): more than ``SLOW_FACTOR``
-times that is a slow phase. A check's own noise on an unchanged machine is ±1–3 %, far below
-it. Before measuring a slowed pass again the profiler waits for the phase to end
+times that is a slow phase. Before measuring a slowed pass again the profiler waits for the phase to end
 (:meth:`Pace.wait`: a few short sleeps, each followed by a check), since a phase usually
 outlasts an immediate second attempt.
 """
@@ -26,8 +25,10 @@ from collections.abc import Callable
 
 from apiprof.engine.measure.machine import reference_check_ns
 
-SLOW_FACTOR = 1.12
-"""A reference check this many times the fastest seen means the CPU is in a slow phase."""
+SLOW_FACTOR = 1.25
+"""A reference check this many times the fastest seen means the CPU is in a slow phase. Checks
+of passes that came out within ±5 % of the long-run median ranged up to 1.2× the fastest (60
+passes at load 11); slow phases read 1.3–2.0× (the passes around them 1.08–1.78×)."""
 WAIT_POLLS = 12
 """Checks at most while waiting for a slow phase to end..."""
 POLL_SECONDS = 0.01
