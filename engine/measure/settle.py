@@ -45,12 +45,14 @@ from apiprof.engine.measure.switches import SwitchSource
 from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.model.records import Calibration, Disturbance
 
-STRETCH_FACTOR = 1.25
+STRETCH_FACTOR = 1.5
 """A reference batch's median interval this many times the calibrated inside interval (plus one
 clock step) shows a slow phase in the middle of a pass. The medians are a few clock steps long
-and bimodal on a loaded machine: 3.11 at load 11, 140–150 ns in 75 % of batches and 220–300 ns
-in slow phases; 3.12, 40–50 ns against 60–70 ns (which the earlier 1.5× limit, 70 ns, let
-through)."""
+and bimodal on a loaded machine (3.11 at load 11: 140–150 ns in 75 % of batches, 220–300 ns in
+slow phases; 3.12: 40–50 ns against 60–70 ns, at this limit). Not tighter: a worker's empty
+call can run above the calibrated one (calibrated in the scanning process), and at 1.25× a
+3.12 leaf pass then re-measured stretch after stretch until its budget was gone and kept 20
+calls from slow ones (2.7× its truth)."""
 RETRY_UNDER_SECONDS = 0.25
 """Only passes shorter than this (wall time) are measured again."""
 PASS_ATTEMPTS = 3
