@@ -223,7 +223,7 @@ def _signature_from(definitions: list[ast.AST], stub: _Stub) -> StubSignature:
         arguments = node.args
         overload = _runtime_signature(arguments)
         if signature is None or _required(overload) < _required(signature):
-            signature = overload  # of overloads, the one asking least: `reduce(f, items)`
+            signature = overload  # of overloads, the one asking least (`reduce(f, items)`)
         every = [
             *arguments.posonlyargs,
             *arguments.args,
@@ -244,12 +244,15 @@ def _signature_from(definitions: list[ast.AST], stub: _Stub) -> StubSignature:
 
 
 def _required(signature: inspect.Signature | None) -> int:
+    """How much an overload asks: its required parameters; one asking nothing (``update(**kw)``
+    beside ``update(m, /, **kw)``) is the degenerate form, ranked after every other."""
     if signature is None:
         return 1 << 20  # no usable signature: any other overload is better
-    return sum(
+    required = sum(
         p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         for p in signature.parameters.values()
     )
+    return required or 1 << 19
 
 
 def _runtime_signature(arguments: ast.arguments) -> inspect.Signature | None:
