@@ -119,7 +119,9 @@ def learn(
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
         if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
-            found = culprit(error, bound, lambda value: isinstance(value, int))
+            number = _is_number
+            # 3.12 inlines comprehensions: the loop variable may be gone from the frame
+            found = culprit(error, bound, number) or next(holders(bound, number), None)
             if found is not None:
                 return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
@@ -179,6 +181,10 @@ MAX_NAMES = 32
 def _lacking(key: str) -> Callable[[object], bool]:
     """Whether a value is a mapping without ``key``."""
     return lambda value: isinstance(value, Mapping) and key not in value
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _NUMERIC_TEXT = "int() can't convert non-string with explicit base"
