@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
+import os
 import re
 import sys
 import textwrap
@@ -48,6 +49,9 @@ class Want(enum.StrEnum):
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
     MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
+    WRITTEN = (
+        "written"  # the path of a file the package's own writer wrote (a made-up one was not read)
+    )
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class Lesson:
             Want.KEYS: f"{subject} a dict with key{plural} {listed}",
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
+            Want.WRITTEN: f"{subject} the path of a file the package's own writer writes",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
@@ -129,7 +134,8 @@ ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|No module named"
+    r"'NoneType' object is not (iterable|callable)|No module named|raised OSError\b|"
+    r"raised \w+: .*\bapiprof-inputs/"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -180,6 +186,9 @@ def learn(
         for name, element in holders(bound, lambda value: value == error.filename):
             return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
         return None
+    unread = _unread_file(error, message, bound)
+    if unread is not None:
+        return Lesson(unread, Want.WRITTEN, (), cause=cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -322,6 +331,27 @@ def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
         ):
             return value.id
     return ""
+
+
+_NOT_ABOUT_CONTENT = (FileNotFoundError, IsADirectoryError, PermissionError, TimeoutError)
+"""Errors about the file system, not about what a file holds."""
+
+
+def _unread_file(error: BaseException, message: str, bound: Mapping[str, object]) -> str | None:
+    """The parameter given the path of an existing file the call could not read: it raised
+    an ``OSError`` (``Invalid file, magic number is incorrect``) or named the path in its
+    message (``Syntax error in file /tmp/x.txt (line 1)``), so the file's content is wrong,
+    not the kind of argument: a file in the package's own format may be read."""
+    if isinstance(error, (*_NOT_ABOUT_CONTENT, UnicodeError)) or not isinstance(
+        error, (OSError, ValueError, LookupError, EOFError)
+    ):
+        return None
+    for name, value in bound.items():
+        if not isinstance(value, str) or not value or not os.path.isfile(value):
+            continue
+        if isinstance(error, OSError) or value in message:
+            return name
+    return None
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:

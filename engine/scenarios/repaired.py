@@ -29,6 +29,7 @@ from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
 from apiprof.engine.scenarios.modulenames import package_module_name
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
+from apiprof.engine.scenarios.savedfiles import saved_content
 from apiprof.engine.scenarios.texts import random_text, random_word
 from apiprof.engine.scenarios.usage import self_attributes
 from apiprof.model.records import ScenarioSource
@@ -99,6 +100,8 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return values.build(dict[str, int], context, name)
     if lesson.want is Want.FILE:
         return written_file(context, name)
+    if lesson.want is Want.WRITTEN:  # a made-up file was not read: only the package's will do
+        return written_file(context, name, required=True)
     if lesson.want is Want.ATTRIBUTES:
         return object_with(lesson.names, context, name, lesson.turn)
     if lesson.want is Want.MODULE:
@@ -269,14 +272,17 @@ def _namespace(names: tuple[str, ...], context: BuildContext, name: str) -> Any:
     return types.SimpleNamespace(**fields)
 
 
-def written_file(context: BuildContext, name: str) -> str:
+def written_file(context: BuildContext, name: str, *, required: bool = False) -> str:
     """The path of a file in the sandbox: what the package's own writer (the inverse of the
-    entry point, ``dump`` for ``load``, or its top-level ``dumps``) makes, else plain text."""
+    entry point, ``dump`` for ``load``, its top-level ``dumps``, or a class's method that
+    saves that format, :mod:`.savedfiles`) makes, else (unless ``required``) plain text."""
     path = inputs_directory() / f"{safe_name(name)}-repaired.txt"
     used = dict(context.used)  # the writer's own arguments are no arguments of this call
     content = _written_by_package(context, name)
     context.used.clear()
     context.used.update(used)
+    if content is None and required:
+        raise CannotSynthesize(f"parameter {name!r}: no writer of the package makes its file")
     if content is None:
         content = random_text(context.rng(name), max(context.n, 40)) + "\n"
     if isinstance(content, bytes):
@@ -310,7 +316,7 @@ def _written_by_package(context: BuildContext, name: str) -> str | bytes | None:
             made = _given_a_mapping(writer, context, name)  # serialisers take a mapping
         if isinstance(made, (str, bytes)) and made:
             return made
-    return None
+    return saved_content(target, context, name) if callable(target) else None
 
 
 def _given_a_mapping(writer: Callable[..., Any], context: BuildContext, name: str) -> Any:
