@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
+import io
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from apiprof.engine.scenarios.failing import (
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
+from apiprof.engine.scenarios.unpacking import unpacked_shape
 
 
 class Want(enum.StrEnum):
@@ -49,9 +51,8 @@ class Want(enum.StrEnum):
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
     MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
-    WRITTEN = (
-        "written"  # the path of a file the package's own writer wrote (a made-up one was not read)
-    )
+    FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
+    WRITTEN = "written"  # a file (a stream) of the package's own writer's output
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,11 @@ class Lesson:
             Want.KEYS: f"{subject} a dict with key{plural} {listed}",
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
-            Want.WRITTEN: f"{subject} the path of a file the package's own writer writes",
+            Want.FIELDS: f"{subject} a tuple of "
+            + ", ".join(repr(field.replace(":", ": ")) for field in self.names),
+            Want.WRITTEN: f"{subject} "
+            + (f"a {self.names[0]}" if self.names else "the path of a file")
+            + " holding what the package's own writer writes",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
@@ -135,7 +140,7 @@ TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
     r"'NoneType' object is not (iterable|callable)|No module named|raised OSError\b|"
-    r"raised \w+: .*\bapiprof-inputs/"
+    r"raised \w+: .*\bapiprof-inputs/|values to unpack \(expected"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -186,9 +191,12 @@ def learn(
         for name, element in holders(bound, lambda value: value == error.filename):
             return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
         return None
+    shape = unpacked_shape(error, bound)
+    if shape is not None:
+        return Lesson(shape.parameter, Want.FIELDS, shape.fields, shape.element, cause)
     unread = _unread_file(error, message, bound)
     if unread is not None:
-        return Lesson(unread, Want.WRITTEN, (), cause=cause)
+        return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -337,21 +345,31 @@ _NOT_ABOUT_CONTENT = (FileNotFoundError, IsADirectoryError, PermissionError, Tim
 """Errors about the file system, not about what a file holds."""
 
 
-def _unread_file(error: BaseException, message: str, bound: Mapping[str, object]) -> str | None:
+def _unread_file(
+    error: BaseException, message: str, bound: Mapping[str, object]
+) -> tuple[str, tuple[str, ...]] | None:
     """The parameter given the path of an existing file the call could not read: it raised
     an ``OSError`` (``Invalid file, magic number is incorrect``) or named the path in its
     message (``Syntax error in file /tmp/x.txt (line 1)``), so the file's content is wrong,
-    not the kind of argument: a file in the package's own format may be read."""
+    not the kind of argument: a file in the package's own format may be read. Or given an
+    in-memory stream it read and refused (``unpack(b) received extra data``): a stream of
+    the package's own output. With the stream's kind: ``(parameter, (BINARY_STREAM,))``."""
     if isinstance(error, (*_NOT_ABOUT_CONTENT, UnicodeError)) or not isinstance(
         error, (OSError, ValueError, LookupError, EOFError)
     ):
         return None
     for name, value in bound.items():
-        if not isinstance(value, str) or not value or not os.path.isfile(value):
-            continue
-        if isinstance(error, OSError) or value in message:
-            return name
+        if isinstance(value, str) and value and os.path.isfile(value):
+            if isinstance(error, OSError) or value in message:
+                return name, ()
+        elif isinstance(value, (io.BytesIO, io.StringIO)) and "closed file" not in message:
+            return name, (BINARY_STREAM if isinstance(value, io.BytesIO) else TEXT_STREAM,)
     return None
+
+
+BINARY_STREAM = "binary stream"
+TEXT_STREAM = "text stream"
+"""What a lesson about an unread stream names: which kind of stream to build."""
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:
