@@ -2,12 +2,15 @@
 method sets gets that sibling called first (source ``prepared``, ``--no-prepare``); a reader
 that rejects a made-up file or stream gets one the package's own classes save or its writer
 writes, and an argument a helper unpacks gets tuples of the fields it names (the repair,
-source ``repaired``). Each rule is checked on ``siblings_pkg`` with its source and without it, where
+source ``repaired``); a call that wraps and closes the standard input leaves it open. Each rule is checked on ``siblings_pkg`` with its source and without it, where
 the same entry point stays rejected; then through the command line."""
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,6 +189,26 @@ def test_the_saved_file_is_in_the_readers_format():
     lesson = Lesson("catfile", Want.WRITTEN)
     [path] = synthesize_call("siblings_pkg.catalogs.catfile", 10, repairs=(lesson.literal(),))[1]
     assert Path(str(path)).read_bytes().startswith(MAGIC)
+
+
+def test_the_standard_input_survives_a_call_that_wraps_and_closes_it():
+    """Measured calls read the worker's standard input again and again: the first call's
+    collected wrapper must not close it for the next (in a trial, and in the worker)."""
+    assert found("siblings_pkg.console.stdin_text", ALONE) is not None
+    call = "import siblings_pkg.console as c; print(repr(c.stdin_text() + c.stdin_text()))"
+    fixtures = str(Path(__file__).parent / "fixtures")
+    for kept, expected in ((True, "''"), (False, "closed file")):
+        setup = "from apiprof.engine.scenarios.trial import keep_standard_input_open as k; k(); "
+        ran = subprocess.run(
+            [sys.executable, "-c", (setup if kept else "") + call],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": fixtures},
+            timeout=120,
+            check=False,
+        )
+        assert expected in ran.stdout + ran.stderr
 
 
 # -- a real scan, through the command line ------------------------------------------------------
