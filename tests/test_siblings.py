@@ -2,7 +2,8 @@
 method sets gets that sibling called first (source ``prepared``, ``--no-prepare``); a reader
 that rejects a made-up file or stream gets one the package's own classes save or its writer
 writes, and an argument a helper unpacks gets tuples of the fields it names (the repair,
-source ``repaired``); a call that wraps and closes the standard input leaves it open. Each rule is checked on ``siblings_pkg`` with its source and without it, where
+source ``repaired``); a call that wraps and closes the standard input leaves it open; a
+named tuple's fields take any value. Each rule is checked on ``siblings_pkg`` with its source and without it, where
 the same entry point stays rejected; then through the command line."""
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from siblings_pkg.catalogs import (
     textcatalog,
 )
 from siblings_pkg.reports import DeferredReport, Report
+from siblings_pkg.tallies import Tally
 from siblings_pkg.tokens import area, widest_token
 from test_repair import scan_summary  # the fixture scanned through the command line
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios.building import SOURCES
+from apiprof.engine.scenarios.fields import stored_as_is
 from apiprof.engine.scenarios.lessons import BINARY_STREAM, Lesson, Want, learn, may_teach
 from apiprof.engine.scenarios.preparers import preparer_of
 from apiprof.engine.scenarios.savedfiles import saving_methods
@@ -209,6 +212,17 @@ def test_the_standard_input_survives_a_call_that_wraps_and_closes_it():
             check=False,
         )
         assert expected in ran.stdout + ran.stderr
+
+
+def test_a_named_tuples_fields_take_any_value():
+    assert stored_as_is(Tally, "hits") and not stored_as_is(Tally, "total")
+    assert not stored_as_is(Report, "limit")  # a class whose constructor can be read
+    described = found("siblings_pkg.tallies.Tally", ALONE)
+    assert described == (
+        "heuristics: synthesised arguments (variant 0); types from hits: heuristics, "
+        "misses: heuristics"
+    )
+    assert found("siblings_pkg.tallies.Tally", tuple(s for s in ALONE if s != "heuristics")) is None
 
 
 # -- a real scan, through the command line ------------------------------------------------------

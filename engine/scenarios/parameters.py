@@ -35,7 +35,7 @@ from apiprof.engine.scenarios.factories import (
     inverse_class_producers,
     inverse_producers,
 )
-from apiprof.engine.scenarios.fields import declared_fields, field_candidates
+from apiprof.engine.scenarios.fields import declared_fields, field_candidates, stored_as_is
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.packagedata import with_package_files
@@ -357,7 +357,9 @@ def parameter_candidates(
         sibling = sibling_default(signature, parameter.name) if not found else None
         if sibling is not None:  # the weakest hint: only when nothing else says anything
             found.append((sibling, ScenarioSource.HEURISTICS))
-        elif not found and unconstrained(usage):  # unused, or only stored: anything goes
+        elif not found and (
+            unconstrained(usage) or (usage is None and stored_as_is(target, parameter.name))
+        ):  # unused, or only stored (a named tuple's field): anything goes
             found.append((Any, ScenarioSource.HEURISTICS))
     elif not found:  # the long-standing, always-on guesses for the most common names
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
