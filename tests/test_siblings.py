@@ -31,8 +31,9 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.fields import stored_as_is
-from apiprof.engine.scenarios.lessons import BINARY_STREAM, Lesson, Want, learn, may_teach
+from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
 from apiprof.engine.scenarios.preparers import preparer_of
+from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.savedfiles import saving_methods
 from apiprof.engine.scenarios.synth import synthesize, synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario

@@ -13,10 +13,11 @@ only exception types, messages and the objects the call was given.
 from __future__ import annotations
 
 import ast
+import datetime
+import decimal
 import enum
+import fractions
 import inspect
-import io
-import os
 import re
 import sys
 import textwrap
@@ -36,6 +37,12 @@ from apiprof.engine.scenarios.failing import (
 )
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.refusals import (
+    named_optional,
+    operand_type,
+    richer_number,
+    unread_input,
+)
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
 
@@ -51,6 +58,7 @@ class Want(enum.StrEnum):
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
     MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
+    GIVEN = "given"  # an optional parameter left at None that the error names: a value of it
     FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
     WRITTEN = "written"  # a file (a stream) of the package's own writer's output
 
@@ -99,6 +107,7 @@ class Lesson:
             Want.KEYS: f"{subject} a dict with key{plural} {listed}",
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
+            Want.GIVEN: f"{subject} a value, not its default of None",
             Want.FIELDS: f"{subject} a tuple of "
             + ", ".join(repr(field.replace(":", ": ")) for field in self.names),
             Want.WRITTEN: f"{subject} "
@@ -140,7 +149,8 @@ TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
     r"'NoneType' object is not (iterable|callable)|No module named|raised OSError\b|"
-    r"raised \w+: .*\bapiprof-inputs/|values to unpack \(expected"
+    r"raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
+    r"\brequired\b|unsupported operand type"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type)."""
@@ -178,9 +188,13 @@ def learn(
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        return _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
+        found = _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
             error, receiver, cause
         )
+        number = richer_number(error, bound) if found is None else None
+        if number is not None:  # asked of a number the call computed from its arguments
+            found = Lesson(number[0], Want.TYPE, (number[1],), cause=cause)
+        return found
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
         found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
@@ -194,9 +208,12 @@ def learn(
     shape = unpacked_shape(error, bound)
     if shape is not None:
         return Lesson(shape.parameter, Want.FIELDS, shape.fields, shape.element, cause)
-    unread = _unread_file(error, message, bound)
+    unread = unread_input(error, message, bound)
     if unread is not None:
         return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
+    named = named_optional(error, message, bound)
+    if named is not None:  # "start or end required": one of them, not None after all
+        return Lesson(named, Want.GIVEN, cause=cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -210,6 +227,9 @@ def learn(
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
+        operand = operand_type(message, bound)
+        if operand is not None and operand[1] in BUILTIN_TYPES:
+            return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
@@ -236,6 +256,13 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    "complex": complex,
+    "datetime": datetime.datetime,  # an operand of another's type (timedelta + int)
+    "date": datetime.date,
+    "time": datetime.time,
+    "timedelta": datetime.timedelta,
+    "Decimal": decimal.Decimal,
+    "Fraction": fractions.Fraction,
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
 }
@@ -339,37 +366,6 @@ def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
         ):
             return value.id
     return ""
-
-
-_NOT_ABOUT_CONTENT = (FileNotFoundError, IsADirectoryError, PermissionError, TimeoutError)
-"""Errors about the file system, not about what a file holds."""
-
-
-def _unread_file(
-    error: BaseException, message: str, bound: Mapping[str, object]
-) -> tuple[str, tuple[str, ...]] | None:
-    """The parameter given the path of an existing file the call could not read: it raised
-    an ``OSError`` (``Invalid file, magic number is incorrect``) or named the path in its
-    message (``Syntax error in file /tmp/x.txt (line 1)``), so the file's content is wrong,
-    not the kind of argument: a file in the package's own format may be read. Or given an
-    in-memory stream it read and refused (``unpack(b) received extra data``): a stream of
-    the package's own output. With the stream's kind: ``(parameter, (BINARY_STREAM,))``."""
-    if isinstance(error, (*_NOT_ABOUT_CONTENT, UnicodeError)) or not isinstance(
-        error, (OSError, ValueError, LookupError, EOFError)
-    ):
-        return None
-    for name, value in bound.items():
-        if isinstance(value, str) and value and os.path.isfile(value):
-            if isinstance(error, OSError) or value in message:
-                return name, ()
-        elif isinstance(value, (io.BytesIO, io.StringIO)) and "closed file" not in message:
-            return name, (BINARY_STREAM if isinstance(value, io.BytesIO) else TEXT_STREAM,)
-    return None
-
-
-BINARY_STREAM = "binary stream"
-TEXT_STREAM = "text stream"
-"""What a lesson about an unread stream names: which kind of stream to build."""
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:

@@ -38,6 +38,7 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates, stored_as_is
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.lessons import Want
 from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
@@ -110,7 +111,14 @@ def arguments_for(
             continue
         if parameter.default is not parameter.empty:
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
-            if lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
+            if lesson is not None and lesson.want is Want.GIVEN:  # built as if it were required
+                with context.building_parameter(parameter.name):
+                    required = parameter.replace(default=parameter.empty)
+                    kwargs[parameter.name] = build_parameter(
+                        target, required, signature, hints, context
+                    )
+                context.used[parameter.name] = ScenarioSource.REPAIRED
+            elif lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
                 # its default of None did not do after all
                 kwargs[parameter.name] = repaired.repaired_value(lesson, context, lesson.parameter)
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:

@@ -27,8 +27,9 @@ from apiprof.engine.scenarios import instances, values
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
-from apiprof.engine.scenarios.lessons import BINARY_STREAM, BUILTIN_TYPES, Lesson, Want
+from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
 from apiprof.engine.scenarios.modulenames import package_module_name
+from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.savedfiles import saved_content
 from apiprof.engine.scenarios.texts import random_text, random_word
