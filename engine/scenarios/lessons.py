@@ -211,9 +211,6 @@ def learn(
     unread = unread_input(error, message, bound)
     if unread is not None:
         return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
-    named = named_optional(error, message, bound)
-    if named is not None:  # "start or end required": one of them, not None after all
-        return Lesson(named, Want.GIVEN, cause=cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -235,6 +232,9 @@ def learn(
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    named = named_optional(error, message, bound)  # after what a message says more exactly
+    if named is not None:  # "start or end required": one of them, not None after all
+        return Lesson(named, Want.GIVEN, cause=cause)
     return None
 
 
