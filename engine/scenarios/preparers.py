@@ -37,12 +37,13 @@ def prepared_receiver(
     instance: object, owner: type, member: str, context: BuildContext
 ) -> Warmup | None:
     """The warm-up that calls ``instance``'s preparing sibling before each call of
-    ``member`` (None when ``member`` reads nothing the receiver lacks, or no sibling sets it);
-    raises CannotSynthesize when the sibling's arguments cannot be built."""
+    ``member`` (None when ``member`` reads nothing the receiver lacks, no sibling sets it, or
+    the sibling's arguments cannot be built). Prepared first; a later variant calls the plain
+    receiver (the attribute may be read only on a path the call does not take)."""
     if SOURCE not in context.sources:
         return None
     name = preparer_of(instance, member)
-    if not name:
+    if not name or not context.pick([True, False]):
         return None
     method = getattr(instance, name)
     signature = signature_of(method, context.sources)
@@ -66,8 +67,8 @@ def prepared_receiver(
             if parameter.default is parameter.empty
             and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
         )
-    except CannotSynthesize as error:
-        raise CannotSynthesize(f"preparing the receiver with {name}: {error}") from None
+    except CannotSynthesize:  # the plain receiver, as without this source
+        return None
     context.choices = max(context.choices, inner.choices)
     label = f"{type(instance).__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.PREPARED)
