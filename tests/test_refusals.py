@@ -13,9 +13,10 @@ import pytest
 from siblings_pkg.periods import floor_steps
 from test_siblings import ALONE, found
 
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
+from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.refusals import named_optional, operand_type, richer_number
 from apiprof.engine.scenarios.synth import synthesize_call
+from apiprof.engine.scenarios.wants import Lesson, Want
 
 WITHOUT_REPAIR = tuple(source for source in ALONE if source != "repair")
 

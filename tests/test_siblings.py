@@ -31,13 +31,14 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.fields import stored_as_is
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
+from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.preparers import preparer_of
 from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.savedfiles import saving_methods
 from apiprof.engine.scenarios.synth import synthesize, synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.model.records import ScenarioSource
 
 ALONE = tuple(source for source in SOURCES if source != "results")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import datetime
 import decimal
-import enum
 import fractions
 import inspect
 import re
@@ -23,10 +22,10 @@ import sys
 import textwrap
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
+from apiprof.engine.scenarios.echoes import attribute_named_by_argument, key_from_argument
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -37,6 +36,7 @@ from apiprof.engine.scenarios.failing import (
 )
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
 from apiprof.engine.scenarios.refusals import (
     named_optional,
     operand_type,
@@ -45,120 +45,27 @@ from apiprof.engine.scenarios.refusals import (
 )
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
-
-
-class Want(enum.StrEnum):
-    """What a parameter (or the call as a whole) turned out to need."""
-
-    ATTRIBUTES = "attributes"  # an object with these attributes (``name()``: called)
-    KEYS = "keys"  # a dict holding these keys
-    MAPPING = "mapping"  # a mapping with string keys, not a list or a string
-    FILE = "file"  # the path of a file that exists
-    NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
-    ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
-    TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
-    MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
-    GIVEN = "given"  # an optional parameter left at None that the error names: a value of it
-    FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
-    WRITTEN = "written"  # a file (a stream) of the package's own writer's output
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """One thing learned from a rejected call, in a form a scenario's setup code can carry
-    (:meth:`literal`) so the measuring worker rebuilds exactly the repaired arguments."""
-
-    parameter: str  # the entry point's parameter it is about ("" for NAMES and ARGV)
-    want: Want
-    names: tuple[str, ...] = ()  # attributes, keys, parameter names or argument names
-    element: bool = False  # the parameter's elements want it (a list of tokens), not itself
-    cause: str = ""  # what taught it: "KeyError 'data'"
-    turn: int = 0  # which candidate object to try (for ATTRIBUTES: several classes may fit)
-
-    def literal(self) -> tuple[Any, ...]:
-        return (
-            self.parameter,
-            str(self.want),
-            self.names,
-            self.element,
-            self.cause,
-            self.turn,
-        )
-
-    @classmethod
-    def from_literal(cls, data: tuple[Any, ...]) -> Lesson:
-        parameter, want, names, element, cause, turn = data
-        return cls(parameter, Want(want), tuple(names), bool(element), cause, int(turn))
-
-    @property
-    def key(self) -> tuple[str, bool]:
-        return self.parameter, self.element
-
-    def describe(self) -> str:
-        """``"learned from KeyError 'data': token a dict with key 'data'"``."""
-        return f"learned from {self.cause}: {self.what()}"
-
-    def what(self) -> str:
-        subject = f"elements of {self.parameter}" if self.element else self.parameter
-        listed = ", ".join(repr(name) for name in self.names)
-        plural = "s" if len(self.names) > 1 else ""
-        return {
-            Want.ATTRIBUTES: f"{subject} an object with attribute{plural} {listed}",
-            Want.KEYS: f"{subject} a dict with key{plural} {listed}",
-            Want.MAPPING: f"{subject} a mapping with string keys",
-            Want.FILE: f"{subject} the path of a file that exists",
-            Want.GIVEN: f"{subject} a value, not its default of None",
-            Want.FIELDS: f"{subject} a tuple of "
-            + ", ".join(repr(field.replace(":", ": ")) for field in self.names),
-            Want.WRITTEN: f"{subject} "
-            + (f"a {self.names[0]}" if self.names else "the path of a file")
-            + " holding what the package's own writer writes",
-            Want.NAMES: f"the call takes the parameter{plural} {listed}",
-            Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
-            Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
-            Want.MODULE: f"{subject} the name of a module of the package"
-            + (f" with {listed}" if self.names else ""),
-        }[self.want]
-
-
-def _argv_listed(tokens: tuple[str, ...]) -> str:
-    """``'count', '--input', 'input'``: literals as they are passed, files by their name."""
-    return ", ".join(repr(token.removeprefix("=")) for token in tokens)
-
-
-def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
-    """``lessons`` with ``new`` added: what one parameter wants accumulates (the keys and
-    attributes asked so far), a different want replaces the older one (a mapping, then the
-    key it lacked)."""
-    kept: list[Lesson] = []
-    for lesson in lessons:
-        if lesson.key != new.key:
-            kept.append(lesson)
-        elif lesson.want is new.want and new.want in ACCUMULATING:
-            names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
-            causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
-            new = replace(new, names=names, cause=causes, turn=lesson.turn)
-    return (*kept, new)
-
-
-ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
-"""Wants whose names add up over the rounds (and that have further candidates to try)."""
-
+from apiprof.engine.scenarios.wants import Lesson, Want
 
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|No module named|raised OSError\b|"
-    r"raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
+    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
+    r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
-again: a ``ValueError`` about the content says nothing about the type)."""
+again: a ``ValueError`` about the content says nothing about the type), besides a message
+quoting a literal the text lacked (:mod:`.quoted`)."""
 
 
 def may_teach(reason: str) -> bool:
     """Whether a rejected call's reason is of a kind a lesson can come from."""
-    return TEACHING.search(reason) is not None or mixes_kinds(reason)
+    return (
+        TEACHING.search(reason) is not None
+        or mixes_kinds(reason)
+        or wanted_literal(reason) is not None
+    )
 
 
 def learn(
@@ -188,13 +95,17 @@ def learn(
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        found = _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
-            error, receiver, cause
+        taught = (
+            attribute_named_by_argument(error, bound)
+            or _from_attribute_error(error, bound, cause)
+            or _from_receiver_attribute(error, receiver, cause)
         )
-        number = richer_number(error, bound) if found is None else None
+        number = richer_number(error, bound) if taught is None else None
         if number is not None:  # asked of a number the call computed from its arguments
-            found = Lesson(number[0], Want.TYPE, (number[1],), cause=cause)
-        return found
+            taught = Lesson(number[0], Want.TYPE, (number[1],), cause=cause)
+        return taught
+    if isinstance(error, KeyError) and error.args and not isinstance(error.args[0], str):
+        return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
         found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
@@ -208,9 +119,6 @@ def learn(
     shape = unpacked_shape(error, bound)
     if shape is not None:
         return Lesson(shape.parameter, Want.FIELDS, shape.fields, shape.element, cause)
-    unread = unread_input(error, message, bound)
-    if unread is not None:
-        return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -227,11 +135,23 @@ def learn(
         operand = operand_type(message, bound)
         if operand is not None and operand[1] in BUILTIN_TYPES:
             return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
+        iterated = _NOT_ITERABLE.match(message)
+        if iterated is not None and iterated.group(1) != "NoneType":
+            found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
+            if found is not None:  # `iter(seq)` on an int: the argument shifted into `seq`
+                return Lesson(found[0], Want.TYPE, ("list",), found[1], f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    literal = wanted_literal(message)
+    lacking = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and lacking is not None:
+        return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
+    unread = unread_input(error, message, bound)  # a file or stream it read and refused
+    if unread is not None:
+        return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
     named = named_optional(error, message, bound)  # after what a message says more exactly
     if named is not None:  # "start or end required": one of them, not None after all
         return Lesson(named, Want.GIVEN, cause=cause)
@@ -279,6 +199,20 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+_NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
+
+
+def _is_uniterable(value: object, type_name: str) -> bool:
+    """Whether ``value`` is of the type an "is not iterable" message names, and really is not."""
+    if type(value).__name__ != type_name:
+        return False
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return True
+    return False
 
 
 _NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)|has no attribute)")
