@@ -2,7 +2,7 @@
 ``repaired``): an optional parameter the error names must be given (``start or end
 required``), an operand of the wrong type wants the other operand's (``timedelta + int``), and
 a method a plain number lacks wants the standard number type that has it (``to_integral``: a
-``Decimal``). Each on ``siblings_pkg.periods`` and ``windows``, with the repair and without."""
+``Decimal``), a name the receiver did not find is one its listing method names. Each on ``siblings_pkg.periods`` and ``windows``, with the repair and without."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import decimal
 
 import pytest
 from siblings_pkg.periods import floor_steps
+from siblings_pkg.shelves import Shelf
 from test_siblings import ALONE, found
 
+from apiprof.engine.scenarios.echoes import receiver_listing
 from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.refusals import named_optional, operand_type, richer_number
 from apiprof.engine.scenarios.synth import synthesize_call
@@ -30,6 +32,8 @@ RULES = {
     # a list subtracted from an int, then a float asked for to_integral(): a Decimal
     "siblings_pkg.periods.floor_steps": "learned from AttributeError 'float' object has no "
     "attribute 'to_integral': value of type Decimal",
+    # a name the receiver looked up and did not find: the first its listing method names
+    "siblings_pkg.shelves.Shelf.pages": "title was not among what the receiver lists: title 'Dune'",
 }
 
 
@@ -71,6 +75,18 @@ def test_the_operand_of_the_rarer_type_takes_the_others():
         "siblings_pkg.periods.Period.ends", 10, repairs=(learn(error, {"start": 3}).literal(),)
     )[2].values()
     assert isinstance(start, datetime.timedelta)
+
+
+def test_the_receivers_listing_names_what_it_has():
+    shelf = Shelf(("Emma", "Dune"))
+    assert receiver_listing(shelf) == ("Dune", "Emma")  # sorted: the same first every time
+    try:
+        shelf.pages("lorem")
+    except LookupError as error:
+        lesson = learn(error, {"title": "lorem"}, receiver=shelf)
+    assert lesson is not None and (lesson.want, lesson.names) == (Want.ONE_OF, ("Dune",))
+    assert learn(LookupError("'x' not found"), {"title": "x"}, receiver=shelf) is None  # short
+    assert may_teach("the call raised LookupError: 'lorem' not found on the shelf in call")
 
 
 def test_a_method_of_a_richer_number_turns_the_first_number_into_one():

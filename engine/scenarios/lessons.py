@@ -25,7 +25,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
-from apiprof.engine.scenarios.echoes import attribute_named_by_argument, key_from_argument
+from apiprof.engine.scenarios.echoes import (
+    attribute_named_by_argument,
+    key_from_argument,
+    name_the_receiver_lists,
+)
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -52,7 +56,7 @@ TEACHING = re.compile(
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
-    r"\brequired\b|unsupported operand type"
+    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -149,6 +153,9 @@ def learn(
     lacking = text_lacking(literal, bound) if literal is not None else None
     if literal is not None and lacking is not None:
         return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
+    listed = name_the_receiver_lists(error, bound, receiver)  # a name it did not find
+    if listed is not None:
+        return listed
     unread = unread_input(error, message, bound)  # a file or stream it read and refused
     if unread is not None:
         return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
