@@ -21,6 +21,7 @@ import re
 import sys
 import textwrap
 import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -55,6 +56,7 @@ TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
+    r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)"
 )
@@ -112,7 +114,10 @@ def learn(
         return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
-        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
+        without_key = _lacking(key)
+        found = culprit(error, bound, without_key)
+        if found is None:  # raised in C while something else consumed it: the arguments say
+            found = next(holders(bound, without_key), None)
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
@@ -139,6 +144,10 @@ def learn(
         operand = operand_type(message, bound)
         if operand is not None and operand[1] in BUILTIN_TYPES:
             return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
+        if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
+            found = culprit(error, bound, lambda value: isinstance(value, int))
+            if found is not None:
+                return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
         if iterated is not None and iterated.group(1) != "NoneType":
             found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
@@ -150,9 +159,9 @@ def learn(
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
     literal = wanted_literal(message)
-    lacking = text_lacking(literal, bound) if literal is not None else None
-    if literal is not None and lacking is not None:
-        return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
+    text = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and text is not None:
+        return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
     listed = name_the_receiver_lists(error, bound, receiver)  # a name it did not find
     if listed is not None:
         return listed
@@ -190,6 +199,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "timedelta": datetime.timedelta,
     "Decimal": decimal.Decimal,
     "Fraction": fractions.Fraction,
+    "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
 }
@@ -208,6 +218,12 @@ MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
 
 
+def _lacking(key: str) -> Callable[[object], bool]:
+    """Whether a value is a mapping without ``key``."""
+    return lambda value: isinstance(value, Mapping) and key not in value
+
+
+_NUMERIC_TEXT = "int() can't convert non-string with explicit base"
 _NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
 
 
