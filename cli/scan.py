@@ -78,6 +78,11 @@ SOURCE_FLAGS = [
         "do not offer the package's own data files to path, file and bytes parameters",
     ),
     ("heuristics", "do not guess arguments from parameter names, their use and sibling defaults"),
+    (
+        "prepare",
+        "do not call first the sibling method that sets the attributes a method reads and its "
+        "receiver lacks (a report's init_file before its error)",
+    ),
     ("capture", "do not replay arguments recorded from docstring examples and the --tests suite"),
     (
         "self-drive",
@@ -277,6 +282,7 @@ def scan_options(args: argparse.Namespace):
         patterns=not args.no_patterns,
         package_data=not args.no_package_data,
         heuristics=not args.no_heuristics,
+        prepare=not args.no_prepare,
         capture=not args.no_capture,
         self_drive=not args.no_self_drive,
         repair=not args.no_repair,

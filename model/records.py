@@ -115,6 +115,7 @@ class ScenarioSource(enum.StrEnum):
     TESTS = "tests"  # the package's own test suite
     DRIVEN = "driven"  # arguments the package passed mid-stream while its working scenarios ran
     COLLECTED = "collected"  # measured in real programs (in-the-wild collection), not a scan
+    PREPARED = "prepared"  # the receiver prepared by the sibling method that sets what it reads
     REPAIRED = "repaired"  # synthesised arguments mended by what a rejected call's error asked for
 
 

@@ -21,12 +21,15 @@ from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
-WITHOUT_RESULTS = tuple(source for source in SOURCES if source != "results")
+RESULTS_ALONE = tuple(source for source in SOURCES if source != "prepare")
+"""The sources without the prepared receivers, which reach a receiver a sibling method left
+ready (``MarkerExtension.registered`` after ``install``) first (tests/test_siblings.py)."""
+WITHOUT_RESULTS = tuple(source for source in RESULTS_ALONE if source != "results")
 
 
 def taken_by(qualname: str) -> str:
     """The description of the scenario the source found (checked to run, as measured)."""
-    spec, failure = find_synthesized_scenario(qualname, (10,))
+    spec, failure = find_synthesized_scenario(qualname, (10,), sources=RESULTS_ALONE)
     assert spec is not None, failure
     assert spec.source is ScenarioSource.RESULTS
     assert "taken=(" in spec.setup  # the measuring worker rebuilds the same value
@@ -180,10 +183,11 @@ def test_grammar_texts_grow_from_the_packages_punctuation():
 
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory):
-    """The default command, and ``--no-results``."""
+    """The default command, and ``--no-results`` (both with ``--no-prepare``: see RESULTS_ALONE)."""
     home = tmp_path_factory.mktemp("results")
-    on = scan_summary(home, "on", package="results_pkg")
-    return home, {"on": on, "off": scan_summary(home, "off", "--no-results", package="results_pkg")}
+    on = scan_summary(home, "on", "--no-prepare", package="results_pkg")
+    off = scan_summary(home, "off", "--no-results", "--no-prepare", package="results_pkg")
+    return home, {"on": on, "off": off}
 
 
 def test_the_default_scan_takes_values_and_shows_where_they_came_from(scans):

@@ -42,6 +42,8 @@ class ScanOptions:
     patterns: bool = True  # matches of the package's own regular expressions, texts they accept
     package_data: bool = True  # the package's own data files for path, file and bytes parameters
     heuristics: bool = True  # parameter names, how the body uses them, sibling defaults
+    # a method reading what only a sibling method sets gets that sibling called first
+    prepare: bool = True
     capture: bool = True  # arguments recorded from docstring examples and the --tests suite
     # arguments the package passes mid-stream while its working scenarios run, for the entry
     # points nothing else could call

@@ -40,6 +40,7 @@ SOURCES = (
     "patterns",
     "package_data",
     "heuristics",
+    "prepare",
     "repair",
     "results",
 )
@@ -56,6 +57,7 @@ RANK = [
     ScenarioSource.PATTERNS,
     ScenarioSource.PACKAGE_DATA,
     ScenarioSource.HEURISTICS,
+    ScenarioSource.PREPARED,
     ScenarioSource.RESULTS,  # the last resorts: what made the call work at all
     ScenarioSource.REPAIRED,
 ]

@@ -10,8 +10,11 @@ object has."""
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 
+from apiprof.engine import timeouts
+from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 
@@ -45,6 +48,55 @@ def attribute_named_by_argument(
             cause = f"AttributeError: {name} {attribute!r} named an attribute of the object"
             return Lesson(name, Want.ONE_OF, offered[:1], cause=cause)
     return None
+
+
+def name_the_receiver_lists(
+    error: BaseException, bound: Mapping[str, object], receiver: object
+) -> Lesson | None:
+    """A method whose error echoes one of its text arguments (``TemplateNotFound: lorem``)
+    looked it up in its receiver and found nothing: the receiver's own listing
+    (``list_templates()``, ``keys()``, ``names()``) says what it has, and the parameter takes
+    the first name listed."""
+    message = str(error)
+    echoed = [
+        name
+        for name, value in bound.items()
+        if isinstance(value, str) and len(value) >= MIN_ECHO and value in message
+    ]
+    listed = receiver_listing(receiver) if echoed and receiver is not None else ()
+    if not listed:
+        return None
+    cause = f"{type(error).__name__} {message}: {echoed[0]} was not among what the receiver lists"
+    return Lesson(echoed[0], Want.ONE_OF, listed[:1], cause=cause)
+
+
+MIN_ECHO = 3
+"""Shortest argument taken as echoed by a message (a letter may be in any message)."""
+LISTING = re.compile(r"list(_\w+)?|(\w+_)?(keys|names)")
+"""Names of methods that list what a receiver holds by name."""
+
+
+def receiver_listing(receiver: object) -> tuple[str, ...]:
+    """The names the first of ``receiver``'s listing methods that takes no argument returns."""
+    for name in sorted(dir(type(receiver))):
+        if (
+            name.startswith("_")
+            or not LISTING.fullmatch(name)
+            or not _callable_bare(receiver, name)
+        ):
+            continue
+        try:
+            with timeouts.alarm(TRIAL_SECONDS), quiet_stdio():
+                listed = [item for item in getattr(receiver, name)() if isinstance(item, str)]
+        except (Exception, timeouts.CallTimeout):  # it cannot list here: another may
+            continue
+        if listed:
+            return tuple(sorted(listed)[:MAX_LISTED])
+    return ()
+
+
+MAX_LISTED = 8
+"""Names kept from a listing (sorted, so the same receiver always gives the same first)."""
 
 
 def attribute_names(obj: object) -> tuple[str, ...]:

@@ -52,6 +52,17 @@ def field_candidates(cls: type, name: str, guess: bool = True) -> list[tuple[Any
     return found or [(Any, True)]
 
 
+def stored_as_is(target: object, parameter: str) -> bool:
+    """Whether ``parameter`` is a field of the named tuple ``target``: its generated
+    ``__new__`` (no source to read how it is used) stores each field as given, so any value
+    will do (a cache's statistics ``CacheInfo(hits, misses, ...)``)."""
+    return (
+        inspect.isclass(target)
+        and issubclass(target, tuple)
+        and parameter in (getattr(target, "_fields", None) or ())
+    )
+
+
 def class_hints(cls: type) -> dict[str, Any]:
     """The class-level annotations of ``cls`` and its bases, resolved where they can be."""
     try:

@@ -13,6 +13,9 @@ only exception types, messages and the objects the call was given.
 from __future__ import annotations
 
 import ast
+import datetime
+import decimal
+import fractions
 import inspect
 import re
 import sys
@@ -23,7 +26,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
-from apiprof.engine.scenarios.echoes import attribute_named_by_argument, key_from_argument
+from apiprof.engine.scenarios.echoes import (
+    attribute_named_by_argument,
+    key_from_argument,
+    name_the_receiver_lists,
+)
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -35,14 +42,23 @@ from apiprof.engine.scenarios.failing import (
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
+from apiprof.engine.scenarios.refusals import (
+    named_optional,
+    operand_type,
+    richer_number,
+    unread_input,
+)
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
+from apiprof.engine.scenarios.unpacking import unpacked_shape
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
-    r"can't convert non-string with explicit base"
+    r"can't convert non-string with explicit base|"
+    r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
+    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -85,11 +101,15 @@ def learn(
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        return (
+        taught = (
             attribute_named_by_argument(error, bound)
             or _from_attribute_error(error, bound, cause)
             or _from_receiver_attribute(error, receiver, cause)
         )
+        number = richer_number(error, bound) if taught is None else None
+        if number is not None:  # asked of a number the call computed from its arguments
+            taught = Lesson(number[0], Want.TYPE, (number[1],), cause=cause)
+        return taught
     if isinstance(error, KeyError) and error.args and not isinstance(error.args[0], str):
         return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
@@ -105,6 +125,9 @@ def learn(
         for name, element in holders(bound, lambda value: value == error.filename):
             return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
         return None
+    shape = unpacked_shape(error, bound)
+    if shape is not None:
+        return Lesson(shape.parameter, Want.FIELDS, shape.fields, shape.element, cause)
     if isinstance(error, TypeError):
         missing = _MISSING.search(message)
         if missing:
@@ -118,6 +141,9 @@ def learn(
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
+        operand = operand_type(message, bound)
+        if operand is not None and operand[1] in BUILTIN_TYPES:
+            return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
         if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
             number = _is_number
             # 3.12 inlines comprehensions: the loop variable may be gone from the frame
@@ -138,6 +164,15 @@ def learn(
     text = text_lacking(literal, bound) if literal is not None else None
     if literal is not None and text is not None:
         return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
+    listed = name_the_receiver_lists(error, bound, receiver)  # a name it did not find
+    if listed is not None:
+        return listed
+    unread = unread_input(error, message, bound)  # a file or stream it read and refused
+    if unread is not None:
+        return Lesson(unread[0], Want.WRITTEN, unread[1], cause=cause)
+    named = named_optional(error, message, bound)  # after what a message says more exactly
+    if named is not None:  # "start or end required": one of them, not None after all
+        return Lesson(named, Want.GIVEN, cause=cause)
     return None
 
 
@@ -159,6 +194,13 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    "complex": complex,
+    "datetime": datetime.datetime,  # an operand of another's type (timedelta + int)
+    "date": datetime.date,
+    "time": datetime.time,
+    "timedelta": datetime.timedelta,
+    "Decimal": decimal.Decimal,
+    "Fraction": fractions.Fraction,
     "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,

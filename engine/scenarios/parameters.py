@@ -34,7 +34,7 @@ from apiprof.engine.scenarios.factories import (
     inverse_class_producers,
     inverse_producers,
 )
-from apiprof.engine.scenarios.fields import declared_fields, field_candidates
+from apiprof.engine.scenarios.fields import declared_fields, field_candidates, stored_as_is
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.packagedata import with_package_files
@@ -51,6 +51,7 @@ from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.usage import infer_from_usage, only_formatted, unconstrained
 from apiprof.engine.scenarios.values import build
 from apiprof.engine.scenarios.visitors import tree_candidates
+from apiprof.engine.scenarios.wants import Want
 from apiprof.model.records import ScenarioSource
 
 
@@ -114,7 +115,14 @@ def arguments_for(
             continue
         if parameter.default is not parameter.empty:
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
-            if lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
+            if lesson is not None and lesson.want is Want.GIVEN:  # built as if it were required
+                with context.building_parameter(parameter.name):
+                    required = parameter.replace(default=parameter.empty)
+                    kwargs[parameter.name] = build_parameter(
+                        target, required, signature, hints, context
+                    )
+                context.used[parameter.name] = ScenarioSource.REPAIRED
+            elif lesson is not None and parameter.kind is not parameter.POSITIONAL_ONLY:
                 # its default of None did not do after all
                 kwargs[parameter.name] = repaired.repaired_value(lesson, context, lesson.parameter)
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
@@ -293,7 +301,9 @@ def parameter_candidates(
         sibling = sibling_default(signature, parameter.name) if not found else None
         if sibling is not None:  # the weakest hint: only when nothing else says anything
             found.append((sibling, ScenarioSource.HEURISTICS))
-        elif not found and unconstrained(usage):  # unused, or only stored: anything goes
+        elif not found and (
+            unconstrained(usage) or (usage is None and stored_as_is(target, parameter.name))
+        ):  # unused, or only stored (a named tuple's field): anything goes
             found.append((Any, ScenarioSource.HEURISTICS))
         elif not found and only_formatted(usage):  # only printed into a message: text does
             found.append((str, ScenarioSource.HEURISTICS))

@@ -14,6 +14,7 @@ from typing import Any
 from apiprof.engine.discovery.discover import is_compiled_function, resolve_object
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.instances import construct
+from apiprof.engine.scenarios.preparers import prepared_receiver
 from apiprof.engine.scenarios.results import taken_for, taken_value
 from apiprof.engine.scenarios.warmup import warm_receiver
 
@@ -46,7 +47,9 @@ def resolve_target(
             instance = context.receiver = taken_value(taken, context)
         else:
             instance = context.receiver = receiver(owner, context)
-            context.warmup = warm_receiver(instance, owner, member, context)
+            context.warmup = prepared_receiver(instance, owner, member, context) or warm_receiver(
+                instance, owner, member, context
+            )
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)
     if isinstance(raw, functools.cached_property) or type(raw).__name__ == "cached_property":

@@ -15,6 +15,7 @@ import ast
 import datetime
 import functools
 import inspect
+import io
 import sys
 import textwrap
 import types
@@ -29,7 +30,9 @@ from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES
 from apiprof.engine.scenarios.modulenames import package_module_name
 from apiprof.engine.scenarios.quoted import with_literals
+from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
+from apiprof.engine.scenarios.savedfiles import saved_content
 from apiprof.engine.scenarios.texts import random_text, random_word
 from apiprof.engine.scenarios.usage import self_attributes
 from apiprof.engine.scenarios.wants import Lesson, Want
@@ -101,6 +104,12 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return values.build(dict[str, int], context, name)
     if lesson.want is Want.FILE:
         return written_file(context, name)
+    if lesson.want is Want.FIELDS:  # each field typed by its use or name, as a key's value is
+        return tuple(_field(field, context, name, lesson.turn) for field in lesson.names)
+    if lesson.want is Want.WRITTEN and lesson.names:  # a stream the package's writer filled
+        return written_stream(context, name, binary=lesson.names[0] == BINARY_STREAM)
+    if lesson.want is Want.WRITTEN:  # a made-up file was not read: only the package's will do
+        return written_file(context, name, required=True)
     if lesson.want is Want.ATTRIBUTES:
         return object_with(lesson.names, context, name, lesson.turn)
     if lesson.want is Want.MODULE:
@@ -124,6 +133,14 @@ def _keyed_value(key: str, context: BuildContext, name: str, turn: int) -> Any:
     if lesson is not None:
         return repaired_value(lesson, context, path)
     return _named_value(key, context, path, turn)
+
+
+def _field(field: str, context: BuildContext, name: str, turn: int) -> Any:
+    """A value for a field ``end`` (typed by its name) or ``end:int`` (by its use)."""
+    word, _, kind = field.partition(":")
+    if kind in BUILTIN_TYPES:
+        return values.build(BUILTIN_TYPES[kind], context, f"{name}.{word}")
+    return _named_value(word, context, f"{name}.{word}", turn)
 
 
 def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> Any:
@@ -151,6 +168,8 @@ def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: 
     standard = [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
     # a dict's own methods (items, get, keys) ask for a dict before any class of the package
     candidates = [*standard, *package] if _mapping in standard else [*package, *standard]
+    if _has_all(_empty_stream, wanted) and _READING & set(wanted):  # read(): a stream first
+        candidates.insert(0, functools.partial(_stream, context, name))
     candidates.append(functools.partial(_namespace, names, context, name))
     problems: list[str] = []
     for make in candidates[turn:]:
@@ -217,6 +236,22 @@ def instance_attributes(cls: type) -> frozenset[str]:
     return frozenset(held)
 
 
+_READING = frozenset(("read", "readline", "readlines", "readinto"))
+
+
+def _empty_stream() -> Any:
+    return io.BytesIO()
+
+
+def _stream(context: BuildContext, name: str) -> io.IOBase:
+    """A stream to read: of what the package's own writer makes, else of made-up bytes."""
+    try:
+        return written_stream(context, name, binary=True)
+    except CannotSynthesize:
+        context.files = True
+        return io.BytesIO(random_text(context.rng(name), max(context.n, 40)).encode())
+
+
 def _dom_element() -> Any:
     from xml.dom import minidom
 
@@ -275,14 +310,17 @@ def _namespace(names: tuple[str, ...], context: BuildContext, name: str) -> Any:
     return types.SimpleNamespace(**fields)
 
 
-def written_file(context: BuildContext, name: str) -> str:
+def written_file(context: BuildContext, name: str, *, required: bool = False) -> str:
     """The path of a file in the sandbox: what the package's own writer (the inverse of the
-    entry point, ``dump`` for ``load``, or its top-level ``dumps``) makes, else plain text."""
+    entry point, ``dump`` for ``load``, its top-level ``dumps``, or a class's method that
+    saves that format, :mod:`.savedfiles`) makes, else (unless ``required``) plain text."""
     path = inputs_directory() / f"{safe_name(name)}-repaired.txt"
     used = dict(context.used)  # the writer's own arguments are no arguments of this call
     content = _written_by_package(context, name)
     context.used.clear()
     context.used.update(used)
+    if content is None and required:
+        raise CannotSynthesize(f"parameter {name!r}: no writer of the package makes its file")
     if content is None:
         content = random_text(context.rng(name), max(context.n, 40)) + "\n"
     if isinstance(content, bytes):
@@ -290,6 +328,21 @@ def written_file(context: BuildContext, name: str) -> str:
     else:
         path.write_text(content)
     return str(path)
+
+
+def written_stream(context: BuildContext, name: str, *, binary: bool) -> io.IOBase:
+    """An in-memory stream (rewound before each call) of what the package's own writer
+    makes; CannotSynthesize when it has none."""
+    used = dict(context.used)  # the writer's own arguments are no arguments of this call
+    content = _written_by_package(context, name)
+    context.used.clear()
+    context.used.update(used)
+    if content is None:
+        raise CannotSynthesize(f"parameter {name!r}: no writer of the package makes its input")
+    context.files = True
+    if binary:
+        return io.BytesIO(content.encode() if isinstance(content, str) else content)
+    return io.StringIO(content if isinstance(content, str) else content.decode(errors="replace"))
 
 
 WRITER_NAMES = ("dumps", "dump", "serialize", "encode", "render")
@@ -316,7 +369,7 @@ def _written_by_package(context: BuildContext, name: str) -> str | bytes | None:
             made = _given_a_mapping(writer, context, name)  # serialisers take a mapping
         if isinstance(made, (str, bytes)) and made:
             return made
-    return None
+    return saved_content(target, context, name) if callable(target) else None
 
 
 def _given_a_mapping(writer: Callable[..., Any], context: BuildContext, name: str) -> Any:

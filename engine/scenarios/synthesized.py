@@ -159,7 +159,8 @@ def synthesized_spec(
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
     if isinstance(synthesis.warmup, Warmup):
-        readied = "is made ready by" if synthesis.warmup.opens else "gets its input from"
+        ready = synthesis.warmup.opens or synthesis.warmup.arguments is not None
+        readied = "is made ready by" if ready else "gets its input from"
         description += (
             f"; before each call the receiver {readied} {synthesis.warmup.shown} (not measured)"
         )

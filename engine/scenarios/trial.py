@@ -139,13 +139,40 @@ def _is_apiprof(filename: str) -> bool:
     return os.path.realpath(filename).startswith(_APIPROF_ROOT + os.sep)
 
 
+class _KeptOpenBytes(io.BytesIO):
+    """Bytes under a standard stream, left open by a wrapper's close (see :class:`KeptOpen`)."""
+
+    def close(self) -> None:
+        pass
+
+
+class KeptOpen(io.BufferedReader):
+    """The worker's standard input (``/dev/null``): a call that wraps ``sys.stdin.buffer`` in
+    its own ``TextIOWrapper`` closes it when the wrapper is collected, and the next measured
+    call would read a closed file; this buffer stays open (and keeps its file descriptor)."""
+
+    def close(self) -> None:
+        pass
+
+
+def keep_standard_input_open() -> None:
+    """Give the worker a standard input no call can close (:class:`KeptOpen`)."""
+    try:
+        descriptor = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # none, or not a file: nothing to keep open
+        return
+    kept = KeptOpen(io.FileIO(descriptor, "r", closefd=False))
+    sys.stdin = io.TextIOWrapper(kept, errors="replace")
+
+
 class MemoryStream(io.TextIOWrapper):
     """An in-memory text stream with bytes underneath (``.buffer``), as the real standard
     streams have: a tool that writes bytes to ``sys.stdout.buffer`` or reads
-    ``sys.stdin.buffer`` works in a trial as it does when measured."""
+    ``sys.stdin.buffer`` works in a trial as it does when measured (a wrapper of it that is
+    collected leaves it open, as the worker's own standard input is)."""
 
     def __init__(self) -> None:
-        self._bytes = io.BytesIO()
+        self._bytes = _KeptOpenBytes()
         super().__init__(self._bytes, encoding="utf-8", errors="replace", write_through=True)
 
     def getvalue(self) -> str:

@@ -135,6 +135,16 @@ def usage_of(function: Callable[..., object], parameter: str) -> Usage | None:
     return _usage_in(tree, parameter, parents, unpack=True)
 
 
+def local_usage(code: types.CodeType, name: str) -> Usage | None:
+    """How the function compiled to ``code`` uses its local variable ``name`` (a loop's or an
+    assignment's target as well as a parameter), or None without source."""
+    tree = function_tree(code)  # type: ignore[arg-type]  # getsource reads a code object too
+    if tree is None:
+        return None
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return _usage_in(tree, name, parents, unpack=False)
+
+
 def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpack: bool) -> Usage:
     """How ``tree`` uses the local ``name``; with ``unpack``, also what it does with the names
     the items of ``name`` are unpacked into (``for key, value in name``)."""

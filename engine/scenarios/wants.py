@@ -22,6 +22,9 @@ class Want(enum.StrEnum):
     MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
     CONTAINS = "contains"  # a text containing these literals (an error quoted what it missed)
     ONE_OF = "one of"  # the first of these values (an attribute name the object has)
+    GIVEN = "given"  # an optional parameter left at None that the error names: a value of it
+    FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
+    WRITTEN = "written"  # a file (a stream) of the package's own writer's output
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,12 @@ class Lesson:
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
             Want.CONTAINS: f"{subject} a text containing {listed}",
             Want.ONE_OF: f"{subject} {listed}",
+            Want.GIVEN: f"{subject} a value, not its default of None",
+            Want.FIELDS: f"{subject} a tuple of "
+            + ", ".join(repr(field.replace(":", ": ")) for field in self.names),
+            Want.WRITTEN: f"{subject} "
+            + (f"a {self.names[0]}" if self.names else "the path of a file")
+            + " holding what the package's own writer writes",
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]

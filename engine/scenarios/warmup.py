@@ -68,6 +68,8 @@ class Warmup:
     # (``d[key] = key`` before ``d.pop(key)``)
     own_arguments: int = 0
     opens: bool = False  # the feeder takes no argument (an opener); "" renews the receiver only
+    # the feeder's own arguments, all of them (a preparing sibling: :mod:`.preparers`)
+    arguments: tuple[Any, ...] | None = None
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -82,7 +84,9 @@ class Warmup:
                 getattr(self.receiver, self.feeder)()
             return target, args
         feed = getattr(self.receiver, self.feeder)
-        if self.own_arguments:
+        if self.arguments is not None:
+            feed(*self.arguments)
+        elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
             feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
         else:
@@ -94,6 +98,8 @@ class Warmup:
         """``Unpacker.feed(b'...')``, as a person reads it."""
         if self.opens:
             return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
+        if self.arguments is not None:
+            return f"{self.label}{shown_arguments(self.arguments, {})}"
         if self.own_arguments and self.value is None:
             return f"{self.label}(<the call's own arguments>)"
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
@@ -161,7 +167,7 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     )
     if not opener or not context.pick([False, True]):
         return None
-    renew, rebuild = _renewal(instance, context)
+    renew, rebuild = renewal(instance, context)
     if member == opener and renew is None and rebuild is None:
         return None  # a receiver made by a factory cannot be renewed
     feeder = "" if member in OPENERS else opener
@@ -213,7 +219,7 @@ def warm_receiver(
         name, count = taken
         label = f"{owner.__name__}.{name}"
         context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
-        renew, rebuild = _renewal(instance, context)
+        renew, rebuild = renewal(instance, context)
         return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
     if not name:
@@ -247,12 +253,12 @@ def warm_receiver(
     context.choices = max(context.choices, 2 * inner.choices)
     label = f"{owner.__name__}.{name}"
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
-    renew, rebuild = _renewal(instance, context)
+    renew, rebuild = renewal(instance, context)
     pair = 2 if name == "__setitem__" else 0  # `d[key] = key`
     return Warmup(name, value, label, instance, renew, rebuild, own_arguments=pair)
 
 
-def _renewal(
+def renewal(
     instance: object, context: BuildContext
 ) -> tuple[Callable[[], object] | None, Callable[[], object] | None]:
     """How to renew the receiver (neither when a factory built it: its arguments are not the

@@ -1,0 +1,141 @@
+"""Receivers a sibling method must prepare: a method that reads what only another method sets.
+
+A report's ``error()`` reads ``self.filename``, which its constructor never sets: the package
+calls ``init_file(filename, lines, ...)`` on the report first, for every file. On a receiver
+just built, such a method fails with an ``AttributeError`` that no argument of its own can
+mend. So, when the method's body reads attributes of ``self`` the built receiver lacks (and the
+body does not set itself), the sibling method that assigns the most of them — in its own body
+or in a base class's definition of the same name — is called first, with arguments built for
+its required parameters, before each measured call (outside what is measured, on a receiver
+renewed as it was built, like a feeder: :mod:`.warmup`). Only the method's own call counts.
+
+Nothing here knows a package: the attributes read and assigned are read off the methods'
+source. Switchable (``--no-prepare``); credited as the ``prepared`` source.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+
+from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.signatures import signature_of, type_hints
+from apiprof.engine.scenarios.usage import function_tree, self_attributes
+from apiprof.engine.scenarios.warmup import Warmup, renewal
+from apiprof.model.records import ScenarioSource
+
+SOURCE = "prepare"
+"""The switch (``--no-prepare``)."""
+_ABSENT = object()
+
+
+def prepared_receiver(
+    instance: object, owner: type, member: str, context: BuildContext
+) -> Warmup | None:
+    """The warm-up that calls ``instance``'s preparing sibling before each call of
+    ``member`` (None when ``member`` reads nothing the receiver lacks, no sibling sets it, or
+    the sibling's arguments cannot be built). Prepared first; a later variant calls the plain
+    receiver (the attribute may be read only on a path the call does not take)."""
+    if SOURCE not in context.sources:
+        return None
+    name = preparer_of(instance, member)
+    if not name or not context.pick([True, False]):
+        return None
+    method = getattr(instance, name)
+    signature = signature_of(method, context.sources)
+    if signature is None:
+        return None
+    hints = type_hints(method)
+    inner = BuildContext(
+        context.qualname,
+        UNSIZED_LENGTH,
+        context.seed,
+        context.current_variant(),
+        owner,
+        sources=context.sources,
+        member=name,
+    )
+    inner.depth = context.depth + 1
+    try:
+        arguments = tuple(
+            parameters.build_parameter(method, parameter, signature, hints, inner)
+            for parameter in signature.parameters.values()
+            if parameter.default is parameter.empty
+            and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        )
+    except CannotSynthesize:  # the plain receiver, as without this source
+        return None
+    context.choices = max(context.choices, inner.choices)
+    label = f"{type(instance).__name__}.{name}"
+    context.credit(f"<{label} before each call>", ScenarioSource.PREPARED)
+    renew, rebuild = renewal(instance, context)
+    return Warmup(name, None, label, instance, renew, rebuild, arguments=arguments)
+
+
+def preparer_of(instance: object, member: str) -> str:
+    """The name of the sibling method of ``instance``'s class that assigns the most of the
+    attributes ``member`` reads of ``self`` and ``instance`` lacks (a public one before a
+    private one when as many), or ""."""
+    cls: type = type(instance)
+    if hasattr(cls, "__getattr__"):  # it answers any attribute: nothing is known to lack
+        return ""
+    lacking = [
+        attribute
+        for attribute in _read_not_set(cls, member)
+        if inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT
+    ]
+    if not lacking:
+        return ""
+    best, most = "", 0
+    for name in sorted(_method_names(cls), key=lambda name: name.startswith("_")):
+        count = sum(attribute in _assigns(cls, name) for attribute in lacking)
+        if count > most:
+            best, most = name, count
+    return best
+
+
+@functools.cache
+def _read_not_set(cls: type, member: str) -> tuple[str, ...]:
+    """The attributes ``cls.member``'s body reads of ``self`` without setting them itself."""
+    function = _function(inspect.getattr_static(cls, member, None))
+    tree = function_tree(function) if function is not None else None
+    if tree is None:
+        return ()
+    stored = set(self_attributes(tree, ast.Store))
+    return tuple(name for name in dict.fromkeys(self_attributes(tree)) if name not in stored)
+
+
+def _method_names(cls: type) -> list[str]:
+    """The names of the plain methods ``cls`` and its bases define, dunders left out."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__[:-1]:  # object defines nothing of the package's
+        for name, value in vars(klass).items():
+            if inspect.isfunction(value) and not name.startswith("__"):
+                names.setdefault(name)
+    return list(names)
+
+
+@functools.cache
+def _assigns(cls: type, name: str) -> frozenset[str]:
+    """What calling ``name`` on an instance of ``cls`` sets on ``self``: every definition of
+    it along the class's bases (an override hands on to its base's with ``super()``)."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        value = vars(klass).get(name)
+        tree = function_tree(value) if inspect.isfunction(value) else None
+        if tree is not None:
+            found.update(self_attributes(tree, ast.Store))
+    return frozenset(found)
+
+
+def _function(raw: object) -> Callable[..., object] | None:
+    """The function behind a method, property or cached property (None for anything else)."""
+    if isinstance(raw, property):
+        return raw.fget
+    if isinstance(raw, functools.cached_property):
+        return typing.cast(Callable[..., object], raw.func)
+    return raw if inspect.isfunction(raw) else None
