@@ -145,9 +145,8 @@ def learn(
         if operand is not None and operand[1] in BUILTIN_TYPES:
             return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
         if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
-            number = _is_number
             # 3.12 inlines comprehensions: the loop variable may be gone from the frame
-            found = culprit(error, bound, number) or next(holders(bound, number), None)
+            found = culprit(error, bound, _is_number) or next(holders(bound, _is_number), None)
             if found is not None:
                 return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
