@@ -283,7 +283,8 @@ def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
     import pickle
 
     from apiprof.engine.measure import profiler
-    from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+    from apiprof.engine.scenarios.capture import CapturedCall
+    from apiprof.engine.scenarios.replayed import captured_spec
     from apiprof.engine.scenarios.spec import compile_scenario
 
     payload = base64.b64encode(pickle.dumps(((["a", "b"], ["a", "c"]), {}))).decode("ascii")
