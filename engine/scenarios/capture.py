@@ -86,6 +86,7 @@ class Recorder:
     # the first origins (tests, examples) that reached each entry point
     reached: dict[str, list[str]] = field(default_factory=dict)
     tries: Counter[str] = field(default_factory=Counter)  # calls looked at, per entry point
+    fresh: list[CapturedCall] = field(default_factory=list)  # kept since the last take_fresh()
     _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
     # receivers that cannot be copied, held (so their ids stay theirs) to skip at once: a
     # walker's handlers are all called on one receiver, which a copy attempt per call would
@@ -155,7 +156,7 @@ class Recorder:
             if not any(c.problem for c in self.calls[qualname]):
                 problem = describe_exception(error)[:200]
                 shown = shown_arguments(args, kwargs)
-                self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
+                self._keep(CapturedCall(qualname, "", self.origin, shown, problem))
             return
         shown = shown_arguments(args, kwargs)
         if len(data) > MAX_PAYLOAD:
@@ -165,7 +166,17 @@ class Recorder:
             return
         self.seen.add(key)
         payload = base64.b64encode(data).decode("ascii")
-        self.calls[qualname].append(CapturedCall(qualname, payload, self.origin, shown))
+        self._keep(CapturedCall(qualname, payload, self.origin, shown))
+
+    def _keep(self, call: CapturedCall) -> None:
+        self.calls.setdefault(call.qualname, []).append(call)
+        self.fresh.append(call)
+
+    def take_fresh(self) -> list[CapturedCall]:
+        """The calls kept since the last call of this: what a long run sends on while it goes,
+        so that a worker stopped before the end still hands over what it saw."""
+        taken, self.fresh = self.fresh, []
+        return taken
 
     def _note_uncopyable(self, receiver: object, error: BaseException) -> None:
         """Remember ``receiver`` when it is what cannot be copied (it alone fails too)."""

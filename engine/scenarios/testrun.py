@@ -237,6 +237,7 @@ class TestTally:
         marks: Sequence[str] = (),
         selected: frozenset[str] | None = None,
         stop_at: float = 0.0,
+        after_test: Callable[[], None] | None = None,
     ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
@@ -245,6 +246,7 @@ class TestTally:
         self.selected = selected  # node ids to run; None: every test collected
         self.stop_at = stop_at  # time.monotonic() past which no further test starts; 0: none
         self.stopped = False  # the run was cut short at stop_at
+        self.after_test = after_test  # called when each test is over (sends what it captured)
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
@@ -271,6 +273,8 @@ class TestTally:
             self.recorder.origin = f"{ORIGIN}{item.nodeid}"
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self.after_test is not None:
+            self.after_test()
         if self.stop_at and time.monotonic() > self.stop_at and self.session is not None:
             self.session.shouldstop = "apiprof-scan: the --tests-timeout is near"
             self.stopped = True
@@ -315,6 +319,7 @@ class SuiteRunner:
         args: Sequence[str] = (),
         plugins: Sequence[object] = (),
         selected: frozenset[str] | None = None,
+        after_test: Callable[[], None] | None = None,
     ) -> TestTally:
         """One pytest session (``args`` instead of the suite's own, ``plugins`` besides the
         tally); the first one is retried after adjusting options pytest refused."""
@@ -323,7 +328,7 @@ class SuiteRunner:
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
-            tally = TestTally(recorder, self.marks, selected, stop_at)
+            tally = TestTally(recorder, self.marks, selected, stop_at, after_test)
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
@@ -362,16 +367,28 @@ class SuiteRunner:
         return False
 
     def warm_up(
-        self, qualnames: Sequence[str], capture: bool, stop_at: float = 0.0
+        self,
+        qualnames: Sequence[str],
+        capture: bool,
+        stop_at: float = 0.0,
+        send: Callable[[list[CapturedCall]], None] | None = None,
     ) -> list[CapturedCall]:
         """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
         that reach each entry point, with ``capture`` the arguments they pass. The package's
         modules are forgotten before it, so the suite imports the copy it means to test. Past
-        ``stop_at`` (``time.monotonic()``) no further test starts."""
+        ``stop_at`` (``time.monotonic()``) no further test starts. ``send`` gets the calls each
+        test captured as soon as it is over (and the rest at the end): a worker killed in the
+        middle of a long suite still handed over what the tests before had passed."""
         recorder = recorder_for(qualnames, arguments=capture)  # imports the package
         forget_package(self.package)
+
+        def send_fresh() -> None:
+            if send is not None and recorder.fresh:
+                send(recorder.take_fresh())
+
         with capturing(recorder):
-            first = self.run(recorder, stop_at)
+            first = self.run(recorder, stop_at, after_test=send_fresh)
+        send_fresh()  # calls made outside a test (collection, session fixtures)
         self.recorder = recorder
         if first.stopped:
             ran = sum(first.outcomes.values())
