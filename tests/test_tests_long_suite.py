@@ -63,3 +63,16 @@ def test_a_suite_stopped_by_the_timeout_still_hands_over_what_its_tests_captured
     missed = {m.qualname for m in summary.not_profiled}
     assert not missed & set(captured)
     assert any("arguments its warm-up captured are replayed" in w for w in summary.tests.warnings)
+
+
+def test_the_profiled_runs_take_the_quickest_tests_that_reach_what_they_measure():
+    from apiprof.engine.scenarios.suitepasses import cheapest_tests
+
+    durations = {"t.py::slow": 9.0, "t.py::quick": 0.1, "t.py::shared": 0.5, "t.py::other": 0.2}
+    reached = {
+        "pkg.f": ["tests:t.py::slow", "tests:t.py::quick"],  # the first to reach it is slow
+        "pkg.g": ["tests:t.py::shared"],  # only one test reaches g ...
+        "pkg.h": ["tests:t.py::other", "tests:t.py::shared"],  # ... and h too: it is shared
+        "pkg.k": ["doc:pkg.k#1"],  # a docstring example, not a test
+    }
+    assert cheapest_tests(reached, durations) == {"t.py::quick", "t.py::shared"}

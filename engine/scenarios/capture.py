@@ -44,10 +44,10 @@ MAX_CALLS = 3
 MAX_TRIES = 50
 """Calls of one entry point looked at before capture stops watching it (most repeat a kept one)."""
 
-MAX_ORIGINS = 1
-"""Examples or tests remembered per entry point as reaching it first (the ``--tests`` runs
-after the first may run only those: one test per entry point keeps a long suite's profiled
-runs short, and any test that calls it gives a measurement)."""
+MAX_ORIGINS = 3
+"""Examples or tests remembered per entry point as reaching it first (a long ``--tests``
+suite's profiled runs run only the cheapest of them: any test that calls an entry point gives
+a measurement, and the first one to reach it may be the slowest of its class)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
@@ -113,8 +113,8 @@ class Recorder:
         for qualname, how in targets:
             origins = self.reached.setdefault(qualname, [])
             arguments = self.wants_arguments(qualname)
-            if len(origins) >= MAX_ORIGINS and not arguments:
-                continue
+            if not arguments and (len(origins) >= MAX_ORIGINS or self.origin in origins):
+                continue  # nothing to keep: the cheap path of a call repeated inside one test
             args, kwargs = _arguments(frame)
             kind, _, name = how.partition(":")
             if kind in ("init", "new"):  # a constructor: the class is called anew on replay
