@@ -56,6 +56,7 @@ class SuiteRun:
     captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
     seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
     notes: list[str] = field(default_factory=list)  # what apiprof changed to run it (options)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds by step of the worker
 
     @property
     def reached(self) -> list[str]:
@@ -83,6 +84,7 @@ class SuiteRun:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "seconds_per_run": [round(seconds, 2) for seconds in self.seconds],
+            "seconds_by_phase": {phase: round(s, 2) for phase, s in self.phases.items()},
             "captured_entry_points": len({c.qualname for c in self.captured if c.payload}),
         }
 
@@ -155,6 +157,7 @@ def run_test_suite(
         suite.captured = [*result.captured, *reply.captured]
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)
+        suite.phases = dict(reply.phases)
         if not reply.problem:
             for measurement in reply.measurements:
                 suite.measurements.setdefault(measurement.qualname, []).append(measurement)

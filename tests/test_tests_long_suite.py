@@ -76,3 +76,17 @@ def test_the_profiled_runs_take_the_quickest_tests_that_reach_what_they_measure(
         "pkg.k": ["doc:pkg.k#1"],  # a docstring example, not a test
     }
     assert cheapest_tests(reached, durations) == {"t.py::quick", "t.py::shared"}
+
+
+def test_a_suite_worker_cannot_send_times_that_are_not_durations():
+    from apiprof.engine.isolation.contract import suite_problem
+    from apiprof.engine.isolation.protocol import RunSuite, SuiteFinished
+
+    request = RunSuite("pkg", "/tests", "tests:tests", ["pkg.f"])
+    good = SuiteFinished(runs=1, exit_code=0, outcomes={}, seconds=[2.0, 5.0], phases={"x": 1.0})
+    assert suite_problem(request, good) == ""
+    for bad in ({"seconds": [float("nan")]}, {"phases": {"warm_up": -1.0}}):
+        reply = dataclasses.replace(good, **bad)
+        assert "not durations" in suite_problem(request, reply)
+    many = dataclasses.replace(good, phases={str(i): 1.0 for i in range(50)})
+    assert "phase names" in suite_problem(request, many)

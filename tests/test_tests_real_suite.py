@@ -76,6 +76,11 @@ def test_a_real_layout_suite_runs_clean_in_the_sandbox_and_profiles_everything(s
     assert suite.status == "ran" and sorted(suite.reached) == ENTRY_POINTS
     # a short suite is profiled whole: collected once more, run once per profiler pass
     assert suite.runs >= 2 and len(suite.seconds) == suite.runs + 1
+    # where the time went, step by step
+    steps = {"warm_up", "replay_check", "profiled_collection", "profiled_runs"}
+    assert set(suite.phases) == steps == set(suite.to_json()["seconds_by_phase"])
+    assert suite.phases["warm_up"] == suite.seconds[0]
+    assert suite.phases["profiled_runs"] == pytest.approx(sum(suite.seconds[1:]))
     # the data file was read, tmp_path written, no mark refused, nothing else refused
     assert suite.outcomes == {"passed": 6, "failed": 0, "errors": 0, "skipped": 0}
     assert suite.blocked == [] and suite.warnings == []

@@ -111,13 +111,15 @@ def run_suite(
             problem=problem,
             seconds=suite.seconds,
             notes=suite.notes,
+            phases=suite.phases,
             **measured,
         )
 
     if problem := suite.problem():
         return finished(problem)
     deadline = clock.at(PROFILED_SHARE)
-    plan = plan_profiled_runs(suite, request.targets, captured, check_until=deadline)
+    with suite.timed("replay_check"):
+        plan = plan_profiled_runs(suite, request.targets, captured, check_until=deadline)
     if plan.empty:
         return finished()
     if why := fits(suite, plan, deadline):

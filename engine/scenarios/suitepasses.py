@@ -164,7 +164,11 @@ def run_profiled(
     if plan.selected is not None and plan.files:  # else the whole suite, deselecting the rest
         rootdir = runner.runs[0].rootdir
         args = [*plan.files, *runner.args[1:], *(["--rootdir", rootdir] if rootdir else [])]
+    started = time.perf_counter()
     tally = runner.run(args=args, plugins=[loop], selected=plan.selected)
+    if loop.started:
+        runner.phases["profiled_collection"] = loop.started - started
+        runner.phases["profiled_runs"] = sum(runner.seconds[1:])
     if loop.error is not None:
         raise loop.error
     if not loop.started:
@@ -186,7 +190,7 @@ def repeating_loop(
         __test__ = False
 
         def __init__(self) -> None:
-            self.started = False
+            self.started = 0.0  # time.perf_counter() when the collected tests were handed over
             self.result: Any = None
             self.error: BaseException | None = None
             self.profiled_runs = 0
@@ -194,7 +198,7 @@ def repeating_loop(
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtestloop(self, session: Any) -> bool:
             items = list(session.items)
-            self.started = True
+            self.started = time.perf_counter()
             try:
                 self.result = work(lambda: self.run_all(items))
             # the profiler's errors, out of time, the alarm of a test that would not end

@@ -24,7 +24,7 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -307,6 +307,10 @@ class SuiteRunner:
     args: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
     recorder: Recorder | None = None  # what the warm-up saw
+    # wall seconds by step: warm_up, replay_check (which captures replay, deciding what the
+    # profiled runs need), profiled_collection (their session's start-up and collection) and
+    # profiled_runs (all of them; each one's time is in ``seconds``)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
@@ -390,6 +394,7 @@ class SuiteRunner:
             first = self.run(recorder, stop_at, after_test=send_fresh)
         send_fresh()  # calls made outside a test (collection, session fixtures)
         self.recorder = recorder
+        self.phases["warm_up"] = self.seconds[0]
         if first.stopped:
             ran = sum(first.outcomes.values())
             self.notes.append(
@@ -397,6 +402,15 @@ class SuiteRunner:
                 "within --tests-timeout; what those tests passed to entry points is replayed"
             )
         return recorder.results()
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the block's wall time to ``phases[phase]``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - started
 
     def tail(self, lines: int = 3) -> str:
         text = [line for line in self.output.getvalue().splitlines() if line.strip()]
