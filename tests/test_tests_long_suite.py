@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from suitehelp import suite_only_options
+from suitehelp import run_printing_json, suite_only_options
 
 from apiprof.engine.scan import scan
 
@@ -90,3 +90,60 @@ def test_a_suite_worker_cannot_send_times_that_are_not_durations():
         assert "not durations" in suite_problem(request, reply)
     many = dataclasses.replace(good, phases={str(i): 1.0 for i in range(50)})
     assert "phase names" in suite_problem(request, many)
+
+
+def test_a_parametrized_test_is_sampled_evenly_in_a_large_suite():
+    from apiprof.engine.scenarios.thinning import sampled_cases
+
+    cases = [f"t.py::test_v[{i}]" for i in range(100)]
+    nodes = ["t.py::test_plain", *cases, "t.py::test_small[a]", "t.py::test_small[b]"]
+    kept = sampled_cases(nodes, per_test=5)
+    assert kept[0] == "t.py::test_plain" and kept[-2:] == nodes[-2:]  # order kept, small ones whole
+    assert kept[1:-2] == [f"t.py::test_v[{i}]" for i in (0, 25, 50, 74, 99)]
+
+
+PARAMETRIZED = """
+import pytest
+
+from suite_pkg import count_lines, count_words
+
+
+@pytest.mark.parametrize("n", range(30))
+def test_counts_words(n):
+    assert count_words("a " * n) == ({"a": n} if n else {})
+
+
+def test_counts_lines(tmp_path):
+    (tmp_path / "f.txt").write_text("x\\ny\\n")
+    with (tmp_path / "f.txt").open() as stream:
+        assert count_lines(stream) == 2
+"""
+
+
+def test_a_large_suites_warm_up_and_profiled_runs_run_a_sample_of_its_cases(installed, tmp_path):
+    suite = tmp_path / "parametrized_tests"
+    suite.mkdir()
+    (suite / "test_many.py").write_text(PARAMETRIZED, encoding="utf-8")
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.scenarios import suitepasses, testrun
+testrun.LARGE_SUITE = 20  # 31 tests make a large suite here
+runner = testrun.SuiteRunner({str(suite)!r}, "suite_pkg")
+names = ["suite_pkg.count_words", "suite_pkg.count_lines"]
+captured = runner.warm_up(names, capture=True)
+plan = suitepasses.plan_profiled_runs(runner, names, captured)
+suitepasses.run_profiled(runner, plan, lambda run_once: run_once())
+print(json.dumps({{
+    "outcomes": [dict(run.outcomes) for run in runner.runs], "notes": runner.notes,
+    "captured": len([c for c in captured if c.qualname == "suite_pkg.count_words"]),
+}}))
+"""
+    found = run_printing_json(script, tmp_path)
+    warm, profiled = found["outcomes"]
+    assert warm == profiled == {"passed": 11, "failed": 0, "errors": 0, "skipped": 0}
+    assert any(
+        "collected 31 tests: its warm-up ran 11 of them, at most 10 cases" in note
+        for note in found["notes"]
+    )
+    assert found["captured"] == 3  # capture keeps a few distinct calls: the sample is plenty

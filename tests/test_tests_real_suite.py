@@ -4,16 +4,13 @@ pytest-cov, ``filterwarnings = error``, a data file beside the tests, ``tmp_path
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from suitehelp import suite_only_options
+from suitehelp import run_printing_json, suite_only_options
 
 from apiprof.db.schema import open_db
 from apiprof.engine.isolation.protocol import SuiteFinished
@@ -36,21 +33,6 @@ ENTRY_POINTS = [
     "suite_pkg.parse_record",
     "suite_pkg.save_lines",
 ]
-
-
-def run_printing_json(script: str, cwd: Path) -> dict:
-    """Run ``script`` in a Python of its own (pytest inside pytest would share sys.modules);
-    the JSON its last line prints."""
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

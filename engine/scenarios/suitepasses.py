@@ -77,7 +77,11 @@ def plan_profiled_runs(
     recorder = runner.recorder
     tests_took = sum(first.durations.values())  # what a rerun costs: collection is not redone
     if tests_took <= SELECT_AFTER_SECONDS or recorder is None:
-        return ProfiledPlan(list(targets), None, [], tests_took)
+        if first.sampled is None:
+            return ProfiledPlan(list(targets), None, [], tests_took)
+        # the tests the warm-up ran, not the whole suite it sampled them from
+        files = sorted({first.files[node] for node in first.sampled if node in first.files})
+        return ProfiledPlan(list(targets), frozenset(first.sampled), files, tests_took)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]

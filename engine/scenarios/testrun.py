@@ -35,6 +35,7 @@ from apiprof.engine.scenarios.capture import (
     capturing,
     recorder_for,
 )
+from apiprof.engine.scenarios.thinning import CASES_PER_TEST, LARGE_SUITE, sampled_cases
 
 PLUGIN_OPTIONS: dict[str, str] = {
     "--cov": "pytest_cov",
@@ -238,6 +239,7 @@ class TestTally:
         selected: frozenset[str] | None = None,
         stop_at: float = 0.0,
         after_test: Callable[[], None] | None = None,
+        sample: bool = False,
     ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
@@ -247,16 +249,23 @@ class TestTally:
         self.stop_at = stop_at  # time.monotonic() past which no further test starts; 0: none
         self.stopped = False  # the run was cut short at stop_at
         self.after_test = after_test  # called when each test is over (sends what it captured)
+        self.sample = sample  # a large suite runs a sample of each parametrized test's cases
+        self.collected = 0  # tests collected, when a sample of them ran
+        self.sampled: list[str] | None = None  # node ids of that sample
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
         self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
-        if self.selected is None:
+        chosen = self.selected
+        if chosen is None and self.sample and len(items) > LARGE_SUITE:
+            self.sampled = sampled_cases([item.nodeid for item in items])
+            self.collected, chosen = len(items), frozenset(self.sampled)
+        if chosen is None:
             return
-        kept = [item for item in items if item.nodeid in self.selected]
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in self.selected])
+        kept = [item for item in items if item.nodeid in chosen]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
         items[:] = kept
 
     def pytest_configure(self, config: Any) -> None:
@@ -324,6 +333,7 @@ class SuiteRunner:
         plugins: Sequence[object] = (),
         selected: frozenset[str] | None = None,
         after_test: Callable[[], None] | None = None,
+        sample: bool = False,
     ) -> TestTally:
         """One pytest session (``args`` instead of the suite's own, ``plugins`` besides the
         tally); the first one is retried after adjusting options pytest refused."""
@@ -332,7 +342,7 @@ class SuiteRunner:
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
-            tally = TestTally(recorder, self.marks, selected, stop_at, after_test)
+            tally = TestTally(recorder, self.marks, selected, stop_at, after_test, sample)
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
@@ -391,10 +401,16 @@ class SuiteRunner:
                 send(recorder.take_fresh())
 
         with capturing(recorder):
-            first = self.run(recorder, stop_at, after_test=send_fresh)
+            first = self.run(recorder, stop_at, after_test=send_fresh, sample=True)
         send_fresh()  # calls made outside a test (collection, session fixtures)
         self.recorder = recorder
         self.phases["warm_up"] = self.seconds[0]
+        if first.sampled is not None:
+            self.notes.append(
+                f"the suite collected {first.collected} tests: its warm-up ran "
+                f"{len(first.sampled)} of them, at most {CASES_PER_TEST} cases of each "
+                "parametrized test (the outcomes are theirs)"
+            )
         if first.stopped:
             ran = sum(first.outcomes.values())
             self.notes.append(
