@@ -339,6 +339,10 @@ class SuiteRunner:
         tally); the first one is retried after adjusting options pytest refused."""
         import pytest
 
+        # sample (and select) what the suite's own options (-m, -k) left: after other plugins;
+        # marked here, not where the class is defined, so that workers import pytest only for
+        # a suite
+        pytest.hookimpl(trylast=True)(TestTally.pytest_collection_modifyitems)
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
@@ -408,7 +412,7 @@ class SuiteRunner:
         if first.sampled is not None:
             self.notes.append(
                 f"the suite collected {first.collected} tests: its warm-up ran "
-                f"{len(first.sampled)} of them, at most {CASES_PER_TEST} cases of each "
+                f"{len(first.durations)} of them, at most {CASES_PER_TEST} cases of each "
                 "parametrized test (the outcomes are theirs)"
             )
         if first.stopped:
