@@ -2,8 +2,9 @@
 
 The suite is one more scenario (``tests:<name>``) with every discovered entry point as a
 target. It runs first, in a worker of its own (:mod:`~apiprof.engine.isolation.suitework`):
-one unprofiled warm-up run that captures the arguments entry points receive, then its tests
-once per profiler pass (the allocation pass and each timing group) — for a long suite only the
+one unprofiled warm-up run that captures the arguments entry points receive (sent on test by
+test, so a suite cut off by the timeout still has them replayed), then its tests once per
+profiler pass (the allocation pass and each timing group) — for a long suite only a few quick
 tests reaching entry points whose captured arguments do not replay. Each entry point it reached
 gets those measurements in its batch, next to its other scenarios; one that only the tests
 reach becomes profiled. Failing tests do not fail the scan; they are counted in the summary.

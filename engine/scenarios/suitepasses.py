@@ -1,15 +1,17 @@
 """The profiled runs of a ``--tests`` suite: which tests and entry points they need, and the
 tests run again and again inside one pytest session.
 
-The warm-up ran the whole suite once and captured the arguments each entry point received. A
-short suite is then profiled whole. A long one (its tests past :data:`SELECT_AFTER_SECONDS`) is
-not: an entry point whose captured arguments replay is measured by those replays — ordinary
-isolated scenarios, profiled like any other — and the profiled runs measure only the rest
-(arguments that cannot be copied, copies that do not replay) through the quickest of the
-first tests that reached each. Either way the tests are collected once, in one more pytest session whose
-collection looks only at the files holding them, and each profiler pass runs the collected
-items again: collecting a large parametrised suite costs more than running a few of its tests,
-and under the allocation pass's hooks it would cost that many times over.
+The warm-up ran the suite once (a large one: a sample of each parametrized test's cases, see
+:mod:`~apiprof.engine.scenarios.thinning`) and captured the arguments each entry point
+received. A short suite is then profiled whole. A long one (its tests past
+:data:`SELECT_AFTER_SECONDS`) is not: an entry point whose captured arguments replay is
+measured by those replays — ordinary isolated scenarios, profiled like any other — and the
+profiled runs measure only the rest (arguments that cannot be copied, copies that do not
+replay) through the quickest of the first tests that reached each. Either way the tests are
+collected once, in one more pytest session whose collection looks only at the files holding
+them, and each profiler pass runs the collected items again: collecting a large parametrised
+suite costs more than running a few of its tests, and under the allocation pass's hooks it
+would cost that many times over.
 """
 
 from __future__ import annotations
