@@ -141,9 +141,15 @@ print(json.dumps({{
 """
     found = run_printing_json(script, tmp_path)
     warm, profiled = found["outcomes"]
-    assert warm == profiled == {"passed": 11, "failed": 0, "errors": 0, "skipped": 0}
+    assert warm == {"passed": 11, "failed": 0, "errors": 0, "skipped": 0}
+    # a sampled suite is large: only the test of what does not replay (an open file) reruns
+    assert profiled == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}
     assert any(
         "collected 31 tests: its warm-up ran 11 of them, at most 10 cases" in note
+        for note in found["notes"]
+    )
+    assert any(
+        note.startswith("it is large, so the suite was not profiled whole")
         for note in found["notes"]
     )
     assert found["captured"] == 3  # capture keeps a few distinct calls: the sample is plenty

@@ -4,9 +4,9 @@ tests run again and again inside one pytest session.
 The warm-up ran the suite once (a large one: a sample of each parametrized test's cases, see
 :mod:`~apiprof.engine.scenarios.thinning`) and captured the arguments each entry point
 received. A short suite is then profiled whole. A long one (its tests past
-:data:`SELECT_AFTER_SECONDS`) is not: an entry point whose captured arguments replay is
-measured by those replays — ordinary isolated scenarios, profiled like any other — and the
-profiled runs measure only the rest (arguments that cannot be copied, copies that do not
+:data:`SELECT_AFTER_SECONDS`, or a sampled one) is not: an entry point whose captured
+arguments replay is measured by those replays — ordinary isolated scenarios, profiled like any
+other — and the profiled runs measure only the rest (arguments that cannot be copied, copies that do not
 replay) through the quickest of the first tests that reached each. Either way the tests are
 collected once, in one more pytest session whose collection looks only at the files holding
 them, and each profiler pass runs the collected items again: collecting a large parametrised
@@ -78,12 +78,11 @@ def plan_profiled_runs(
     first = runner.runs[0]
     recorder = runner.recorder
     tests_took = sum(first.durations.values())  # what a rerun costs: collection is not redone
-    if tests_took <= SELECT_AFTER_SECONDS or recorder is None:
-        if first.sampled is None:
-            return ProfiledPlan(list(targets), None, [], tests_took)
-        # the tests the warm-up ran, not the whole suite it sampled them from
-        files = sorted({first.files[node] for node in first.sampled if node in first.files})
-        return ProfiledPlan(list(targets), frozenset(first.sampled), files, tests_took)
+    # a sampled suite is large whatever its sample cost: under the allocation pass's hooks a
+    # sample of packaging's (12 s in the warm-up) took 480 s, one run of several
+    large = first.sampled is not None
+    if recorder is None or (tests_took <= SELECT_AFTER_SECONDS and not large):
+        return ProfiledPlan(list(targets), None, [], tests_took)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]
@@ -92,7 +91,8 @@ def plan_profiled_runs(
     left = [t for t in targets if t in replayed and recorder.reached.get(t)]
     unwatched = [t for t in targets if t not in watched]
     runner.notes.append(
-        f"its tests took {tests_took:.0f} s in the warm-up, so the suite was not profiled whole: "
+        ("it is large" if large else f"its tests took {tests_took:.0f} s in the warm-up")
+        + ", so the suite was not profiled whole: "
         f"{len(left)} entry point(s) it reached are measured by replaying their captured "
         f"arguments, and the profiled runs ran only {len(chosen)} of its {ran} tests, the "
         f"quickest that reached each of the {len(needed)} other(s)"
