@@ -18,11 +18,12 @@ a list, for ``read_map_header``).
 from __future__ import annotations
 
 import inspect
+from collections import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios import parameters, values  # a cycle: see values.py
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
@@ -169,6 +170,11 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
 
 
+def _is_mapping(owner: type) -> bool:
+    """Whether ``owner`` is a dict or registered mapping (its ``update`` takes key-value pairs)."""
+    return issubclass(owner, (dict, abc.Mapping))
+
+
 def _sets_items(owner: type) -> bool:
     """Whether ``owner[key] = value`` puts an item in (a mapping)."""
     setter = getattr(owner, "__setitem__", None)
@@ -212,7 +218,12 @@ def warm_receiver(
     inner.depth = context.depth + 1
     inner.feeding = True
     try:
-        value = parameters.build_parameter(method, parameter, signature, type_hints(method), inner)
+        if name == "update" and _is_mapping(owner):  # a mapping is updated from a mapping
+            value = values.build(dict[str, str], inner, parameter.name)
+        else:
+            value = parameters.build_parameter(
+                method, parameter, signature, type_hints(method), inner
+            )
     except CannotSynthesize as error:
         raise CannotSynthesize(f"feeding the receiver with {name}: {error}") from None
     context.choices = max(context.choices, 2 * inner.choices)
