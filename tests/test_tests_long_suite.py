@@ -153,3 +153,24 @@ print(json.dumps({{
         for note in found["notes"]
     )
     assert found["captured"] == 3  # capture keeps a few distinct calls: the sample is plenty
+
+
+def test_a_large_suite_without_many_cases_of_one_test_runs_whole(installed, tmp_path):
+    suite = tmp_path / "flat_tests"
+    suite.mkdir()
+    tests = "".join(
+        f"def test_{i}():\n    assert count_words('a') == {{'a': 1}}\n\n" for i in range(25)
+    )
+    (suite / "test_flat.py").write_text("from suite_pkg import count_words\n\n" + tests)
+    script = f"""
+import json, sys
+sys.path.insert(0, {str(installed)!r})
+from apiprof.engine.scenarios import testrun
+testrun.LARGE_SUITE = 20
+runner = testrun.SuiteRunner({str(suite)!r}, "suite_pkg")
+runner.warm_up(["suite_pkg.count_words"], capture=True)
+print(json.dumps({{"outcomes": dict(runner.runs[0].outcomes), "notes": runner.notes}}))
+"""
+    found = run_printing_json(script, tmp_path)
+    assert found["outcomes"]["passed"] == 25
+    assert not any("collected" in note for note in found["notes"])

@@ -260,8 +260,9 @@ class TestTally:
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
         chosen = self.selected
         if chosen is None and self.sample and len(items) > LARGE_SUITE:
-            self.sampled = sampled_cases([item.nodeid for item in items])
-            self.collected, chosen = len(items), frozenset(self.sampled)
+            sample = sampled_cases([item.nodeid for item in items])
+            if len(sample) < len(items):  # else no test has many cases: the suite runs whole
+                self.sampled, self.collected, chosen = sample, len(items), frozenset(sample)
         if chosen is None:
             return
         kept = [item for item in items if item.nodeid in chosen]
