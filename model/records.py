@@ -227,7 +227,8 @@ class Disturbance:
     again (or, when no clean run came within the budget, kept); ``preempted_ns`` is the
     switched-out time subtracted from timed calls; ``reference_ns`` sums ``references`` timings of
     the short reference workload run before and after every timing pass, ``slow_references``
-    of which took more than :data:`BUSY_FACTOR` times the calibrated figure. ``passes`` timing
+    of which took more than ``engine.measure.pace.SLOW_FACTOR`` times the fastest the process
+    had seen (a slow phase of the CPU). ``passes`` timing
     passes were kept; ``remeasured_passes`` more were run because the machine stalled around
     one (a slow reference timing, most of a target's calls preempted), and ``stalled_passes`` of
     the kept ones still showed a stall after every attempt. ``stalled_runs`` ran in stretches of
@@ -262,10 +263,6 @@ class Disturbance:
 
     def to_json(self) -> dict[str, Any]:
         return typing.cast(dict[str, Any], to_data(self))
-
-
-BUSY_FACTOR = 1.5
-"""A reference workload this much slower than calibrated means the machine was busy."""
 
 
 @dataclass(frozen=True)

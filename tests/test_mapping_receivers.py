@@ -20,3 +20,10 @@ def test_the_key_of_a_mappings_method_is_text():
     assert spec is not None, failure
     assert "types from key: heuristics" in spec.description
     assert try_scenario(spec)[0] is None
+
+
+def test_a_method_taking_a_key_of_the_mapping_gets_it_put_in_first():
+    spec, failure = find_synthesized_scenario("mapping_pkg.Section.restore_default", (10,))
+    assert spec is not None, failure
+    assert "Section.__setitem__(<the call's own arguments>)" in spec.description
+    assert try_scenario(spec)[0] is None

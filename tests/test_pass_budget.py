@@ -160,3 +160,20 @@ def test_a_fixed_count_pass_may_measure_again_for_half_its_cap():
 )
 def test_when_a_pass_is_done(runs, own, wall, done):
     assert budget().done(runs, own, wall) is done
+
+
+def test_time_measured_again_is_not_the_passs_own_time(clock):
+    """The first stretch is judged slow and measured again: the 1 unit it took is not time
+    the pass's runs ran, so the pass still records its budget of 10 units of runs (before,
+    the discarded unit counted and a pass whose stretches were measured again ended short: a
+    3.12 leaf pass kept 20 calls)."""
+    judged = [0]
+
+    def first_batch_slow(median_ns: float) -> bool:
+        judged[0] += 1
+        return judged[0] == 1
+
+    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), slow_reference=first_batch_slow)
+    assert log.stalled_runs == 1
+    assert log.runs == 10 and made[0] == 11

@@ -77,13 +77,15 @@ RULES = {
     # the receiver's constructor refused its argument: every attribute it reads, at once
     "repair_pkg.ColouredReport.paint": "self.options an object with attributes 'width', "
     "'colour', 'keys_counted'",
-    # a number that the call shifted into its sequence parameter is not iterable
-    "repair_pkg.windows": "learned from TypeError 'int' object is not iterable: step of type list",
     # a parser quoting the literal it looked for in a text
     "repair_pkg.sections": 'learned from ValueError "usage:" (case-insensitive) not found.: '
     "doc a text containing 'usage:'",
     # the positional items of *args
     "repair_pkg.heaviest_of": "elements of items an object with attribute 'weight'",
+    # a key looked up lazily in C: the mapping arguments lacking it are told by the arguments
+    "repair_pkg.values_under": "elements of mappings a dict with key '",
+    # numbers read with an explicit base: their decimal text
+    "repair_pkg.allowed_ports": "elements of ports of type digits",
     # an argument used as a key: text, then the mappings hold that text
     "repair_pkg.plucked": "learned from KeyError: the function passed as key was looked up "
     "as a key: key of type str",
@@ -219,3 +221,15 @@ def test_a_quoted_literal_is_wanted_only_when_no_argument_already_holds_it():
     assert wanted_literal("the value 'x' is of the wrong type") is None
     assert text_lacking("BEGIN", {"n": 3, "text": "lorem"}) == "text"
     assert text_lacking("lorem", {"key": "lorem", "text": "ipsum"}) is None  # our input, echoed
+
+
+def test_a_number_shifted_into_a_sequence_parameter_is_told_by_what_failed_to_iterate():
+    from repair_pkg import windows
+
+    try:
+        windows(8, 11)  # the second argument is taken as the sequence
+    except TypeError as error:
+        lesson = learn(error, {"size": 8, "step": 11})
+    assert lesson == Lesson(
+        "step", Want.TYPE, ("list",), cause="TypeError 'int' object is not iterable"
+    )

@@ -13,12 +13,19 @@ import time
 from apiprof.engine.measure import settle as settle_module
 from apiprof.engine.measure.clockgrain import wall_step
 from apiprof.engine.measure.costs import CallCosts
+from apiprof.engine.measure.pace import POLL_SECONDS, SLOW_FACTOR, Pace
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import PySite
-from apiprof.engine.measure.settle import PASS_ATTEMPTS, settled_pass, slow_reference, stall
+from apiprof.engine.measure.settle import (
+    PASS_ATTEMPTS,
+    STRETCH_FACTOR,
+    settled_pass,
+    slow_reference,
+    stall,
+)
 from apiprof.engine.measure.timing import run_timing_pass
 from apiprof.engine.scan.summary import busy_warnings
-from apiprof.model.records import BUSY_FACTOR, Calibration, Disturbance
+from apiprof.model.records import Calibration, Disturbance
 
 INDEX_NS = 1000.0
 CALIBRATION = Calibration(machine_speed_ns=INDEX_NS)
@@ -27,6 +34,7 @@ SLOW = Disturbance(references=1, reference_ns=3 * INDEX_NS, slow_references=1)
 STALL_SECONDS = 0.005
 
 stalled = [False]
+pauses: list[float] = []  # the waits settled_pass asked for (none really sleeps)
 
 
 def target() -> None:
@@ -36,6 +44,7 @@ def target() -> None:
 
 
 def settle(check, attempts: int = PASS_ATTEMPTS, retry_under: float = 60.0):
+    pauses.clear()
     return settled_pass(
         target,
         [PySite(target)],
@@ -44,6 +53,8 @@ def settle(check, attempts: int = PASS_ATTEMPTS, retry_under: float = 60.0):
         switches=None,
         calibration=CALIBRATION,
         check=check,
+        pace=Pace(INDEX_NS, timer=lambda: INDEX_NS),  # the wait finds the pace back at once
+        pause=pauses.append,
         attempts=attempts,
         retry_under=retry_under,
     )
@@ -53,8 +64,8 @@ def test_a_pass_the_machine_stalled_is_measured_again_and_not_stored():
     stalled[0] = True
     checks = []
 
-    def check(calibration: Calibration) -> Disturbance:
-        checks.append(calibration)
+    def check(pace: Pace) -> Disturbance:
+        checks.append(pace)
         if len(checks) == 2:  # right after the first attempt: it ran on a stalled machine
             stalled[0] = False
             return SLOW
@@ -69,21 +80,24 @@ def test_a_pass_the_machine_stalled_is_measured_again_and_not_stored():
     assert (seen.references, seen.slow_references) == (4, 1)
     assert seen.runs >= 10  # both attempts' runs count as runs measured
     assert not seen.busy
+    assert pauses == [POLL_SECONDS]  # it waited for the pace to return before measuring again
 
 
 def test_a_clean_pass_is_measured_once():
     stalled[0] = False
-    kept = settle(lambda calibration: NORMAL)
+    kept = settle(lambda pace: NORMAL)
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, 0, 0)
     assert seen.references == 2  # before and after the pass
+    assert pauses == []
 
 
 def test_a_machine_that_stays_stalled_keeps_a_pass_and_warns():
     stalled[0] = False
-    kept = settle(lambda calibration: SLOW)
+    kept = settle(lambda pace: SLOW)
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, PASS_ATTEMPTS - 1, 1)
+    assert len(pauses) == PASS_ATTEMPTS - 1  # one wait before each new attempt
     assert kept.costs[0].wall_ns  # the figures are kept, counted as stalled
     assert seen.busy
     (warning,) = busy_warnings(seen)
@@ -92,7 +106,7 @@ def test_a_machine_that_stays_stalled_keeps_a_pass_and_warns():
 
 def test_a_long_pass_is_kept_stalled_without_a_second_attempt():
     stalled[0] = False
-    kept = settle(lambda calibration: SLOW, retry_under=0.0)  # every pass counts as long here
+    kept = settle(lambda pace: SLOW, retry_under=0.0)  # every pass counts as long here
     seen = kept.seen
     assert (seen.passes, seen.remeasured_passes, seen.stalled_passes) == (1, 0, 1)
 
@@ -112,7 +126,7 @@ def test_the_least_stalled_attempt_is_kept():
         ]
     )
 
-    def check(calibration: Calibration) -> Disturbance:
+    def check(pace: Pace) -> Disturbance:
         answer, stalled[0] = next(answers)
         return answer
 
@@ -125,7 +139,7 @@ def test_the_least_stalled_attempt_is_kept():
 def test_stall_scores():
     fine = [CallCosts([1.0], [], calls=10, preempted_calls=2)]
     assert stall(NORMAL, NORMAL, fine, INDEX_NS) == 0
-    assert stall(NORMAL, SLOW, fine, INDEX_NS) == 2.0  # 3x the index is 2x the busy factor
+    assert stall(NORMAL, SLOW, fine, INDEX_NS) == 3 / SLOW_FACTOR  # in units of the factor
     assert stall(SLOW, NORMAL, fine, 0.0) == 0  # no index calibrated: nothing is slow
     preempted = [CallCosts([1.0], [], calls=10, preempted_calls=5)]
     assert stall(NORMAL, NORMAL, preempted, INDEX_NS) == 2.0  # half the calls, twice the share
@@ -184,7 +198,7 @@ def test_a_cpu_that_stays_slow_keeps_its_stretches_counted():
 def test_the_judge_compares_with_the_calibrated_empty_call():
     judge = slow_reference(Calibration(overhead_ns={"enter": 20.0, "dispatch": 10.0}))
     assert judge is not None
-    limit = BUSY_FACTOR * 30.0 + wall_step()
+    limit = STRETCH_FACTOR * 30.0 + wall_step()
     assert not judge(limit) and judge(limit + 1)
     assert slow_reference(CALIBRATION) is None  # nothing calibrated: stretches are not judged
 
@@ -200,5 +214,5 @@ def test_a_scan_pass_judges_its_stretches(monkeypatch):
 
     monkeypatch.setattr(settle_module, "slow_reference", lambda calibration: judge)
     stalled[0] = False
-    kept = settle(lambda calibration: NORMAL)
+    kept = settle(lambda pace: NORMAL)
     assert kept.seen.stalled_runs == 1 and kept.costs[0].calls >= 5

@@ -97,12 +97,13 @@ def test_switch_mechanism_is_named():
 def test_the_busy_check_does_not_call_an_unchanged_machine_busy():
     """Right after other work a single timing of the reference workload reads about 1.7× the
     index (cold caches), which called every scan busy; the check times it warm. The median over
-    many checks between bursts of other work stays below the busy factor."""
+    many checks between bursts of other work stays well below that."""
     import json
     import statistics
 
     from apiprof.engine.measure.machine import machine_speed_ns, reference_check_ns
-    from apiprof.model.records import BUSY_FACTOR
+
+    cold = 1.5  # a cold single timing read about 1.7x; a warm check stays below this
 
     index = machine_speed_ns()
     ratios = []
@@ -110,4 +111,4 @@ def test_the_busy_check_does_not_call_an_unchanged_machine_busy():
         for _ in range(30):
             json.dumps({"a": list(range(300)), "b": "x" * 500})
         ratios.append(reference_check_ns() / index)
-    assert statistics.median(ratios) < BUSY_FACTOR
+    assert statistics.median(ratios) < cold

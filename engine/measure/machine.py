@@ -5,8 +5,9 @@
 string join) — so databases measured on different machines can be put side by side: an API's
 time divided by its scan's index compares across machines to first order. During a scan the
 profiler times the same workload before and after every timing pass (:func:`reference_check_ns`:
-a warm-up run, then the fastest of a few); one that runs more than ``BUSY_FACTOR`` times slower
-than the calibrated index means the CPU itself ran slow (a busy sibling hyper-thread, a
+a warm-up run, then the fastest of a few); one that runs more than
+:data:`~apiprof.engine.measure.pace.SLOW_FACTOR` times the fastest the process has seen means
+the CPU itself ran slow (a busy sibling hyper-thread, a
 throttled or stolen virtual CPU): the pass is measured again
 (:mod:`~apiprof.engine.measure.settle`), and the scan counts and reports it. Preemption is seen by the
 switch counters instead: the workload takes a few dozen µs, well inside one time slice.

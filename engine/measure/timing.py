@@ -208,7 +208,7 @@ def _measure_leg(
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
         total = clock() - started
-        own = total - away  # time the thread ran: preempted time does not count
+        own = total - away - discarded  # the runs' own time: not preempted, not re-measured
         if budget.done(runs, own, total):
             break
         if spent < STRETCH_SECONDS:

@@ -16,6 +16,7 @@ from apiprof.db.query import summaries
 from apiprof.engine.isolation.protocol import (
     Discovered,
 )
+from apiprof.engine.measure.pace import SLOW_FACTOR
 from apiprof.engine.scan.drive import DriveReport
 from apiprof.engine.testsuite import SuiteRun
 from apiprof.model.records import (
@@ -202,7 +203,7 @@ def busy_warnings(seen: Disturbance) -> list[str]:
     )
     return [
         f"the machine stayed busy while measuring: {seen.slow_references} of {seen.references} "
-        "reference timings ran more than 1.5x slower than calibrated and "
+        f"reference timings ran more than {SLOW_FACTOR:g}x slower than the fastest and "
         f"{seen.disturbed_runs} of {seen.runs} runs were preempted{slowed}{stalled} (preempted "
         "time is subtracted, a shared CPU is not); figures may read high — scan again on a "
         "quieter machine for reference numbers"

@@ -15,6 +15,8 @@ import importlib
 import inspect
 from collections.abc import Iterator
 
+from apiprof.engine.scenarios.usage import call_name
+
 RUNNERS = frozenset({"testmod", "DocTestSuite", "run_docstring_examples", "DocFileSuite"})
 """doctest's functions that take the globals their examples run with."""
 
@@ -58,7 +60,7 @@ def declared_globals(module: str) -> dict[str, str]:
 def _runner_calls(body: list[ast.stmt]) -> Iterator[ast.Call]:
     for statement in body:
         for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and _name(node.func) in RUNNERS:
+            if isinstance(node, ast.Call) and call_name(node.func) in RUNNERS:
                 yield node
 
 
@@ -66,7 +68,7 @@ def _globals_arguments(call: ast.Call) -> Iterator[ast.expr]:
     for keyword in call.keywords:
         if keyword.arg in KEYWORDS:
             yield keyword.value
-    if _name(call.func) == "run_docstring_examples" and len(call.args) > 1:
+    if call_name(call.func) == "run_docstring_examples" and len(call.args) > 1:
         yield call.args[1]  # run_docstring_examples(f, globs)
 
 
@@ -84,7 +86,7 @@ def _entries(argument: ast.expr, body: list[ast.stmt]) -> dict[str, str]:
                 target = node.targets[0]
                 key = target.slice
                 if (
-                    _name(target.value) == argument.id
+                    call_name(target.value) == argument.id
                     and isinstance(key, ast.Constant)
                     and isinstance(key.value, str)
                 ):
@@ -93,7 +95,7 @@ def _entries(argument: ast.expr, body: list[ast.stmt]) -> dict[str, str]:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "update"
-                and _name(node.func.value) == argument.id
+                and call_name(node.func.value) == argument.id
             ):
                 for value in node.args:
                     found.update(_literal_entries(value))
@@ -112,14 +114,6 @@ def _literal_entries(value: ast.expr) -> dict[str, str]:
             for key, item in zip(value.keys, value.values, strict=True)
             if isinstance(key, ast.Constant) and isinstance(key.value, str)
         }
-    if isinstance(value, ast.Call) and _name(value.func) == "dict":
+    if isinstance(value, ast.Call) and call_name(value.func) == "dict":
         return {k.arg: ast.unparse(k.value) for k in value.keywords if k.arg}
     return {}
-
-
-def _name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""

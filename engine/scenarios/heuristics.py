@@ -89,7 +89,7 @@ for _names, _annotation in [
     ),
     ("list_of_lists m1 m2 matrix rows", list[list[int]]),
     ("pairs key_value_pairs", list[tuple[str, int]]),
-    ("obj o object item element elem value val thing target instance default", Any),
+    ("obj o object item element elem value val thing target instance default root tree", Any),
     (
         "func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
         "wrapping_func handler hook factory action fget fset method callable_ cb decorator "

@@ -18,6 +18,7 @@ import re
 import sys
 import textwrap
 import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,7 +41,8 @@ from apiprof.engine.scenarios.wants import Lesson, Want
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named"
+    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
+    r"can't convert non-string with explicit base"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -92,7 +94,10 @@ def learn(
         return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
-        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
+        without_key = _lacking(key)
+        found = culprit(error, bound, without_key)
+        if found is None:  # raised in C while something else consumed it: the arguments say
+            found = next(holders(bound, without_key), None)
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
@@ -113,6 +118,10 @@ def learn(
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
+        if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
+            found = culprit(error, bound, lambda value: isinstance(value, int))
+            if found is not None:
+                return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
         if iterated is not None and iterated.group(1) != "NoneType":
             found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
@@ -124,9 +133,9 @@ def learn(
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
     literal = wanted_literal(message)
-    lacking = text_lacking(literal, bound) if literal is not None else None
-    if literal is not None and lacking is not None:
-        return Lesson(lacking, Want.CONTAINS, (literal,), cause=cause)
+    text = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and text is not None:
+        return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
     return None
 
 
@@ -148,6 +157,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
 }
@@ -166,6 +176,12 @@ MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
 
 
+def _lacking(key: str) -> Callable[[object], bool]:
+    """Whether a value is a mapping without ``key``."""
+    return lambda value: isinstance(value, Mapping) and key not in value
+
+
+_NUMERIC_TEXT = "int() can't convert non-string with explicit base"
 _NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
 
 

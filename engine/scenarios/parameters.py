@@ -96,7 +96,7 @@ def arguments_for(
             if fields:  # the class lists what its positional arguments are
                 args.extend(_build_field(target, name, context) for name in fields)
                 continue
-            element = _element_annotation(parameter, hints)
+            element = _element_annotation(parameter, hints, target)
             if element is not None and element not in (
                 Any,
                 object,
@@ -414,10 +414,18 @@ def _why_untyped(
     )
 
 
-def _element_annotation(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
-    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing."""
+def _element_annotation(
+    parameter: inspect.Parameter, hints: dict[str, Any], target: Callable[..., object]
+) -> Any:
+    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing: the
+    annotation, else the package's class the singular names (``*namedTypes``: ``NamedType``),
+    else what the singular's name suggests."""
     annotation = hints.get(parameter.name, parameter.annotation)
     if annotation is not parameter.empty and not isinstance(annotation, str):
         return annotation
     singular = parameter.name[:-1] if parameter.name.endswith("s") else ""
-    return guess_from_name(singular) if singular else None
+    if not singular:
+        return None
+    classes = package_classes(getattr(target, "__module__", "") or "")
+    named = classes_named_by(singular, classes, abbreviations=False)
+    return named[0] if named else guess_from_name(singular)

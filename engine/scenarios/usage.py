@@ -205,12 +205,12 @@ def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
         usage.entered = True
     elif isinstance(parent, ast.keyword):
         call = parents.get(id(parent))
-        usage.formatted |= isinstance(call, ast.Call) and _call_name(call.func) == "format"
+        usage.formatted |= isinstance(call, ast.Call) and call_name(call.func) == "format"
     elif isinstance(parent, ast.Call):
         if parent.func is node:
             usage.called = True
         else:
-            name = _call_name(parent.func)
+            name = call_name(parent.func)
             if name in ("format", "str", "repr") and node in parent.args:
                 usage.formatted = True
             elif (
@@ -271,7 +271,8 @@ def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
                 usage.compared_to += [e.value for e in other.elts if isinstance(e, ast.Constant)]
 
 
-def _call_name(func: ast.expr) -> str:
+def call_name(func: ast.expr) -> str:
+    """``f`` of ``f(...)`` and of ``obj.f(...)``; "" for anything else."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):

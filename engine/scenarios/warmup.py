@@ -130,7 +130,7 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
     (one of :data:`FEEDERS` taking at most as many as the method, else ``__setitem__`` of a
     mapping), or None."""
     if member not in TAKERS:
-        return None
+        return ("__setitem__", 2) if _looks_up_a_key(owner, member) else None
     wanted = _required_count(getattr(owner, member))
     if wanted < 1:
         return None
@@ -168,6 +168,24 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     label = f"{owner.__name__}.{feeder}" if feeder else owner.__name__
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
     return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
+
+
+KEY_NAMES = ("key", "k", "keyname")
+"""First parameters of a mapping's method that name one of its items."""
+
+
+def _looks_up_a_key(owner: type, member: str) -> bool:
+    """Whether ``member`` of a mapping takes one of its keys first (``restore_default(key)``):
+    an empty receiver has none, so the receiver is first given the call's key."""
+    if not _sets_items(owner) or not _is_mapping(owner):
+        return False
+    method = getattr(owner, member, None)
+    try:
+        names = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    own = names[1:] if names[:1] == ["self"] else names
+    return bool(own) and own[0] in KEY_NAMES
 
 
 def _is_mapping(owner: type) -> bool:
