@@ -222,6 +222,7 @@ def with_suite(row: dict[str, object], tested: dict[str, object]) -> dict[str, o
             "status": tested["status"],
             "suite_seconds": round(sum(suite.get("seconds_per_run", [])), 1),
             "suite_runs": suite.get("seconds_per_run", []),
+            "suite_phases": suite.get("seconds_by_phase", {}),
             "suite_status": suite.get("status", "absent"),
             "outcomes": {k: suite.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
             "notes": suite.get("notes", []),
@@ -379,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = with_suite(row, scan_package(python, package, args, Path(workdir), suite))
                 print(
                     f"  {row['package']} --tests: {row['tests']['profiled']}/{row['discovered']}, "
-                    f"suite {row['tests']['suite_runs']} s ({row['tests']['outcomes']})",
+                    f"suite {row['tests']['suite_status']}, runs {row['tests']['suite_runs']} s, "
+                    f"by phase {row['tests']['suite_phases']} s ({row['tests']['outcomes']})",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -2,8 +2,9 @@
 
 The suite is one more scenario (``tests:<name>``) with every discovered entry point as a
 target. It runs first, in a worker of its own (:mod:`~apiprof.engine.isolation.suitework`):
-one unprofiled warm-up run that captures the arguments entry points receive, then its tests
-once per profiler pass (the allocation pass and each timing group) — for a long suite only the
+one unprofiled warm-up run that captures the arguments entry points receive (sent on test by
+test, so a suite cut off by the timeout still has them replayed), then its tests once per
+profiler pass (the allocation pass and each timing group) — for a long suite only a few quick
 tests reaching entry points whose captured arguments do not replay. Each entry point it reached
 gets those measurements in its batch, next to its other scenarios; one that only the tests
 reach becomes profiled. Failing tests do not fail the scan; they are counted in the summary.
@@ -56,6 +57,7 @@ class SuiteRun:
     captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
     seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
     notes: list[str] = field(default_factory=list)  # what apiprof changed to run it (options)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds by step of the worker
 
     @property
     def reached(self) -> list[str]:
@@ -83,6 +85,7 @@ class SuiteRun:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "seconds_per_run": [round(seconds, 2) for seconds in self.seconds],
+            "seconds_by_phase": {phase: round(s, 2) for phase, s in self.phases.items()},
             "captured_entry_points": len({c.qualname for c in self.captured if c.payload}),
         }
 
@@ -155,6 +158,7 @@ def run_test_suite(
         suite.captured = [*result.captured, *reply.captured]
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)
+        suite.phases = dict(reply.phases)
         if not reply.problem:
             for measurement in reply.measurements:
                 suite.measurements.setdefault(measurement.qualname, []).append(measurement)

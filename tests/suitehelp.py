@@ -3,6 +3,9 @@ tests/test_tests_real_suite.py)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from apiprof.engine.scan import ScanOptions
@@ -20,3 +23,18 @@ def suite_only_options(tests: Path, python_path: Path, *, capture: bool) -> Scan
         tests=str(tests),
         python_path=(str(python_path),),
     )
+
+
+def run_printing_json(script: str, cwd: Path) -> dict:
+    """Run ``script`` in a Python of its own (pytest inside pytest would share sys.modules);
+    the JSON its last line prints."""
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])

@@ -16,15 +16,11 @@ import pytest
 from apiprof.engine.isolation.contract import violation
 from apiprof.engine.isolation.protocol import DriveCapture, Driven
 from apiprof.engine.measure import profiler
-from apiprof.engine.scenarios.capture import (
-    CapturedCall,
-    captured_spec,
-    capturing,
-    recorder_for,
-)
+from apiprof.engine.scenarios.capture import CapturedCall, capturing, recorder_for
 from apiprof.engine.scenarios.doctexts import docstring_text, literal_blocks
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec, replay_spec, through_driver_spec
+from apiprof.engine.scenarios.replayed import captured_spec
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario

@@ -16,11 +16,12 @@ from apiprof.engine.discovery.discover import (
     is_compiled_function,
     resolve_object,
 )
-from apiprof.engine.scenarios.capture import capture_examples, captured_spec, replay_call
+from apiprof.engine.scenarios.capture import capture_examples
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.doctypes import docstring_types, read_type
 from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.partial import partial_arguments
+from apiprof.engine.scenarios.replayed import captured_spec, replay_call
 from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.synth import CannotSynthesize, synthesize
 from apiprof.engine.scenarios.trial import try_scenario

@@ -4,16 +4,13 @@ pytest-cov, ``filterwarnings = error``, a data file beside the tests, ``tmp_path
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from suitehelp import suite_only_options
+from suitehelp import run_printing_json, suite_only_options
 
 from apiprof.db.schema import open_db
 from apiprof.engine.isolation.protocol import SuiteFinished
@@ -36,21 +33,6 @@ ENTRY_POINTS = [
     "suite_pkg.parse_record",
     "suite_pkg.save_lines",
 ]
-
-
-def run_printing_json(script: str, cwd: Path) -> dict:
-    """Run ``script`` in a Python of its own (pytest inside pytest would share sys.modules);
-    the JSON its last line prints."""
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +58,11 @@ def test_a_real_layout_suite_runs_clean_in_the_sandbox_and_profiles_everything(s
     assert suite.status == "ran" and sorted(suite.reached) == ENTRY_POINTS
     # a short suite is profiled whole: collected once more, run once per profiler pass
     assert suite.runs >= 2 and len(suite.seconds) == suite.runs + 1
+    # where the time went, step by step
+    steps = {"warm_up", "replay_check", "profiled_collection", "profiled_runs"}
+    assert set(suite.phases) == steps == set(suite.to_json()["seconds_by_phase"])
+    assert suite.phases["warm_up"] == suite.seconds[0]
+    assert suite.phases["profiled_runs"] == pytest.approx(sum(suite.seconds[1:]))
     # the data file was read, tmp_path written, no mark refused, nothing else refused
     assert suite.outcomes == {"passed": 6, "failed": 0, "errors": 0, "skipped": 0}
     assert suite.blocked == [] and suite.warnings == []
@@ -161,7 +148,7 @@ print(json.dumps({{
     assert "could not finish within --tests-timeout (stopped after 0" in found["late"]
     assert any(
         "7 entry point(s) it reached are measured by replaying" in note
-        and "ran only the 1 of its 6 tests" in note
+        and "ran only 1 of its 6 tests, the quickest" in note
         for note in found["notes"]
     )
 
@@ -283,7 +270,8 @@ def test_a_replayed_generator_function_is_measured_while_it_is_iterated():
     import pickle
 
     from apiprof.engine.measure import profiler
-    from apiprof.engine.scenarios.capture import CapturedCall, captured_spec
+    from apiprof.engine.scenarios.capture import CapturedCall
+    from apiprof.engine.scenarios.replayed import captured_spec
     from apiprof.engine.scenarios.spec import compile_scenario
 
     payload = base64.b64encode(pickle.dumps(((["a", "b"], ["a", "c"]), {}))).decode("ascii")

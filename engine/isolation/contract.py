@@ -192,9 +192,18 @@ def driven_problem(request: DriveCapture, reply: Driven) -> str:
 
 def suite_problem(request: RunSuite, reply: SuiteFinished) -> str:
     allowed = set(request.targets)
+    times = [*reply.seconds, *reply.phases.values()]
+    if not all(math.isfinite(s) and s >= 0 for s in times):
+        return "sent times of its suite runs that are not durations"
+    if len(reply.phases) > MAX_SUITE_PHASES or any(len(k) > 40 for k in reply.phases):
+        return "sent more or longer suite phase names than a suite run has"
     return measurements_problem(
         reply.measurements, reply.edges, allowed, request.scenario_id, NO_SIZE
     )
+
+
+MAX_SUITE_PHASES = 8
+"""Steps a suite worker may time (:attr:`~apiprof.engine.scenarios.testrun.SuiteRunner.phases`)."""
 
 
 def measurements_problem(

@@ -285,6 +285,7 @@ class SuiteFinished:
     captured: list[CapturedCall] = field(default_factory=list)  # arguments seen in the warm-up
     seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
     notes: list[str] = field(default_factory=list)  # e.g. options dropped for absent plugins
+    phases: dict[str, float] = field(default_factory=dict)  # seconds by step (SuiteRunner.phases)
 
 
 @dataclass(frozen=True)

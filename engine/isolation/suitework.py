@@ -79,8 +79,9 @@ def run_suite(
     request: RunSuite, guard: sandbox.Guard | None, emit: Callable[[Reply], None]
 ) -> Reply:
     """Answer a :class:`RunSuite` request (see the module's docstring); ``emit`` sends the
-    captured arguments as soon as the warm-up is over, so that a worker that dies in the
-    profiled runs (memory, a crash, the timeout) still hands them over."""
+    arguments each test of the warm-up captured as soon as that test is over, so that a worker
+    that dies later (memory, a crash, the timeout — in the warm-up or the profiled runs) still
+    hands over what was captured until then."""
     if importlib.util.find_spec("pytest") is None:
         return Failed(
             Failure(
@@ -92,9 +93,12 @@ def run_suite(
     clock = SuiteClock(time.monotonic(), request.budget)
     suite = SuiteRunner(request.path, request.package)
     with clock.alarm():
-        captured = suite.warm_up(request.targets, request.capture, clock.at(WARM_UP_STOP))
-    if captured:
-        emit(Captured(captured))
+        captured = suite.warm_up(
+            request.targets,
+            request.capture,
+            clock.at(WARM_UP_STOP),
+            send=lambda calls: emit(Captured(calls)),
+        )
 
     def finished(problem: str = "", **measured: Any) -> SuiteFinished:
         first = suite.runs[0]  # the warm-up: its outcomes are the suite's, unaffected by probes
@@ -107,13 +111,15 @@ def run_suite(
             problem=problem,
             seconds=suite.seconds,
             notes=suite.notes,
+            phases=suite.phases,
             **measured,
         )
 
     if problem := suite.problem():
         return finished(problem)
     deadline = clock.at(PROFILED_SHARE)
-    plan = plan_profiled_runs(suite, request.targets, captured, check_until=deadline)
+    with suite.timed("replay_check"):
+        plan = plan_profiled_runs(suite, request.targets, captured, check_until=deadline)
     if plan.empty:
         return finished()
     if why := fits(suite, plan, deadline):

@@ -4,9 +4,9 @@ docstring examples or its own test suite run — recorded and replayed as ordina
 A profile hook (``sys.setprofile``; only while capturing, inside a sandboxed worker) watches the
 code objects of the package's Python entry points. On entry it pickles the call's arguments at
 once (a later mutation must not change what was seen), keeping a few distinct calls per entry
-point. A capture is replayed in isolation: setup unpickles the arguments, the call is the
-entry point itself. Where a captured value is a list or a string, a sized variant repeats it to
-length ``n``, so growth can be fitted. Arguments that cannot be copied (open files,
+point; past a few kept calls an entry point's code is no longer watched, so capture costs a
+long suite little. Captures are replayed in isolation
+(:mod:`~apiprof.engine.scenarios.replayed`). Arguments that cannot be copied (open files,
 generators, locks) are not replayed; the report names the example or test that passed them.
 Paths into the capturing worker's temporary folder travel with their content
 (:mod:`~apiprof.engine.scenarios.temppaths`).
@@ -23,8 +23,8 @@ import sys
 import time
 import types
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from apiprof.engine.discovery.discover import (
@@ -34,12 +34,9 @@ from apiprof.engine.discovery.discover import (
     resolve_object,
 )
 from apiprof.engine.scenarios import temppaths
-from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.shown import shown_arguments
-from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.trial import try_scenario
-from apiprof.model.records import EntryKind, EntryPoint, ScenarioSource
 
 MAX_CALLS = 3
 """Distinct argument sets kept per entry point."""
@@ -47,10 +44,10 @@ MAX_CALLS = 3
 MAX_TRIES = 50
 """Calls of one entry point looked at before capture stops watching it (most repeat a kept one)."""
 
-MAX_ORIGINS = 1
-"""Examples or tests remembered per entry point as reaching it first (the ``--tests`` runs
-after the first may run only those: one test per entry point keeps a long suite's profiled
-runs short, and any test that calls it gives a measurement)."""
+MAX_ORIGINS = 3
+"""Examples or tests remembered per entry point as reaching it first (a long ``--tests``
+suite's profiled runs run only the cheapest of them: any test that calls an entry point gives
+a measurement, and the first one to reach it may be the slowest of its class)."""
 
 MAX_PAYLOAD = 256 * 1024
 """Pickled arguments larger than this are not kept (a replay should not need megabytes)."""
@@ -89,6 +86,7 @@ class Recorder:
     # the first origins (tests, examples) that reached each entry point
     reached: dict[str, list[str]] = field(default_factory=dict)
     tries: Counter[str] = field(default_factory=Counter)  # calls looked at, per entry point
+    fresh: list[CapturedCall] = field(default_factory=list)  # kept since the last take_fresh()
     _known: dict[types.CodeType, list[tuple[str, str]]] = field(default_factory=dict)
     # receivers that cannot be copied, held (so their ids stay theirs) to skip at once: a
     # walker's handlers are all called on one receiver, which a copy attempt per call would
@@ -115,8 +113,8 @@ class Recorder:
         for qualname, how in targets:
             origins = self.reached.setdefault(qualname, [])
             arguments = self.wants_arguments(qualname)
-            if len(origins) >= MAX_ORIGINS and not arguments:
-                continue
+            if not arguments and (len(origins) >= MAX_ORIGINS or self.origin in origins):
+                continue  # nothing to keep: the cheap path of a call repeated inside one test
             args, kwargs = _arguments(frame)
             kind, _, name = how.partition(":")
             if kind in ("init", "new"):  # a constructor: the class is called anew on replay
@@ -158,7 +156,7 @@ class Recorder:
             if not any(c.problem for c in self.calls[qualname]):
                 problem = describe_exception(error)[:200]
                 shown = shown_arguments(args, kwargs)
-                self.calls[qualname].append(CapturedCall(qualname, "", self.origin, shown, problem))
+                self._keep(CapturedCall(qualname, "", self.origin, shown, problem))
             return
         shown = shown_arguments(args, kwargs)
         if len(data) > MAX_PAYLOAD:
@@ -168,7 +166,17 @@ class Recorder:
             return
         self.seen.add(key)
         payload = base64.b64encode(data).decode("ascii")
-        self.calls[qualname].append(CapturedCall(qualname, payload, self.origin, shown))
+        self._keep(CapturedCall(qualname, payload, self.origin, shown))
+
+    def _keep(self, call: CapturedCall) -> None:
+        self.calls.setdefault(call.qualname, []).append(call)
+        self.fresh.append(call)
+
+    def take_fresh(self) -> list[CapturedCall]:
+        """The calls kept since the last call of this: what a long run sends on while it goes,
+        so that a worker stopped before the end still hands over what it saw."""
+        taken, self.fresh = self.fresh, []
+        return taken
 
     def _note_uncopyable(self, receiver: object, error: BaseException) -> None:
         """Remember ``receiver`` when it is what cannot be copied (it alone fails too)."""
@@ -314,155 +322,6 @@ def _free_tool(monitoring: Any) -> int | None:
             monitoring.use_tool_id(tool, "apiprof-capture")
             return tool
     return None
-
-
-# -- replay -------------------------------------------------------------------------------------
-
-
-def replay_call(
-    qualname: str, payload: str, n: int | None = None
-) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
-    """``(target, args, kwargs)`` of a captured call; with ``n``, its largest list or string
-    argument repeated or cut to length ``n``."""
-    args, kwargs = pickle.loads(base64.b64decode(payload))
-    obj = resolve_object(qualname)
-    target: Callable[..., object]
-    owner_name, _, member = qualname.rpartition(".")
-    owner = _quiet_resolve(owner_name)
-    static = inspect.getattr_static(owner, member, None) if inspect.isclass(owner) else None
-    if isinstance(static, property) and static.fget is not None:
-        target = static.fget
-    elif static is not None and not isinstance(static, (classmethod, staticmethod)):
-        target = _callable(measurable(static))
-    else:
-        target = _callable(obj)
-    if n is not None:
-        args, kwargs = resized(args, kwargs, n)
-    return target, args, kwargs
-
-
-def _callable(obj: object) -> Callable[..., object]:
-    if not callable(obj):
-        raise TypeError(f"{obj!r} is not callable")
-    return obj
-
-
-def _quiet_resolve(name: str) -> object:
-    try:
-        return resolve_object(name) if "." in name else None
-    except Exception:
-        return None
-
-
-def sized_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | str, int] | None:
-    """Which argument (position or keyword) is the longest list, tuple or string, and its length."""
-    best: tuple[int | str, int] | None = None
-    keyed: list[tuple[int | str, Any]] = [*enumerate(args), *kwargs.items()]
-    for key, value in keyed:
-        sized = isinstance(value, (list, tuple, str, bytes)) and len(value) > 0
-        if sized and (best is None or len(value) > best[1]):
-            best = (key, len(value))
-    return best
-
-
-def resized(
-    args: tuple[Any, ...], kwargs: dict[str, Any], n: int
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The arguments with the longest sequence argument repeated (or cut) to length ``n``."""
-    found = sized_index(args, kwargs)
-    if found is None:
-        return args, kwargs
-    key, length = found
-    value = args[key] if isinstance(key, int) else kwargs[key]
-    grown = (value * (n // length + 1))[:n]
-    if isinstance(key, int):
-        return (*args[:key], grown, *args[key + 1 :]), kwargs
-    return args, {**kwargs, key: grown}
-
-
-def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> ScenarioSpec:
-    """The scenario replaying a captured call: with ``sizes``, its longest list or string
-    argument resized to each size (see :func:`resized`), else exactly as captured."""
-    sized = bool(sizes)
-    size = "n" if sized else "None"
-    return ScenarioSpec(
-        id=f"captured:{call.qualname}#{index}",
-        qualname=call.qualname,
-        source=ScenarioSource.CAPTURED,
-        description=f"arguments captured from {call.origin}: {call.shown}"
-        + (", longest argument resized to n" if sized else ""),
-        setup=(
-            "from apiprof.engine.scenarios.capture import replay_call\n"
-            "from apiprof.engine.scenarios.consume import drain_lazy\n"
-            f"target, args, kwargs = replay_call({call.qualname!r}, {call.payload!r}, {size})\n"
-        ),
-        # a generator's work (and its first call) happens while it is iterated
-        call=f"drain_lazy(target(*args, **kwargs), {CONSUME_LIMIT if sized else UNSIZED_CONSUME_LIMIT})",
-        size_axis="n" if sized else "",
-        sizes=tuple(sizes) if sized else (),
-        inputs=f"{call.qualname}{call.shown}",
-    )
-
-
-def can_resize(call: CapturedCall) -> bool:
-    """Whether a captured call has a list or string argument a size axis could stretch."""
-    args, kwargs = pickle.loads(base64.b64decode(call.payload))
-    return sized_index(args, kwargs) is not None
-
-
-def capture_problems(calls: Sequence[CapturedCall]) -> str:
-    """Why captured calls of an entry point cannot be replayed, for the coverage report."""
-    broken = [call for call in calls if call.problem]
-    if not broken:
-        return ""
-    call = broken[0]
-    return (
-        f"{call.origin} calls it with {call.shown}, but those arguments cannot be copied "
-        f"({call.problem}); write a scenario that builds them in its setup"
-    )
-
-
-def through_example_specs(calls: Sequence[CapturedCall], limit: int = 1) -> list[ScenarioSpec]:
-    """Scenarios that run the docstring examples which called an entry point and measure that
-    entry point's calls inside them: for arguments that cannot be copied (a parser, a frame of
-    a code generator) or whose copies do not replay, the example that produced them does.
-    Suite origins need none: the ``--tests`` scenario already measures whatever the suite calls."""
-    specs: list[ScenarioSpec] = []
-    for origin in dict.fromkeys(call.origin for call in calls):
-        spec = _example_spec(origin)
-        if spec is None:
-            continue
-        qualname = calls[0].qualname
-        specs.append(
-            replace(
-                spec,
-                id=f"through:{qualname}#{origin}",
-                qualname=qualname,
-                source=ScenarioSource.CAPTURED,
-                description=f"its calls inside {origin} (the example of {spec.qualname}), "
-                "which builds arguments that cannot be copied",
-                targets=(qualname,),
-                inputs=next((c.shown for c in calls if c.origin == origin), ""),
-            )
-        )
-        if len(specs) >= limit:
-            break
-    return specs
-
-
-def _example_spec(origin: str) -> ScenarioSpec | None:
-    """The docstring scenario ``doc:QUALNAME#K`` rebuilt from its entry point, or None."""
-    if not origin.startswith("doc:"):
-        return None
-    qualname = origin.removeprefix("doc:").rpartition("#")[0]
-    try:
-        obj = resolve_object(qualname)
-    except Exception:
-        return None
-    module = getattr(obj.fget if isinstance(obj, property) else obj, "__module__", None)
-    entry = EntryPoint(qualname, qualname.split(".")[0], module or "", EntryKind.FUNCTION)
-    found, _ = docstring_scenarios(entry, obj, {})
-    return next((spec for spec in found if spec.id == origin), None)
 
 
 # -- capturing from docstring examples ------------------------------------------------------------

@@ -10,16 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, describe_exception, resolve_object
-from apiprof.engine.scenarios.capture import (
-    CapturedCall,
-    can_resize,
-    capture_problems,
-    through_example_specs,
-)
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.drivenspecs import replay_spec
 from apiprof.engine.scenarios.factories import concrete_subclasses
 from apiprof.engine.scenarios.files import load_scenario_file
+from apiprof.engine.scenarios.replayed import can_resize, capture_problems, through_example_specs
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario

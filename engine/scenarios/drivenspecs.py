@@ -26,13 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from apiprof.engine.scenarios.capture import (
-    CapturedCall,
-    captured_spec,
-    replay_call,
-    resized,
-)
+from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
+from apiprof.engine.scenarios.replayed import captured_spec, replay_call, resized
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.checks import MAX_SCENARIO_ID, qualname_problem
 from apiprof.model.records import ScenarioSource

@@ -1,21 +1,23 @@
 """The profiled runs of a ``--tests`` suite: which tests and entry points they need, and the
 tests run again and again inside one pytest session.
 
-The warm-up ran the whole suite once and captured the arguments each entry point received. A
-short suite is then profiled whole. A long one (its tests past :data:`SELECT_AFTER_SECONDS`) is
-not: an entry point whose captured arguments replay is measured by those replays — ordinary
-isolated scenarios, profiled like any other — and the profiled runs measure only the rest
-(arguments that cannot be copied, copies that do not replay) through the one test that first
-reached each. Either way the tests are collected once, in one more pytest session whose
-collection looks only at the files holding them, and each profiler pass runs the collected
-items again: collecting a large parametrised suite costs more than running a few of its tests,
-and under the allocation pass's hooks it would cost that many times over.
+The warm-up ran the suite once (a large one: a sample of each parametrized test's cases, see
+:mod:`~apiprof.engine.scenarios.thinning`) and captured the arguments each entry point
+received. A short suite is then profiled whole. A long one (its tests past
+:data:`SELECT_AFTER_SECONDS`, or a sampled one) is not: an entry point whose captured
+arguments replay is measured by those replays — ordinary isolated scenarios, profiled like any
+other — and the profiled runs measure only the rest (arguments that cannot be copied, copies that do not
+replay) through the quickest of the first tests that reached each. Either way the tests are
+collected once, in one more pytest session whose collection looks only at the files holding
+them, and each profiler pass runs the collected items again: collecting a large parametrised
+suite costs more than running a few of its tests, and under the allocation pass's hooks it
+would cost that many times over.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -76,25 +78,24 @@ def plan_profiled_runs(
     first = runner.runs[0]
     recorder = runner.recorder
     tests_took = sum(first.durations.values())  # what a rerun costs: collection is not redone
-    if tests_took <= SELECT_AFTER_SECONDS or recorder is None:
+    # a sampled suite is large whatever its sample cost: under the allocation pass's hooks a
+    # sample of packaging's (12 s in the warm-up) took 480 s, one run of several
+    large = first.sampled is not None
+    if recorder is None or (tests_took <= SELECT_AFTER_SECONDS and not large):
         return ProfiledPlan(list(targets), None, [], tests_took)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]
-    chosen = frozenset(
-        origin.removeprefix(ORIGIN)
-        for qualname in needed
-        for origin in recorder.reached[qualname]
-        if origin.startswith(ORIGIN)
-    )
+    chosen = cheapest_tests({q: recorder.reached[q] for q in needed}, first.durations)
     ran = sum(first.outcomes.values())
     left = [t for t in targets if t in replayed and recorder.reached.get(t)]
     unwatched = [t for t in targets if t not in watched]
     runner.notes.append(
-        f"its tests took {tests_took:.0f} s in the warm-up, so the suite was not profiled whole: "
+        ("it is large" if large else f"its tests took {tests_took:.0f} s in the warm-up")
+        + ", so the suite was not profiled whole: "
         f"{len(left)} entry point(s) it reached are measured by replaying their captured "
-        f"arguments, and the profiled runs ran only the {len(chosen)} of its {ran} tests that "
-        f"first reached the {len(needed)} other(s)"
+        f"arguments, and the profiled runs ran only {len(chosen)} of its {ran} tests, the "
+        f"quickest that reached each of the {len(needed)} other(s)"
         + (
             f"; {len(unwatched)} entry point(s) without Python code are measured only where "
             "those tests call them"
@@ -105,6 +106,23 @@ def plan_profiled_runs(
     files = sorted({first.files[node] for node in chosen if node in first.files})
     estimate = sum(first.durations[node] for node in chosen)
     return ProfiledPlan([*needed, *unwatched], chosen, files, estimate, len(left))
+
+
+def cheapest_tests(reached: dict[str, list[str]], durations: Mapping[str, float]) -> frozenset[str]:
+    """Node ids of quick tests that together reach every entry point of ``reached`` (entry
+    point -> the origins that reached it first): for each, one already chosen for another if
+    it reached this one too, else its quickest in the warm-up. Entry points with the fewest
+    tests choose first, so that the tests they cannot do without are shared."""
+    chosen: set[str] = set()
+    options = {
+        qualname: [o.removeprefix(ORIGIN) for o in origins if o.startswith(ORIGIN)]
+        for qualname, origins in reached.items()
+    }
+    for qualname in sorted(options, key=lambda q: (len(options[q]), q)):
+        tests = options[qualname]
+        if tests and not chosen.intersection(tests):
+            chosen.add(min(tests, key=lambda node: durations.get(node, float("inf"))))
+    return frozenset(chosen)
 
 
 def replaying(captured: Sequence[CapturedCall], until: float = 0.0) -> set[str]:
@@ -152,7 +170,11 @@ def run_profiled(
     if plan.selected is not None and plan.files:  # else the whole suite, deselecting the rest
         rootdir = runner.runs[0].rootdir
         args = [*plan.files, *runner.args[1:], *(["--rootdir", rootdir] if rootdir else [])]
+    started = time.perf_counter()
     tally = runner.run(args=args, plugins=[loop], selected=plan.selected)
+    if loop.started:
+        runner.phases["profiled_collection"] = loop.started - started
+        runner.phases["profiled_runs"] = sum(runner.seconds[1:])
     if loop.error is not None:
         raise loop.error
     if not loop.started:
@@ -174,7 +196,7 @@ def repeating_loop(
         __test__ = False
 
         def __init__(self) -> None:
-            self.started = False
+            self.started = 0.0  # time.perf_counter() when the collected tests were handed over
             self.result: Any = None
             self.error: BaseException | None = None
             self.profiled_runs = 0
@@ -182,7 +204,7 @@ def repeating_loop(
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtestloop(self, session: Any) -> bool:
             items = list(session.items)
-            self.started = True
+            self.started = time.perf_counter()
             try:
                 self.result = work(lambda: self.run_all(items))
             # the profiler's errors, out of time, the alarm of a test that would not end

@@ -24,7 +24,7 @@ import tempfile
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from apiprof.engine.scenarios.capture import (
     capturing,
     recorder_for,
 )
+from apiprof.engine.scenarios.thinning import CASES_PER_TEST, LARGE_SUITE, sampled_cases
 
 PLUGIN_OPTIONS: dict[str, str] = {
     "--cov": "pytest_cov",
@@ -237,6 +238,8 @@ class TestTally:
         marks: Sequence[str] = (),
         selected: frozenset[str] | None = None,
         stop_at: float = 0.0,
+        after_test: Callable[[], None] | None = None,
+        sample: bool = False,
     ) -> None:
         self.outcomes: Counter[str] = Counter(passed=0, failed=0, errors=0, skipped=0)
         self.exit_code = -1
@@ -245,16 +248,25 @@ class TestTally:
         self.selected = selected  # node ids to run; None: every test collected
         self.stop_at = stop_at  # time.monotonic() past which no further test starts; 0: none
         self.stopped = False  # the run was cut short at stop_at
+        self.after_test = after_test  # called when each test is over (sends what it captured)
+        self.sample = sample  # a large suite runs a sample of each parametrized test's cases
+        self.collected = 0  # tests collected, when a sample of them ran
+        self.sampled: list[str] | None = None  # node ids of that sample
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
         self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
-        if self.selected is None:
+        chosen = self.selected
+        if chosen is None and self.sample and len(items) > LARGE_SUITE:
+            sample = sampled_cases([item.nodeid for item in items])
+            if len(sample) < len(items):  # else no test has many cases: the suite runs whole
+                self.sampled, self.collected, chosen = sample, len(items), frozenset(sample)
+        if chosen is None:
             return
-        kept = [item for item in items if item.nodeid in self.selected]
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in self.selected])
+        kept = [item for item in items if item.nodeid in chosen]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
         items[:] = kept
 
     def pytest_configure(self, config: Any) -> None:
@@ -271,6 +283,8 @@ class TestTally:
             self.recorder.origin = f"{ORIGIN}{item.nodeid}"
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self.after_test is not None:
+            self.after_test()
         if self.stop_at and time.monotonic() > self.stop_at and self.session is not None:
             self.session.shouldstop = "apiprof-scan: the --tests-timeout is near"
             self.stopped = True
@@ -303,6 +317,10 @@ class SuiteRunner:
     args: list[str] = field(default_factory=list)
     marks: list[str] = field(default_factory=list)  # registered for the suite (see adjusted)
     recorder: Recorder | None = None  # what the warm-up saw
+    # wall seconds by step: warm_up, replay_check (which captures replay, deciding what the
+    # profiled runs need), profiled_collection (their session's start-up and collection) and
+    # profiled_runs (all of them; each one's time is in ``seconds``)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         prepared = suite_arguments(self.path)
@@ -315,15 +333,21 @@ class SuiteRunner:
         args: Sequence[str] = (),
         plugins: Sequence[object] = (),
         selected: frozenset[str] | None = None,
+        after_test: Callable[[], None] | None = None,
+        sample: bool = False,
     ) -> TestTally:
         """One pytest session (``args`` instead of the suite's own, ``plugins`` besides the
         tally); the first one is retried after adjusting options pytest refused."""
         import pytest
 
+        # sample (and select) what the suite's own options (-m, -k) left: after other plugins;
+        # marked here, not where the class is defined, so that workers import pytest only for
+        # a suite
+        pytest.hookimpl(trylast=True)(TestTally.pytest_collection_modifyitems)
         # no __pycache__ beside the suite's files: assertion rewriting would try to write there
         sys.dont_write_bytecode = True
         for _ in range(MAX_RETRIES + 1):
-            tally = TestTally(recorder, self.marks, selected, stop_at)
+            tally = TestTally(recorder, self.marks, selected, stop_at, after_test, sample)
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
@@ -362,17 +386,36 @@ class SuiteRunner:
         return False
 
     def warm_up(
-        self, qualnames: Sequence[str], capture: bool, stop_at: float = 0.0
+        self,
+        qualnames: Sequence[str],
+        capture: bool,
+        stop_at: float = 0.0,
+        send: Callable[[list[CapturedCall]], None] | None = None,
     ) -> list[CapturedCall]:
         """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
         that reach each entry point, with ``capture`` the arguments they pass. The package's
         modules are forgotten before it, so the suite imports the copy it means to test. Past
-        ``stop_at`` (``time.monotonic()``) no further test starts."""
+        ``stop_at`` (``time.monotonic()``) no further test starts. ``send`` gets the calls each
+        test captured as soon as it is over (and the rest at the end): a worker killed in the
+        middle of a long suite still handed over what the tests before had passed."""
         recorder = recorder_for(qualnames, arguments=capture)  # imports the package
         forget_package(self.package)
+
+        def send_fresh() -> None:
+            if send is not None and recorder.fresh:
+                send(recorder.take_fresh())
+
         with capturing(recorder):
-            first = self.run(recorder, stop_at)
+            first = self.run(recorder, stop_at, after_test=send_fresh, sample=True)
+        send_fresh()  # calls made outside a test (collection, session fixtures)
         self.recorder = recorder
+        self.phases["warm_up"] = self.seconds[0]
+        if first.sampled is not None:
+            self.notes.append(
+                f"the suite collected {first.collected} tests: its warm-up ran "
+                f"{len(first.durations)} of them, at most {CASES_PER_TEST} cases of each "
+                "parametrized test (the outcomes are theirs)"
+            )
         if first.stopped:
             ran = sum(first.outcomes.values())
             self.notes.append(
@@ -380,6 +423,15 @@ class SuiteRunner:
                 "within --tests-timeout; what those tests passed to entry points is replayed"
             )
         return recorder.results()
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the block's wall time to ``phases[phase]``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - started
 
     def tail(self, lines: int = 3) -> str:
         text = [line for line in self.output.getvalue().splitlines() if line.strip()]
