@@ -353,7 +353,7 @@ def render_api_page(
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
     slices = profiles.slices(qualname)
     figures = SliceFigures()
-    fits, provenance, edges = profiles.background(qualname)
+    fits, provenance, edges, plots = profiles.background(qualname)
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
         return [
@@ -384,7 +384,7 @@ def render_api_page(
         ),
         side_by_side=lab_and_collected(slices),
         scenarios=scenario_table(slices, figures),
-        growth=view_growth(qualname, fits, slices, figures),
+        growth=view_growth(qualname, fits, slices, figures, plots),
         provenance=provenance,
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),
