@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _MEDIAN, _P90 = STORED_PERCENTILES.index(50), STORED_PERCENTILES.index(90)
 _IO = frozenset(m for m in Metric if m.is_io)
+_FORMATTERS = {m: value_formatter(m) for m in Metric}
 
 
 class SliceFigures:
@@ -61,15 +62,18 @@ def scenario_table(
     are written as :func:`~apiprof.sphinx_ext.rows.rows` writes them, without its per-cell
     checks: a build writes ~10k of these cells."""
     figures = figures or SliceFigures()
-    grouped: dict[tuple[str, int], dict[Metric, ScenarioSlice]] = {}
+    # per scenario and size: its first slice (the row's name, source and kind) and its cells
+    grouped: dict[tuple[str, int], tuple[ScenarioSlice, dict[Metric, str]]] = {}
     # translated and escaped once per table, not once per cell (what it is filled with,
     # formatted numbers and counts, holds no character HTML escapes)
     tip = text(_("p90 %(p90)s · %(n)s calls"))
-    cells_of: dict[int, str] = {}
-    present: set[Metric] = set()
+    formatters = _FORMATTERS
     for piece in slices:
         metric, rows = piece.metric, piece.rows
-        grouped.setdefault((piece.scenario_id, piece.size), {})[metric] = piece
+        key = (piece.scenario_id, piece.size)
+        entry = grouped.get(key)
+        if entry is None:
+            entry = grouped[key] = (piece, {})
         if type(rows) is Figures:  # stored figures (~15k a build): worth_showing, in line
             if not rows.count or (rows.total == 0 and metric in _IO):
                 continue
@@ -80,16 +84,15 @@ def scenario_table(
             continue
         # the median, with p90 and the number of calls as its tooltip; a formatted number
         # holds no character HTML escapes (digits, units, "—")
-        formatted = value_formatter(metric)
+        formatted = formatters[metric]
         title = tip % {"p90": formatted(p90), "n": rows.count}
-        cells_of[id(piece)] = f'<td title="{title}">{formatted(median)}</td>'
-        present.add(metric)
+        entry[1][metric] = f'<td title="{title}">{formatted(median)}</td>'
+    present = {metric for _first, cells in grouped.values() for metric in cells}
     metrics = [m for m in Metric if m in present]
     spans = Counter(scenario_id for scenario_id, _size in grouped)
     missing = "<td>—</td>"
     body, seen = [], set()
-    for (scenario_id, size), by_metric in grouped.items():
-        first = next(iter(by_metric.values()))
+    for (scenario_id, size), (first, cells) in grouped.items():
         head = ""
         if scenario_id not in seen:  # the scenario's name and source span its sizes' rows
             span, about = spans[scenario_id], first.description
@@ -102,7 +105,7 @@ def scenario_table(
                 f'<td rowspan="{span}">{text(source_label(first.source, scenario_id))}</td>'
             )
         attrs = ' class="apiprof-source-collected"' if is_collected(first) else ""
-        measured = "".join([cells_of.get(id(by_metric.get(m)), missing) for m in metrics])
+        measured = "".join([cells.get(m, missing) for m in metrics])
         size_cell = "<td></td>" if size == NO_SIZE else f"<td>{size}</td>"
         body.append(f"<tr{attrs}>{head}{size_cell}{measured}</tr>")
         seen.add(scenario_id)
