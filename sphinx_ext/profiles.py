@@ -43,7 +43,7 @@ from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
     from apiprof.db.charts import StoredPlots
     from apiprof.db.details import Provenance
-    from apiprof.db.figures import StoredSlices
+    from apiprof.db.figures import StoredCells, StoredSlices
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
     from apiprof.growth_plot import ChartKey, GrowthPlot
@@ -167,6 +167,7 @@ class Profiles:
     # rows held through the reading phase lengthen its cycle collections)
     _figures_stored: bool = False
     _stored: StoredSlices | None = None
+    _cells: StoredCells | None = None
     _background: tuple[dict, dict, dict, StoredPlots | None] | None = None  # every API's fits,
     # provenance, calls and stored charts
 
@@ -298,6 +299,22 @@ class Profiles:
             return self._stored.slices(qualname) if self._stored is not None else []
         return found or []
 
+    def stored_cells(self, qualname: str) -> tuple[list[tuple], dict] | None:
+        """An API's stored scenario-table cells and every scenario's source (read at the first
+        call), or None when its slices are not read from stored figures (collected
+        measurements, an older file): ask :meth:`slices` then."""
+        if self._slices is None:
+            self.lookup("")
+        if not self._figures_stored or qualname in (self._slices or {}):
+            return None
+        if self._cells is None:
+            from apiprof.db.figures import StoredCells
+
+            self._cells = self.read(StoredCells)
+        if self._cells is None:
+            return None
+        return self._cells.rows.get(qualname, []), self._cells.scenarios
+
     def background(self, qualname: str) -> Background:
         """An API's growth fits, provenance and callers/callees — every API's read at the first
         call, since every drill-down page shows them (a few queries instead of six per page) —
@@ -320,10 +337,11 @@ class Profiles:
         )
 
     def release_page_data(self) -> None:
-        """Drop what only drill-down pages read (slice figures, fits, provenance, calls) once
+        """Drop what only drill-down pages read (slice figures, fits, charts, calls...) once
         they are written, so the rest of the build's cycle collections do not walk it; asked
         for again, it is read again."""
         self._stored = None
+        self._cells = None
         self._background = None
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:

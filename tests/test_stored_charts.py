@@ -19,6 +19,7 @@ from apiprof.growth_plot import GrowthPlot, plot_growth
 from apiprof.model.records import Metric
 from apiprof.sphinx_ext.growth_view import view_growth
 from apiprof.sphinx_ext.profiles import Profiles
+from apiprof.sphinx_ext.scenario_view import scenario_table, stored_scenario_table
 
 
 def drawn_both_ways(path: Path) -> list[tuple[list, list]]:
@@ -59,6 +60,21 @@ def test_a_later_scan_redraws_the_charts_of_what_it_touched(tmp_path):
     write(tmp_path / "t.db", ("env-b",), seed=2).close()  # every API measured again elsewhere
     assert_current(tmp_path / "t.db")
     assert charts.stored_plots(open_reader(tmp_path / "t.db")) != before
+
+
+def test_the_scenario_table_of_stored_cells_is_the_one_of_the_slices(tmp_path):
+    """With charts stored, a page reads only its scenario table's cells of the slices."""
+    write(tmp_path / "c.db", ("env-a", "env-b")).close()
+    profiles = Profiles(tmp_path / "c.db")
+    profiles.lookup("")
+    tables = 0
+    for name in profiles.known_names():
+        cells = profiles.stored_cells(name)
+        assert cells is not None
+        table = stored_scenario_table(*cells)
+        assert table == scenario_table(profiles.slices(name))
+        tables += bool(table.body)
+    assert tables == 3  # every API of the fixture has a table
 
 
 def older(path: Path) -> None:
