@@ -14,6 +14,7 @@ from sphinxhelp import build_logged, make_project
 from test_bulk_reads import write
 
 from apiprof.db import charts, query
+from apiprof.db.merge import merge_files
 from apiprof.db.schema import MIGRATIONS, SCHEMA_VERSION, open_db, open_reader, schema_version
 from apiprof.growth_plot import GrowthPlot, plot_growth
 from apiprof.model.records import Metric
@@ -60,6 +61,13 @@ def test_a_later_scan_redraws_the_charts_of_what_it_touched(tmp_path):
     write(tmp_path / "t.db", ("env-b",), seed=2).close()  # every API measured again elsewhere
     assert_current(tmp_path / "t.db")
     assert charts.stored_plots(open_reader(tmp_path / "t.db")) != before
+
+
+def test_merged_files_hold_the_charts_of_their_sum(tmp_path):
+    write(tmp_path / "a.db", ("env-a",), seed=3).close()
+    write(tmp_path / "b.db", ("env-b",), seed=4).close()
+    merge_files(tmp_path / "merged.db", [tmp_path / "a.db", tmp_path / "b.db"])
+    assert_current(tmp_path / "merged.db")
 
 
 def test_the_scenario_table_of_stored_cells_is_the_one_of_the_slices(tmp_path):
