@@ -15,11 +15,12 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, merged
+from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
 from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.wants import Lesson, Want, merged
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
 REPAIR_ALONE = tuple(source for source in SOURCES if source != "results")
@@ -76,6 +77,20 @@ RULES = {
     # the receiver's constructor refused its argument: every attribute it reads, at once
     "repair_pkg.ColouredReport.paint": "self.options an object with attributes 'width', "
     "'colour', 'keys_counted'",
+    # a parser quoting the literal it looked for in a text
+    "repair_pkg.sections": 'learned from ValueError "usage:" (case-insensitive) not found.: '
+    "doc a text containing 'usage:'",
+    # the positional items of *args
+    "repair_pkg.heaviest_of": "elements of items an object with attribute 'weight'",
+    # a key looked up lazily in C: the mapping arguments lacking it are told by the arguments
+    "repair_pkg.values_under": "elements of mappings a dict with key '",
+    # numbers read with an explicit base: their decimal text
+    "repair_pkg.allowed_ports": "elements of ports of type digits",
+    # an argument used as a key: text, then the mappings hold that text
+    "repair_pkg.plucked": "learned from KeyError: the function passed as key was looked up "
+    "as a key: key of type str",
+    # an argument naming an attribute: one the objects have
+    "repair_pkg.invoked": "named an attribute of the object: name '",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
@@ -195,3 +210,26 @@ def test_a_repaired_call_that_ended_its_worker_is_not_made_again():
         again, _ = find_synthesized_scenario("repair_pkg.lookup_all", (10,), sources=REPAIR_ALONE)
     assert announced and died.key not in {run.key for run in announced}
     assert again is None or scenario_key(again) != died.key  # another variant, mended too
+
+
+def test_a_quoted_literal_is_wanted_only_when_no_argument_already_holds_it():
+    from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
+
+    assert wanted_literal('"usage:" (case-insensitive) not found.') == "usage:"
+    assert wanted_literal("expected 'BEGIN' at line 1") == "BEGIN"
+    assert wanted_literal('missing "[section]" header') == "[section]"
+    assert wanted_literal("the value 'x' is of the wrong type") is None
+    assert text_lacking("BEGIN", {"n": 3, "text": "lorem"}) == "text"
+    assert text_lacking("lorem", {"key": "lorem", "text": "ipsum"}) is None  # our input, echoed
+
+
+def test_a_number_shifted_into_a_sequence_parameter_is_told_by_what_failed_to_iterate():
+    from repair_pkg import windows
+
+    try:
+        windows(8, 11)  # the second argument is taken as the sequence
+    except TypeError as error:
+        lesson = learn(error, {"size": 8, "step": 11})
+    assert lesson == Lesson(
+        "step", Want.TYPE, ("list",), cause="TypeError 'int' object is not iterable"
+    )

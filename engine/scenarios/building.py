@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from apiprof.model.records import ScenarioSource
 
 if TYPE_CHECKING:
-    from apiprof.engine.scenarios.lessons import Lesson
     from apiprof.engine.scenarios.results import Taken
+    from apiprof.engine.scenarios.wants import Lesson
 
 UNSIZED_LENGTH = 10
 """Collection length used when a scenario has no size axis."""

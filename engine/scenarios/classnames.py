@@ -37,6 +37,8 @@ def classes_named_by(
         cls = by_key.get(key) if start == 0 or len(key) >= 3 else None
         if cls is not None and cls not in found:
             found.append(cls)
+    if not found and len(words) > 1 and words[-1] in GENERIC_NOUNS:
+        found = _family(words[:-1], classes)  # `asn1Object`: one of the package's Asn1 classes
     if found or not abbreviations:
         return found
     abbreviated = sorted(
@@ -49,6 +51,24 @@ def classes_named_by(
         key=len,
     )
     return [classes[name] for name in abbreviated] if len(abbreviated) <= MAX_ABBREVIATED else []
+
+
+GENERIC_NOUNS = frozenset({"object", "obj", "instance"})
+"""Last words of a parameter's name that say "an instance of the family its first words name"."""
+FAMILY_TAILS = ("item", "type", "object", "base")
+"""What follows a family's name in the names of its root classes (``Asn1Item``, ``Asn1Type``)."""
+
+
+def _family(words: list[str], classes: Mapping[str, type]) -> list[Any]:
+    """The package's classes named after ``words`` and one of :data:`FAMILY_TAILS`,
+    subclasses before their bases (the most specific first)."""
+    prefix = "".join(words)
+    named = [
+        cls
+        for name, cls in sorted(classes.items())
+        if name.lower() in {prefix + tail for tail in FAMILY_TAILS}
+    ]
+    return sorted(named, key=lambda cls: -len(cls.__mro__))
 
 
 MAX_ABBREVIATED = 2

@@ -18,7 +18,8 @@ from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.callees import usage_through_callees
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
+from apiprof.engine.scenarios.lessons import learn, may_teach
+from apiprof.engine.scenarios.wants import Lesson, Want
 
 
 def constructor_error(error: BaseException) -> BaseException | None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apiprof.engine.discovery.discover import resolve_object
+from apiprof.engine.scenarios.doctestglobs import doctest_globals
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.records import EntryPoint, ScenarioSource
 
@@ -132,7 +133,8 @@ def module_globals_setup(module: str) -> str:
 def example_globals(module: str) -> dict[str, object]:
     """What an example in ``module`` may use: the package itself and its public names (examples
     are often written after ``from package import *``: pyparsing's use ``Word`` everywhere),
-    then the module's own globals, which win."""
+    then the module's own globals, which win, then what the module hands its own doctest run
+    (``doctest.testmod(extraglobs=...)``), as that run would see."""
     top = module.split(".")[0]
     names: dict[str, object] = {}
     with contextlib.suppress(Exception):
@@ -145,6 +147,7 @@ def example_globals(module: str) -> dict[str, object]:
     with contextlib.suppress(Exception):
         own = vars(importlib.import_module(module))
         names.update({name: value for name, value in own.items() if not name.startswith("__")})
+    names.update(doctest_globals(module))
     return names
 
 

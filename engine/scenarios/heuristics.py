@@ -41,6 +41,14 @@ class CharMarker:
     """Annotation marker: a one-character string."""
 
 
+class ContextManagerMarker:
+    """Annotation marker: a context manager (``with x:``), one that can be entered again."""
+
+
+class LoggerMarker:
+    """Annotation marker: a ``logging.Logger`` of its own that keeps its records to itself."""
+
+
 class ModuleMarker:
     """Annotation marker: a module object (one of the package's own, in turn)."""
 
@@ -60,7 +68,8 @@ for _names, _annotation in [
         "n k i j r count size width length num index idx pos start stop step depth indent limit "
         "ndigits places base times level levels steps distance max_size max_count loc offset "
         "nbytes maxsize lineno line_number col column precision digits bits port nth amount "
-        "repeat repeats seed maxlen minlen padding capacity typecode",
+        "repeat repeats seed maxlen minlen padding capacity typecode tries attempts retries "
+        "fails failures max_tries max_retries max_attempts",
         int,
     ),
     ("u w node n1 n2 u_of_edge v_of_edge start_node end_node vertex nbr neighbor", int),  # graphs
@@ -80,7 +89,7 @@ for _names, _annotation in [
     ),
     ("list_of_lists m1 m2 matrix rows", list[list[int]]),
     ("pairs key_value_pairs", list[tuple[str, int]]),
-    ("obj o object item element elem value val thing target instance default", Any),
+    ("obj o object item element elem value val thing target instance default root tree", Any),
     (
         "func function fn f key keyfunc pred predicate callback valuefunc reducefunc validator "
         "wrapping_func handler hook factory action fget fset method callable_ cb decorator "
@@ -111,6 +120,7 @@ for _names, _annotation in [
     ("dirname directory dir_name dirpath folder root_dir rootdir dir_path", DirectoryMarker),
     ("sock socket conn connection client_socket", SocketMarker),
     ("module module_obj module_object", ModuleMarker),
+    ("logger user_logger userlogger", LoggerMarker),
     (
         "dt datetime when timestamp_dt start_dt end_dt dtstart until after before dt1 dt2 moment",
         datetime.datetime,
@@ -205,6 +215,7 @@ _SUFFIXES: list[tuple[str, Any]] = [
     ("_flag", bool),
     ("_type", type | str),  # a class (`exc_type`), or a kind's name (`node_type`, `content_type`)
     ("_cls", type),
+    ("_logger", LoggerMarker),
     ("_class", type),
 ]
 

@@ -13,17 +13,17 @@ only exception types, messages and the objects the call was given.
 from __future__ import annotations
 
 import ast
-import enum
 import inspect
 import re
 import sys
 import textwrap
 import types
+import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
+from apiprof.engine.scenarios.echoes import attribute_named_by_argument, key_from_argument
 from apiprof.engine.scenarios.failing import (
     called,
     culprit,
@@ -34,110 +34,28 @@ from apiprof.engine.scenarios.failing import (
 )
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
-
-
-class Want(enum.StrEnum):
-    """What a parameter (or the call as a whole) turned out to need."""
-
-    ATTRIBUTES = "attributes"  # an object with these attributes (``name()``: called)
-    KEYS = "keys"  # a dict holding these keys
-    MAPPING = "mapping"  # a mapping with string keys, not a list or a string
-    FILE = "file"  # the path of a file that exists
-    NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
-    ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
-    TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
-    MODULE = "module"  # the dotted name of one of the package's modules (with these attributes)
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """One thing learned from a rejected call, in a form a scenario's setup code can carry
-    (:meth:`literal`) so the measuring worker rebuilds exactly the repaired arguments."""
-
-    parameter: str  # the entry point's parameter it is about ("" for NAMES and ARGV)
-    want: Want
-    names: tuple[str, ...] = ()  # attributes, keys, parameter names or argument names
-    element: bool = False  # the parameter's elements want it (a list of tokens), not itself
-    cause: str = ""  # what taught it: "KeyError 'data'"
-    turn: int = 0  # which candidate object to try (for ATTRIBUTES: several classes may fit)
-
-    def literal(self) -> tuple[Any, ...]:
-        return (
-            self.parameter,
-            str(self.want),
-            self.names,
-            self.element,
-            self.cause,
-            self.turn,
-        )
-
-    @classmethod
-    def from_literal(cls, data: tuple[Any, ...]) -> Lesson:
-        parameter, want, names, element, cause, turn = data
-        return cls(parameter, Want(want), tuple(names), bool(element), cause, int(turn))
-
-    @property
-    def key(self) -> tuple[str, bool]:
-        return self.parameter, self.element
-
-    def describe(self) -> str:
-        """``"learned from KeyError 'data': token a dict with key 'data'"``."""
-        return f"learned from {self.cause}: {self.what()}"
-
-    def what(self) -> str:
-        subject = f"elements of {self.parameter}" if self.element else self.parameter
-        listed = ", ".join(repr(name) for name in self.names)
-        plural = "s" if len(self.names) > 1 else ""
-        return {
-            Want.ATTRIBUTES: f"{subject} an object with attribute{plural} {listed}",
-            Want.KEYS: f"{subject} a dict with key{plural} {listed}",
-            Want.MAPPING: f"{subject} a mapping with string keys",
-            Want.FILE: f"{subject} the path of a file that exists",
-            Want.NAMES: f"the call takes the parameter{plural} {listed}",
-            Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
-            Want.TYPE: f"{subject} of type {' or '.join(self.names)}",
-            Want.MODULE: f"{subject} the name of a module of the package"
-            + (f" with {listed}" if self.names else ""),
-        }[self.want]
-
-
-def _argv_listed(tokens: tuple[str, ...]) -> str:
-    """``'count', '--input', 'input'``: literals as they are passed, files by their name."""
-    return ", ".join(repr(token.removeprefix("=")) for token in tokens)
-
-
-def merged(lessons: tuple[Lesson, ...], new: Lesson) -> tuple[Lesson, ...]:
-    """``lessons`` with ``new`` added: what one parameter wants accumulates (the keys and
-    attributes asked so far), a different want replaces the older one (a mapping, then the
-    key it lacked)."""
-    kept: list[Lesson] = []
-    for lesson in lessons:
-        if lesson.key != new.key:
-            kept.append(lesson)
-        elif lesson.want is new.want and new.want in ACCUMULATING:
-            names = (*lesson.names, *(name for name in new.names if name not in lesson.names))
-            causes = lesson.cause if new.cause in lesson.cause else f"{lesson.cause}, {new.cause}"
-            new = replace(new, names=names, cause=causes, turn=lesson.turn)
-    return (*kept, new)
-
-
-ACCUMULATING = (Want.ATTRIBUTES, Want.KEYS, Want.MODULE)
-"""Wants whose names add up over the rounds (and that have further candidates to try)."""
-
+from apiprof.engine.scenarios.wants import Lesson, Want
 
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|No module named"
+    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
+    r"can't convert non-string with explicit base"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
-again: a ``ValueError`` about the content says nothing about the type)."""
+again: a ``ValueError`` about the content says nothing about the type), besides a message
+quoting a literal the text lacked (:mod:`.quoted`)."""
 
 
 def may_teach(reason: str) -> bool:
     """Whether a rejected call's reason is of a kind a lesson can come from."""
-    return TEACHING.search(reason) is not None or mixes_kinds(reason)
+    return (
+        TEACHING.search(reason) is not None
+        or mixes_kinds(reason)
+        or wanted_literal(reason) is not None
+    )
 
 
 def learn(
@@ -167,12 +85,19 @@ def learn(
     if _NONE.match(message) or (isinstance(error, AttributeError) and error.obj is None):
         return _from_none(error, message, bound, receiver)
     if isinstance(error, AttributeError):
-        return _from_attribute_error(error, bound, cause) or _from_receiver_attribute(
-            error, receiver, cause
+        return (
+            attribute_named_by_argument(error, bound)
+            or _from_attribute_error(error, bound, cause)
+            or _from_receiver_attribute(error, receiver, cause)
         )
+    if isinstance(error, KeyError) and error.args and not isinstance(error.args[0], str):
+        return key_from_argument(error, bound)
     if isinstance(error, KeyError) and error.args and isinstance(error.args[0], str):
         key = error.args[0]
-        found = culprit(error, bound, lambda value: isinstance(value, Mapping) and key not in value)
+        without_key = _lacking(key)
+        found = culprit(error, bound, without_key)
+        if found is None:  # raised in C while something else consumed it: the arguments say
+            found = next(holders(bound, without_key), None)
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
@@ -193,11 +118,24 @@ def learn(
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")
+        if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
+            found = culprit(error, bound, lambda value: isinstance(value, int))
+            if found is not None:
+                return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
+        iterated = _NOT_ITERABLE.match(message)
+        if iterated is not None and iterated.group(1) != "NoneType":
+            found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
+            if found is not None:  # `iter(seq)` on an int: the argument shifted into `seq`
+                return Lesson(found[0], Want.TYPE, ("list",), found[1], f"TypeError {message}")
         wrong = _indexed_by_string(message)
         if wrong is not None:
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    literal = wanted_literal(message)
+    text = text_lacking(literal, bound) if literal is not None else None
+    if literal is not None and text is not None:
+        return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
     return None
 
 
@@ -219,6 +157,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "callable": Callable[..., Any],
     "integer": int,
     "string": str,
+    "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
 }
@@ -235,6 +174,26 @@ MAX_ARGV = 3
 """Most command-line arguments a usage line is given."""
 MAX_NAMES = 32
 """Most parameter names read off a C function's errors."""
+
+
+def _lacking(key: str) -> Callable[[object], bool]:
+    """Whether a value is a mapping without ``key``."""
+    return lambda value: isinstance(value, Mapping) and key not in value
+
+
+_NUMERIC_TEXT = "int() can't convert non-string with explicit base"
+_NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
+
+
+def _is_uniterable(value: object, type_name: str) -> bool:
+    """Whether ``value`` is of the type an "is not iterable" message names, and really is not."""
+    if type(value).__name__ != type_name:
+        return False
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return True
+    return False
 
 
 _NONE = re.compile(r"'NoneType' object (is not (iterable|subscriptable|callable)|has no attribute)")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import inspect
 import sys
-import types
 import typing
+from collections import abc
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from apiprof.engine.scenarios import repaired, results
+from apiprof.engine.scenarios import optionalfill, repaired, results  # optionalfill: a cycle
 from apiprof.engine.scenarios.building import (
     RANK,
     SOURCES,
@@ -31,7 +31,6 @@ from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_values
 from apiprof.engine.scenarios.factories import (
     Produced,
-    import_package,
     inverse_class_producers,
     inverse_producers,
 )
@@ -49,7 +48,7 @@ from apiprof.engine.scenarios.signatures import (
     type_hints,
 )
 from apiprof.engine.scenarios.stubs import stub_signature
-from apiprof.engine.scenarios.usage import infer_from_usage, unconstrained
+from apiprof.engine.scenarios.usage import infer_from_usage, only_formatted, unconstrained
 from apiprof.engine.scenarios.values import build
 from apiprof.engine.scenarios.visitors import tree_candidates
 from apiprof.model.records import ScenarioSource
@@ -80,19 +79,24 @@ def arguments_for(
     kwargs: dict[str, Any] = {}
     built: dict[str, Any] = {} if context.receiver is None else {"self": context.receiver}
     fill = optional and any(
-        _optional_type(p, hints, context.sources, target) is not None
+        optionalfill.optional_type(p, hints, context.sources, target) is not None
         for p in signature.parameters.values()
     )
-    fill = fill and late_variant(context)
+    fill = fill and optionalfill.late_variant(context)
     for parameter in list(signature.parameters.values())[skip:]:
         if parameter.kind is parameter.VAR_KEYWORD:
             continue
         if parameter.kind is parameter.VAR_POSITIONAL:
             fields = declared_fields(target, parameter.name)
+            lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+            if lesson is not None:  # what a call said its positional items must be
+                value = repaired.repaired_value(lesson, context, lesson.parameter)
+                args.extend(value if lesson.element else [value])
+                continue
             if fields:  # the class lists what its positional arguments are
                 args.extend(_build_field(target, name, context) for name in fields)
                 continue
-            element = _element_annotation(parameter, hints)
+            element = _element_annotation(parameter, hints, target)
             if element is not None and element not in (
                 Any,
                 object,
@@ -102,7 +106,7 @@ def arguments_for(
                 target, parameter.name, built
             ):
                 args.extend(_forwarded(target, parameter.name, built, context))
-            elif optional and late_variant(context):
+            elif optional and optionalfill.late_variant(context):
                 # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
                 # pass two values
                 kept = str if element is None else element  # names, items: words
@@ -114,7 +118,7 @@ def arguments_for(
                 # its default of None did not do after all
                 kwargs[parameter.name] = repaired.repaired_value(lesson, context, lesson.parameter)
             elif fill and parameter.kind is not parameter.POSITIONAL_ONLY:
-                _fill_optional(target, parameter, hints, context, kwargs)
+                optionalfill.fill_optional(target, parameter, hints, context, kwargs)
             continue
         lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
         if lesson is not None and context.depth:  # the receiver's constructor: a call told
@@ -139,76 +143,6 @@ def _lesson_name(name: str, target: Callable[..., object], context: BuildContext
         return name
     receiver = context.depth == 1 and context.parameter == "self" and target is context.owner
     return f"self.{name}" if receiver else ""
-
-
-FILL_FROM = 3
-"""The first variant that fills optional parameters and kept ``*args``: variants 1 and 2 keep
-their flavours of the other arguments (a word instead of prose) with the plain call."""
-
-
-def late_variant(context: BuildContext) -> bool:
-    """Whether this variant fills optional parameters (odd variants from ``FILL_FROM`` on);
-    makes sure that many variants are tried."""
-    context.choices = max(context.choices, FILL_FROM + 1)
-    context.note_flavours(FILL_FROM + 1)
-    variant = context.current_variant()  # a pinned receiver fills its own optional ones
-    return variant >= FILL_FROM and variant % 2 == 1
-
-
-def _optional_type(
-    parameter: inspect.Parameter,
-    hints: dict[str, Any],
-    sources: frozenset[str],
-    target: Callable[..., object],
-) -> Any:
-    """What an optional parameter's annotation names besides None, or for an unannotated one
-    defaulting to None what its name suggests (with heuristics: a well-known name, else the
-    package class it names, ``lexer=None`` a ``Lexer``); None: no usable type."""
-    if parameter.default is parameter.empty or parameter.kind in (
-        parameter.VAR_POSITIONAL,
-        parameter.VAR_KEYWORD,
-    ):
-        return None
-    annotation = hints.get(parameter.name, parameter.annotation)
-    if annotation is parameter.empty and parameter.default is None and "heuristics" in sources:
-        module = getattr(target, "__module__", "") or ""
-        import_package(module.split(".")[0])  # the class may live in a module not yet imported
-        named = classes_named_by(parameter.name, package_classes(module), abbreviations=False)
-        annotation = guess_from_name(parameter.name) or (named or [parameter.empty])[0]
-    if annotation is parameter.empty or isinstance(annotation, str) or annotation in (Any, object):
-        return None
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = [m for m in typing.get_args(annotation) if m is not type(None)]
-        annotation = members[0] if len(members) == 1 else None
-    return None if annotation in (None, type(None), bool) else annotation
-
-
-def _fill_optional(
-    target: Callable[..., object],
-    parameter: inspect.Parameter,
-    hints: dict[str, Any],
-    context: BuildContext,
-    kwargs: dict[str, Any],
-) -> None:
-    """Pass ``parameter`` a value of its annotated type, when one builds (else its default)."""
-    annotation = _optional_type(parameter, hints, context.sources, target)
-    if annotation is None:
-        return
-    # the late variants that fill (FILL_FROM, FILL_FROM + 2, ...) take its flavours in order
-    inner = context.inner((context.current_variant() - FILL_FROM) // 2)
-    try:
-        with inner.attempt():
-            kwargs[parameter.name] = build(annotation, inner, parameter.name)
-    except CannotSynthesize:
-        return
-    finally:
-        context.sized |= inner.sized
-        context.files |= inner.files
-        context.choices = max(context.choices, FILL_FROM + 2 * inner.choices)
-        context.note_flavours(FILL_FROM + 2 * inner.choices)
-    annotated = hints.get(parameter.name, parameter.annotation) is not parameter.empty
-    guessed = ScenarioSource.SYNTHESIZED if annotated else ScenarioSource.HEURISTICS
-    context.credit(parameter.name, guessed)
 
 
 def _forwarded(
@@ -347,6 +281,8 @@ def parameter_candidates(
             classes = package_classes(getattr(target, "__module__", "") or "")
             strong, weak = infer_from_usage(usage, module, classes)
         guess = guess_from_name(parameter.name)
+        if parameter.name in ("key", "k") and _on_mapping(target):
+            guess = str  # the key of an item, not a key function
         named = classes_named_by(
             parameter.name,
             package_classes(getattr(target, "__module__", "") or ""),
@@ -359,6 +295,8 @@ def parameter_candidates(
             found.append((sibling, ScenarioSource.HEURISTICS))
         elif not found and unconstrained(usage):  # unused, or only stored: anything goes
             found.append((Any, ScenarioSource.HEURISTICS))
+        elif not found and only_formatted(usage):  # only printed into a message: text does
+            found.append((str, ScenarioSource.HEURISTICS))
     elif not found:  # the long-standing, always-on guesses for the most common names
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
@@ -388,6 +326,11 @@ def parameter_candidates(
     for typed, source in found:
         unique.setdefault(repr(typed), (typed, source))
     return list(unique.values())
+
+
+def _on_mapping(target: Callable[..., object]) -> bool:
+    """Whether ``target`` is a method bound to a mapping (``d.setdefault(key)``)."""
+    return isinstance(getattr(target, "__self__", None), (dict, abc.Mapping))
 
 
 def _after_literals(found: list[tuple[Any, ScenarioSource]]) -> int:
@@ -471,10 +414,18 @@ def _why_untyped(
     )
 
 
-def _element_annotation(parameter: inspect.Parameter, hints: dict[str, Any]) -> Any:
-    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing."""
+def _element_annotation(
+    parameter: inspect.Parameter, hints: dict[str, Any], target: Callable[..., object]
+) -> Any:
+    """What to pass twice for ``*iterables``-style parameters, or None to pass nothing: the
+    annotation, else the package's class the singular names (``*namedTypes``: ``NamedType``),
+    else what the singular's name suggests."""
     annotation = hints.get(parameter.name, parameter.annotation)
     if annotation is not parameter.empty and not isinstance(annotation, str):
         return annotation
     singular = parameter.name[:-1] if parameter.name.endswith("s") else ""
-    return guess_from_name(singular) if singular else None
+    if not singular:
+        return None
+    classes = package_classes(getattr(target, "__module__", "") or "")
+    named = classes_named_by(singular, classes, abbreviations=False)
+    return named[0] if named else guess_from_name(singular)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception
 from apiprof.engine.scenarios.constructorlessons import constructor_lesson
-from apiprof.engine.scenarios.lessons import ACCUMULATING, Lesson, Want, learn, merged
+from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.stops import WATCH
 from apiprof.engine.scenarios.synth import (
@@ -36,6 +36,7 @@ from apiprof.engine.scenarios.synth import (
 )
 from apiprof.engine.scenarios.taken import Taken
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, MemoryStream, quiet_stdio, try_scenario
+from apiprof.engine.scenarios.wants import ACCUMULATING, Lesson, Want, merged
 from apiprof.model.records import NO_SIZE, Phase
 
 MAX_REPAIR_CALLS = 6

@@ -26,11 +26,13 @@ from apiprof.engine.scenarios import instances, values
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
-from apiprof.engine.scenarios.lessons import BUILTIN_TYPES, Lesson, Want
+from apiprof.engine.scenarios.lessons import BUILTIN_TYPES
 from apiprof.engine.scenarios.modulenames import package_module_name
+from apiprof.engine.scenarios.quoted import with_literals
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.texts import random_text, random_word
 from apiprof.engine.scenarios.usage import self_attributes
+from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.model.records import ScenarioSource
 
 REPAIRED_ELEMENTS = 3
@@ -106,6 +108,10 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
             return package_module_name(context.qualname, lesson.names, lesson.turn)
         except LookupError as error:
             raise CannotSynthesize(f"parameter {name!r}: {error}") from None
+    if lesson.want is Want.ONE_OF:
+        return lesson.names[0]
+    if lesson.want is Want.CONTAINS:
+        return with_literals(lesson.names, random_word(context.rng(name)))
     if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
         return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import logging
 import pathlib
 import random
 import re
@@ -98,6 +99,16 @@ def traceback_value(
         raise ValueError("synthesised")
     except ValueError as error:
         return error.__traceback__
+
+
+def quiet_logger(context: BuildContext, name: str, rng: random.Random) -> logging.Logger:
+    """A logger of its own (named after the parameter) that neither prints nor passes its
+    records to the root logger: what a caller hands a library that logs."""
+    logger = logging.getLogger(f"apiprof.synthesised.{name}")
+    logger.propagate = False
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    return logger
 
 
 MAX_MODULES = 8

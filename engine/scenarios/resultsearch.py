@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from apiprof.engine.scenarios.lessons import Lesson, Want, learn, may_teach
+from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.producers import Offer, offers, target_and_owner
 from apiprof.engine.scenarios.repair import Start, bound_arguments, probe_call, receiver_of
 from apiprof.engine.scenarios.results import (
@@ -30,6 +30,7 @@ from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import Synthesis, is_lazy, synthesize
 from apiprof.engine.scenarios.taken import RECEIVER, Taken
 from apiprof.engine.scenarios.trial import try_scenario
+from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.model.records import Coverage
 
 MAX_TRIALS = 6

@@ -72,6 +72,10 @@ def _stub_locations(obj: object, qualname: str) -> Iterator[tuple[str, list[str]
     inner = getattr(target, "__qualname__", None)
     if isinstance(module, str) and isinstance(inner, str) and "<" not in inner:
         yield module, [*inner.split("."), *suffix]
+        if module.startswith("_") and module.lstrip("_") in sys.stdlib_module_names:
+            # a C accelerator's object is stubbed where the stdlib exports it:
+            # `_functools.reduce` in functools.pyi, `_heapq.heappush` in heapq.pyi
+            yield module.lstrip("_"), [*inner.split("."), *suffix]
     parts = qualname.split(".")
     for split in range(len(parts) - 1, 0, -1):
         yield ".".join(parts[:split]), [*parts[split:], *suffix]
@@ -131,6 +135,11 @@ def _find_in_stub(
         if len(rest) == 1 and not any(
             _defines(node, rest[0]) for node in _flatten(classes[0].body)
         ):
+            own_new: list[ast.AST] = [
+                node for node in _flatten(classes[0].body) if _defines(node, "__new__")
+            ]
+            if rest == ["__init__"] and own_new:  # `partial(func, /, *args)` is its __new__
+                return stub, own_new
             return _find_in_bases(stub, classes[0], rest, hops)
         body = classes[0].body
     return None
@@ -212,8 +221,9 @@ def _signature_from(definitions: list[ast.AST], stub: _Stub) -> StubSignature:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         arguments = node.args
-        if signature is None:
-            signature = _runtime_signature(arguments)
+        overload = _runtime_signature(arguments)
+        if signature is None or _required(overload) < _required(signature):
+            signature = overload  # of overloads, the one asking least: `reduce(f, items)`
         every = [
             *arguments.posonlyargs,
             *arguments.args,
@@ -231,6 +241,15 @@ def _signature_from(definitions: list[ast.AST], stub: _Stub) -> StubSignature:
             if value is not None:
                 returns.append(value)
     return StubSignature(parameters, [r for r in returns if r is not None], stub.module, signature)
+
+
+def _required(signature: inspect.Signature | None) -> int:
+    if signature is None:
+        return 1 << 20  # no usable signature: any other overload is better
+    return sum(
+        p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in signature.parameters.values()
+    )
 
 
 def _runtime_signature(arguments: ast.arguments) -> inspect.Signature | None:

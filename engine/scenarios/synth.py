@@ -32,11 +32,11 @@ from apiprof.engine.scenarios.consume import (
     is_lazy,
     rewind,
 )
-from apiprof.engine.scenarios.lessons import Lesson
 from apiprof.engine.scenarios.parameters import arguments_for
 from apiprof.engine.scenarios.receivers import resolve_target
 from apiprof.engine.scenarios.repaired import apply_argv
 from apiprof.engine.scenarios.results import Taken
+from apiprof.engine.scenarios.wants import Lesson
 from apiprof.model.records import ScenarioSource
 
 __all__ = [

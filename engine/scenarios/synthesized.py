@@ -22,7 +22,7 @@ from typing import Any
 from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import describe_exception, resolve_object
 from apiprof.engine.scenarios.constructorlessons import constructor_error
-from apiprof.engine.scenarios.lessons import Lesson, may_teach
+from apiprof.engine.scenarios.lessons import may_teach
 from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.results import SOURCE as RESULTS
 from apiprof.engine.scenarios.results import Taken
@@ -45,6 +45,7 @@ from apiprof.engine.scenarios.trial import (
     quiet_stdio,
     try_scenario,
 )
+from apiprof.engine.scenarios.wants import Lesson
 from apiprof.engine.scenarios.warmup import Warmup
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 

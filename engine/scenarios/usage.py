@@ -20,10 +20,10 @@ import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apiprof.engine.scenarios.heuristics import CharMarker, SocketMarker
+from apiprof.engine.scenarios.heuristics import CharMarker, ContextManagerMarker, SocketMarker
 from apiprof.engine.scenarios.typetext import (
     BinaryFileMarker,
     PathMarker,
@@ -49,6 +49,8 @@ class Usage:
     as_char: bool = False  # ord(x)
     compared_to: list[Any] = field(default_factory=list)  # constants x is compared with
     passed_to_str_method: bool = False  # "".join(x), sep.join(x) (x: strings)
+    formatted: bool = False  # "%s" % x, f"{x}", "{}".format(x), str(x): any value prints
+    entered: bool = False  # with x: (a context manager)
     item_attributes: set[str] = field(default_factory=set)  # item.attr for item in x
     # for a, b in x: how the body uses each name the items are unpacked into
     unpacked: list[Usage] = field(default_factory=list)
@@ -197,12 +199,21 @@ def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
     parent = parents.get(id(node))
     if isinstance(parent, ast.Attribute) and parent.value is node:
         usage.attributes.add(parent.attr)
+    elif isinstance(parent, ast.FormattedValue):
+        usage.formatted = True
+    elif isinstance(parent, ast.withitem) and parent.context_expr is node:
+        usage.entered = True
+    elif isinstance(parent, ast.keyword):
+        call = parents.get(id(parent))
+        usage.formatted |= isinstance(call, ast.Call) and call_name(call.func) == "format"
     elif isinstance(parent, ast.Call):
         if parent.func is node:
             usage.called = True
         else:
-            name = _call_name(parent.func)
-            if (
+            name = call_name(parent.func)
+            if name in ("format", "str", "repr") and node in parent.args:
+                usage.formatted = True
+            elif (
                 name == "isinstance"
                 and parent.args
                 and parent.args[0] is node
@@ -241,6 +252,13 @@ def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
             ):
                 usage.as_int = False  # "%s" % x: anything
                 usage.arithmetic = False
+                usage.formatted = True
+    elif (
+        isinstance(parent, ast.Tuple)
+        and isinstance(parents.get(id(parent)), ast.BinOp)
+        and _formats_with_text(typing.cast(ast.BinOp, parents.get(id(parent))), parent)
+    ):
+        usage.formatted = True  # "%s and %s" % (x, y)
     elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.Invert)):
         usage.arithmetic = True
     elif isinstance(parent, ast.Compare):
@@ -253,7 +271,8 @@ def _note(usage: Usage, node: ast.Name, parents: Mapping[int, ast.AST]) -> None:
                 usage.compared_to += [e.value for e in other.elts if isinstance(e, ast.Constant)]
 
 
-def _call_name(func: ast.expr) -> str:
+def call_name(func: ast.expr) -> str:
+    """``f`` of ``f(...)`` and of ``obj.f(...)``; "" for anything else."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
@@ -307,6 +326,8 @@ def infer_from_usage(
         candidates.append(PathMarker)
     if usage.as_char:
         candidates.append(CharMarker)
+    if usage.entered:
+        candidates.append(ContextManagerMarker)
     attributes = usage.attributes - _ANY_OBJECT
     if attributes:
         candidates.extend(
@@ -395,6 +416,24 @@ def self_attributes(tree: ast.AST, context: type[ast.expr_context] = ast.Load) -
         and node.value.id == "self"
         and isinstance(node.ctx, context)
     ]
+
+
+def _formats_with_text(operation: ast.BinOp, operand: ast.expr) -> bool:
+    """Whether ``operation`` is ``"text" % operand``."""
+    return (
+        isinstance(operation.op, ast.Mod)
+        and operation.right is operand
+        and isinstance(operation.left, ast.Constant)
+        and isinstance(operation.left.value, str)
+    )
+
+
+def only_formatted(usage: Usage | None) -> bool:
+    """Whether the body only prints the parameter into text (an exception's message): a
+    string is then as good a value as any, and one nobody can refuse."""
+    if usage is None or not usage.formatted:
+        return False
+    return replace(usage, formatted=False, handled=False) == Usage()
 
 
 def unconstrained(usage: Usage | None) -> bool:

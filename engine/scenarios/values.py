@@ -52,6 +52,8 @@ from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
+    ContextManagerMarker,
+    LoggerMarker,
     ModuleMarker,
     SameClassMarker,
     SocketMarker,
@@ -62,6 +64,7 @@ from apiprof.engine.scenarios.resources import (
     ReusableText,
     loopback_socket,
     package_module,
+    quiet_logger,
     sandbox_directory,
     sandbox_file,
     traceback_value,
@@ -261,6 +264,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     SocketMarker: loopback_socket,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
+    ContextManagerMarker: lambda context, name, rng: contextlib.nullcontext(),
+    LoggerMarker: quiet_logger,
     ModuleMarker: package_module,
     types.ModuleType: package_module,
 }

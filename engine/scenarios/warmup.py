@@ -18,11 +18,12 @@ a list, for ``read_map_header``).
 from __future__ import annotations
 
 import inspect
+from collections import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from apiprof.engine.scenarios import parameters  # a cycle: see values.py
+from apiprof.engine.scenarios import parameters, values  # a cycle: see values.py
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
@@ -129,7 +130,7 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
     (one of :data:`FEEDERS` taking at most as many as the method, else ``__setitem__`` of a
     mapping), or None."""
     if member not in TAKERS:
-        return None
+        return ("__setitem__", 2) if _looks_up_a_key(owner, member) else None
     wanted = _required_count(getattr(owner, member))
     if wanted < 1:
         return None
@@ -167,6 +168,29 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     label = f"{owner.__name__}.{feeder}" if feeder else owner.__name__
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
     return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
+
+
+KEY_NAMES = ("key", "k", "keyname")
+"""First parameters of a mapping's method that name one of its items."""
+
+
+def _looks_up_a_key(owner: type, member: str) -> bool:
+    """Whether ``member`` of a mapping takes one of its keys first (``restore_default(key)``):
+    an empty receiver has none, so the receiver is first given the call's key."""
+    if not _sets_items(owner) or not _is_mapping(owner):
+        return False
+    method = getattr(owner, member, None)
+    try:
+        names = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    own = names[1:] if names[:1] == ["self"] else names
+    return bool(own) and own[0] in KEY_NAMES
+
+
+def _is_mapping(owner: type) -> bool:
+    """Whether ``owner`` is a dict or registered mapping (its ``update`` takes key-value pairs)."""
+    return issubclass(owner, (dict, abc.Mapping))
 
 
 def _sets_items(owner: type) -> bool:
@@ -212,7 +236,12 @@ def warm_receiver(
     inner.depth = context.depth + 1
     inner.feeding = True
     try:
-        value = parameters.build_parameter(method, parameter, signature, type_hints(method), inner)
+        if name == "update" and _is_mapping(owner):  # a mapping is updated from a mapping
+            value = values.build(dict[str, str], inner, parameter.name)
+        else:
+            value = parameters.build_parameter(
+                method, parameter, signature, type_hints(method), inner
+            )
     except CannotSynthesize as error:
         raise CannotSynthesize(f"feeding the receiver with {name}: {error}") from None
     context.choices = max(context.choices, 2 * inner.choices)
