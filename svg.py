@@ -344,6 +344,11 @@ CURVE_STEPS = 40
 """Segments of a drawn growth curve, evenly spaced on the log size axis."""
 
 
+GROWTH_SIZE = (320, 170)
+"""Width and height of a growth chart."""
+_GROWTH_MARGINS = (56, 10, 8, 30)  # left, right, top, bottom
+
+
 def growth_svg(
     points: Sequence[tuple[float, float]],
     fit: GrowthFit | None,
@@ -351,14 +356,40 @@ def growth_svg(
     *,
     title: str,
     size_axis: str = "n",
-    width: int = 320,
-    height: int = 170,
     words: Words = ENGLISH,
 ) -> str:
     """Median cost per input size (dots) and the fitted growth curve (line), on log–log axes:
     sizes like 10, 30, 100, 1000 spread evenly, and the vertical distance between a dot and the
     curve is the relative error the fit minimised."""
-    left, right, top, bottom = 56, 10, 8, 30
+    axes, marks = growth_parts(points, fit, metric, size_axis=size_axis)
+    return growth_chart(axes, marks, title=title, size_axis=size_axis, words=words)
+
+
+def growth_chart(axes: str, marks: str, *, title: str, size_axis: str, words: Words) -> str:
+    """A growth chart from its :func:`growth_parts` and the words around them (title and axis
+    name, which are in the reader's language)."""
+    width, height = GROWTH_SIZE
+    left, right, _top, _bottom = _GROWTH_MARGINS
+    axis_name = label(
+        left + (width - left - right) / 2,
+        height - 3,
+        words.log_scale % {"axis": size_axis},
+        "middle",
+    )
+    return graphic(
+        width, height, title, "apiprof-chart apiprof-chart-growth", Svg(axes), axis_name, Svg(marks)
+    )
+
+
+def growth_parts(
+    points: Sequence[tuple[float, float]], fit: GrowthFit | None, metric: Metric, *, size_axis: str
+) -> tuple[str, str]:
+    """The language-free parts of a growth chart: the axes (frame, grid, tick labels) and the
+    marks (fitted curve, measured dots with their tooltips). They hold no word of the reader's
+    language, so a scan stores them (:mod:`apiprof.db.charts`) and a docs build only wraps
+    them in :func:`growth_chart`."""
+    width, height = GROWTH_SIZE
+    left, right, top, bottom = _GROWTH_MARGINS
     plot_w, plot_h = width - left - right, height - top - bottom
     sized = [(x, y) for x, y in points if x > 0 and y > 0 and math.isfinite(y)]
     xs = [x for x, _y in sized] or [1.0, 10.0]
@@ -415,8 +446,7 @@ def growth_svg(
         )
         for t in x_ticks
     ]
-    axis_name = words.log_scale % {"axis": size_axis}
-    parts.append(label(left + plot_w / 2, height - 3, axis_name, "middle"))
+    axes, parts = "".join(parts), []
     if curve:
         log10, isfinite = math.log10, math.isfinite  # x_at and y_at in line: ~8k points a build
         line = _coordinates(
@@ -443,4 +473,4 @@ def growth_svg(
         for x, y in sized
     )
     parts.append(Svg(f'<g class="apiprof-points" fill="currentColor">{dots}</g>'))
-    return graphic(width, height, title, "apiprof-chart apiprof-chart-growth", *parts)
+    return axes, "".join(parts)

@@ -24,7 +24,9 @@ under valgrind).
 
 ``--baseline DIR`` adds a third side: the extension from another apiprof checkout (say main's,
 ``git archive main | tar -x -C DIR``), installed in its own venv, so a change is measured
-before and after in the same interleaved rounds.
+before and after in the same interleaved rounds. It reads the same scan database, or
+``--baseline-db FILE`` when this checkout's schema is newer than the baseline reads (a copy
+of the database as the baseline's apiprof wrote it).
 """
 
 from __future__ import annotations
@@ -221,6 +223,11 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         help="another apiprof checkout whose extension is measured too, as side 'baseline'",
     )
+    parser.add_argument(
+        "--baseline-db",
+        type=Path,
+        help="the database the baseline side reads (default: the scan database)",
+    )
     args = parser.parse_args(argv)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -230,10 +237,12 @@ def main(argv: list[str] | None = None) -> None:
         pythons["baseline"] = make_venv(work / "baseline-venv", args.python, args.baseline)
     print(f"{PROJECT} {VERSION} docs with furo; database {database}")
     for baseurl in (False, True):
-        sides = {
-            side: make_side(source, work / side, None if side == "without" else database, baseurl)
-            for side in pythons
+        databases = {
+            "without": None,
+            "with": database,
+            "baseline": (args.baseline_db or database).resolve(),
         }
+        sides = {side: make_side(source, work / side, databases[side], baseurl) for side in pythons}
         full: dict[str, list[Timing]] = {side: [] for side in sides}
         noop: dict[str, list[Timing]] = {side: [] for side in sides}
         for _ in range(args.repeat):

@@ -180,6 +180,26 @@ class StoredSlices:
         return out
 
 
+class StoredCells:
+    """Every API's stored slice medians and p90s as rows of plain values — qualname, scenario
+    id, size, metric, calls, total, median, p90, in :class:`StoredSlices` order — and every
+    scenario's (source, description): all a drill-down page reads of its slices when its growth
+    charts are stored too (:mod:`apiprof.db.charts`). Reading five columns fewer per slice, and
+    making no object per row, is a third of what reading the slices costs."""
+
+    def __init__(self, db: Readable) -> None:
+        from apiprof.db.breakdowns import scenario_sources
+
+        self.scenarios = scenario_sources(db, None)
+        rows = db.execute(
+            f"SELECT {', '.join(SLICE_KEY)}, count, total, p50, p90 FROM slice_figures "
+            f"ORDER BY {', '.join(SLICE_KEY)}"
+        )
+        self.rows: dict[str, list[tuple]] = {
+            qualname: list(group) for qualname, group in groupby(rows, itemgetter(0))
+        }
+
+
 _METRICS = {str(m): m for m in Metric}
 _K = len(SLICE_KEY)  # a slice row: its key, then count, total, mean, stdev, quantiles, buckets
 

@@ -228,6 +228,14 @@ def _v10_stored_figures(db: sqlite_utils.Database) -> None:
     create_tables(db)
 
 
+def _v11_growth_charts(db: sqlite_utils.Database) -> None:
+    # Every charted growth fit drawn (db/charts.py), kept current by every writer, so a docs
+    # build reads the charts instead of drawing them; open_db draws them after migrating.
+    from apiprof.db.charts import create_table
+
+    create_table(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_core,
     _v2_growth_and_module_index,
@@ -239,6 +247,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v8_sub_buckets,
     _v9_failures_and_inputs,
     _v10_stored_figures,
+    _v11_growth_charts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SINCE = 2
@@ -345,7 +354,7 @@ def open_db(
     """
     import sqlite_utils
 
-    from apiprof.db.figures import refresh_if_stale
+    from apiprof.db import charts, figures
 
     path = Path(path)
     db = _checked(path, readonly, create, timeout, another, sqlite_utils.Database)
@@ -356,7 +365,8 @@ def open_db(
         _switch_to_wal(db, timeout)
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
-        refresh_if_stale(db)
+        figures.refresh_if_stale(db)
+        charts.refresh_if_stale(db)  # drawn from the figures
     except sqlite3.OperationalError as exc:
         raise _locked(exc, path, another) or DatabaseError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:

@@ -20,6 +20,7 @@ from typing import Any
 
 import sqlite_utils
 
+from apiprof.db.charts import refresh_charts
 from apiprof.db.figures import refresh_figures
 from apiprof.db.schema import immediate, new_scan_uid
 from apiprof.model.growth import fit_growth
@@ -301,10 +302,12 @@ def _edge_rows(edges: Iterable[CallEdge]) -> list[tuple[str, str, int]]:
 
 def refresh_derived(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:
     """Work out again what is derived from the buckets of ``qualnames`` (all entry points when
-    None) — growth fits and stored figures — after a write; the caller owns the transaction."""
+    None) — growth fits, stored figures and charts — after a write; the caller owns the
+    transaction."""
     names = None if qualnames is None else set(qualnames)
     recompute_growth(db, names)
     refresh_figures(db, names)
+    refresh_charts(db, names)  # drawn from the fits and the figures
 
 
 def recompute_growth(db: sqlite_utils.Database, qualnames: Iterable[str] | None = None) -> None:

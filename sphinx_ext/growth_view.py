@@ -4,7 +4,6 @@ curve (log–log) with a table of both."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,8 +11,8 @@ from markupsafe import Markup
 
 from apiprof import svg
 from apiprof.format import value_formatter
-from apiprof.model.growth import GrowthFit
-from apiprof.model.records import NO_SIZE, Metric
+from apiprof.growth_plot import ChartKey, GrowthPlot, charted, plot_growth
+from apiprof.model.records import NO_SIZE
 from apiprof.sphinx_ext.i18n import _, graphic_words, ngettext
 from apiprof.sphinx_ext.scenario_view import SliceFigures
 from apiprof.sphinx_ext.views import metric_label
@@ -49,57 +48,47 @@ def growth_formula(row: GrowthRow) -> str:
     return f"≈ {a} + {per_unit} · {term}"
 
 
-def _gap(measured: float, fitted: float) -> float:
-    return measured / fitted - 1 if fitted > 0 else math.inf
-
-
-CHARTED = (Metric.WALL, Metric.CPU, Metric.ALLOC_INCL)
-"""Metrics whose growth fits get a chart; the other fits are listed in words."""
-
-
 def view_growth(
     qualname: str,
     rows: list[GrowthRow],
     slices: list[ScenarioSlice],
     figures: SliceFigures | None = None,
+    plots: dict[ChartKey, GrowthPlot] | None = None,
 ) -> list[GrowthView]:
     """One view per fit (in ``rows`` order). Per scenario, the time fit (wall time, else CPU
     time) and the allocation fit get a chart — the median cost at each measured size, which is
-    what the fit was made from, with the fitted curve on log–log axes — and a table of both."""
-    figures = figures or SliceFigures()
-    charted: set[tuple[str, Metric]] = set()
-    timed: set[str] = set()  # scenarios whose time chart is taken
-    for row in rows:
-        if row.metric in CHARTED and not (row.metric.is_time and row.scenario_id in timed):
-            charted.add((row.scenario_id, row.metric))
-            if row.metric.is_time:
-                timed.add(row.scenario_id)
-    sized: dict[tuple[str, Metric], list[ScenarioSlice]] = {}  # the slices each chart plots
+    what the fit was made from, with the fitted curve on log–log axes — and a table of both.
+    ``plots``: the API's charts as a scan stored them (None: work them out from ``slices``)."""
+    if plots is None:
+        plots = _plots(rows, slices, figures or SliceFigures())
+    return [_growth_view(qualname, row, plots.get((row.scenario_id, row.metric))) for row in rows]
+
+
+def _plots(
+    rows: list[GrowthRow], slices: list[ScenarioSlice], figures: SliceFigures
+) -> dict[ChartKey, GrowthPlot]:
+    """The charts of the fits that get one, from the medians at each measured size."""
+    keys = charted(rows)
+    sized: dict[ChartKey, list[ScenarioSlice]] = {}  # the slices each chart plots
     for s in slices:
         if s.size != NO_SIZE and s.rows:
             sized.setdefault((s.scenario_id, s.metric), []).append(s)
-    return [
-        _growth_view(
-            qualname,
-            row,
-            sized.get((row.scenario_id, row.metric), []),
-            figures,
-            (row.scenario_id, row.metric) in charted,
+    return {
+        (row.scenario_id, row.metric): plot_growth(
+            row, sorted((float(s.size), figures(s)[0]) for s in sized.get(key, []))
         )
         for row in rows
-    ]
+        if (key := (row.scenario_id, row.metric)) in keys
+    }
 
 
-def _growth_view(
-    qualname: str, row: GrowthRow, slices: list[ScenarioSlice], figures: SliceFigures, chart: bool
-) -> GrowthView:
-    """``slices``: the fit's scenario and metric at each measured size."""
+def _growth_view(qualname: str, row: GrowthRow, plot: GrowthPlot | None) -> GrowthView:
     axis = row.size_axis or "n"
     label = metric_label(row.metric)
     quality = ngettext(
         "fitted to the medians at %(n)s size", "fitted to the medians at %(n)s sizes", row.points
     ) % {"n": row.points}
-    if not chart:
+    if plot is None:
         return GrowthView(
             label,
             row.scenario_id,
@@ -110,10 +99,6 @@ def _growth_view(
             Markup(""),
             Markup(""),
         )
-    fit = GrowthFit(  # only charts predict (most fits are listed in words)
-        row.growth_class, row.intercept, row.coefficient, row.rel_error, row.r2, row.points
-    )
-    points = sorted((float(s.size), figures(s)[0]) for s in slices)
     title = _("%(name)s: %(metric)s by %(axis)s in %(scenario)s, fitted %(growth)s") % {
         "name": qualname,
         "metric": label,
@@ -121,21 +106,10 @@ def _growth_view(
         "scenario": row.scenario_id,
         "growth": row.growth_class,
     }
-    table: list[str] = []  # rows as rows() writes them: every cell is a formatted number,
-    worst = (0.0, 0.0)  # which holds no character HTML escapes
-    formatted = value_formatter(row.metric)  # medians and fitted values: all different
-    for n, y in points:
-        predicted = fit.predict(n)
-        gap = _gap(y, predicted)
-        worst = max(worst, (abs(gap), n))
-        table.append(
-            f"<tr><td>{n:g}</td><td>{formatted(y)}</td><td>{formatted(predicted)}</td>"
-            f"<td>{f'{gap:+.0%}' if math.isfinite(gap) else '—'}</td></tr>"
-        )
-    if points and math.isfinite(worst[0]):
+    if plot.worst_gap is not None:
         quality += "; " + _(
             "the measured medians differ from the curve by up to %(gap)s (at %(axis)s = %(size)s)"
-        ) % {"gap": f"{worst[0]:.0%}", "axis": axis, "size": f"{worst[1]:g}"}
+        ) % {"gap": f"{plot.worst_gap:.0%}", "axis": axis, "size": f"{plot.worst_size:g}"}
     return GrowthView(
         metric=label,
         scenario_id=row.scenario_id,
@@ -143,10 +117,10 @@ def _growth_view(
         growth_class=row.growth_class,
         formula=growth_formula(row),
         quality=quality,
-        point_rows=Markup("\n".join(table)),
+        point_rows=Markup(plot.rows),
         chart_svg=Markup(
-            svg.growth_svg(
-                points, fit, row.metric, title=title, size_axis=axis, words=graphic_words()
+            svg.growth_chart(
+                plot.axes, plot.marks, title=title, size_axis=axis, words=graphic_words()
             )
         ),
     )

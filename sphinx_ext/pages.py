@@ -48,7 +48,7 @@ from apiprof.sphinx_ext.pages_names import (
 from apiprof.sphinx_ext.profiles import Profiles, profiles_for
 from apiprof.sphinx_ext.render import render_legend
 from apiprof.sphinx_ext.rst_inline import inline_rst_html
-from apiprof.sphinx_ext.scenario_view import SliceFigures, scenario_table
+from apiprof.sphinx_ext.scenario_view import SliceFigures, scenario_table, stored_scenario_table
 from apiprof.sphinx_ext.views import (
     detail_metric,
     growth_phrase,
@@ -351,9 +351,11 @@ def render_api_page(
     """The body of one API's drill-down page."""
     qualname = summary.qualname
     shown = [m for m in Metric if worth_showing(m, summary.histograms.get(m))]
-    slices = profiles.slices(qualname)
+    fits, provenance, edges, plots = profiles.background(qualname)
+    # with its charts stored, a page reads of its slices only the scenario table's cells
+    cells = profiles.stored_cells(qualname) if plots is not None else None
+    slices = profiles.slices(qualname) if cells is None else []
     figures = SliceFigures()
-    fits, provenance, edges = profiles.background(qualname)
 
     def edge_links(pairs: list[tuple[str, int]]) -> list[tuple[str, str, int]]:
         return [
@@ -383,8 +385,10 @@ def render_api_page(
             }
         ),
         side_by_side=lab_and_collected(slices),
-        scenarios=scenario_table(slices, figures),
-        growth=view_growth(qualname, fits, slices, figures),
+        scenarios=scenario_table(slices, figures)
+        if cells is None
+        else stored_scenario_table(*cells),
+        growth=view_growth(qualname, fits, slices, figures, plots),
         provenance=provenance,
         callers=edge_links(edges["callers"]),
         callees=edge_links(edges["callees"]),

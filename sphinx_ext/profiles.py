@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
@@ -41,10 +41,12 @@ from apiprof.model.records import Metric, ScenarioSource
 from apiprof.sphinx_ext.gc_pause import cycle_collector_paused
 
 if TYPE_CHECKING:  # the database layer loads only when a build reads data
+    from apiprof.db.charts import StoredPlots
     from apiprof.db.details import Provenance
-    from apiprof.db.figures import StoredSlices
+    from apiprof.db.figures import StoredCells, StoredSlices
     from apiprof.db.query import ApiSummary, GrowthRow, ScenarioSlice
     from apiprof.db.schema import Reader
+    from apiprof.growth_plot import ChartKey, GrowthPlot
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +140,15 @@ def _field_names(kind: type) -> tuple[str, ...]:
     return found
 
 
+class Background(NamedTuple):
+    """What a drill-down page shows besides the API's figures."""
+
+    fits: list[GrowthRow]
+    provenance: list[Provenance]
+    edges: Edges
+    plots: dict[ChartKey, GrowthPlot] | None  # stored charts; None: draw them from the slices
+
+
 @dataclass
 class Profiles:
     """Read-only access to one database for one build; ``error`` is set when it is unusable."""
@@ -156,7 +167,9 @@ class Profiles:
     # rows held through the reading phase lengthen its cycle collections)
     _figures_stored: bool = False
     _stored: StoredSlices | None = None
-    _background: tuple[dict, dict, dict] | None = None  # every API's fits, provenance, calls
+    _cells: StoredCells | None = None
+    _background: tuple[dict, dict, dict, StoredPlots | None] | None = None  # every API's fits,
+    # provenance, calls and stored charts
 
     @property
     def usable(self) -> bool:
@@ -286,28 +299,49 @@ class Profiles:
             return self._stored.slices(qualname) if self._stored is not None else []
         return found or []
 
-    def background(self, qualname: str) -> tuple[list[GrowthRow], list[Provenance], Edges]:
+    def stored_cells(self, qualname: str) -> tuple[list[tuple], dict] | None:
+        """An API's stored scenario-table cells and every scenario's source (read at the first
+        call), or None when its slices are not read from stored figures (collected
+        measurements, an older file): ask :meth:`slices` then."""
+        if self._slices is None:
+            self.lookup("")
+        if not self._figures_stored or qualname in (self._slices or {}):
+            return None
+        if self._cells is None:
+            from apiprof.db.figures import StoredCells
+
+            self._cells = self.read(StoredCells)
+        if self._cells is None:
+            return None
+        return self._cells.rows.get(qualname, []), self._cells.scenarios
+
+    def background(self, qualname: str) -> Background:
         """An API's growth fits, provenance and callers/callees — every API's read at the first
-        call, since every drill-down page shows them (a few queries instead of six per page)."""
+        call, since every drill-down page shows them (a few queries instead of six per page) —
+        and its stored charts (None when the file holds none this apiprof drew: draw them)."""
         if self._background is None:
-            from apiprof.db import details, query
+            from apiprof.db import charts, details, query
 
-            def read_all(db: Reader) -> tuple[dict, dict, dict]:
-                return query.growths(db), details.provenances(db), details.all_call_edges(db)
+            def read_all(db: Reader) -> tuple[dict, dict, dict, StoredPlots | None]:
+                plots = charts.stored_plots(db) if charts.has_current_charts(db) else None
+                edges = details.all_call_edges(db)
+                return query.growths(db), details.provenances(db), edges, plots
 
-            self._background = self.read(read_all) or ({}, {}, {})
-        growth, provenance, edges = self._background
-        return (
+            self._background = self.read(read_all) or ({}, {}, {}, None)
+        growth, provenance, edges, plots = self._background
+        return Background(
             growth.get(qualname, []),
             provenance.get(qualname, []),
             edges.get(qualname, {"callers": [], "callees": []}),
+            None if plots is None else plots.get(qualname, {}),
         )
 
     def release_page_data(self) -> None:
-        """Drop what only drill-down pages read (slice figures, fits, provenance, calls) once
+        """Drop what only drill-down pages read (slice figures, fits, charts, calls...) once
         they are written, so the rest of the build's cycle collections do not walk it; asked
         for again, it is read again."""
         self._stored = None
+        self._cells = None
         self._background = None
 
     def read(self, reader: Callable[..., T], *args: Any) -> T | None:

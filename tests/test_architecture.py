@@ -23,7 +23,7 @@ ENGINE = {
     "apiprof.engine.isolation",
     "apiprof.engine.testsuite",
 }
-READERS = {*STORE, "apiprof.format", "apiprof.svg"}
+READERS = {*STORE, "apiprof.format", "apiprof.svg", "apiprof.growth_plot"}
 
 ALLOWED: dict[str, set[str]] = {
     "apiprof": MODEL,  # the package's __init__: its version and error base only
@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "apiprof.errors": set(),
     "apiprof.format": MODEL,
     "apiprof.svg": {*MODEL, "apiprof.format"},  # the graphics every reader draws with
-    "apiprof.db": MODEL,
+    # a growth fit drawn without words: readers draw it, writers store it (db/charts.py)
+    "apiprof.growth_plot": {*MODEL, "apiprof.format", "apiprof.svg"},
+    "apiprof.db": {*MODEL, "apiprof.growth_plot"},
     "apiprof.engine.timeouts": set(),
     "apiprof.engine.discovery": MODEL,
     "apiprof.engine.measure": MODEL,

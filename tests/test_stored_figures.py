@@ -116,9 +116,9 @@ def older(path: Path) -> None:
     """Make ``path`` what an apiprof from before stored figures wrote."""
     conn = sqlite3.connect(path)
     version = next(i for i, m in enumerate(MIGRATIONS) if m.__name__.endswith("stored_figures"))
-    conn.executescript(
-        "DROP TABLE slice_figures; DROP TABLE api_figures; "
-        "DELETE FROM meta WHERE key = 'figures_version';"
+    conn.executescript(  # and without what later migrations added (stored charts)
+        "DROP TABLE slice_figures; DROP TABLE api_figures; DROP TABLE growth_charts; "
+        "DELETE FROM meta WHERE key IN ('figures_version', 'charts_version');"
     )
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     conn.commit()
