@@ -193,7 +193,7 @@ def test_a_receiver_with_a_compiled_init_is_replaced_by_a_new_one_not_renewed():
     from collections import deque
 
     from apiprof.engine.scenarios.building import BuildContext
-    from apiprof.engine.scenarios.warmup import Warmup, _renewal
+    from apiprof.engine.scenarios.warmup import Warmup, renewal
 
     class Python:
         def __init__(self, size: int) -> None:
@@ -202,7 +202,7 @@ def test_a_receiver_with_a_compiled_init_is_replaced_by_a_new_one_not_renewed():
     compiled, python = deque([1, 2]), Python(3)
     context = BuildContext("q", 10, seed=0, variant=1)
     context.made = {id(compiled): (compiled, ([1, 2],), {}), id(python): (python, (3,), {})}
-    renew, rebuild = _renewal(compiled, context)
+    renew, rebuild = renewal(compiled, context)
     assert renew is None and rebuild is not None
     # as the scenario calls it: each call finds a receiver as built and fed, never a used one
     bound = Warmup("append", 9, "deque.append", compiled, renew, rebuild)
@@ -215,7 +215,7 @@ def test_a_receiver_with_a_compiled_init_is_replaced_by_a_new_one_not_renewed():
         assert target(*args) == 1 and list(target.__self__) == [2, 9]
         method, given = unbound(method, given)
         assert given[0] is not compiled and list(given[0]) == [1, 2, 9]
-    renew, rebuild = _renewal(python, context)
+    renew, rebuild = renewal(python, context)
     assert renew is not None and rebuild is None
     python.size = 0
     renew()
