@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sourcehelp import made_only_by
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
 from apiprof.engine.scenarios import repair
@@ -19,7 +20,6 @@ from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
 from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
-from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.engine.scenarios.wants import Lesson, Want, merged
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
@@ -31,16 +31,9 @@ WITHOUT_REPAIR = tuple(source for source in REPAIR_ALONE if source != "repair")
 
 def repaired(qualname: str) -> str:
     """The description of the scenario the repair found (checked to run, as measured)."""
-    spec, failure = find_synthesized_scenario(qualname, (10,), sources=REPAIR_ALONE)
-    assert spec is not None, failure
-    assert spec.source is ScenarioSource.REPAIRED
-    assert "repairs=(" in spec.setup  # the measuring worker rebuilds the same arguments
-    argv = list(sys.argv)
-    assert try_scenario(spec)[0] is None  # as the worker measuring it: sys.argv may change
-    sys.argv[:] = argv
-    without, _ = find_synthesized_scenario(qualname, (10,), sources=WITHOUT_REPAIR)
-    assert without is None, "the other sources already call it: the rule is not what made it"
-    return spec.description
+    return made_only_by(
+        qualname, ScenarioSource.REPAIRED, "repairs=(", REPAIR_ALONE, WITHOUT_REPAIR
+    )
 
 
 RULES = {

@@ -8,6 +8,7 @@ entry point stays rejected."""
 from __future__ import annotations
 
 import pytest
+from sourcehelp import made_only_by
 from test_repair import scan_summary  # a fixture package scanned through the command line
 from test_self_drive import run  # apiprof's commands in a subprocess, fixtures importable
 
@@ -29,14 +30,7 @@ WITHOUT_RESULTS = tuple(source for source in RESULTS_ALONE if source != "results
 
 def taken_by(qualname: str) -> str:
     """The description of the scenario the source found (checked to run, as measured)."""
-    spec, failure = find_synthesized_scenario(qualname, (10,), sources=RESULTS_ALONE)
-    assert spec is not None, failure
-    assert spec.source is ScenarioSource.RESULTS
-    assert "taken=(" in spec.setup  # the measuring worker rebuilds the same value
-    assert try_scenario(spec)[0] is None
-    without, _ = find_synthesized_scenario(qualname, (10,), sources=WITHOUT_RESULTS)
-    assert without is None, "the other sources already call it: the rule is not what made it"
-    return spec.description
+    return made_only_by(qualname, ScenarioSource.RESULTS, "taken=(", RESULTS_ALONE, WITHOUT_RESULTS)
 
 
 RULES = {
