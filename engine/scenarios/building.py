@@ -113,6 +113,8 @@ class BuildContext:
     matched: Any = None  # the text the last match built was taken from (:mod:`.patterns`)
     # what a source built for a parameter, when its type alone does not say ("a match of ...")
     notes: dict[str, str] = field(default_factory=dict)
+    # which sibling is being built ("1/", "1/2/" nested): see :meth:`apart`
+    sibling: str = ""
 
     @property
     def alternatives(self) -> dict[str, int]:
@@ -142,6 +144,7 @@ class BuildContext:
             flavours=self.flavours,
             matched=self.matched,
             notes=self.notes,
+            sibling=self.sibling,
         )
 
     def credit(self, parameter: str, source: ScenarioSource) -> None:
@@ -160,7 +163,22 @@ class BuildContext:
             raise
 
     def rng(self, parameter: str) -> random.Random:
-        return random.Random(f"{self.seed}/{self.qualname}/{parameter}")
+        return random.Random(f"{self.seed}/{self.qualname}/{self.sibling}{parameter}")
+
+    def apart(self, count: int, make: Callable[[int], Any]) -> list[Any]:
+        """``make(i)`` for ``count`` siblings built alike (the items of a list, of ``*args``),
+        each drawing its own values: everything nested in an item is drawn by parameter name,
+        so without this two items get the same name, which a container of named items refuses
+        as a duplicate. The first item draws what it always drew."""
+        made = []
+        outer = self.sibling
+        try:
+            for index in range(count):
+                self.sibling = f"{outer}{index}/" if index else outer
+                made.append(make(index))
+        finally:
+            self.sibling = outer
+        return made
 
     def pick(self, options: list[Any]) -> Any:
         self.choices = max(self.choices, len(options))

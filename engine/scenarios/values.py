@@ -172,8 +172,9 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return complex(rng.uniform(-1, 1), rng.uniform(-1, 1))
     if tp is str:  # prose, one word (names, labels and keys reject spaces), a JSON array, digits
         named = _named_string(name)  # a format the parameter's name asks for comes first
+        prose = random_text(rng, n)
         options = [
-            random_text(rng, n),
+            prose,
             None,
             json_list_text(rng, n),
             random_digits(rng, n),
@@ -182,9 +183,9 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         ]
         text = context.pick([named, *options] if named else options)
         if text is None:
-            return random_word(rng)
+            return _apart(random_word(rng), context)
         context.sized |= text not in (named, _ISO_TIME, "x")
-        return text
+        return _apart(prose, context) if text is prose else text  # names of siblings differ
     if tp in (bytes, bytearray):
         context.sized = True
         return tp(rng.randbytes(n))
@@ -370,6 +371,13 @@ _PROTOCOL_NOISE = frozenset(
 )
 
 
+def _apart(text: str, context: BuildContext) -> str:
+    """``text`` ending in the sibling's mark (same length): drawn words repeat, and short
+    prefixes of them often do (``lor``), yet two names of one collection must differ."""
+    mark = context.sibling.replace("/", "")
+    return f"{text[: max(len(text) - len(mark), 0)]}{mark}" if mark else text
+
+
 def _elements(element: Any, context: BuildContext, name: str, rng: random.Random) -> list[Any]:
     """n items: plain numbers and words drawn from one stream, anything else built one by one."""
     if element is int or element is Any:
@@ -382,7 +390,7 @@ def _elements(element: Any, context: BuildContext, name: str, rng: random.Random
     if instances.under_construction(element, context):  # `elif_: list[If]` inside an If
         return []  # a tree's own kind nested in itself: a leaf holds none
     context.heavy = True  # n objects built one by one: keep the sizes small
-    return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
+    return context.apart(context.n, lambda i: build(element, context, f"{name}[{i}]"))
 
 
 def _distinct(element: Any, context: BuildContext, name: str, rng: random.Random) -> list[Any]:
@@ -402,7 +410,7 @@ def _distinct(element: Any, context: BuildContext, name: str, rng: random.Random
         return rng.sample(range(context.n * 10), context.n)
     if element is str:
         return [f"{rng.choice(WORDS)}{i}" for i in range(context.n)]
-    return [build(element, context, f"{name}[{i}]") for i in range(context.n)]
+    return context.apart(context.n, lambda i: build(element, context, f"{name}[{i}]"))
 
 
 def _build_instance(cls: type, context: BuildContext, name: str, rng: random.Random) -> Any:
