@@ -17,6 +17,7 @@ from apiprof.engine.scenarios.building import (
     name_of,
     rotated,
 )
+from apiprof.engine.scenarios.docsubclasses import documented_for
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_calls
 from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
@@ -65,6 +66,10 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             made = _first_instance(cls, own, context)
             if made is not None:
                 return made
+    if cls is context.owner and "examples" in context.sources:
+        made = _documented_subclass(cls, context)
+        if made is not None:
+            return made
     hooks = missing_hooks(cls, context.member) if cls is context.owner else ()
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
@@ -126,6 +131,37 @@ def _first_instance(
         if is_instance(instance, cls):
             context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
             return instance
+    return None
+
+
+DOCUMENTED_TURN = 2
+"""Every second variant (1, 3...) builds the receiver of a method that reads what a schema
+leaves to its users from the class itself (:func:`_documented_subclass`)."""
+
+
+def _documented_subclass(cls: type, context: BuildContext) -> object | None:
+    """For a method that reads a class attribute ``cls`` leaves empty, an instance of one of
+    the subclasses that set it as the package's documentation shows (:mod:`.docsubclasses`;
+    the variant chooses which), except on every second variant, which keeps the class itself.
+    None then, and when none builds."""
+    documented = documented_for(cls, context.member)
+    if not documented:
+        return None
+    context.choices = max(context.choices, DOCUMENTED_TURN)
+    context.note_flavours(DOCUMENTED_TURN)
+    turn = context.current_variant()
+    if turn % DOCUMENTED_TURN == 1:
+        return None
+    for subclass in rotated(list(documented), turn // DOCUMENTED_TURN):
+        try:
+            with context.attempt():
+                instance = call_with_arguments(subclass, context, optional=False)
+        except CannotSynthesize:
+            continue
+        slot = f"<{cls.__qualname__} instance>"
+        context.credit(slot, ScenarioSource.EXAMPLES)
+        context.notes[slot] = f"its subclass {subclass.__name__} as the documentation writes it"
+        return instance
     return None
 
 
