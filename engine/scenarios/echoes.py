@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from apiprof.engine import timeouts
+from apiprof.engine.scenarios.heldnames import held_names
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
 from apiprof.engine.scenarios.wants import Lesson, Want
 
@@ -53,21 +54,25 @@ def attribute_named_by_argument(
 def name_the_receiver_lists(
     error: BaseException, bound: Mapping[str, object], receiver: object
 ) -> Lesson | None:
-    """A method whose error echoes one of its text arguments (``TemplateNotFound: lorem``)
-    looked it up in its receiver and found nothing: the receiver's own listing
-    (``list_templates()``, ``keys()``, ``names()``) says what it has, and the parameter takes
-    the first name listed."""
+    """A method whose error echoes one of its text arguments (``TemplateNotFound: lorem``,
+    ``Name lorem not found``) looked it up in its receiver and found nothing: the receiver's
+    own listing (``list_templates()``, ``keys()``, ``names()``), else the names of what it
+    holds (:mod:`.heldnames`), says what it has, and the parameter takes the first name. An
+    echoed item of ``*names`` makes the call pass that one name."""
     message = str(error)
-    echoed = [
-        name
-        for name, value in bound.items()
-        if isinstance(value, str) and len(value) >= MIN_ECHO and value in message
-    ]
-    listed = receiver_listing(receiver) if echoed and receiver is not None else ()
-    if not listed:
+    echoed = [name for name, value in bound.items() if _echoed(value, message)]
+    listed = (receiver_listing(receiver) or held_names(receiver)) if echoed else ()
+    if not listed or receiver is None:
         return None
     cause = f"{type(error).__name__} {message}: {echoed[0]} was not among what the receiver lists"
     return Lesson(echoed[0], Want.ONE_OF, listed[:1], cause=cause)
+
+
+def _echoed(value: object, message: str) -> bool:
+    """Whether the message repeats ``value`` (text), or an item of it (``*names``)."""
+    if isinstance(value, str):
+        return len(value) >= MIN_ECHO and value in message
+    return isinstance(value, tuple) and any(_echoed(item, message) for item in value if item)
 
 
 MIN_ECHO = 3
