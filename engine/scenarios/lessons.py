@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
+from apiprof.engine.scenarios.arity import fewer_items
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
     key_from_argument,
@@ -58,7 +59,8 @@ TEACHING = re.compile(
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
-    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)"
+    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)|"
+    r"positional arguments? but \d+ (were|was) given"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -138,6 +140,9 @@ def learn(
         typed = _from_argument_type(message, bound)
         if typed is not None:
             return typed
+        fewer = fewer_items(message, bound)  # a function argument given more than it takes
+        if fewer is not None:
+            return fewer
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
             return Lesson(mixed[0], Want.TYPE, (mixed[1],), cause=f"TypeError {message}")

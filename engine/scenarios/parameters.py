@@ -90,6 +90,9 @@ def arguments_for(
         if parameter.kind is parameter.VAR_POSITIONAL:
             fields = declared_fields(target, parameter.name)
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
+            count = KEPT_ITEMS
+            if lesson is not None and lesson.want is Want.ITEMS:  # a call said how many
+                count, lesson = int(lesson.names[0]), None
             if lesson is not None:  # what a call said its positional items must be
                 value = repaired.repaired_value(lesson, context, lesson.parameter)
                 args.extend(value if lesson.element else [value])
@@ -102,7 +105,7 @@ def arguments_for(
                 Any,
                 object,
             ):  # `*args: Any` is usually forwarded on: pass none, or what the callee needs
-                args.extend(build(element, context, f"{parameter.name}[{i}]") for i in range(2))
+                args.extend(_items(element, count, parameter.name, context))
             elif "heuristics" in context.sources and forwarded_callee(
                 target, parameter.name, built
             ):
@@ -111,7 +114,7 @@ def arguments_for(
                 # kept, not forwarded (`Cycler(*items)` needs at least one): later variants
                 # pass two values
                 kept = str if element is None else element  # names, items: words
-                args.extend(build(kept, context, f"{parameter.name}[{i}]") for i in range(2))
+                args.extend(_items(kept, count, parameter.name, context))
             continue
         if parameter.default is not parameter.empty:
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
@@ -142,6 +145,15 @@ def arguments_for(
         else:
             args.append(value)
     return args, kwargs
+
+
+KEPT_ITEMS = 2
+"""Items passed to a ``*args`` the function keeps (unless a call said how many it takes)."""
+
+
+def _items(element: Any, count: int, name: str, context: BuildContext) -> list[Any]:
+    """``count`` values of ``element`` for ``*name``, each drawn apart from the others."""
+    return context.apart(count, lambda i: build(element, context, f"{name}[{i}]"))
 
 
 def _lesson_name(name: str, target: Callable[..., object], context: BuildContext) -> str:

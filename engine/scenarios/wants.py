@@ -25,6 +25,7 @@ class Want(enum.StrEnum):
     GIVEN = "given"  # an optional parameter left at None that the error names: a value of it
     FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
     WRITTEN = "written"  # a file (a stream) of the package's own writer's output
+    ITEMS = "items"  # ``*args`` passes this many items (a function given them took fewer)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Lesson:
             Want.WRITTEN: f"{subject} "
             + (f"a {self.names[0]}" if self.names else "the path of a file")
             + " holding what the package's own writer writes",
+            Want.ITEMS: f"*{subject} {self.names[0] if self.names else 0} item(s)",
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]

@@ -1,0 +1,42 @@
+"""A function argument called with more positional arguments than it takes.
+
+``mapcat(f, *seqs)`` calls ``f`` with one item of each sequence, so two sequences make
+``f`` refuse: ``<lambda>() takes 1 positional argument but 2 were given``. When the function
+the message names is one of the call's own arguments (or one made inside the call: a nested
+function or lambda, which the package makes of an argument) and an argument is a ``*args``
+tuple of exactly as many items as it was given, that ``*args`` should pass as many items as
+the function takes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from apiprof.engine.scenarios.wants import Lesson, Want
+
+_TAKES = re.compile(
+    r"^([\w.<>]+)\(\) takes (?:from \d+ to )?(\d+) positional arguments? but (\d+) (?:were|was) "
+    r"given"
+)
+
+
+def fewer_items(message: str, bound: Mapping[str, object]) -> Lesson | None:
+    """The ``*args`` lesson of a "takes N positional arguments but M were given" raised by
+    calling one of the arguments, or None."""
+    found = _TAKES.match(message)
+    if found is None:
+        return None
+    called, takes, given = found.group(1), int(found.group(2)), int(found.group(3))
+    made = "<locals>" in called or "<lambda>" in called  # made in the call, from an argument
+    if takes >= given or not (
+        made
+        or any(
+            callable(value) and getattr(value, "__qualname__", None) == called
+            for value in bound.values()
+        )
+    ):
+        return None
+    for name, value in bound.items():
+        if isinstance(value, tuple) and len(value) == given:
+            return Lesson(name, Want.ITEMS, (str(takes),), cause=f"TypeError {message}")
+    return None
