@@ -1,0 +1,108 @@
+"""Schemas users fill in (``schemas_pkg``): siblings of one collection get values of their own
+(two fields of one record never share a name), a class whose fields only users' subclasses set
+is called through the subclass its documentation shows (source ``examples``: also a sibling
+class that leaves the same fields empty), a name the receiver did not find is one of the names
+of what it holds, and a ``*args`` that a function made inside the call takes fewer of passes
+as many as it takes (source ``repaired``). Each with its source and without it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from schemas_pkg.fields import Field, Fields, Record, Row
+from test_siblings import ALONE, found
+
+from apiprof.engine.scenarios.arity import fewer_items
+from apiprof.engine.scenarios.building import BuildContext
+from apiprof.engine.scenarios.docsubclasses import documented_subclasses, unset
+from apiprof.engine.scenarios.heldnames import held_names
+from apiprof.engine.scenarios.lessons import learn, may_teach
+from apiprof.engine.scenarios.synth import synthesize_call
+from apiprof.engine.scenarios.wants import Lesson, Want
+
+WITHOUT_EXAMPLES = tuple(source for source in ALONE if source != "examples")
+WITHOUT_REPAIR = tuple(source for source in ALONE if source != "repair")
+
+
+def test_siblings_of_a_collection_draw_values_of_their_own():
+    _, args, _ = synthesize_call("schemas_pkg.fields.Fields", 10)
+    names = [field.name for field in args]
+    assert len(args) == 2 and len(set(names)) == 2  # drawn alike, they were one name twice
+    context = BuildContext("pkg.f", 10, 0, 0)
+    drawn = context.apart(3, lambda i: context.rng("name").random())
+    assert len(set(drawn)) == 3 and context.sibling == ""
+    first = BuildContext("pkg.f", 10, 0, 0).rng("name").random()
+    assert drawn[0] == first  # the first sibling keeps what it always drew
+
+
+def test_a_documented_subclass_fills_what_the_base_leaves_empty():
+    [point] = documented_subclasses(Record)
+    assert point.__name__ == "Point" and issubclass(point, Record)
+    assert [field.name for field in point.fields] == ["lat", "lon"]
+    [borrowed] = documented_subclasses(Row)  # Row leaves `fields` empty as Record does
+    assert issubclass(borrowed, Row) and not issubclass(borrowed, Record)
+    assert documented_subclasses(Field) == ()
+    assert unset(None) and unset(Fields()) and not unset("") and not unset(Fields(Field("a", 1)))
+
+
+@pytest.mark.parametrize(
+    "qualname", ["schemas_pkg.fields.Record.total_width", "schemas_pkg.fields.Row.widest"]
+)
+def test_a_method_of_an_empty_schema_runs_on_the_documented_subclass(qualname):
+    described = found(qualname, ALONE)
+    assert described is not None and described.startswith("examples: ")
+    assert "its subclass Point as the documentation writes it" in described
+    assert found(qualname, WITHOUT_EXAMPLES) is None
+
+
+def test_a_name_not_found_is_one_the_receiver_holds():
+    held = Fields(Field("width", 3), Field("height", 4))
+    assert held_names(held) == ("width", "height")  # its elements' names, in order
+    assert held_names(Record()) == ()  # holds nothing
+    refused = LookupError("Name lorem not found")
+    assert may_teach(f"the call raised LookupError: {refused} in call")
+    assert learn(refused, {"name": "lorem"}, receiver=held) == Lesson(
+        "name",
+        Want.ONE_OF,
+        ("width",),
+        cause="LookupError Name lorem not found: name was not among what the receiver lists",
+    )
+    described = found("schemas_pkg.fields.Record.offset_of", ALONE)  # Point's fields
+    assert described is not None and described.startswith("repaired: ")
+    assert "name 'lat'" in described
+    assert found("schemas_pkg.fields.Record.offset_of", WITHOUT_REPAIR) is None
+
+
+def test_an_echoed_item_of_star_args_passes_that_one_name():
+    refused = LookupError("Unknown names: {'lorem', 'ipsum'}")
+    lesson = learn(refused, {"names": ("lorem", "ipsum")}, receiver=Fields(Field("a", 1)))
+    assert lesson is not None and lesson.parameter == "names" and lesson.names == ("a",)
+
+
+def test_a_function_made_in_the_call_that_takes_fewer_items_trims_star_args():
+    message = "_splitter.<locals>.<lambda>() takes 1 positional argument but 2 were given"
+    assert may_teach(f"the call raised TypeError: {message} in call")
+    bound = {"sep": "a", "texts": ("b", "c")}
+    assert fewer_items(message, bound) == Lesson(
+        "texts", Want.ITEMS, ("1",), cause=f"TypeError {message}"
+    )
+    assert fewer_items(message, {"sep": "a", "texts": ("b", "c", "d")}) is None  # not those
+    assert fewer_items("f() takes 1 positional argument but 2 were given", bound) is None
+    _, args, _ = synthesize_call(
+        "schemas_pkg.sequences.split_all",
+        10,
+        variant=1,
+        repairs=(fewer_items(message, bound).literal(),),
+    )
+    assert len(args) == 2  # the separator and one text
+    described = found("schemas_pkg.sequences.split_all", ALONE)
+    assert described is not None and "*texts 1 item(s)" in described
+    assert found("schemas_pkg.sequences.split_all", WITHOUT_REPAIR) is None
+
+
+def test_random_is_not_shared_between_contexts():
+    assert (
+        random.Random("0/pkg.f/name").random()
+        == BuildContext("pkg.f", 1, 0, 0).rng("name").random()
+    )
