@@ -3,17 +3,17 @@
 is called through the subclass its documentation shows (source ``examples``: also a sibling
 class that leaves the same fields empty), a name the receiver did not find is one of the names
 of what it holds, and a ``*args`` that a function made inside the call takes fewer of passes
-as many as it takes (source ``repaired``). Each with its source and without it."""
+as many as it takes, and a call that refuses the parameters its copied signature shows takes
+the last ones (source ``repaired``); a base class's alternative constructor makes the subclass
+(source ``subclasses``). Each with its source and without it."""
 
 from __future__ import annotations
-
-import random
 
 import pytest
 from schemas_pkg.fields import Field, Fields, Record, Row
 from test_siblings import ALONE, found
 
-from apiprof.engine.scenarios.arity import fewer_items
+from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.docsubclasses import documented_subclasses, unset
 from apiprof.engine.scenarios.heldnames import held_names
@@ -23,6 +23,7 @@ from apiprof.engine.scenarios.wants import Lesson, Want
 
 WITHOUT_EXAMPLES = tuple(source for source in ALONE if source != "examples")
 WITHOUT_REPAIR = tuple(source for source in ALONE if source != "repair")
+WITHOUT_SUBCLASSES = tuple(source for source in ALONE if source != "subclasses")
 
 
 def test_siblings_of_a_collection_draw_values_of_their_own():
@@ -101,8 +102,23 @@ def test_a_function_made_in_the_call_that_takes_fewer_items_trims_star_args():
     assert found("schemas_pkg.sequences.split_all", WITHOUT_REPAIR) is None
 
 
-def test_random_is_not_shared_between_contexts():
-    assert (
-        random.Random("0/pkg.f/name").random()
-        == BuildContext("pkg.f", 1, 0, 0).rng("name").random()
+def test_a_call_refusing_the_parameters_its_signature_shows_takes_the_last_ones():
+    message = "_post_processing() takes 1 positional argument but 2 were given"
+    try:
+        (lambda func: func)(1, 2)  # raised by the call itself: only this frame
+    except TypeError as raised:
+        refused = TypeError(message).with_traceback(raised.__traceback__)
+    assert fewer_parameters(refused, {"call": 1, "func": 2}) == Lesson(
+        "", Want.NAMES, ("func",), cause=f"TypeError {message}"
     )
+    assert fewer_parameters(refused, {"call": 1}) is None  # given more than it was bound
+    described = found("schemas_pkg.stamps.collecting", ALONE)
+    assert described is not None and described.startswith("repaired: ")
+    assert "the call takes the parameter 'func'" in described
+    assert found("schemas_pkg.stamps.collecting", WITHOUT_REPAIR) is None
+
+
+def test_a_bases_alternative_constructor_makes_the_subclass():
+    described = found("schemas_pkg.stamps.Stamp.as_date", ALONE)
+    assert described is not None and "<Stamp instance>: factories" in described
+    assert found("schemas_pkg.stamps.Stamp.as_date", WITHOUT_SUBCLASSES) is None

@@ -5,7 +5,8 @@
 the message names is one of the call's own arguments (or one made inside the call: a nested
 function or lambda, which the package makes of an argument) and an argument is a ``*args``
 tuple of exactly as many items as it was given, that ``*args`` should pass as many items as
-the function takes."""
+the function takes. When the call itself refuses that many, the signature it shows is not its
+own (:func:`fewer_parameters`)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,20 @@ def fewer_items(message: str, bound: Mapping[str, object]) -> Lesson | None:
         if isinstance(value, tuple) and len(value) == given:
             return Lesson(name, Want.ITEMS, (str(takes),), cause=f"TypeError {message}")
     return None
+
+
+def fewer_parameters(error: BaseException, bound: Mapping[str, object]) -> Lesson | None:
+    """The call itself refused its arguments before any of its code ran (the traceback holds
+    only the caller's frame) with "takes N positional arguments but M were given": the
+    signature it shows is not the one it has (a decorator's wrapper copies the decorated
+    function's, whose leading parameters the decorator supplies), so the call takes the last
+    N of the M parameters it was given."""
+    found = _TAKES.match(str(error))
+    traceback = error.__traceback__
+    if found is None or traceback is None or traceback.tb_next is not None:
+        return None
+    takes, given = int(found.group(2)), int(found.group(3))
+    if not takes < given <= len(bound):
+        return None
+    names = tuple(list(bound)[:given][given - takes :])
+    return Lesson("", Want.NAMES, names, cause=f"TypeError {error}")

@@ -100,7 +100,7 @@ def factories_for(
     cls: type, return_types: Callable[[object], list[Any]]
 ) -> list[Callable[..., Any]]:
     """The package's callables that return an instance of ``cls`` (or a subclass), best first:
-    the class's own alternative constructors, then functions of the package.
+    the class's own alternative constructors (its bases' too), then functions of the package.
     ``return_types(callable)`` gives the declared return types (annotation, stub, docstring)."""
     return list(_factories_for(cls, return_types))
 
@@ -112,7 +112,12 @@ def _factories_for(
     """Cached: reading every function of the package is the costly part of building an object,
     and one tree of objects asks for the same classes many times."""
     found: list[Callable[..., Any]] = []
-    for name, raw in sorted(vars(cls).items()):
+    inherited: dict[
+        str, object
+    ] = {}  # a base's alternative constructor makes the subclass (``cls(text)``)
+    for klass in reversed(cls.__mro__):
+        inherited.update(vars(klass))
+    for name, raw in sorted(inherited.items()):
         if name.startswith("_") or not isinstance(raw, classmethod):
             continue
         method = getattr(cls, name)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
-from apiprof.engine.scenarios.arity import fewer_items
+from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
     key_from_argument,
@@ -140,8 +140,8 @@ def learn(
         typed = _from_argument_type(message, bound)
         if typed is not None:
             return typed
-        fewer = fewer_items(message, bound)  # a function argument given more than it takes
-        if fewer is not None:
+        fewer = fewer_items(message, bound) or fewer_parameters(error, bound)
+        if fewer is not None:  # a function argument, or the call itself, takes fewer
             return fewer
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
