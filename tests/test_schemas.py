@@ -9,6 +9,8 @@ the last ones (source ``repaired``); a base class's alternative constructor make
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from schemas_pkg.fields import Field, Fields, Record, Row
 from test_siblings import ALONE, found
@@ -18,7 +20,9 @@ from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.docsubclasses import documented_subclasses, unset
 from apiprof.engine.scenarios.heldnames import held_names
 from apiprof.engine.scenarios.lessons import learn, may_teach
+from apiprof.engine.scenarios.mixups import wrong_kind
 from apiprof.engine.scenarios.synth import synthesize_call
+from apiprof.engine.scenarios.wantedtext import text_wanted
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 WITHOUT_EXAMPLES = tuple(source for source in ALONE if source != "examples")
@@ -122,3 +126,47 @@ def test_a_bases_alternative_constructor_makes_the_subclass():
     described = found("schemas_pkg.stamps.Stamp.as_date", ALONE)
     assert described is not None and "<Stamp instance>: factories" in described
     assert found("schemas_pkg.stamps.Stamp.as_date", WITHOUT_SUBCLASSES) is None
+
+
+def test_a_regular_expression_applied_to_a_number_of_ours_wants_texts():
+    finder = _regex_finder()
+    for bound, want in (
+        ({"text": 7}, ("str",)),  # the argument itself
+        ({"texts": [7]}, ("texts",)),  # one of its items
+        ({"seqs": ([7, 8],)}, ("texts",)),  # an item of one of the *seqs: one list of texts
+    ):
+        number = next(value for value in _leaves(bound) if value == 7)
+        try:
+            finder(number)
+        except TypeError as refused:
+            lesson = text_wanted(str(refused), refused, bound)
+        assert lesson is not None and lesson.names == want and lesson.parameter in bound
+    assert text_wanted("expected string or bytes-like object, got 'int'", TypeError(), {}) is None
+    described = found("schemas_pkg.sequences.find_all", ALONE)
+    assert described is not None and "seqs of type texts" in described
+    assert found("schemas_pkg.sequences.find_all", WITHOUT_REPAIR) is None
+
+
+def _regex_finder():
+    regex = re.compile("a")
+
+    def find(text):  # a frame of its own holds the text, as a package's matcher does
+        return regex.findall(text)
+
+    return find
+
+
+def _leaves(bound):
+    for value in bound.values():
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                yield from item if isinstance(item, list) else [item]
+        else:
+            yield value
+
+
+def test_text_and_bytes_mixed_up_with_none_of_ours_of_the_refused_kind_flips_ours():
+    message = "cannot use a bytes pattern on a string-like object"
+    assert wrong_kind(message, {"f": b"ab", "seqs": (["x"],)}, ()) == ("f", "str")
+    assert wrong_kind(message, {"f": "ab"}, ()) == ("f", "bytes")  # ours was the text
+    assert wrong_kind("must be str, not bytes", {"sep": "a"}, ()) == ("sep", "bytes")

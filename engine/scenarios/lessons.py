@@ -51,6 +51,7 @@ from apiprof.engine.scenarios.refusals import (
 )
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
+from apiprof.engine.scenarios.wantedtext import TEXTS, text_wanted
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 TEACHING = re.compile(
@@ -60,7 +61,7 @@ TEACHING = re.compile(
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)|"
-    r"positional arguments? but \d+ (were|was) given"
+    r"positional arguments? but \d+ (were|was) given|expected string or bytes-like object"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -140,8 +141,12 @@ def learn(
         typed = _from_argument_type(message, bound)
         if typed is not None:
             return typed
-        fewer = fewer_items(message, bound) or fewer_parameters(error, bound)
-        if fewer is not None:  # a function argument, or the call itself, takes fewer
+        fewer = (
+            fewer_items(message, bound)
+            or fewer_parameters(error, bound)
+            or text_wanted(message, error, bound)
+        )
+        if fewer is not None:  # takes fewer arguments, or text where it was given a number
             return fewer
         mixed = wrong_kind(message, bound, expression_names(error))
         if mixed is not None:
@@ -205,6 +210,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "timedelta": datetime.timedelta,
     "Decimal": decimal.Decimal,
     "Fraction": fractions.Fraction,
+    TEXTS: list[str],  # a list of texts a regular expression was applied to, item by item
     "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,

@@ -31,16 +31,21 @@ def wrong_kind(
     argument of the wrong kind the message complains about (one the failing expression names
     first), or None."""
     plain: tuple[type, ...]
+    other: tuple[type, ...]
     stream: tuple[type, ...]
     if _WANTS_BYTES.search(message):
         plain, stream, wanted = (str,), (io.TextIOBase,), ("bytes", BINARY_FILE)
+        other, flipped = (bytes, bytearray), "str"
     elif _WANTS_TEXT.search(message):
         plain, stream = (bytes, bytearray), (io.BufferedIOBase, io.RawIOBase)
-        wanted = ("str", TEXT_FILE)
+        wanted, other, flipped = ("str", TEXT_FILE), (str,), "bytes"
     else:
         return None
     found = [(name, wanted[1]) for name, value in bound.items() if isinstance(value, stream)]
     found += [(name, wanted[0]) for name, value in bound.items() if isinstance(value, plain)]
+    if not found:  # none of ours is of the kind refused: it met ours of the other kind
+        # (a bytes pattern of ours on text the call made of its other arguments)
+        found = [(name, flipped) for name, value in bound.items() if isinstance(value, other)]
     found.sort(key=lambda pair: pair[0] not in named)
     return found[0] if found else None
 

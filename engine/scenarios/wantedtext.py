@@ -1,0 +1,56 @@
+"""A call that matched a regular expression against one of our values that is not text.
+
+``regex.findall(s)`` given a number raises ``expected string or bytes-like object, got
+'int'``. The number is found in the innermost frame (``s`` in the package's own matcher) and
+traced to the argument that holds it: the argument itself (then it is text), one of its items
+(a list of texts), or an item of one of its items (``mapcat(f, *seqs)`` given ``[[1, 2]]``: one
+sequence of texts)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from apiprof.engine.scenarios.failing import innermost
+from apiprof.engine.scenarios.wants import Lesson, Want
+
+_EXPECTED = re.compile(r"expected string or bytes-like object, got '(\w+)'")
+TEXTS = "texts"
+"""The type name (in :data:`.lessons.BUILTIN_TYPES`) of a list of texts."""
+
+
+def text_wanted(message: str, error: BaseException, bound: Mapping[str, object]) -> Lesson | None:
+    """The lesson of a regular expression applied to a value of ours that is not text."""
+    found = _EXPECTED.search(message)
+    frame = innermost(error)
+    if found is None or frame is None:
+        return None
+    refused = [
+        value
+        for value in frame.f_locals.values()
+        if type(value).__name__ == found.group(1) and not isinstance(value, (str, bytes))
+    ]
+    cause = f"TypeError {message}"
+    for value in refused:
+        for name, argument in bound.items():
+            depth = _depth(argument, value)
+            if depth == 0:
+                return Lesson(name, Want.TYPE, ("str",), cause=cause)
+            if depth is not None:
+                return Lesson(name, Want.TYPE, (TEXTS,), cause=cause)
+    return None
+
+
+def _depth(argument: object, value: object) -> int | None:
+    """0 when ``argument`` is ``value``, 1 or 2 when it holds it that deep in lists and
+    tuples, else None."""
+    if argument is value:
+        return 0
+    if not isinstance(argument, (list, tuple)):
+        return None
+    if any(item is value for item in argument):
+        return 1
+    for item in argument:
+        if isinstance(item, (list, tuple)) and any(inner is value for inner in item):
+            return 2
+    return None
