@@ -88,7 +88,8 @@ def documented_for(cls: type, member: str) -> tuple[type, ...]:
 
 READ_DEPTH = 4
 """Calls on ``self`` followed from a method to find what it reads."""
-_SELF_CALL = re.compile(r"\bself\.(\w+)\s*\(")
+_SELF_CALL = re.compile(r"\b(?:self|super\(\))\.(\w+)\s*\(|\b\w+\.(\w+)\(\s*self\b")
+"""A method called on ``self``: ``self.m(``, ``super().m(``, ``Base.m(self``."""
 _NAME = re.compile(r"\b\w+\b")
 _SELF_USES = (
     (re.compile(r"\bself\s*\[[^]]*\]\s*=[^=]"), "__setitem__"),
@@ -112,19 +113,24 @@ def _read_names(cls: type, member: str) -> set[str]:
             seen.add(name)
             source = _source_of(cls, name)
             words.update(_NAME.findall(source))
-            following += _SELF_CALL.findall(source)
+            following += [own or base for own, base in _SELF_CALL.findall(source)]
             following += [dunder for use, dunder in _SELF_USES if use.search(source)]
         frontier = following
     return words
 
 
 def _source_of(cls: type, name: str) -> str:
-    member = inspect.getattr_static(cls, name, None)
-    function = getattr(member, "fget", None) or getattr(member, "__func__", None) or member
-    try:
-        return inspect.getsource(function) if inspect.isfunction(function) else ""
-    except (OSError, TypeError):
-        return ""
+    """The source of every definition of ``name`` in ``cls`` and its bases (an override
+    hands on to its base's through ``super()``)."""
+    sources = []
+    for klass in cls.__mro__:
+        member = vars(klass).get(name)
+        function = getattr(member, "fget", None) or getattr(member, "__func__", None) or member
+        try:
+            sources.append(inspect.getsource(function) if inspect.isfunction(function) else "")
+        except (OSError, TypeError):
+            continue
+    return "\n".join(sources)
 
 
 def unset(value: object) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.discovery.discover import describe_exception
-from apiprof.engine.scenarios import observed, parameters  # a cycle: see values.py
+from apiprof.engine.scenarios import observed, parameters, warmup  # a cycle: see values.py
 from apiprof.engine.scenarios.building import (
     MAX_DEPTH,
     BuildContext,
@@ -140,11 +140,15 @@ leaves to its users from the class itself (:func:`_documented_subclass`)."""
 
 
 def _documented_subclass(cls: type, context: BuildContext) -> object | None:
-    """For a method that reads a class attribute ``cls`` leaves empty, an instance of one of
+    """For a method that reads a class attribute ``cls`` leaves empty (or whose receiver is
+    fed through a method that does), an instance of one of
     the subclasses that set it as the package's documentation shows (:mod:`.docsubclasses`;
     the variant chooses which), except on every second variant, which keeps the class itself.
     None then, and when none builds."""
-    documented = documented_for(cls, context.member)
+    documented = documented_for(cls, context.member) or documented_for(
+        cls,
+        warmup.feeder_of(cls, context.member),  # what feeds the receiver reads it
+    )
     if not documented:
         return None
     context.choices = max(context.choices, DOCUMENTED_TURN)
