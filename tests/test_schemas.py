@@ -25,9 +25,16 @@ from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.wantedtext import text_wanted
 from apiprof.engine.scenarios.wants import Lesson, Want
 
-WITHOUT_EXAMPLES = tuple(source for source in ALONE if source != "examples")
-WITHOUT_REPAIR = tuple(source for source in ALONE if source != "repair")
 WITHOUT_SUBCLASSES = tuple(source for source in ALONE if source != "subclasses")
+
+
+def only_with(switch: str, credited: str, qualname: str) -> str:
+    """The description of the scenario found for ``qualname`` (credited to ``credited``, run
+    as measured); with every source but the one ``switch`` turns off, none is found."""
+    described = found(qualname, ALONE)
+    assert described is not None and described.startswith(f"{credited}: ")
+    assert found(qualname, tuple(other for other in ALONE if other != switch)) is None
+    return described
 
 
 def test_siblings_of_a_collection_draw_values_of_their_own():
@@ -55,10 +62,9 @@ def test_a_documented_subclass_fills_what_the_base_leaves_empty():
     "qualname", ["schemas_pkg.fields.Record.total_width", "schemas_pkg.fields.Row.widest"]
 )
 def test_a_method_of_an_empty_schema_runs_on_the_documented_subclass(qualname):
-    described = found(qualname, ALONE)
-    assert described is not None and described.startswith("examples: ")
-    assert "its subclass Point as the documentation writes it" in described
-    assert found(qualname, WITHOUT_EXAMPLES) is None
+    assert "its subclass Point as the documentation writes it" in only_with(
+        "examples", "examples", qualname
+    )
 
 
 def test_a_name_not_found_is_one_the_receiver_holds():
@@ -73,10 +79,10 @@ def test_a_name_not_found_is_one_the_receiver_holds():
         ("width",),
         cause="LookupError Name lorem not found: name was not among what the receiver lists",
     )
-    described = found("schemas_pkg.fields.Record.offset_of", ALONE)  # Point's fields
-    assert described is not None and described.startswith("repaired: ")
+    described = only_with(
+        "repair", "repaired", "schemas_pkg.fields.Record.offset_of"
+    )  # Point's fields
     assert "name 'lat'" in described
-    assert found("schemas_pkg.fields.Record.offset_of", WITHOUT_REPAIR) is None
 
 
 def test_an_echoed_item_of_star_args_passes_that_one_name():
@@ -101,9 +107,7 @@ def test_a_function_made_in_the_call_that_takes_fewer_items_trims_star_args():
         repairs=(fewer_items(message, bound).literal(),),
     )
     assert len(args) == 2  # the separator and one text
-    described = found("schemas_pkg.sequences.split_all", ALONE)
-    assert described is not None and "*texts 1 item(s)" in described
-    assert found("schemas_pkg.sequences.split_all", WITHOUT_REPAIR) is None
+    assert "*texts 1 item(s)" in only_with("repair", "repaired", "schemas_pkg.sequences.split_all")
 
 
 def test_a_call_refusing_the_parameters_its_signature_shows_takes_the_last_ones():
@@ -116,16 +120,14 @@ def test_a_call_refusing_the_parameters_its_signature_shows_takes_the_last_ones(
         "", Want.NAMES, ("func",), cause=f"TypeError {message}"
     )
     assert fewer_parameters(refused, {"call": 1}) is None  # given more than it was bound
-    described = found("schemas_pkg.stamps.collecting", ALONE)
-    assert described is not None and described.startswith("repaired: ")
+    described = only_with("repair", "repaired", "schemas_pkg.stamps.collecting")
     assert "the call takes the parameter 'func'" in described
-    assert found("schemas_pkg.stamps.collecting", WITHOUT_REPAIR) is None
 
 
 def test_a_bases_alternative_constructor_makes_the_subclass():
     described = found("schemas_pkg.stamps.Stamp.as_date", ALONE)
     assert described is not None and "<Stamp instance>: factories" in described
-    assert found("schemas_pkg.stamps.Stamp.as_date", WITHOUT_SUBCLASSES) is None
+    assert found("schemas_pkg.stamps.Stamp.as_date", WITHOUT_SUBCLASSES) is None  # the switch
 
 
 def test_a_regular_expression_applied_to_a_number_of_ours_wants_texts():
@@ -142,9 +144,7 @@ def test_a_regular_expression_applied_to_a_number_of_ours_wants_texts():
             lesson = text_wanted(str(refused), refused, bound)
         assert lesson is not None and lesson.names == want and lesson.parameter in bound
     assert text_wanted("expected string or bytes-like object, got 'int'", TypeError(), {}) is None
-    described = found("schemas_pkg.sequences.find_all", ALONE)
-    assert described is not None and "seqs of type texts" in described
-    assert found("schemas_pkg.sequences.find_all", WITHOUT_REPAIR) is None
+    assert "seqs of type texts" in only_with("repair", "repaired", "schemas_pkg.sequences.find_all")
 
 
 def _regex_finder():

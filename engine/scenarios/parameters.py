@@ -93,6 +93,7 @@ def arguments_for(
             count = KEPT_ITEMS
             if lesson is not None and lesson.want is Want.ITEMS:  # a call said how many
                 count, lesson = int(lesson.names[0]), None
+                context.credit(f"*{parameter.name}", ScenarioSource.REPAIRED)
             if lesson is not None:  # what a call said its positional items must be
                 value = repaired.repaired_value(lesson, context, lesson.parameter)
                 args.extend(value if lesson.element else [value])
