@@ -21,7 +21,9 @@ from apiprof.engine.scenarios.docsubclasses import documented_subclasses, unset
 from apiprof.engine.scenarios.heldnames import held_names
 from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.mixups import wrong_kind
+from apiprof.engine.scenarios.schemanote import schema_note
 from apiprof.engine.scenarios.synth import synthesize_call
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.wantedtext import text_wanted
 from apiprof.engine.scenarios.wants import Lesson, Want
 
@@ -170,3 +172,18 @@ def test_text_and_bytes_mixed_up_with_none_of_ours_of_the_refused_kind_flips_our
     assert wrong_kind(message, {"f": b"ab", "seqs": (["x"],)}, ()) == ("f", "str")
     assert wrong_kind(message, {"f": "ab"}, ()) == ("f", "bytes")  # ours was the text
     assert wrong_kind("must be str, not bytes", {"sep": "a"}, ()) == ("sep", "bytes")
+
+
+def test_a_method_still_refused_says_which_empty_attribute_it_reads():
+    note = schema_note("schemas_pkg.fields.Row.widest")
+    assert note.startswith("; Row.fields is left empty (")
+    assert "widest reads it: a scenario may need to call it on a subclass" in note
+    assert note.endswith("(its documented subclasses Point did not do)")
+    assert schema_note("schemas_pkg.fields.Fields.position_of") == ""  # reads no such thing
+    assert schema_note("schemas_pkg.sequences.split_all") == ""  # not a method
+    without = tuple(source for source in ALONE if source != "examples")
+    spec, failure = find_synthesized_scenario(
+        "schemas_pkg.fields.Row.widest", (10,), sources=without
+    )
+    assert spec is None and failure is not None
+    assert "Row.fields is left empty" in failure.reason

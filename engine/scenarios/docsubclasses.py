@@ -76,7 +76,7 @@ def documented_for(cls: type, member: str) -> tuple[type, ...]:
     """The documented subclasses of ``cls`` that set an attribute ``cls`` leaves empty and
     its method ``member`` reads (itself, or a method of ``cls`` it calls on ``self``, four
     calls deep): a method that never reads what users fill in keeps the class itself."""
-    read = _read_names(cls, member)
+    read = read_names(cls, member)
     return tuple(
         subclass
         for subclass in documented_subclasses(cls)
@@ -100,7 +100,7 @@ _SELF_USES = (
 """What a method does with ``self`` that calls one of its special methods."""
 
 
-def _read_names(cls: type, member: str) -> set[str]:
+def read_names(cls: type, member: str) -> set[str]:
     """Every word in the source of ``cls.member`` and the methods it calls on ``self``."""
     words: set[str] = set()
     seen: set[str] = set()
@@ -151,15 +151,15 @@ def _same_gaps(cls: type, base: type, attributes: tuple[str, ...]) -> bool:
     if issubclass(base, cls) or not set(base.__bases__) & set(cls.__mro__[1:]) - {object}:
         return False
     for name in attributes:
-        mine, theirs = getattr(cls, name, _MISSING), getattr(base, name, _MISSING)
-        if mine is _MISSING or theirs is _MISSING:
+        mine, theirs = getattr(cls, name, MISSING), getattr(base, name, MISSING)
+        if mine is MISSING or theirs is MISSING:
             return False
         if not (unset(mine) and unset(theirs) and type(mine) is type(theirs)):
             return False
     return True
 
 
-_MISSING = object()
+MISSING = object()
 
 
 def _set_attributes(built: type) -> tuple[str, ...]:

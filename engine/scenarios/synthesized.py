@@ -27,6 +27,7 @@ from apiprof.engine.scenarios.repair import Start, repair_search
 from apiprof.engine.scenarios.results import SOURCE as RESULTS
 from apiprof.engine.scenarios.results import Taken
 from apiprof.engine.scenarios.resultsearch import results_search
+from apiprof.engine.scenarios.schemanote import schema_note
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.engine.scenarios.synth import (
@@ -326,6 +327,8 @@ def find_synthesized_scenario(
         if repaired.spec is not None:
             return repaired.spec, None
         first_failure = replace(first_failure, reason=first_failure.reason + repaired.note())
+    if first_failure is not None and refused:  # a schema its users fill in says what it needs
+        first_failure = replace(first_failure, reason=first_failure.reason + schema_note(qualname))
     return None, first_failure
 
 
