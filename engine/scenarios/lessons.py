@@ -61,7 +61,7 @@ TEACHING = re.compile(
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)|"
-    r"positional arguments? but \d+ (were|was) given|expected string or bytes-like object"
+    r"positional arguments? but \d+ (were|was) given"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message

@@ -4,7 +4,12 @@
 'int'``. The number is found in the innermost frame (``s`` in the package's own matcher) and
 traced to the argument that holds it: the argument itself (then it is text), one of its items
 (a list of texts), or an item of one of its items (``mapcat(f, *seqs)`` given ``[[1, 2]]``: one
-sequence of texts)."""
+sequence of texts).
+
+The message alone does not make a rejected variant a start of the repair: a package that takes
+a pattern where a function is expected (``mapcat(f, ...)`` with ``f`` text) says it of its own
+matcher, and mended to text the call then finds no match. It is read when a call the repair
+already mends says it (after the ``*seqs`` items were trimmed to one)."""
 
 from __future__ import annotations
 
