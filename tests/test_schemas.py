@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from schemas_pkg.choices import Selection
 from schemas_pkg.fields import Field, Fields, Record, Row
 from test_siblings import ALONE, found
 
@@ -21,6 +22,7 @@ from apiprof.engine.scenarios.docsubclasses import documented_subclasses, unset
 from apiprof.engine.scenarios.heldnames import held_names
 from apiprof.engine.scenarios.lessons import learn, may_teach
 from apiprof.engine.scenarios.mixups import wrong_kind
+from apiprof.engine.scenarios.preparers import preparer_of
 from apiprof.engine.scenarios.schemanote import schema_note
 from apiprof.engine.scenarios.synth import synthesize_call
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
@@ -187,3 +189,9 @@ def test_a_method_still_refused_says_which_empty_attribute_it_reads():
     )
     assert spec is None and failure is not None
     assert "Row.fields is left empty" in failure.reason
+
+
+def test_a_class_level_none_placeholder_is_prepared_by_the_method_that_sets_it():
+    assert preparer_of(Selection(), "chosen_option") == "choose"
+    described = only_with("prepare", "prepared", "schemas_pkg.choices.Selection.chosen_option")
+    assert "made ready by Selection.choose(" in described

@@ -133,6 +133,14 @@ def _source_of(cls: type, name: str) -> str:
     return "\n".join(sources)
 
 
+@functools.cache
+def documented_attributes(package: str) -> frozenset[str]:
+    """The class attributes the package's documented subclasses set (what it shows its users
+    filling in)."""
+    built = (_built(example) for example in _examples(package))
+    return frozenset(name for made in built if made is not None for name in _set_attributes(made))
+
+
 def unset(value: object) -> bool:
     """Whether a class attribute is left for subclasses: None, or an empty collection."""
     if value is None:

@@ -141,13 +141,19 @@ leaves to its users from the class itself (:func:`_documented_subclass`)."""
 
 def _documented_subclass(cls: type, context: BuildContext) -> object | None:
     """For a method that reads a class attribute ``cls`` leaves empty (or whose receiver is
-    fed through a method that does), an instance of one of
+    fed or prepared through a method that does), an instance of one of
     the subclasses that set it as the package's documentation shows (:mod:`.docsubclasses`;
     the variant chooses which), except on every second variant, which keeps the class itself.
     None then, and when none builds."""
-    documented = documented_for(cls, context.member) or documented_for(
-        cls,
-        warmup.feeder_of(cls, context.member),  # what feeds the receiver reads it
+    from apiprof.engine.scenarios import preparers  # a cycle: preparers → warmup → here
+
+    readers = [  # what feeds or prepares the receiver may read it instead
+        context.member,
+        warmup.feeder_of(cls, context.member),
+        *(preparers.setters_of(cls, context.member) if preparers.SOURCE in context.sources else ()),
+    ]
+    documented = next(
+        (found for name in readers if name and (found := documented_for(cls, name))), ()
     )
     if not documented:
         return None

@@ -78,15 +78,15 @@ def prepared_receiver(
 
 def preparer_of(instance: object, member: str) -> str:
     """The name of the sibling method of ``instance``'s class that assigns the most of the
-    attributes ``member`` reads of ``self`` and ``instance`` lacks (a public one before a
-    private one when as many), or ""."""
+    attributes ``member`` reads of ``self`` and ``instance`` lacks or holds only as its
+    class's ``None`` placeholder (a public one before a private one when as many), or ""."""
     cls: type = type(instance)
-    if hasattr(cls, "__getattr__"):  # it answers any attribute: nothing is known to lack
-        return ""
+    answers_any = hasattr(cls, "__getattr__")  # nothing is known to lack, but placeholders
     lacking = [
         attribute
         for attribute in _read_not_set(cls, member)
-        if inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT
+        if (not answers_any and inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT)
+        or _placeholder(instance, attribute)
     ]
     if not lacking:
         return ""
@@ -96,6 +96,23 @@ def preparer_of(instance: object, member: str) -> str:
         if count > most:
             best, most = name, count
     return best
+
+
+def _placeholder(instance: object, attribute: str) -> bool:
+    """Whether ``attribute`` is only a class's ``None`` standing in until a method sets it
+    (``_currentIdx = None`` in the class body, nothing on the instance)."""
+    own = getattr(instance, "__dict__", {})
+    return attribute not in own and any(
+        attribute in vars(klass) and vars(klass)[attribute] is None
+        for klass in type(instance).__mro__[:-1]
+    )
+
+
+def setters_of(cls: type, member: str) -> list[str]:
+    """The sibling methods of ``cls`` that set an attribute ``member`` reads of ``self``
+    without setting it itself (what :func:`preparer_of` chooses among)."""
+    read = set(_read_not_set(cls, member))
+    return [name for name in _method_names(cls) if name != member and read & _assigns(cls, name)]
 
 
 @functools.cache

@@ -2,14 +2,21 @@
 
 A class that leaves a class attribute empty for its users' subclasses to set (see
 :mod:`.docsubclasses`) cannot run the methods that read it; when no documented subclass did
-either, the reason says which attribute and that a scenario must use a subclass setting it."""
+either, the reason says which attribute and that a scenario may need a subclass setting it —
+only of attributes the package's documentation shows its users setting."""
 
 from __future__ import annotations
 
 import inspect
 
 from apiprof.engine.discovery.discover import resolve_object
-from apiprof.engine.scenarios.docsubclasses import MISSING, documented_for, read_names, unset
+from apiprof.engine.scenarios.docsubclasses import (
+    MISSING,
+    documented_attributes,
+    documented_for,
+    read_names,
+    unset,
+)
 from apiprof.engine.scenarios.warmup import feeder_of
 
 
@@ -27,10 +34,11 @@ def schema_note(qualname: str) -> str:
     own = read_names(owner, member)
     feeder = feeder_of(owner, member)
     fed = read_names(owner, feeder) - own if feeder else set()
+    documented = documented_attributes((owner.__module__ or "").split(".")[0])
     empty = [
         name
         for name in sorted(own | fed)
-        if not name.startswith("_")
+        if name in documented  # the package shows its users setting it
         and any(name in vars(klass) for klass in owner.__mro__[:-1])
         and not callable(getattr(owner, name, None))
         and unset(getattr(owner, name, MISSING))
