@@ -38,8 +38,8 @@ _CLASS_LINE = re.compile(r"^(\s*)class\s+(\w+)\s*\(\s*([\w.]+)\s*\)\s*:")
 
 @dataclass(frozen=True)
 class DocumentedSubclass:
-    """A class statement of the package's documentation: its name, its base as written, the
-    class attributes it sets, and the module whose docstring shows it."""
+    """A class statement of the package's documentation: its name, its base as written, its
+    source, and the module whose docstring shows it."""
 
     name: str
     base: str
@@ -100,7 +100,7 @@ _SELF_USES = (
 """What a method does with ``self`` that calls one of its special methods."""
 
 
-def read_names(cls: type, member: str) -> set[str]:
+def read_names(cls: type, member: str) -> frozenset[str]:
     """Every word in the source of ``cls.member`` and the methods it calls on ``self``."""
     words: set[str] = set()
     seen: set[str] = set()
@@ -116,7 +116,7 @@ def read_names(cls: type, member: str) -> set[str]:
             following += [own or base for own, base in _SELF_CALL.findall(source)]
             following += [dunder for use, dunder in _SELF_USES if use.search(source)]
         frontier = following
-    return words
+    return frozenset(words)
 
 
 def _source_of(cls: type, name: str) -> str:
