@@ -220,3 +220,15 @@ def test_a_stretch_after_a_wait_that_found_no_end_of_the_phase_is_measured_again
     log = run_timing_pass(run, [PySite(run)], budget=budget(), pace=pace)
     assert log.stalled_runs == 2  # the first (slow after it), the second (slow before it)
     assert log.runs == 10 and made[0] == 12
+
+
+def test_the_checks_of_the_pace_do_not_count_against_the_wall_time_cap(clock):
+    """Switched out 3 units of every 4, as above: the cap (20 units of wall time) leaves 5
+    runs. A check after every stretch costing a whole unit changes nothing: the checks are
+    the scan's cost, not the pass's (before, they ate into the cap and a 3.11 leaf pass on a
+    loaded machine kept 381 calls)."""
+    switches = FakeSwitches(clock, away_per_run=3 * UNIT)
+    pace = PaceOfChecks(clock, [], cost=1 * UNIT)
+    run, made = measured(clock, switches, own=1 * UNIT, away=3 * UNIT)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), switches=switches, pace=pace)  # type: ignore[arg-type]
+    assert log.runs == made[0] == 5 and pace.checks == 5

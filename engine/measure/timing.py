@@ -29,8 +29,8 @@ one is — after a slow workload check, once a check runs at pace again (at most
 ``STRETCH_WAIT_POLLS`` short sleeps) — until the pass's budget
 (:meth:`~apiprof.engine.measure.passlog.Budget.remeasure_allowance`: the stretches with their
 reference calls, and the waits) went into measuring stretches again; after that a slow
-stretch is kept and counted. The workload checks themselves (~0.2 ms each) are not the pass's
-own time: a pass still gets its budget of runs.
+stretch is kept and counted. The workload checks themselves (~0.2 ms each) count neither as the
+pass's own time nor against its wall-time cap: a pass on a busy machine keeps the runs it had.
 
 Preemption (:mod:`~apiprof.engine.measure.switches`): with perf context-switch records the
 pass keeps the preempted intervals and :func:`~apiprof.engine.measure.costs.measure_calls`
@@ -235,9 +235,8 @@ def _measure_leg(
             log.preempted += seen.preempted
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
-        total = clock() - started
-        own = total - away - discarded - checking  # the runs' own time: not preempted, not
-        # re-measured, not the checks of the CPU's pace
+        total = clock() - started - checking  # the checks of the CPU's pace are the scan's
+        own = total - away - discarded  # the runs' own time: not preempted, not re-measured
         if budget.done(runs, own, total):
             break
         if spent < STRETCH_SECONDS:
