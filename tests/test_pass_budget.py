@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from apiprof.engine.measure import timing
+from apiprof.engine.measure.pace import Pace
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.probes import PySite
 from apiprof.engine.measure.switches import Stretch
@@ -177,3 +178,57 @@ def test_time_measured_again_is_not_the_passs_own_time(clock):
     log = run_timing_pass(run, [PySite(run)], budget=budget(), slow_reference=first_batch_slow)
     assert log.stalled_runs == 1
     assert log.runs == 10 and made[0] == 11
+
+
+class PaceOfChecks(Pace):
+    """A pace whose reference checks answer from a list (True = ran slow), each advancing the
+    fake clock by ``cost``; waits do not sleep."""
+
+    def __init__(self, clock: FakeClock, answers: list[bool], cost: float) -> None:
+        super().__init__(1000.0, timer=lambda: 0.0)
+        self.clock, self.answers, self.cost = clock, answers, cost
+        self.checks = 0
+
+    def check(self) -> tuple[float, bool]:
+        self.checks += 1
+        self.clock.now += self.cost
+        slow = self.answers.pop(0) if self.answers else False
+        return (2000.0 if slow else 1000.0), slow
+
+    def wait(self, polls: int = 1, pause=None) -> bool:
+        return any(not self.check()[1] for _ in range(polls))
+
+
+def test_a_stretch_the_reference_workload_ran_slow_after_is_measured_again(clock):
+    """The CPU's pace is checked after every stretch (the check right before the pass is
+    settle's): a slow one has the stretch measured again, after a wait for a check at pace.
+    The checks are not the pass's own time, so it still gets its budget of 10 units of runs;
+    the wait is part of measuring again."""
+    pace = PaceOfChecks(clock, [True, True, False], cost=UNIT / 2)
+    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), pace=pace)
+    assert log.stalled_runs == 1  # the first stretch (1 run), judged slow after it
+    assert log.runs == 10 and made[0] == 11
+    assert pace.checks == 11 + 2  # after every stretch, and the wait's two
+
+
+def test_a_stretch_after_a_wait_that_found_no_end_of_the_phase_is_measured_again_too(clock):
+    """A wait that ends without a check at pace measures the next stretch anyway; the slow
+    check before it marks that stretch as measured in a slow phase as well."""
+    pace = PaceOfChecks(clock, [True] * 4, cost=UNIT / 4)
+    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), pace=pace)
+    assert log.stalled_runs == 2  # the first (slow after it), the second (slow before it)
+    assert log.runs == 10 and made[0] == 12
+
+
+def test_the_checks_of_the_pace_do_not_count_against_the_wall_time_cap(clock):
+    """Switched out 3 units of every 4, as above: the cap (20 units of wall time) leaves 5
+    runs. A check after every stretch costing a whole unit changes nothing: the checks are
+    the scan's cost, not the pass's (before, they ate into the cap and a 3.11 leaf pass on a
+    loaded machine kept 381 calls)."""
+    switches = FakeSwitches(clock, away_per_run=3 * UNIT)
+    pace = PaceOfChecks(clock, [], cost=1 * UNIT)
+    run, made = measured(clock, switches, own=1 * UNIT, away=3 * UNIT)
+    log = run_timing_pass(run, [PySite(run)], budget=budget(), switches=switches, pace=pace)  # type: ignore[arg-type]
+    assert log.runs == made[0] == 5 and pace.checks == 5

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloccounters import choose_counter
-from apiprof.engine.measure.probes import clone_function, restore_code, set_code
+from apiprof.engine.measure.probes import restore_code
+from apiprof.engine.measure.trampoline import clone_function, set_code
 
 try:
     from apiprof.engine.measure import _alloccount

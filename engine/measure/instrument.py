@@ -53,14 +53,13 @@ from apiprof.engine.measure.probes import (
     Record,
     Site,
     acquire_tool_id,
-    can_trampoline,
     cpu_pattern,
     install_probe_id,
-    install_trampoline,
     release_tool_id,
     restore_code,
 )
 from apiprof.engine.measure.quicken import RESTORE_LIMIT, restore_quickened
+from apiprof.engine.measure.trampoline import can_trampoline, install_trampoline
 
 try:
     from apiprof.engine.measure import _timing

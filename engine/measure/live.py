@@ -36,14 +36,13 @@ from apiprof.engine.measure.probes import (
     ProbeId,
     PySite,
     Record,
-    can_trampoline,
     cpu_pattern,
     install_probe_id,
-    install_trampoline,
     release_tool_id,
     resolve_site,
     restore_code,
 )
+from apiprof.engine.measure.trampoline import can_trampoline, install_trampoline
 from apiprof.errors import MeasurementError
 
 TOOL_IDS = (4, 3)

@@ -11,25 +11,20 @@ constant is never loaded by the bytecode, so behaviour is unchanged; the origina
 is put back when the pass ends. C callables cannot carry a constant; their call-site probes map
 the callable to its dense id with one identity-hashed dict lookup.
 
-Trampolines (Python 3.11, which has no per-code-object events): the target function's
-``__code__`` is swapped for a generated code object that reads the clocks, appends to the
-target's record array entry and calls a clone of the original function (same code, globals,
-defaults, closure). The generated code has as many free variables as the original, so the swap
-is allowed; its probes and records are constants of that code (no lookup per call). All other
-code runs untouched, at full speed.
+Python 3.11 has no per-code-object events: its Python sites are probed by trampolines
+(:mod:`~apiprof.engine.measure.trampoline`), whose records are constants of their code.
 """
 
 from __future__ import annotations
 
-import inspect
 import random
 import sys
 import types
 import typing
-import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 
+from apiprof.engine.measure.trampoline import set_code
 from apiprof.errors import MeasurementError
 
 HAS_MONITORING = sys.version_info >= (3, 12)
@@ -164,15 +159,6 @@ def install_probe_id(function: types.FunctionType, index: int) -> types.CodeType
     return original
 
 
-def set_code(function: types.FunctionType, code: types.CodeType) -> None:
-    """Give ``function`` another code object. A generator function swapped for a plain wrapper
-    (and back) makes 3.13+ warn that such swaps are deprecated; they are still allowed, last
-    one pass and are always undone, so the warning would only alarm the people scanning."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Assigning a code object of non-matching type")
-        function.__code__ = code
-
-
 def restore_code(function: types.FunctionType, original: types.CodeType) -> None:
     set_code(function, original)
 
@@ -241,105 +227,3 @@ class Record(list[int]):
     def __init__(self, pattern: bytes = b"") -> None:
         super().__init__()
         self.pattern = pattern or cpu_pattern(1)
-
-
-_PLACEHOLDERS = (
-    "\0apiprof:enter",
-    "\0apiprof:exit",
-    "\0apiprof:clone",
-    "\0apiprof:wall",
-    "\0apiprof:cpu",
-    "\0apiprof:len",
-)
-_TEMPLATES: dict[int, types.CodeType] = {}
-
-_TEMPLATE = """
-def _outer():
-    {cells} = None
-    def trampoline(*args, **kwargs):
-        if kwargs is None:  # never true: keeps the free variables the swap requires
-            return {cells}
-        r = {enter!r}
-        cpu = {cpu!r}
-        size = {size!r}  # the target's globals may shadow len()
-        r.append(cpu() if r.pattern[size(r) & 8191] else -1)
-        wall = {wall!r}
-        call = {clone!r}
-        r.append(wall())
-        try:
-            return call(*args, **kwargs)
-        finally:
-            t = wall()
-            x = {exit!r}
-            x.append(t)
-            x.append(cpu() if r[-2] >= 0 else -1)
-    return trampoline
-"""
-
-
-def _template(freevars: int) -> types.CodeType:
-    code = _TEMPLATES.get(freevars)
-    if code is None:
-        cells = ", ".join(f"_c{i}" for i in range(freevars)) + ("," if freevars == 1 else "")
-        enter, exit_, clone, wall, cpu, size = _PLACEHOLDERS
-        source = _TEMPLATE.format(
-            cells=cells or "_unused",
-            enter=enter,
-            exit=exit_,
-            clone=clone,
-            wall=wall,
-            cpu=cpu,
-            size=size,
-        )
-        if not freevars:
-            source = source.replace("            return _unused\n", "            return None\n")
-        outer = compile(source, "<apiprof trampoline>", "exec").co_consts
-        outer_code = next(c for c in outer if isinstance(c, types.CodeType))
-        code = next(c for c in outer_code.co_consts if isinstance(c, types.CodeType))
-        _TEMPLATES[freevars] = code
-    return code
-
-
-def can_trampoline(function: types.FunctionType) -> bool:
-    """Plain functions only: a generator's or coroutine's activations are not calls of a wrapper."""
-    flags = function.__code__.co_flags
-    return not flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR)
-
-
-def clone_function(function: types.FunctionType) -> types.FunctionType:
-    """A function running ``function``'s current code with its globals, defaults and closure —
-    what a wrapper swapped into ``function.__code__`` calls."""
-    clone = types.FunctionType(
-        function.__code__,
-        function.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    clone.__kwdefaults__ = function.__kwdefaults__
-    return clone
-
-
-def install_trampoline(
-    function: types.FunctionType,
-    enter: Record,
-    exit_: Record,
-    wall: Callable[[], int],
-    cpu: Callable[[], int],
-) -> types.CodeType:
-    """Swap ``function.__code__`` for a probing trampoline; returns the original code."""
-    original = function.__code__
-    clone = clone_function(function)
-    template = _template(len(original.co_freevars))
-    objects = dict(zip(_PLACEHOLDERS, (enter, exit_, clone, wall, cpu, len)))
-    consts = tuple(objects.get(c, c) if isinstance(c, str) else c for c in template.co_consts)
-    set_code(
-        function,
-        template.replace(
-            co_consts=consts,
-            co_freevars=original.co_freevars,
-            co_name=original.co_name,
-            co_qualname=original.co_qualname,
-        ),
-    )
-    return original

@@ -13,7 +13,9 @@ bracket every pass instead:
 * inside the pass, the empty reference function's calls around every stretch
   (:mod:`~apiprof.engine.measure.timing`): a batch whose median interval is more than
   ``STRETCH_FACTOR`` times the calibrated one (:func:`slow_reference`) has the stretch it brackets
-  measured again, so a stall in the middle of a long pass is not stored either;
+  measured again, and so does a slow check of the reference workload after a stretch (the
+  same :class:`~apiprof.engine.measure.pace.Pace`), so a stall in the middle of a long pass is
+  not stored either;
 * the share of a target's calls the thread was switched out of (perf records): above
   :data:`~apiprof.engine.measure.costs.PREEMPTED_SHARE` the preempted calls stay in the
   figures (with the switched-out time taken off), and they read high.
@@ -146,6 +148,7 @@ def settled_pass(
             budget=budget,
             switches=switches,
             slow_reference=slow_reference(calibration),
+            pace=pace,
             running=running,
         )
         took = time.perf_counter() - started

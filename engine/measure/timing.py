@@ -18,12 +18,19 @@ machine's speed between calibration and measurement does not bias short calls.
 
 Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
-judged by its two reference batches instead (``slow_reference``, from the calibrated inside
-interval): when either ran slow the CPU ran slow around the stretch, and the stretch is
-measured again (counted in ``PassLog.stalled_runs``), as a preempted one is, until the pass's
-budget (:meth:`~apiprof.engine.measure.passlog.Budget.remeasure_allowance`, the stretches
-with their reference calls) went into measuring stretches again; after that a slow stretch is
-kept and counted.
+judged by its two reference batches (``slow_reference``, from the calibrated inside interval)
+and by the reference workload of :mod:`~apiprof.engine.measure.pace`, timed after every stretch
+against the fastest this worker has seen (``pace``; the check after one stretch is the check
+before the next, the one before the first is settle's). The batches' medians are a few clock
+steps long, too coarse to see a CPU running 1.3× slow; the workload (~30 µs of interpreter
+work, fastest of five warm runs) sees it. When a check says the CPU ran slow around the
+stretch, the stretch is measured again (counted in ``PassLog.stalled_runs``), as a preempted
+one is — after a slow workload check, once a check runs at pace again (at most
+``STRETCH_WAIT_POLLS`` short sleeps) — until the pass's budget
+(:meth:`~apiprof.engine.measure.passlog.Budget.remeasure_allowance`: the stretches with their
+reference calls, and the waits) went into measuring stretches again; after that a slow
+stretch is kept and counted. The workload checks themselves (~0.2 ms each) count neither as the
+pass's own time nor against its wall-time cap: a pass on a busy machine keeps the runs it had.
 
 Preemption (:mod:`~apiprof.engine.measure.switches`): with perf context-switch records the
 pass keeps the preempted intervals and :func:`~apiprof.engine.measure.costs.measure_calls`
@@ -49,6 +56,7 @@ from apiprof.engine.measure.instrument import (
     choose_mechanisms,
 )
 from apiprof.engine.measure.invariants import PassCheck
+from apiprof.engine.measure.pace import Pace
 from apiprof.engine.measure.passlog import (
     LONG_NS,
     MAX_STRETCH_RUNS,
@@ -63,6 +71,10 @@ from apiprof.engine.measure.probes import Record, Site, cpu_pattern
 from apiprof.engine.measure.switches import SwitchSource
 
 run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario's
+
+STRETCH_WAIT_POLLS = 3
+"""After a slow check between stretches, checks at most (each after a short sleep) before the
+next stretch is measured anyway: a slow phase usually outlasts an immediate second try."""
 
 _clock = time.perf_counter  # the pass's wall clock (tests replace it)
 
@@ -81,6 +93,7 @@ def run_timing_pass(
     reference: bool = True,
     switches: SwitchSource | None = None,
     slow_reference: Callable[[float], bool] | None = None,
+    pace: Pace | None = None,
     running: Sequence[types.CodeType] = (),
 ) -> PassLog:
     """Run the scenario with probes on ``sites`` only, for as long as ``budget`` says
@@ -90,8 +103,8 @@ def run_timing_pass(
     default: decided from the warm-up run). ``probes`` forces the C or Python monitoring
     callbacks. ``callers`` maps a C site's key to the code objects that call it.
     ``slow_reference`` says whether a reference batch's median interval (ns) shows a CPU
-    running slow (None: stretches are not judged). ``running``: the code objects the scenario
-    runs (from the allocation pass), run as in a plain process while timed
+    running slow (None: stretches are not judged); with ``pace`` the reference workload is also
+    timed between stretches and judged by it. ``running``: the code objects the scenario runs (from the allocation pass), run as in a plain process while timed
     (:mod:`~apiprof.engine.measure.quicken`). Instrumentation is always removed, also when
     ``run_once`` raises."""
     if budget is None:
@@ -138,6 +151,7 @@ def run_timing_pass(
                     probe_reference,
                     switches,
                     slow_reference if probe_reference else None,
+                    pace if probe_reference else None,
                 )
             log.runs = max(log.runs, runs)
     check.verify()
@@ -152,6 +166,7 @@ def _measure_leg(
     probe_reference: bool,
     switches: SwitchSource | None,
     slow_reference: Callable[[float], bool] | None,
+    pace: Pace | None = None,
 ) -> int:
     """The run loop of one leg (see the module docstring); returns the runs recorded."""
     records, log = inst.records, inst.log
@@ -173,6 +188,8 @@ def _measure_leg(
     started = clock()
     runs = stretch = 0
     discarded = away = 0.0  # seconds re-measured / spent preempted (not the pass's own time)
+    checking = 0.0  # seconds spent timing the reference workload (not the pass's own time)
+    slow_before = False  # the check right before the pass is settle's (a slow one: pass again)
     size = 1
     while True:
         lengths = records.lengths()
@@ -194,20 +211,31 @@ def _measure_leg(
         if switches is not None and seen is not None and seen.disturbed:
             log.disturbed_runs += size
             again = not switches.subtracts
-        if slow_reference is not None and _ran_slow(
+        slow = slow_reference is not None and _ran_slow(
             records, len(log.sites), lengths, slow_reference
-        ):
+        )
+        if pace is not None:
+            closed = clock()
+            slow_after = pace.check()[1]
+            checking += clock() - closed
+            slow = slow or slow_before or slow_after
+            slow_before = slow_after  # the check after this stretch is the one before the next
+        if slow:
             log.stalled_runs += size
             again = True
         if again and discarded + cost < budget.remeasure_allowance():
             discarded += cost
             records.truncate(lengths)  # measure this stretch again
+            if pace is not None and slow_before:  # in a slow phase: once it is over
+                waited = clock()
+                slow_before = not pace.wait(STRETCH_WAIT_POLLS)
+                discarded += clock() - waited
             continue
         if seen is not None:
             log.preempted += seen.preempted
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
-        total = clock() - started
+        total = clock() - started - checking  # the checks of the CPU's pace are the scan's
         own = total - away - discarded  # the runs' own time: not preempted, not re-measured
         if budget.done(runs, own, total):
             break
