@@ -94,6 +94,13 @@ def test_the_package_own_parser_that_reads_text_ranks_before_the_steps_of_a_pars
     assert "widened_pkg.steps.parse_word" not in ranked  # a step in a submodule
 
 
+def test_the_package_own_parser_keeps_its_turn_among_many_related_names(monkeypatch):
+    monkeypatch.setattr(producers, "MAX_PRODUCERS", 2)
+    ranked = producers.producers("widened_pkg.render.Renderer.emphasis")
+    assert "widened_pkg.document.Document.parse" in ranked[:2]  # within the producers called
+    assert ranked.index("widened_pkg.steps.emphasis_end") >= 2  # related: next after them
+
+
 def test_a_renderer_takes_the_token_its_document_parser_makes():
     spec = found("widened_pkg.Renderer.paragraph")
     assert spec.source is ScenarioSource.RESULTS

@@ -310,7 +310,12 @@ def producers(qualname: str, *, siblings: bool = True) -> list[str]:
     chosen: dict[int, tuple[int, int, str]] = {}  # an inherited method once: its best class
     for _, score, position, name, function in sorted(ranked):
         chosen.setdefault(function, (score, position, name))
-    return [name for *_, name in sorted(chosen.values())]
+    ordered = [name for *_, name in sorted(chosen.values())]
+    late = [name for name in ordered[MAX_PRODUCERS:] if name in leading]
+    if late:  # many related names (`list` is in a dozen): the package's parser still gets its turn
+        kept = [name for name in ordered if name not in late]
+        ordered = [*kept[: MAX_PRODUCERS - len(late)], *late, *kept[MAX_PRODUCERS - len(late) :]]
+    return ordered
 
 
 def target_and_owner(qualname: str) -> tuple[object, type | None, str] | None:
