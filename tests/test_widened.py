@@ -22,8 +22,10 @@ from test_argument_search import found  # the search finds a scenario, and it ru
 
 from apiprof.engine.discovery.discover import discover, is_private_module
 from apiprof.engine.scenarios import producers, warmup
+from apiprof.engine.scenarios.abstractmembers import abstract_method_failure
 from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.builtinrefusals import TEXTS, refused_part
+from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.factories import factories_for
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.instances import declared_returns
@@ -33,7 +35,7 @@ from apiprof.engine.scenarios.stubs import stub_signature
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.unimplemented import left_to_subclasses, raises_only
 from apiprof.engine.scenarios.wants import Want
-from apiprof.model.records import ScenarioSource
+from apiprof.model.records import Coverage, ScenarioSource
 
 WITHOUT = {source: tuple(s for s in SOURCES if s != source) for source in SOURCES}
 
@@ -244,3 +246,14 @@ def test_a_path_lesson_matches_the_argument_however_the_call_spelled_the_path(tm
     error = FileNotFoundError(2, "No such file or directory", str(missing))
     assert path_wanted(error, {"paths": [str(missing)]}) == ("paths", True, Want.FILE)
     assert path_wanted(error, {"root": "elsewhere"}) is None
+
+
+def test_an_abstract_method_that_only_documents_the_interface_is_reported_as_such():
+    from widened_pkg.matching import Matcher
+
+    failure = abstract_method_failure(Matcher, "match")
+    assert failure is not None and failure.kind is Coverage.SKIPPED
+    assert "abstract method" in failure.reason and "ExactMatcher.match" in failure.reason
+    assert abstract_method_failure(Matcher, "count") is None  # a body subclasses call
+    gathered = gather_scenarios(discover("widened_pkg"), (), synthesize=False)
+    assert gathered.failures["widened_pkg.matching.Matcher.match"] == [failure]
