@@ -257,3 +257,13 @@ def test_an_abstract_method_that_only_documents_the_interface_is_reported_as_suc
     assert abstract_method_failure(Matcher, "count") is None  # a body subclasses call
     gathered = gather_scenarios(discover("widened_pkg"), (), synthesize=False)
     assert gathered.failures["widened_pkg.matching.Matcher.match"] == [failure]
+
+
+def test_a_method_of_an_enum_is_called_on_one_of_its_members(monkeypatch):
+    from apiprof.engine.scenarios import receivers
+
+    spec = found("widened_pkg.matching.Quoting.quote")
+    assert "Quoting(" not in spec.setup  # never looked up by a made-up value
+    monkeypatch.setattr(receivers, "enum_member", lambda owner, context: None)
+    spec, failure = find_synthesized_scenario("widened_pkg.matching.Quoting.quote", (10,))
+    assert spec is None and failure is not None and "constructing Quoting" in failure.reason
