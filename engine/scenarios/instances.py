@@ -98,7 +98,8 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
         overriding = context.member if cls is not context.owner else ""
-        subclasses = implementing_subclasses(cls, left) if left else []
+        wanted = left or hooks  # what the subclass must implement: those first
+        subclasses = implementing_subclasses(cls, wanted) if wanted else []
         alternatives: list[Callable[..., Any]] = [
             *subclasses,
             *(sub for sub in concrete_subclasses(cls, member, overriding) if sub not in subclasses),

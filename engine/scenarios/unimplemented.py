@@ -62,5 +62,8 @@ def implementing_subclasses(cls: type, names: tuple[str, ...]) -> list[type]:
     return [
         sub
         for sub in concrete_subclasses(cls)
-        if all(not raises_only(inspect.getattr_static(sub, name, None)) for name in names)
+        if all(
+            hasattr(sub, name) and not raises_only(inspect.getattr_static(sub, name, None))
+            for name in names
+        )
     ]
