@@ -1,7 +1,10 @@
-"""Abstract methods that only document an interface: ``@abstractmethod def append(self, val):``
-with a docstring for a body. No call runs that body — a call on any instance reaches the
-implementation of its class — so such a method is reported as what it is, with the package's
-subclasses that implement it (profiled under their own names), as an abstract class is."""
+"""Abstract methods that only document an interface and that nothing in the package
+implements in Python: ``@abstractmethod def append(self, val):`` with a docstring for a body,
+whose class is implemented by a compiled class registered as it. No call runs that body (a
+call on any instance reaches the compiled implementation) and no Python subclass can stand in
+for the receiver, so such a method is reported as what it is, as an abstract class is. Where a
+Python subclass implements it, the base class's own function is profiled on an instance of
+that subclass instead (the cost of its body: raising ``NotImplementedError``, or nothing)."""
 
 from __future__ import annotations
 
@@ -12,13 +15,11 @@ from apiprof.engine.scenarios.factories import concrete_subclasses
 from apiprof.engine.scenarios.usage import function_tree
 from apiprof.model.records import Coverage, Failure
 
-MAX_NAMED = 3
-"""Implementations a reason names at most."""
-
 
 def abstract_method_failure(owner: object, member: str) -> Failure | None:
     """The SKIPPED failure of ``owner.member`` when it is an ``@abstractmethod`` whose body only
-    documents it (a docstring, ``pass``, ``...``, ``raise NotImplementedError``); else None."""
+    documents it (a docstring, ``pass``, ``...``, ``raise NotImplementedError``) and no Python
+    subclass of the package implements it; else None."""
     if not inspect.isclass(owner):
         return None
     method = inspect.getattr_static(owner, member, None)
@@ -27,20 +28,16 @@ def abstract_method_failure(owner: object, member: str) -> Failure | None:
         return None
     if not _documents_only(function):
         return None
-    implementations = [
-        f"{sub.__qualname__}.{member}"
+    if any(
+        inspect.getattr_static(sub, member, None) is not method
         for sub in concrete_subclasses(owner)
-        if inspect.getattr_static(sub, member, None) is not method
-    ][:MAX_NAMED]
-    where = (
-        f"its implementations ({', '.join(implementations)}) are profiled"
-        if implementations
-        else "no Python subclass of the package implements it (a compiled class registered "
-        f"as a {owner.__qualname__} may)"
-    )
+    ):
+        return None  # its own function is profiled on an instance of that subclass
     return Failure(
         Coverage.SKIPPED,
-        f"abstract method: its body only documents it and no call runs it; {where}",
+        "abstract method: its body only documents it, and no Python subclass of the package "
+        f"implements it to call it on (a compiled class registered as a {owner.__qualname__} "
+        "may: a call reaches that implementation, never this body)",
     )
 
 
