@@ -215,9 +215,18 @@ def _import_root(package: str) -> types.ModuleType:
 
 
 def is_private_module(name: str, package: str) -> bool:
-    """True for ``pkg._impl``, ``pkg.tests`` and anything below them."""
+    """True for ``pkg._impl``, ``pkg.tests`` and anything below them, and for the test modules
+    a package ships among its own (``pkg.test_keys``, ``pkg.keys_test``: the names pytest
+    collects), which are its suite, not its API."""
     relative = name[len(package) :].lstrip(".").split(".") if name != package else []
-    return any(part.startswith("_") or part in SKIPPED_MODULES for part in relative)
+    return any(
+        part.startswith("_") or part in SKIPPED_MODULES or _is_test_module(part)
+        for part in relative
+    )
+
+
+def _is_test_module(part: str) -> bool:
+    return part.startswith("test_") or part.endswith(("_test", "_tests"))
 
 
 def _import_public_modules(root: types.ModuleType) -> tuple[list[types.ModuleType], dict[str, str]]:

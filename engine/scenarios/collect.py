@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from apiprof.engine.discovery.discover import Discovery, describe_exception, resolve_object
+from apiprof.engine.scenarios.abstractmembers import abstract_method_failure
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.drivenspecs import replay_spec
@@ -100,6 +101,11 @@ def gather_scenarios(
         if inspect.isclass(obj) and inspect.isabstract(obj):  # nothing can call it as it is
             failures[entry.qualname].append(_abstract(obj, "it cannot be instantiated"))
             continue
+        owner_name, _, member = entry.qualname.rpartition(".")
+        documented = abstract_method_failure(_owner(owner_name), member)
+        if documented is not None:  # no call runs its body: its implementations are measured
+            failures[entry.qualname].append(documented)
+            continue
         calls = by_entry.get(entry.qualname, [])
         kept_captures = replay_captures(calls, tuple(sizes), check=check)
         specs.extend(kept_captures)
@@ -130,6 +136,14 @@ def gather_scenarios(
         if calls and not any(entry.qualname in spec.measured for spec in specs):
             specs.extend(_through_examples(calls, check=check))
     return Gathered(specs, failures)
+
+
+def _owner(name: str) -> object:
+    """The class (or module) a member's qualified name is under; None when it cannot be had."""
+    try:
+        return resolve_object(name) if "." in name else None
+    except Exception:
+        return None
 
 
 def _abstract(cls: type, why: str) -> Failure:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.fields import fields_required
 from apiprof.engine.scenarios.usage import function_tree
 
@@ -141,6 +142,8 @@ def _returns_instance(
         if inspect.isclass(annotation) and issubclass(annotation, cls):
             return True
         origin = typing.get_origin(annotation)
+        if inspect.isclass(origin) and issubclass(origin, cls):  # `Table[str, int]`
+            return True
         if origin is typing.Union and any(
             inspect.isclass(arg) and issubclass(arg, cls) for arg in typing.get_args(annotation)
         ):
@@ -195,6 +198,15 @@ def import_package(top: str) -> tuple[str, ...]:
             continue
         names.append(info.name)
     return tuple(names)
+
+
+def named_factories(cls: type) -> list[Callable[..., Any]]:
+    """The package's functions named after ``cls`` in lower case (``pmap`` for ``PMap``,
+    ``lookup_table`` for ``LookupTable``): the conventional way to make an instance whose
+    constructor takes its inner representation (``PMap(size, buckets)``)."""
+    names = {cls.__name__.lower(), snake_case(cls.__name__)}
+    top = (cls.__module__ or "").split(".")[0]
+    return [function for function in _package_functions(top) if function.__name__ in names]
 
 
 def _package_functions(top: str) -> Iterator[Callable[..., Any]]:

@@ -5,8 +5,9 @@ Compatibility layers and decorators forward their variable arguments untouched â
 wrapper. Passing nothing makes the inner call fail ("missing 2 required positional arguments"),
 so the values for ``*args`` are those the *callee* requires, built as for any call. The callee
 is read from the forwarding call in the source: a function the module defines or imports, an
-attribute of an argument already built, or ``getattr(argument, NAME)`` with ``NAME`` a string
-constant or a module-level string.
+attribute of an argument already built, ``getattr(argument, NAME)`` with ``NAME`` a string
+constant or a module-level string, or the base class's own method for ``super().NAME(*args)``
+(a deprecated subclass that only forwards to its base's constructor).
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ def forwarded_callee(
     if inspect.isclass(target):
         target = constructor_of(target)
     namespace = getattr(target, "__globals__", {})
-    callee = _callee(call.func, namespace, built)
+    inherited = _from_super(call.func, target)
+    callee = inherited[0] if inherited else _callee(call.func, namespace, built)
     if not callable(callee):
         return None
-    leading = 0
+    leading = inherited[1] if inherited else 0  # the base's function: `self` / `cls` is bound
     for arg in call.args:
         if isinstance(arg, ast.Starred):
             break
@@ -80,6 +82,33 @@ def _callee(node: ast.expr, namespace: Mapping[str, Any], built: Mapping[str, An
     ):
         name = _string(node.args[1], namespace)
         return getattr(built[node.args[0].id], name, None) if name else None
+    return None
+
+
+def _from_super(node: ast.expr, function: Any) -> tuple[Any, int] | None:
+    """For ``super().name(*args)`` in a method: the function ``name`` of the next class after
+    the method's own in its class's order of bases, and how many of its parameters the call
+    binds (``self``, ``cls``); None for any other call, or when the class cannot be found from
+    the method's qualified name."""
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "super"
+        and not node.value.args
+    ):
+        return None
+    function = inspect.unwrap(function)  # a decorator's wrapper has its own module's globals
+    owner_name, _, _ = getattr(function, "__qualname__", "").rpartition(".")
+    owner = getattr(function, "__globals__", {}).get(owner_name)
+    if not inspect.isclass(owner):
+        return None
+    for base in owner.__mro__[1:]:
+        if node.attr in vars(base):
+            found = vars(base)[node.attr]
+            bound = 0 if isinstance(found, staticmethod) else 1
+            found = getattr(found, "__func__", found)  # a class or static method's function
+            return (found, bound) if inspect.isfunction(found) else None
     return None
 
 

@@ -15,6 +15,7 @@ import functools
 import inspect
 
 from apiprof.engine.scenarios.factories import concrete_subclasses
+from apiprof.engine.scenarios.unimplemented import raises_only
 from apiprof.engine.scenarios.usage import function_tree, self_attributes
 
 
@@ -26,7 +27,10 @@ def missing_hooks(cls: type, member: str) -> tuple[str, ...]:
         return ()
     hooks = _missing(cls, method)
     subclasses = concrete_subclasses(cls, member) if hooks else []
-    filled = any(all(hasattr(sub, hook) for hook in hooks) for sub in subclasses)
+    filled = any(
+        all(hasattr(sub, hook) and not raises_only(getattr(sub, hook, None)) for hook in hooks)
+        for sub in subclasses
+    )
     return hooks if filled else ()
 
 
@@ -43,7 +47,11 @@ def _missing(cls: type, method: object) -> tuple[str, ...]:
         and isinstance(node.func.value, ast.Name)
         and node.func.value.id == "self"
     ]
-    absent = [name for name in dict.fromkeys(called) if not hasattr(cls, name)]
+    absent = [
+        name
+        for name in dict.fromkeys(called)
+        if not hasattr(cls, name) or raises_only(inspect.getattr_static(cls, name))
+    ]  # `raise NotImplementedError` in the base: left to subclasses all the same
     return tuple(name for name in absent if name not in _assigned(cls))
 
 

@@ -20,9 +20,14 @@ from apiprof.engine.scenarios.building import (
 from apiprof.engine.scenarios.docsubclasses import documented_for
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_calls
-from apiprof.engine.scenarios.factories import concrete_subclasses, factories_for
+from apiprof.engine.scenarios.factories import (
+    concrete_subclasses,
+    factories_for,
+    named_factories,
+)
 from apiprof.engine.scenarios.hooks import missing_hooks
 from apiprof.engine.scenarios.stubs import stub_signature
+from apiprof.engine.scenarios.unimplemented import implementing_subclasses, left_to_subclasses
 from apiprof.model.records import ScenarioSource
 
 
@@ -51,7 +56,8 @@ def under_construction(element: Any, context: BuildContext) -> bool:
 FACTORY_TURN = 3
 """Every third variant from the third (2, 5) builds the receiver with the class's own factory
 first: a class that can be called plainly may still need its factory to be usable (a lexer
-whose ``get_default_instance()`` loads its rules, a client whose ``from_config()`` sets it up)."""
+whose ``get_default_instance()`` loads its rules, a client whose ``from_config()`` sets it up,
+a map whose constructor takes its buckets and whose module's ``pmap()`` fills them)."""
 
 
 def _construct(cls: type, context: BuildContext, optional: bool) -> object:
@@ -59,6 +65,7 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     refused: CannotSynthesize | None = None
     if cls is context.owner and "subclasses" in context.sources:
         own = [f for f in factories_for(cls, declared_returns) if getattr(f, "__self__", 0) is cls]
+        own += [f for f in named_factories(cls) if f not in own]  # `pmap()` for a `PMap`
         if own:
             context.choices = max(context.choices, FACTORY_TURN)
             context.note_flavours(FACTORY_TURN)
@@ -71,8 +78,11 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         if made is not None:
             return made
     hooks = missing_hooks(cls, context.member) if cls is context.owner else ()
+    left = left_to_subclasses(cls) if cls is not context.owner else ()
     if inspect.isabstract(cls):
         problems.append(f"{cls.__qualname__} is abstract")
+    elif left and "subclasses" in context.sources:  # its methods say `raise NotImplementedError`
+        problems.append(f"{cls.__qualname__} leaves {left[0]}() to its subclasses")
     elif hooks and "subclasses" in context.sources:  # abstract for this method in all but name
         problems.append(
             f"{cls.__qualname__}.{context.member} calls self.{hooks[0]}(), which only "
@@ -93,8 +103,11 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
     if "subclasses" in context.sources and context.depth <= MAX_DEPTH:
         member = context.member if cls is context.owner else ""
         overriding = context.member if cls is not context.owner else ""
+        wanted = left or hooks  # what the subclass must implement: those first
+        subclasses = implementing_subclasses(cls, wanted) if wanted else []
         alternatives: list[Callable[..., Any]] = [
-            *concrete_subclasses(cls, member, overriding),
+            *subclasses,
+            *(sub for sub in concrete_subclasses(cls, member, overriding) if sub not in subclasses),
             *factories_for(cls, declared_returns),
         ]
         instance = _first_instance(cls, rotated(alternatives, context.current_variant()), context)

@@ -27,6 +27,7 @@ from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
+from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
     key_from_argument,
@@ -42,6 +43,7 @@ from apiprof.engine.scenarios.failing import (
 )
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
+from apiprof.engine.scenarios.pathwants import path_wanted
 from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
 from apiprof.engine.scenarios.refusals import (
     named_optional,
@@ -61,7 +63,8 @@ TEACHING = re.compile(
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)|"
-    r"positional arguments? but \d+ (were|was) given"
+    r"positional arguments? but \d+ (were|was) given|"
+    r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -124,9 +127,12 @@ def learn(
         if found is None:
             return None
         return Lesson(found[0], Want.KEYS, (key,), found[1], f"KeyError {key!r}")
-    if isinstance(error, FileNotFoundError) and isinstance(error.filename, str):
-        for name, element in holders(bound, lambda value: value == error.filename):
-            return Lesson(name, Want.FILE, (), element, f"FileNotFoundError {error.filename!r}")
+    path = path_wanted(error, bound)  # a missing file or directory, a list given for a path
+    if path is not None:
+        name = "FileNotFoundError" if isinstance(error, FileNotFoundError) else "TypeError"
+        detail = error.filename if isinstance(error, FileNotFoundError) else message
+        return Lesson(path[0], path[2], (), path[1], f"{name} {detail!r}")
+    if isinstance(error, FileNotFoundError):
         return None
     shape = unpacked_shape(error, bound)
     if shape is not None:
@@ -159,6 +165,9 @@ def learn(
             found = culprit(error, bound, _is_number) or next(holders(bound, _is_number), None)
             if found is not None:
                 return Lesson(found[0], Want.TYPE, ("digits",), found[1], f"TypeError {message}")
+        part = refused_part(error, bound)  # "".join(numbers), len(number)
+        if part is not None:
+            return Lesson(part[0], Want.TYPE, (part[2],), part[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
         if iterated is not None and iterated.group(1) != "NoneType":
             found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
@@ -196,6 +205,8 @@ BUILTIN_TYPES: dict[str, Any] = {
     "bytes": bytes,
     "bytearray": bytearray,
     "list": list[int],
+    TEXTS: list[str],  # a join's items (:mod:`.builtinrefusals`)
+    BYTES_ITEMS: list[bytes],
     "tuple": tuple[int, ...],
     "set": set[int],
     "frozenset": frozenset[int],

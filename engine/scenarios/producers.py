@@ -24,6 +24,7 @@ from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.doctests import docstring_of, example_blocks, example_globals
 from apiprof.engine.scenarios.factories import import_package
 from apiprof.engine.scenarios.grown import grown_texts
+from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.parsetexts import PARSE_WORDS
 from apiprof.engine.scenarios.reachable import reachable
 from apiprof.engine.scenarios.spec import ScenarioSpec
@@ -225,6 +226,40 @@ def _parses(qualname: str) -> bool:
     return bool(words & PARSE_WORDS)
 
 
+def _parser_rank(
+    name: str, callable_: object, in_class: type | None, package: str
+) -> tuple[bool, bool, bool, int]:
+    """How surely a parser is the package's own, lowest first: what its top level exports
+    (a function, or a method of a class it exports: ``Markdown.parse``) before its steps in
+    submodules, a call that parses before a class named for parsing (calling ``BlockParser``
+    makes a parser, not a tree), one that reads text before a step of a parse, then the
+    shallower."""
+    exported = in_class if in_class is not None else callable_
+    top = sys.modules.get(package)
+    at_top = getattr(top, getattr(exported, "__name__", ""), None) is exported
+    return not at_top, inspect.isclass(callable_), not _reads_text(callable_), name.count(".")
+
+
+def _reads_text(callable_: object) -> bool:
+    """Whether a callable's one required parameter is text (annotated ``str`` or named so):
+    ``parse(s)`` reads a document where ``parse(state)`` is a step of one."""
+    try:
+        signature = inspect.signature(callable_)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p
+        for p in signature.parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.name != "self"
+    ]
+    if len(required) != 1:
+        return False
+    annotation = required[0].annotation
+    return annotation in (str, "str") or guess_from_name(required[0].name) in (str, str | float)
+
+
 def _example_indexes(qualname: str) -> list[int]:
     try:
         blocks = example_blocks(docstring_of(resolve_object(qualname)))
@@ -248,7 +283,11 @@ def producers(qualname: str, *, siblings: bool = True) -> list[str]:
     bare = member.lstrip("_").lower()
     ranked: list[tuple[bool, int, int, str, int]] = []
     callables = _package_callables(package)
-    parsers = sorted((name.count("."), name) for name, *_ in callables if _parses(name))
+    parsers = sorted(
+        (_parser_rank(name, callable_, in_class, package), name)
+        for name, callable_, in_class in callables
+        if _parses(name)
+    )
     leading = {name for _, name in parsers[:MAX_PARSERS]}  # the package's own, not its steps
     for position, (name, callable_, in_class) in enumerate(callables):
         own = own_class is not None and in_class is own_class
@@ -271,7 +310,12 @@ def producers(qualname: str, *, siblings: bool = True) -> list[str]:
     chosen: dict[int, tuple[int, int, str]] = {}  # an inherited method once: its best class
     for _, score, position, name, function in sorted(ranked):
         chosen.setdefault(function, (score, position, name))
-    return [name for *_, name in sorted(chosen.values())]
+    ordered = [name for *_, name in sorted(chosen.values())]
+    late = [name for name in ordered[MAX_PRODUCERS:] if name in leading]
+    if late:  # many related names (`list` is in a dozen): the package's parser still gets its turn
+        kept = [name for name in ordered if name not in late]
+        ordered = [*kept[: MAX_PRODUCERS - len(late)], *late, *kept[MAX_PRODUCERS - len(late) :]]
+    return ordered
 
 
 def target_and_owner(qualname: str) -> tuple[object, type | None, str] | None:

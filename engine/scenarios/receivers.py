@@ -65,9 +65,20 @@ def receiver(owner: type, context: BuildContext) -> object:
     """The instance a method is called on, built at the fixed small size: the method's own
     arguments carry the size axis (a thousand-element receiver would make every method of
     the class slow to measure, and its size is not what the method is called with)."""
+    member = enum_member(owner, context)
+    if member is not None:  # an enum's method is called on one of its members
+        return member
     size, sized = context.n, context.sized
     context.n = UNSIZED_LENGTH
     try:
         return construct(owner, context, optional=True)
     finally:
         context.n, context.sized = size, sized
+
+
+def enum_member(owner: type, context: BuildContext) -> object | None:
+    """One of the members of an enum class (the variant picks which), else None: calling the
+    class looks a member up by its value, which made-up arguments never are."""
+    if issubclass(owner, enum.Enum) and len(owner):
+        return context.pick(list(owner))
+    return None

@@ -19,6 +19,7 @@ import io
 import sys
 import textwrap
 import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.savedfiles import saved_content
 from apiprof.engine.scenarios.texts import random_text, random_word
+from apiprof.engine.scenarios.typetext import DirectoryMarker
 from apiprof.engine.scenarios.usage import self_attributes
 from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.model.records import ScenarioSource
@@ -104,6 +106,8 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return values.build(dict[str, int], context, name)
     if lesson.want is Want.FILE:
         return written_file(context, name)
+    if lesson.want is Want.DIRECTORY:
+        return values.build(DirectoryMarker, context, name)
     if lesson.want is Want.FIELDS:  # each field typed by its use or name, as a key's value is
         return tuple(_field(field, context, name, lesson.turn) for field in lesson.names)
     if lesson.want is Want.WRITTEN and lesson.names:  # a stream the package's writer filled
@@ -159,7 +163,8 @@ def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> 
 def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: int = 0) -> Any:
     """An object that has the attributes ``names`` (``x()``: called), the ``turn``-th
     candidate that builds: the package's classes, standard-library objects (a dict first when
-    a dict has them all), a namespace."""
+    a dict has them all), a builtin value that has them all (a text for ``upper()``), a
+    namespace."""
     wanted = [attribute.removesuffix("()") for attribute in names]
     top = context.qualname.split(".")[0]
     package: list[Callable[[], Any]] = [
@@ -170,6 +175,11 @@ def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: 
     candidates = [*standard, *package] if _mapping in standard else [*package, *standard]
     if _has_all(_empty_stream, wanted) and _READING & set(wanted):  # read(): a stream first
         candidates.insert(0, functools.partial(_stream, context, name))
+    candidates += [  # `x.upper()` on a list: a text; `x.append(...)` on a number: a list
+        functools.partial(values.build, builtin, context, name)
+        for builtin in BUILTIN_OBJECTS
+        if all(hasattr(typing.get_origin(builtin) or builtin, a) for a in wanted)
+    ]
     candidates.append(functools.partial(_namespace, names, context, name))
     problems: list[str] = []
     for make in candidates[turn:]:
@@ -287,6 +297,9 @@ _STANDARD_OBJECTS: list[Callable[[], Any]] = [
     _moment,
 ]
 """Standard-library objects offered when the package has no class with the attributes."""
+BUILTIN_OBJECTS: tuple[Any, ...] = (str, bytes, list[int], int, float, set[int])
+"""Builtin values offered, in this order, when every attribute asked is one of theirs (the
+methods of a text, a list, a number): after the package's classes, before a namespace."""
 
 
 @functools.cache

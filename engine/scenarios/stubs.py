@@ -76,9 +76,23 @@ def _stub_locations(obj: object, qualname: str) -> Iterator[tuple[str, list[str]
             # a C accelerator's object is stubbed where the stdlib exports it:
             # `_functools.reduce` in functools.pyi, `_heapq.heappush` in heapq.pyi
             yield module.lstrip("_"), [*inner.split("."), *suffix]
+        for package in _exporting_packages(module, inner.split(".")[0]):
+            yield package, [*inner.split("."), *suffix]
     parts = qualname.split(".")
     for split in range(len(parts) - 1, 0, -1):
         yield ".".join(parts[:split]), [*parts[split:], *suffix]
+
+
+def _exporting_packages(module: str, name: str) -> Iterator[str]:
+    """The packages above ``module`` that re-export its ``name`` as the same object, nearest
+    first: a package whose only stub is its ``__init__.pyi`` describes there what its private
+    modules define (``pkg._impl.make`` is stubbed as ``pkg.make``)."""
+    defined = getattr(sys.modules.get(module), name, None)
+    parts = module.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        package = ".".join(parts[:end])
+        if defined is not None and getattr(sys.modules.get(package), name, None) is defined:
+            yield package
 
 
 @dataclass

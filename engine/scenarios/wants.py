@@ -16,6 +16,7 @@ class Want(enum.StrEnum):
     KEYS = "keys"  # a dict holding these keys
     MAPPING = "mapping"  # a mapping with string keys, not a list or a string
     FILE = "file"  # the path of a file that exists
+    DIRECTORY = "directory"  # the path of a directory that exists (with a few files)
     NAMES = "names"  # the call's positional parameters are these (a C function's error named them)
     ARGV = "argv"  # ``sys.argv`` naming these command-line arguments (a ``main()``)
     TYPE = "type"  # a value of this builtin type (a C function said "argument 1 must be dict")
@@ -72,6 +73,7 @@ class Lesson:
             Want.KEYS: f"{subject} a dict with key{plural} {listed}",
             Want.MAPPING: f"{subject} a mapping with string keys",
             Want.FILE: f"{subject} the path of a file that exists",
+            Want.DIRECTORY: f"{subject} the path of a directory that exists",
             Want.NAMES: f"the call takes the parameter{plural} {listed}",
             Want.ARGV: f"sys.argv names {_argv_listed(self.names) or 'no argument'}",
             Want.TYPE: f"{subject} of type {' or '.join(self.names)}",

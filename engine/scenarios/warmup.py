@@ -85,12 +85,14 @@ class Warmup:
             return target, args
         feed = getattr(self.receiver, self.feeder)
         if self.arguments is not None:
-            feed(*self.arguments)
+            fed = feed(*self.arguments)
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
-            feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
+            fed = feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
         else:
-            feed(self.value)
+            fed = feed(self.value)
+        if persistent_update(self.receiver, fed):  # `v2 = v.append(x)`: the call is on v2
+            return _rebound(target, args, self.receiver, fed)
         return target, args
 
     @property
@@ -103,6 +105,13 @@ class Warmup:
         if self.own_arguments and self.value is None:
             return f"{self.label}(<the call's own arguments>)"
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
+
+
+def persistent_update(receiver: object, fed: object) -> bool:
+    """Whether feeding ``receiver`` left it as it was and returned an updated copy of its class
+    instead (a persistent or immutable collection: ``v.append(x)`` returns a new vector); a
+    feeder that returns ``self`` for chaining, or anything else, fed the receiver itself."""
+    return fed is not receiver and type(fed) is type(receiver)
 
 
 def _rebound(
