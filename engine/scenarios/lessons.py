@@ -53,7 +53,7 @@ from apiprof.engine.scenarios.refusals import (
 )
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
-from apiprof.engine.scenarios.wantedtext import TEXTS, text_wanted
+from apiprof.engine.scenarios.wantedtext import text_wanted
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 TEACHING = re.compile(
@@ -205,7 +205,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "bytes": bytes,
     "bytearray": bytearray,
     "list": list[int],
-    TEXTS: list[str],  # a join's items (:mod:`.builtinrefusals`)
+    TEXTS: list[str],  # a join's items, or texts a regular expression read (:mod:`.wantedtext`)
     BYTES_ITEMS: list[bytes],
     "tuple": tuple[int, ...],
     "set": set[int],
@@ -221,7 +221,6 @@ BUILTIN_TYPES: dict[str, Any] = {
     "timedelta": datetime.timedelta,
     "Decimal": decimal.Decimal,
     "Fraction": fractions.Fraction,
-    TEXTS: list[str],  # a list of texts a regular expression was applied to, item by item
     "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,

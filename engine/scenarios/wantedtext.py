@@ -16,12 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from apiprof.engine.scenarios.builtinrefusals import TEXTS
 from apiprof.engine.scenarios.failing import innermost
 from apiprof.engine.scenarios.wants import Lesson, Want
 
 _EXPECTED = re.compile(r"expected string or bytes-like object, got '(\w+)'")
-TEXTS = "texts"
-"""The type name (in :data:`.lessons.BUILTIN_TYPES`) of a list of texts."""
 
 
 def text_wanted(message: str, error: BaseException, bound: Mapping[str, object]) -> Lesson | None:
