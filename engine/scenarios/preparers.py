@@ -7,7 +7,9 @@ mend. So, when the method's body reads attributes of ``self`` the built receiver
 body does not set itself), the sibling method that assigns the most of them — in its own body
 or in a base class's definition of the same name — is called first, with arguments built for
 its required parameters, before each measured call (outside what is measured, on a receiver
-renewed as it was built, like a feeder: :mod:`.warmup`). Only the method's own call counts.
+renewed as it was built, like a feeder: :mod:`.warmup`). Only the method's own call counts. A
+generator, such as an ``__iter__`` that sets up a tokenizer's queue, is advanced to its first
+item: its body runs only then.
 
 Nothing here knows a package: the attributes read and assigned are read off the methods'
 source. Switchable (``--no-prepare``); credited as the ``prepared`` source.
@@ -110,11 +112,15 @@ def _read_not_set(cls: type, member: str) -> tuple[str, ...]:
 
 
 def _method_names(cls: type) -> list[str]:
-    """The names of the plain methods ``cls`` and its bases define, dunders left out."""
+    """The names of the plain methods ``cls`` and its bases define, dunders left out but an
+    ``__iter__`` that is a generator: a tokenizer sets its queue where iterating starts."""
     names: dict[str, None] = {}
     for klass in cls.__mro__[:-1]:  # object defines nothing of the package's
         for name, value in vars(klass).items():
-            if inspect.isfunction(value) and not name.startswith("__"):
+            if inspect.isfunction(value) and (
+                not name.startswith("__")
+                or (name == "__iter__" and inspect.isgeneratorfunction(value))
+            ):
                 names.setdefault(name)
     return list(names)
 

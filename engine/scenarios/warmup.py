@@ -85,7 +85,9 @@ class Warmup:
             return target, args
         feed = getattr(self.receiver, self.feeder)
         if self.arguments is not None:
-            feed(*self.arguments)
+            started = feed(*self.arguments)
+            if inspect.isgenerator(started):  # its body runs (and sets what it sets) when advanced
+                next(started, None)
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
             feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
