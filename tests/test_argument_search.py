@@ -152,6 +152,11 @@ def test_a_class_forwarding_its_args_gets_what_the_callee_of_its_constructor_nee
     assert "args[message]" in spec.description and "args[position]" in spec.description
 
 
+def test_args_forwarded_to_a_builtin_get_what_its_stub_requires():
+    spec = found("combos_pkg.numbered")
+    assert "args[stop]" in spec.description  # range(stop), the overload asking least
+
+
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
 

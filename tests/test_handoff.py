@@ -115,6 +115,16 @@ def test_a_parameter_handed_to_a_method_that_looks_nothing_up_is_no_registry_key
     assert registered_keys(handoff_pkg.Constructor.construct_text, "node") == []
 
 
+def test_a_parameter_passed_on_to_a_function_of_the_package_is_its_registrys_key(gathered):
+    from handoff_pkg import registry
+
+    assert [repr(key) for key in registered_keys(registry.signed, "method")] == [
+        "RegisteredKey(DIGESTS)"
+    ]
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.registry.signed")
+    assert try_scenario(spec)[0] is None
+
+
 def test_a_parameter_named_after_a_builtin_type_is_one(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.registry.from_int")
     assert spec.source is ScenarioSource.HEURISTICS

@@ -12,6 +12,7 @@ constant or a module-level string.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -66,7 +67,7 @@ def _callee(node: ast.expr, namespace: Mapping[str, Any], built: Mapping[str, An
     if isinstance(node, ast.Name):
         if node.id in built:
             return built[node.id]
-        return namespace.get(node.id)
+        return namespace.get(node.id, getattr(builtins, node.id, None))  # `range(*args)`
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         owner = built.get(node.value.id, namespace.get(node.value.id))
         return getattr(owner, node.attr, None) if owner is not None else None

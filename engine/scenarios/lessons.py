@@ -58,7 +58,7 @@ TEACHING = re.compile(
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
-    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)"
+    r"\brequired\b|unsupported operand type|can only concatenate|(?i:not ?found|unknown|no such)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
