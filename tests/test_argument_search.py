@@ -157,6 +157,12 @@ def test_args_forwarded_to_a_builtin_get_what_its_stub_requires():
     assert "args[stop]" in spec.description  # range(stop), the overload asking least
 
 
+def test_literals_an_overload_narrows_to_are_what_the_constructor_gets():
+    """``Token.__new__`` says ``kind: str``; its first overload, ``Literal["WORD", ...]``."""
+    spec = found("combos_pkg.Token.word")
+    assert try_scenario(spec)[0] is None
+
+
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
 
