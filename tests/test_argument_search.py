@@ -163,6 +163,13 @@ def test_literals_an_overload_narrows_to_are_what_the_constructor_gets():
     assert try_scenario(spec)[0] is None
 
 
+def test_a_loader_bound_to_a_subclass_reads_what_that_subclass_saves():
+    """``PublicKey.load_text``, defined on ``Key``: ``save_text`` of a ``PublicKey``."""
+    spec = found("combos_pkg.PublicKey.load_text")
+    assert "text: factories" in spec.description
+    assert try_scenario(spec)[0] is None
+
+
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
 
