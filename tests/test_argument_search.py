@@ -170,6 +170,16 @@ def test_a_loader_bound_to_a_subclass_reads_what_that_subclass_saves():
     assert try_scenario(spec)[0] is None
 
 
+def test_a_protocol_class_is_skipped_as_abstract_not_called():
+    from apiprof.engine.discovery.discover import discover
+    from apiprof.engine.scenarios.collect import gather_scenarios
+    from apiprof.model.records import Coverage
+
+    missing = gather_scenarios(discover("combos_pkg"), sizes=(10,)).unscenarioed()
+    assert missing["combos_pkg.Matcher"].kind is Coverage.SKIPPED
+    assert "typing.Protocol" in missing["combos_pkg.Matcher"].reason
+
+
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
 
