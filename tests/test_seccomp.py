@@ -309,6 +309,13 @@ def test_socket_addresses_allowed_are_loopback_and_the_sandboxs_own(tmp_path):
     )
     assert "every" not in shared.address_refusal(me, inet("0.0.0.0", 80), listening=True)
     assert shared.address_refusal(me, inet("0.0.0.0", 80), listening=True)
+    # in mounts of its own, a socket path with nothing there (glibc asking nscd) fails by itself
+    own = Supervisor(-1, WorkerView(me, str(tmp_path), True, True), native_arch() or "x86_64")
+    absent = unix + str(tmp_path.parent / "apiprof-no-such-socket").encode() + b"\0"
+    assert own.address_refusal(me, absent, listening=False) == ""
+    assert shared.address_refusal(me, absent, listening=False)  # the host's files: refused
+    present = unix + str(tmp_path.parent).encode() + b"\0"  # something is there: refused
+    assert "outside the sandbox" in own.address_refusal(me, present, listening=False)
 
 
 # -- the contract: what a reply may say given its request -------------------------------------------

@@ -229,6 +229,8 @@ class Supervisor:
         path = self.resolve(tid, AT_FDCWD, text)
         if self.may_write(path) and path not in WRITABLE_DEVICES:
             return ""
+        if self.view.private_devices and not os.path.lexists(f"/proc/{tid}/root{path}"):
+            return ""  # nothing there in its own mounts (glibc asking nscd): the kernel says so
         return f"the Unix socket {path} outside the sandbox"
 
     # -- paths as the worker sees them ---------------------------------------------------------
