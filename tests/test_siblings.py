@@ -71,6 +71,7 @@ def test_the_sibling_that_sets_what_a_method_reads_is_found_from_the_source():
         ("siblings_pkg.reports.Report.error", "start_file"),
         ("siblings_pkg.reports.DeferredReport.error", "start_file"),
         ("siblings_pkg.reports.Tokenizer.data_state", "__iter__"),  # a generator, advanced
+        ("siblings_pkg.reports.Tokenizer.entity_state", "__iter__"),  # read by what it calls
     ],
 )
 def test_a_prepared_receiver_is_called_on_and_credited(qualname, sibling):

@@ -100,15 +100,26 @@ def preparer_of(instance: object, member: str) -> str:
     return best
 
 
+CALLED_DEPTH = 1
+"""How many calls on ``self`` deep a method's reads are followed."""
+
+
 @functools.cache
-def _read_not_set(cls: type, member: str) -> tuple[str, ...]:
-    """The attributes ``cls.member``'s body reads of ``self`` without setting them itself."""
+def _read_not_set(cls: type, member: str, depth: int = CALLED_DEPTH) -> tuple[str, ...]:
+    """The attributes ``cls.member``'s body reads of ``self`` without setting them itself,
+    and those the methods it calls on ``self`` read (``self.consumeEntity()`` reading
+    ``self.tokenQueue``), ``depth`` calls deep."""
     function = _function(inspect.getattr_static(cls, member, None))
     tree = function_tree(function) if function is not None else None
     if tree is None:
         return ()
     stored = set(self_attributes(tree, ast.Store))
-    return tuple(name for name in dict.fromkeys(self_attributes(tree)) if name not in stored)
+    read = list(dict.fromkeys(self_attributes(tree)))
+    if depth > 0:
+        for name in list(read):
+            if name != member and inspect.isfunction(inspect.getattr_static(cls, name, None)):
+                read += [n for n in _read_not_set(cls, name, depth - 1) if n not in read]
+    return tuple(name for name in read if name not in stored)
 
 
 def _method_names(cls: type) -> list[str]:
