@@ -152,6 +152,11 @@ def test_a_class_forwarding_its_args_gets_what_the_callee_of_its_constructor_nee
     assert "args[message]" in spec.description and "args[position]" in spec.description
 
 
+def test_args_forwarded_to_a_function_imported_where_it_is_used_get_what_it_requires():
+    spec = found("combos_pkg.spelled_later")
+    assert "args[code]" in spec.description and "args[times]" in spec.description
+
+
 def test_args_forwarded_to_a_builtin_get_what_its_stub_requires():
     spec = found("combos_pkg.numbered")
     assert "args[stop]" in spec.description  # range(stop), the overload asking least

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -51,7 +52,7 @@ def forwarded_callee(
     target = inspect.unwrap(getattr(function, "__func__", function))
     if inspect.isclass(target):
         target = constructor_of(target)
-    namespace = getattr(target, "__globals__", {})
+    namespace = {**getattr(target, "__globals__", {}), **_imported_inside(target)}
     callee = _callee(call.func, namespace, built)
     if not callable(callee):
         return None
@@ -90,3 +91,25 @@ def _string(node: ast.expr, namespace: Mapping[str, Any]) -> str:
     if isinstance(node, ast.Name) and isinstance(namespace.get(node.id), str):
         return str(namespace[node.id])
     return ""
+
+
+def _imported_inside(function: Callable[..., object]) -> dict[str, Any]:
+    """What ``from module import name as alias`` statements in ``function``'s own body bind
+    (an import made where it is used, as optional parts do): alias -> object, for modules
+    already imported or importable without error."""
+    tree = function_tree(function)
+    module = str(getattr(function, "__module__", "") or "")
+    bound: dict[str, Any] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = module.rsplit(".", node.level)[0] if node.level else ""
+        name = ".".join(part for part in (base, node.module or "") if part)
+        try:
+            imported = importlib.import_module(name)
+        except Exception:  # an absent optional dependency: nothing is known of it
+            continue
+        for alias in node.names:
+            if hasattr(imported, alias.name):
+                bound[alias.asname or alias.name] = getattr(imported, alias.name)
+    return bound
