@@ -152,6 +152,39 @@ def test_a_class_forwarding_its_args_gets_what_the_callee_of_its_constructor_nee
     assert "args[message]" in spec.description and "args[position]" in spec.description
 
 
+def test_args_forwarded_to_a_function_imported_where_it_is_used_get_what_it_requires():
+    spec = found("combos_pkg.spelled_later")
+    assert "args[code]" in spec.description and "args[times]" in spec.description
+
+
+def test_args_forwarded_to_a_builtin_get_what_its_stub_requires():
+    spec = found("combos_pkg.numbered")
+    assert "args[stop]" in spec.description  # range(stop), the overload asking least
+
+
+def test_literals_an_overload_narrows_to_are_what_the_constructor_gets():
+    """``Token.__new__`` says ``kind: str``; its first overload, ``Literal["WORD", ...]``."""
+    spec = found("combos_pkg.Token.word")
+    assert try_scenario(spec)[0] is None
+
+
+def test_a_loader_bound_to_a_subclass_reads_what_that_subclass_saves():
+    """``PublicKey.load_text``, defined on ``Key``: ``save_text`` of a ``PublicKey``."""
+    spec = found("combos_pkg.PublicKey.load_text")
+    assert "text: factories" in spec.description
+    assert try_scenario(spec)[0] is None
+
+
+def test_a_protocol_class_is_skipped_as_abstract_not_called():
+    from apiprof.engine.discovery.discover import discover
+    from apiprof.engine.scenarios.collect import gather_scenarios
+    from apiprof.model.records import Coverage
+
+    missing = gather_scenarios(discover("combos_pkg"), sizes=(10,)).unscenarioed()
+    assert missing["combos_pkg.Matcher"].kind is Coverage.SKIPPED
+    assert "typing.Protocol" in missing["combos_pkg.Matcher"].reason
+
+
 def test_a_network_name_is_a_cidr_block():
     assert guess_from_name("net") == typing.Literal["127.0.0.0/24"]
 

@@ -67,3 +67,17 @@ def test_a_logger_parameter_gets_a_logger_that_prints_nothing(capsys):
     logger.error("kept to itself")
     assert made.target(*made.args) is logger
     assert capsys.readouterr().err == ""
+
+
+def test_a_parameter_handed_on_takes_the_type_of_the_default_it_lands_on():
+    """``zork`` says nothing by its name or use; ``_sized(count, binary=zork)`` has
+    ``binary=False``: a bool."""
+    from bodyuse_pkg import shown_size
+
+    from apiprof.engine.scenarios.callees import usage_through_callees
+
+    usage = usage_through_callees(shown_size, "zork")
+    assert usage is not None and usage.defaults == [False]
+    made = synthesize("bodyuse_pkg.shown_size", 10)
+    assert isinstance(made.args[1], bool)
+    assert made.target(*made.args).endswith(" bytes")

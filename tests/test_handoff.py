@@ -115,6 +115,16 @@ def test_a_parameter_handed_to_a_method_that_looks_nothing_up_is_no_registry_key
     assert registered_keys(handoff_pkg.Constructor.construct_text, "node") == []
 
 
+def test_a_parameter_passed_on_to_a_function_of_the_package_is_its_registrys_key(gathered):
+    from handoff_pkg import registry
+
+    assert [repr(key) for key in registered_keys(registry.signed, "method")] == [
+        "RegisteredKey(DIGESTS)"
+    ]
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.registry.signed")
+    assert try_scenario(spec)[0] is None
+
+
 def test_a_parameter_named_after_a_builtin_type_is_one(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.registry.from_int")
     assert spec.source is ScenarioSource.HEURISTICS
@@ -149,10 +159,18 @@ def test_a_receiver_usable_only_from_its_own_factory_is_made_by_it(gathered):
     assert try_scenario(spec)[0] is None
 
 
-def test_a_re_exported_exception_group_gets_a_message_and_exceptions(gathered):
-    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.compat.ExceptionGroup")
+def test_a_re_exported_exception_group_gets_a_message_and_exceptions():
+    """A backport's top level re-exporting the builtin: its API, built with a message and the
+    exceptions it groups (C code without a text signature)."""
+    backport = gather_scenarios(discover("backport_pkg"), sizes=(10,))
+    [spec] = [s for s in backport.specs if s.qualname == "backport_pkg.ExceptionGroup"]
     failure, made = try_scenario(spec)
     assert failure is None and isinstance(made, ExceptionGroup) and made.exceptions
+
+
+def test_what_a_compatibility_submodule_re_exports_from_the_standard_library_is_left_out():
+    found = {ep.qualname for ep in discover("handoff_pkg").entry_points}
+    assert not {q for q in found if q.startswith("handoff_pkg.compat.")}, found
 
 
 def test_a_plural_of_a_well_known_name_is_a_list_of_what_the_singular_is(gathered):

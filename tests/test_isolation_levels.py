@@ -157,3 +157,23 @@ def test_a_package_in_the_folder_a_scan_starts_in_is_scanned_from_there(tmp_path
     shutil.copytree(FIXTURES / "tiny_pkg", project / "tiny_pkg")
     found = strict_scan(tmp_path, "tiny_pkg", *QUICK, cwd=project, path="")
     assert found["profiled"] >= 1
+
+
+@pytest.mark.parametrize("isolation", ["strict", "process"])
+def test_process_shared_locks_and_a_main_reading_its_command_line_are_measured(tmp_path, isolation):
+    """A ``multiprocessing`` lock makes a named semaphore in ``/dev/shm`` (the worker's own
+    under bubblewrap; made and unlinked by the worker itself at the process level), and a
+    ``main()`` sees a command line without the worker's own options."""
+    if isolation == "strict" and strict_unavailable():
+        pytest.skip(f"strict isolation is unavailable here: {strict_unavailable()}")
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES)}
+    db, summary = tmp_path / "locks.db", tmp_path / "locks.json"
+    command = [sys.executable, "-m", "apiprof.cli", "scan", "locks_pkg", "--db", str(db)]
+    command += ["--isolation", isolation, "--summary-json", str(summary), "--quiet"]
+    command += ["--sizes", "1,10", "--repeat", "1"]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(summary.read_text())["packages"][0]
+    assert found["isolation"].startswith(f"{isolation}:")
+    profiled = found["profiled"]
+    assert profiled == found["discovered"] == 3, found["not_profiled"]  # and the exception

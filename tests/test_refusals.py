@@ -32,6 +32,9 @@ RULES = {
     # a list subtracted from an int, then a float asked for to_integral(): a Decimal
     "siblings_pkg.periods.floor_steps": "learned from AttributeError 'float' object has no "
     "attribute 'to_integral': value of type Decimal",
+    # a list concatenated to the receiver's text: text
+    "siblings_pkg.periods.Buffer.feed": "learned from TypeError can only concatenate str (not "
+    '"list") to str: data of type str',
     # a name the receiver looked up and did not find: the first its listing method names
     "siblings_pkg.shelves.Shelf.pages": "title was not among what the receiver lists: title 'Dune'",
 }
@@ -63,6 +66,8 @@ def test_an_optional_parameter_is_given_when_the_message_names_it():
 def test_the_operand_of_the_rarer_type_takes_the_others():
     message = "unsupported operand type(s) for -: 'list' and 'int'"
     assert operand_type(message, {"val": [1], "low": 1, "high": 2}) == ("val", "int")
+    joined = 'can only concatenate str (not "list") to str'
+    assert operand_type(joined, {"text": "a", "data": [1], "more": [2]}) == ("data", "str")
     timed = "unsupported operand type(s) for +: 'datetime.timedelta' and 'int'"
     assert operand_type(timed, {"start": 3, "end": None}) == ("start", "timedelta")
     same = "unsupported operand type(s) for +: 'int' and 'int'"

@@ -170,20 +170,17 @@ print("done", flush=True)
 """
 
 
-@pytest.mark.skipif(native_arch() is None or sys.platform != "linux", reason="Linux filter")
-def test_the_supervisor_decides_from_the_callers_memory_and_records_refusals(tmp_path):
-    box, outside = tmp_path / "box", tmp_path / "outside"
-    box.mkdir()
-    outside.mkdir()
+def run_supervised(script: str, box, outside, *, private_devices: bool = False):
+    """Run ``script`` (CHILD's prologue and ``attempt``, then its own lines) under the real
+    filter with a supervisor answering; what each attempt said, and the supervisor (closed)."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(box), str(outside)],
+        [sys.executable, "-c", script, str(box), str(outside)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
     pid, fd = map(int, child.stdout.readline().split())
-    supervisor = Supervisor(
-        seccomp.take_listener(pid, fd), WorkerView(pid, str(box), False), native_arch()
-    )
+    view = WorkerView(pid, str(box), False, private_devices)
+    supervisor = Supervisor(seccomp.take_listener(pid, fd), view, native_arch())
     child.stdin.write(b"go\n")
     child.stdin.flush()
     output = b""
@@ -199,7 +196,20 @@ def test_the_supervisor_decides_from_the_callers_memory_and_records_refusals(tmp
         supervisor.close()
         child.wait(timeout=60)
     lines = output.decode().splitlines()
-    said = dict(line.rsplit(" ", 1) for line in lines[:-1])
+    return dict(line.rsplit(" ", 1) for line in lines[:-1]), supervisor
+
+
+linux_filter = pytest.mark.skipif(
+    native_arch() is None or sys.platform != "linux", reason="Linux filter"
+)
+
+
+@linux_filter
+def test_the_supervisor_decides_from_the_callers_memory_and_records_refusals(tmp_path):
+    box, outside = tmp_path / "box", tmp_path / "outside"
+    box.mkdir()
+    outside.mkdir()
+    said, supervisor = run_supervised(CHILD, box, outside)
     assert said["write inside"] == said["send to loopback"] == said["start a thread"] == "ok"
     refused = str(errno.EPERM)
     for name in ("write outside", "dir_fd outside", "through a symlink", "exec", "kill the parent"):
@@ -212,6 +222,45 @@ def test_the_supervisor_decides_from_the_callers_memory_and_records_refusals(tmp
     assert "tried to run a program: /bin/true" in reasons
     assert f"tried to send signal 0 to process {os.getpid()}" in reasons
     assert "tried to send data to 192.0.2.1:9 (network access is blocked)" in reasons
+
+
+SEMAPHORES = (
+    CHILD.split('attempt("write inside"')[0]
+    + """
+import ctypes, multiprocessing
+attempt("a multiprocessing lock", lambda: multiprocessing.RLock().acquire())
+attempt("delete another's semaphore", lambda: os.unlink(outside))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sem_open.restype = ctypes.c_void_p
+mine = "/" + os.path.basename(outside).removeprefix("sem.") + "-left"
+left = libc.sem_open(mine.encode(), os.O_CREAT | os.O_EXCL, 0o600, 1)
+attempt("leave a semaphore behind", lambda: None if left else os.strerror(ctypes.get_errno()))
+print("done", flush=True)
+"""
+)
+
+
+@linux_filter
+def test_named_semaphores_are_made_unmade_and_never_anothers(tmp_path):
+    """A ``multiprocessing`` lock makes a POSIX named semaphore in the shared ``/dev/shm``: the
+    worker may make one and unlink its own, never touch one that existed before it, and what
+    it leaves is removed when it ends."""
+    name = f"apiprof-test-{os.getpid()}"
+    foreign = f"/dev/shm/sem.{name}"
+    with open(foreign, "wb"):  # another process's semaphore
+        pass
+    try:
+        said, supervisor = run_supervised(SEMAPHORES, tmp_path, foreign)
+        assert said["a multiprocessing lock"] == "ok"
+        assert said["delete another's semaphore"] == str(errno.EPERM)
+        assert os.path.exists(foreign)
+        assert said["leave a semaphore behind"] == "ok"
+        assert not os.path.exists(foreign + "-left")
+        assert f"tried to delete {foreign} outside the sandbox" in [
+            r.reason for r in supervisor.refusals
+        ]
+    finally:
+        os.unlink(foreign)
 
 
 def test_paths_resolve_inside_the_workers_root_with_its_links(tmp_path):
@@ -260,6 +309,13 @@ def test_socket_addresses_allowed_are_loopback_and_the_sandboxs_own(tmp_path):
     )
     assert "every" not in shared.address_refusal(me, inet("0.0.0.0", 80), listening=True)
     assert shared.address_refusal(me, inet("0.0.0.0", 80), listening=True)
+    # in mounts of its own, a socket path with nothing there (glibc asking nscd) fails by itself
+    own = Supervisor(-1, WorkerView(me, str(tmp_path), True, True), native_arch() or "x86_64")
+    absent = unix + str(tmp_path.parent / "apiprof-no-such-socket").encode() + b"\0"
+    assert own.address_refusal(me, absent, listening=False) == ""
+    assert shared.address_refusal(me, absent, listening=False)  # the host's files: refused
+    present = unix + str(tmp_path.parent).encode() + b"\0"  # something is there: refused
+    assert "outside the sandbox" in own.address_refusal(me, present, listening=False)
 
 
 # -- the contract: what a reply may say given its request -------------------------------------------

@@ -66,14 +66,20 @@ def test_the_sibling_that_sets_what_a_method_reads_is_found_from_the_source():
 
 
 @pytest.mark.parametrize(
-    "qualname", ["siblings_pkg.reports.Report.error", "siblings_pkg.reports.DeferredReport.error"]
+    ("qualname", "sibling"),
+    [
+        ("siblings_pkg.reports.Report.error", "start_file"),
+        ("siblings_pkg.reports.DeferredReport.error", "start_file"),
+        ("siblings_pkg.reports.Tokenizer.data_state", "__iter__"),  # a generator, advanced
+        ("siblings_pkg.reports.Tokenizer.entity_state", "__iter__"),  # read by what it calls
+    ],
 )
-def test_a_prepared_receiver_is_called_on_and_credited(qualname):
+def test_a_prepared_receiver_is_called_on_and_credited(qualname, sibling):
     owner = qualname.split(".")[-2]
     described = found(qualname, ALONE)
     assert described is not None
     assert described.startswith("prepared: ")
-    assert f"made ready by {owner}.start_file(" in described
+    assert f"made ready by {owner}.{sibling}(" in described
     assert found(qualname, tuple(s for s in ALONE if s != "prepare")) is None
 
 

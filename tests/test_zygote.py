@@ -12,7 +12,7 @@ from apiprof.engine.isolation.options import Start
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerOptions, WorkerPool
 from apiprof.engine.isolation.process import WorkerStartError
 from apiprof.engine.isolation.protocol import Call, CallDone, Ping, Pong
-from apiprof.engine.isolation.zygote import ZygoteError, check_pristine, worker_argv
+from apiprof.engine.isolation.zygote import ZygoteError, check_pristine
 from apiprof.model.records import Coverage
 
 STATEFUL = '''
@@ -130,27 +130,3 @@ def test_a_zygote_with_a_thread_refuses_to_fork():
     finally:
         stop.set()
         thread.join()
-
-
-def test_a_forked_worker_has_a_fresh_workers_command_line():
-    zygote = [
-        "worker.py",
-        "--zygote-fd",
-        "5",
-        "--sandbox",
-        "/s",
-        "--memory-mb",
-        "9",
-        "--private-ipc",
-    ]
-    assert worker_argv(zygote, 7, 8, Path("/s/w1")) == [
-        "worker.py",
-        "--request-fd",
-        "7",
-        "--result-fd",
-        "8",
-        "--sandbox",
-        "/s/w1",
-        "--memory-mb",
-        "9",
-    ]

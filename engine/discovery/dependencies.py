@@ -6,9 +6,12 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.metadata
+import importlib.util
 import inspect
+import os
 import re
 import sys
+import traceback
 
 from apiprof.engine.discovery.messages import exception_message
 
@@ -42,11 +45,69 @@ def optional_dependency(error: BaseException, package: str) -> str:
         for name in names:
             if _normalized(name.split(".")[0]) in declared_requirements(package.split(".")[0]):
                 return name.split(".")[0]
-        extra = _extra_asked_for(message, package)
-        if extra:
-            return extra
+        found = _extra_asked_for(message, package) or _imported_by_the_package(current, package)
+        if not found and isinstance(current, ImportError):
+            found = _absent_requirement_named(message, package)
+        if found:
+            return found
         current = current.__cause__ or current.__context__
     return ""
+
+
+def _imported_by_the_package(error: BaseException, package: str) -> str:
+    """The module an import statement in the package's own source failed to find, where it is
+    used (``import matplotlib`` inside ``tqdm_gui``), though the distribution does not declare
+    it; not a name the call made up (``import_module(name)``) nor a module of the package."""
+    name = str(getattr(error, "name", "") or "") if isinstance(error, ModuleNotFoundError) else ""
+    top, own = name.split(".")[0], package.split(".")[0]
+    if not top or top == own or _importable(top):
+        return ""
+    statement = re.compile(rf"\s*(from\s+{re.escape(top)}\b[\w.]*\s+import|import\s+{top}\b)")
+    line = _package_line(error, package)
+    return top if statement.match(line) else ""
+
+
+def _package_line(error: BaseException, package: str) -> str:
+    """The source line of the innermost frame of ``error``'s traceback in the package's own
+    files ("" when none is)."""
+    own = package.split(".")[0]
+    folder = os.path.dirname(str(getattr(sys.modules.get(own), "__file__", "") or ""))
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if folder and frame.filename.startswith(folder + os.sep):
+            return frame.line or ""
+    return ""
+
+
+def _named_in_package_line(error: BaseException, package: str, text: str) -> bool:
+    """Whether the package's own line that raised ``error`` names ``text`` itself (not an
+    attribute name the call was given)."""
+    return re.search(rf"\b{re.escape(text)}\b", _package_line(error, package)) is not None
+
+
+def _absent_requirement_named(message: str, package: str) -> str:
+    """A requirement of the distribution (an extra's, mostly) that an ``ImportError`` of the
+    package's own names (``IProgress not found. Please update jupyter and ipywidgets``) and
+    that is not installed."""
+    declared = declared_requirements(package.split(".")[0])
+    for word in re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", message):
+        if _normalized(word) in declared and not _installed(word):
+            return word
+    return ""
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module in sys.modules without a spec: it is there
+        return True
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _extra_asked_for(message: str, package: str) -> str:
@@ -83,6 +144,11 @@ def unavailable_here(error: BaseException, package: str) -> str:
                 branch = _conditional_branch(module, name)
                 if branch:
                     return f"{module} defines {name} only {branch}, which did not run here"
+            elif module in sys.stdlib_module_names and _named_in_package_line(
+                current, package, f"{module}.{name}"
+            ):
+                version = ".".join(map(str, sys.version_info[:2]))
+                return f"Python {version}'s {module} has no {name}: a newer Python has"
         current = current.__cause__ or current.__context__
     return ""
 

@@ -285,8 +285,26 @@ def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, o
         names = [n for n in exported if isinstance(n, str) and n.isidentifier()]
         pairs = [(n, getattr(module, n, None)) for n in names]
         if not _only_submodules(pairs):
-            return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
+            return [
+                (n, obj)
+                for n, obj in pairs
+                if _safe_kind(obj) and not _standard_library_shim(module, obj, package)
+            ]
     return _defined_members(module, package)
+
+
+def _standard_library_shim(module: types.ModuleType, obj: object, package: str) -> bool:
+    """A class or function of the standard library (or a builtin) that a submodule of the
+    package re-exports in its ``__all__`` (``unicode = str``, ``from html.parser import
+    HTMLParser`` in a compatibility module): plumbing, not the package's API, and measured
+    where it is defined. The top level re-exporting one is a backport's API, and is kept."""
+    if "." not in module.__name__:
+        return False
+    home = getattr(obj, "__module__", None)
+    if not isinstance(home, str) or _belongs_to(obj, package):
+        return False
+    top = home.split(".")[0].lstrip("_")
+    return top in sys.stdlib_module_names and package.split(".")[0] not in sys.stdlib_module_names
 
 
 def _only_submodules(pairs: list[tuple[str, object]]) -> bool:

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import importlib.util
 import os
 import shutil
 import signal
 import site
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -163,6 +165,28 @@ def bubblewrap() -> str | None:
     return shutil.which("bwrap")
 
 
+SHARED_MEMORY_BYTES = 256 << 20
+"""Size of the worker's own ``/dev/shm``: bounded, so that a package cannot fill memory there."""
+
+
+@functools.cache
+def own_shared_memory(bwrap: str) -> list[str]:
+    """Options giving the worker a ``/dev/shm`` of its own that anyone may write in, as the
+    host's is: every ``multiprocessing`` lock makes a POSIX semaphore there (bubblewrap's
+    ``/dev`` has the folder, writable only by root). Empty for a bubblewrap too old to set a
+    mount's permissions; the size where it can bound it."""
+    try:
+        usage = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if "--perms" not in usage:
+        return []
+    size = ["--size", str(SHARED_MEMORY_BYTES)] if "--size" in usage else []
+    return ["--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+
+
 def process_confinement(missing: str) -> Confinement:
     return Confinement(Level.PROCESS, filter_mode(), missing)
 
@@ -280,7 +304,8 @@ def bwrap_command(sandbox: Path, readable: Iterable[str], python: list[str]) -> 
             command += ["--symlink", os.readlink(system), system]
         elif os.path.isdir(system):
             command += ["--ro-bind", system, system]
-    command += ["--proc", "/proc", "--dev", "/dev", "--ro-bind-try", CPU_INFO, CPU_INFO]
+    command += ["--proc", "/proc", "--dev", "/dev", *own_shared_memory(bwrap)]
+    command += ["--ro-bind-try", CPU_INFO, CPU_INFO]
     binds = [
         p
         for p in _outermost(readable)

@@ -224,7 +224,7 @@ class ConfinedWorker(ABC):
                     f"pidfd_getfd: {error}",
                 ) from None
             strict = self.confinement.level is Level.STRICT
-            view = WorkerView(self.host_pid, str(self.sandbox.resolve()), strict)
+            view = WorkerView(self.host_pid, str(self.sandbox.resolve()), strict, strict)
             self.supervisor = Supervisor(listener, view, self.confinement.arch)
 
     @property

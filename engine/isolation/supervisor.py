@@ -20,6 +20,7 @@ as the threat model in ``docs/cli.md`` says.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import os
@@ -30,14 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apiprof.engine.isolation import seccomp
-from apiprof.engine.isolation.sandbox import signal_name
 from apiprof.engine.isolation.seccomp import Notification
+from apiprof.engine.isolation.unneeded import never_needed
 
 MAX_STRING = 4096
 MAX_SYMLINKS = 40
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
 WRITABLE_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+_SEMAPHORE = re.compile(r"^/dev/shm/sem\.[^/]+$")
+"""A POSIX named semaphore (glibc's ``sem_open``): every ``multiprocessing`` lock makes one and
+unlinks it at once. Any other file of ``/dev/shm`` only where ``/dev`` is the worker's own."""
 _OWN_COMM = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/comm$")
 _PROC_FD = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/fd/(\d+)$")
 
@@ -57,6 +61,7 @@ class WorkerView:
     pid: int  # the worker's main thread, in the scanner's PID namespace
     sandbox: str  # the only directory it may write in (the same path inside and outside)
     private_network: bool  # in its own network namespace (its loopback is its own)
+    private_devices: bool = False  # its /dev (and so /dev/shm) is its own, as bubblewrap makes it
 
 
 class Memory:
@@ -98,6 +103,7 @@ class Supervisor:
         self.view = view
         self.names = seccomp.names_by_number(arch)
         self.refusals: list[Refusal] = []
+        self.semaphores: set[str] = set()  # made in the shared /dev/shm: removed when it ends
 
     def fileno(self) -> int:
         return self.listener
@@ -106,6 +112,10 @@ class Supervisor:
         if self.listener >= 0:
             os.close(self.listener)
             self.listener = -1
+        for left in self.semaphores:  # a worker killed between making one and unlinking it
+            with contextlib.suppress(OSError):
+                os.unlink(left)
+        self.semaphores.clear()
 
     def handle(self) -> Refusal | None:
         """Answer one pending notification; returns the refusal, if it was one. Nothing a
@@ -155,12 +165,24 @@ class Supervisor:
     # -- files ----------------------------------------------------------------------------------
     def check_paths(self, targets: list[tuple[str, str]]) -> tuple[int, str]:
         for verb, path in targets:
-            if path and not self.may_write(path):
+            if path and not self.may_write(path) and not self.own_semaphore(verb, path):
                 return errno.EPERM, f"tried to {verb} {path} outside the sandbox"
         return 0, ""
 
+    def own_semaphore(self, verb: str, path: str) -> bool:
+        """A named semaphore in the shared ``/dev/shm`` this worker makes, or made: never
+        another process's (one that exists already) nor a file of another name."""
+        if not _SEMAPHORE.match(path):
+            return False
+        if path not in self.semaphores and (verb == "delete" or os.path.lexists(path)):
+            return False
+        self.semaphores.add(path)
+        return True
+
     def may_write(self, path: str) -> bool:
         if path in WRITABLE_DEVICES or _OWN_COMM.match(path):
+            return True
+        if path.startswith("/dev/shm/") and self.view.private_devices:
             return True
         sandbox = self.view.sandbox
         return path == sandbox or path.startswith(sandbox + "/")
@@ -207,6 +229,8 @@ class Supervisor:
         path = self.resolve(tid, AT_FDCWD, text)
         if self.may_write(path) and path not in WRITABLE_DEVICES:
             return ""
+        if self.view.private_devices and not os.path.lexists(f"/proc/{tid}/root{path}"):
+            return ""  # nothing there in its own mounts (glibc asking nscd): the kernel says so
         return f"the Unix socket {path} outside the sandbox"
 
     # -- paths as the worker sees them ---------------------------------------------------------
@@ -409,76 +433,3 @@ def _addresses(name: str, call: Notification, memory: Memory) -> list[bytes]:
         if pointer:
             found.append(memory.read(pointer, min(length, 128)))
     return found
-
-
-# -- calls a scan never needs ------------------------------------------------------------------------
-
-_SENTENCES = {
-    "fork": "tried to start a process (fork)",
-    "vfork": "tried to start a process (vfork)",
-    "clone": "tried to start a process (clone)",
-    "clone3": "tried to start a process (clone3)",
-    "pidfd_send_signal": "tried to signal a process through a process handle (pidfd_send_signal)",
-    "pidfd_getfd": "tried to take a descriptor from another process (pidfd_getfd)",
-    "ptrace": "tried to trace a process (ptrace)",
-    "process_vm_readv": "tried to read another process's memory (process_vm_readv)",
-    "process_vm_writev": "tried to write another process's memory (process_vm_writev)",
-    "seccomp": "tried to install its own system-call filter (seccomp)",
-    "io_uring_setup": "tried to use io_uring, whose operations would bypass the sandbox's filter",
-    "unshare": "tried to create new namespaces (unshare)",
-    "setns": "tried to enter other namespaces (setns)",
-    "bpf": "tried to load a BPF program (bpf)",
-    "perf_event_open": (
-        "tried to open a performance counter beyond its own thread (perf_event_open)"
-    ),
-    "mq_open": "tried to open a POSIX message queue, which would outlive it (mq_open)",
-    "userfaultfd": "tried to create a userfaultfd (a common kernel-exploit tool)",
-    "open_by_handle_at": "tried to open a file by handle, around the sandbox's mounts",
-    "syslog": "tried to read the kernel log (syslog)",
-}
-_MOUNTING = {"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen"}
-_MOUNTING |= {"fsmount", "fspick", "fsconfig", "mount_setattr"}
-_KERNEL = {"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"}
-
-
-def never_needed(name: str, call: Notification, memory: Memory) -> str:
-    """The report's sentence for a call a scan never needs (it is refused)."""
-    if name in ("execve", "execveat"):
-        offset = 1 if name == "execveat" else 0
-        return f"tried to run a program: {_command(call, memory, offset)}"
-    if name in ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
-        sig = call.signed(2 if name in ("tgkill", "rt_tgsigqueueinfo") else 1)
-        return f"tried to send {signal_name(sig)} to process {call.signed(0)}"
-    if name == "pidfd_open":
-        return f"tried to open a handle on process {call.signed(0)} (pidfd_open)"
-    if name == "prctl":
-        if call.signed(0) == seccomp.PR_SET_SECCOMP:
-            return _SENTENCES["seccomp"]
-        return "tried to hide its memory from the sandbox supervisor (PR_SET_DUMPABLE)"
-    if name == "ioctl":
-        return "tried to inject input into a terminal (ioctl TIOCSTI)"
-    if name == "socket":
-        return f"tried to open a socket of family {call.signed(0)} (only Unix, IP and netlink sockets are allowed)"
-    if name in _SENTENCES:
-        return _SENTENCES[name]
-    if name in _MOUNTING:
-        return f"tried to change the mounted file systems ({name})"
-    if name in _KERNEL:
-        return f"tried to load or replace kernel code ({name})"
-    if name in ("add_key", "request_key", "keyctl"):
-        return f"tried to use the kernel keyring ({name})"
-    return f"tried to make the system call {name}, which scans never need"
-
-
-def _command(call: Notification, memory: Memory, offset: int) -> str:
-    program = memory.string(call.args[offset])
-    words = []
-    argv = call.args[offset + 1]
-    for i in range(16):
-        pointer = memory.u64(argv + 8 * i) if argv else 0
-        if not pointer:
-            break
-        words.append(memory.string(pointer)[:200])
-    shown = " ".join(words[1:]) if words else ""
-    text = f"{program} {shown}".strip()
-    return text if len(text) <= 240 else text[:239] + "…"

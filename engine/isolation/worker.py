@@ -81,7 +81,7 @@ from apiprof.engine.scenarios.files import check_targets, load_scenario_file
 from apiprof.engine.scenarios.partial import PartialArgument, partial_arguments
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.stops import WATCH, scenario_key, watching
-from apiprof.engine.scenarios.trial import failure_from, keep_standard_input_open, try_scenario
+from apiprof.engine.scenarios.trial import failure_from, plain_process_state, try_scenario
 from apiprof.errors import ApiprofError, MeasurementError
 from apiprof.model.records import NO_SIZE, Coverage, Failure, Phase, ScenarioSource
 
@@ -475,7 +475,7 @@ def run_worker(args: argparse.Namespace) -> None:
     """Confine this process (limits, system-call filter, reporter) and answer requests."""
     timeouts.install_alarm_handler()
     timeouts.enable_stuck_call_stop()
-    keep_standard_input_open()  # a call that wraps and closes it leaves it to the next call
+    plain_process_state()  # stdin no call can close; sys.argv without the worker's options
     sandbox.apply_limits(sandbox.Limits(memory_mb=args.memory_mb, cpu_seconds=args.cpu_seconds))
     listener = -1
     if args.filter != "none":

@@ -100,7 +100,6 @@ def become_worker(
     os.chdir(sandbox)
     os.environ.update(confine.sandbox_variables(sandbox))
     tempfile.tempdir = None  # found again from TMPDIR, should anything ask
-    sys.argv = worker_argv(sys.argv, request_fd, result_fd, sandbox)
     values = vars(args) | {
         "request_fd": request_fd,
         "result_fd": result_fd,
@@ -111,22 +110,16 @@ def become_worker(
     return argparse.Namespace(**values)
 
 
-def worker_argv(argv: list[str], request_fd: int, result_fd: int, sandbox: Path) -> list[str]:
-    """The command line a fresh worker for this child would have had (code that reads
-    ``sys.argv`` sees what it sees in a fresh worker)."""
-    out, rest = argv[:1], iter(argv[1:])
-    for word in rest:
-        if word in ("--zygote-fd", "--sandbox"):
-            next(rest, None)
-        elif word != "--private-ipc":
-            out.append(word)
-    fds = ["--request-fd", str(request_fd), "--result-fd", str(result_fd)]
-    return [*out[:1], *fds, "--sandbox", str(sandbox), *out[1:]]
+SHARED_MEMORY = "/dev/shm"
 
 
 def remove_ipc_objects() -> None:
     """Remove every System V shared memory segment, message queue and semaphore set of this
-    IPC namespace (the zygote's own at the strict level): a child's must not reach the next."""
+    IPC namespace, and every POSIX one in ``/dev/shm`` (both the zygote's own at the strict
+    level, where bubblewrap gives it its own ``/dev``): a child's must not reach the next."""
+    for name in os.listdir(SHARED_MEMORY) if os.path.isdir(SHARED_MEMORY) else ():
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(SHARED_MEMORY, name))
     libc = ctypes.CDLL(None, use_errno=True)
     removers = {
         "shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),

@@ -44,7 +44,25 @@ def _usage(
         inner = _usage(callee, name, depth - 1, seen)
         if inner is not None:
             _merge(usage, inner)
+        default = _default_of(callee, name)
+        if isinstance(default, DEFAULT_TYPES) and default not in usage.defaults:
+            usage.defaults.append(default)
     return usage
+
+
+DEFAULT_TYPES = (bool, int, float, str, bytes)
+"""Defaults whose type says what a parameter handed on to it takes (None says nothing)."""
+
+
+def _default_of(callee: Callable[..., object], name: str) -> object:
+    """The default of ``callee``'s parameter ``name`` (None when it has none)."""
+    try:
+        parameter = inspect.signature(_raw(callee)).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    if parameter is None or parameter.default is parameter.empty:
+        return None
+    return parameter.default
 
 
 def _raw(function: Callable[..., object]) -> Callable[..., object]:

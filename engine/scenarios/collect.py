@@ -106,6 +106,9 @@ def gather_scenarios(
         if documented is not None:  # no call runs its body: its implementations are measured
             failures[entry.qualname].append(documented)
             continue
+        if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):  # typing.Protocol
+            failures[entry.qualname].append(_abstract(obj, PROTOCOL))
+            continue
         calls = by_entry.get(entry.qualname, [])
         kept_captures = replay_captures(calls, tuple(sizes), check=check)
         specs.extend(kept_captures)
@@ -136,6 +139,9 @@ def gather_scenarios(
         if calls and not any(entry.qualname in spec.measured for spec in specs):
             specs.extend(_through_examples(calls, check=check))
     return Gathered(specs, failures)
+
+
+PROTOCOL = "a typing.Protocol describes what other classes provide and cannot be instantiated"
 
 
 def _owner(name: str) -> object:

@@ -239,6 +239,7 @@ INVERSE_WORDS = [
     ("unpack", "pack"),
     ("loads", "dumps"),
     ("load", "dump"),
+    ("load", "save"),
     ("deserialize", "serialize"),
     ("decode", "encode"),
     ("decompress", "compress"),
@@ -310,10 +311,13 @@ def _own_inverse_methods(owner: type, name: str) -> list[Produced]:
 
 
 def owner_class(function: Callable[..., Any]) -> type | None:
-    """The class a function found on a class belongs to (Python or compiled), else None."""
+    """The class a function found on a class belongs to (Python or compiled), else None: the
+    class a class method is bound to (``PublicKey.load_pkcs1``, defined on its abstract base)."""
     owner = getattr(function, "__objclass__", None)
     if inspect.isclass(owner):
         return owner
+    if inspect.ismethod(function) and inspect.isclass(function.__self__):
+        return function.__self__
     qualname = getattr(function, "__qualname__", "") or ""
     if "." not in qualname or "<locals>" in qualname:
         return None

@@ -13,6 +13,8 @@ constant or a module-level string, or the base class's own method for ``super().
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -51,7 +53,7 @@ def forwarded_callee(
     target = inspect.unwrap(getattr(function, "__func__", function))
     if inspect.isclass(target):
         target = constructor_of(target)
-    namespace = getattr(target, "__globals__", {})
+    namespace = {**getattr(target, "__globals__", {}), **_imported_inside(target)}
     inherited = _from_super(call.func, target)
     callee = inherited[0] if inherited else _callee(call.func, namespace, built)
     if not callable(callee):
@@ -68,7 +70,7 @@ def _callee(node: ast.expr, namespace: Mapping[str, Any], built: Mapping[str, An
     if isinstance(node, ast.Name):
         if node.id in built:
             return built[node.id]
-        return namespace.get(node.id)
+        return namespace.get(node.id, getattr(builtins, node.id, None))  # `range(*args)`
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         owner = built.get(node.value.id, namespace.get(node.value.id))
         return getattr(owner, node.attr, None) if owner is not None else None
@@ -118,3 +120,25 @@ def _string(node: ast.expr, namespace: Mapping[str, Any]) -> str:
     if isinstance(node, ast.Name) and isinstance(namespace.get(node.id), str):
         return str(namespace[node.id])
     return ""
+
+
+def _imported_inside(function: Callable[..., object]) -> dict[str, Any]:
+    """What ``from module import name as alias`` statements in ``function``'s own body bind
+    (an import made where it is used, as optional parts do): alias -> object, for modules
+    already imported or importable without error."""
+    tree = function_tree(function)
+    module = str(getattr(function, "__module__", "") or "")
+    bound: dict[str, Any] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = module.rsplit(".", node.level)[0] if node.level else ""
+        name = ".".join(part for part in (base, node.module or "") if part)
+        try:
+            imported = importlib.import_module(name)
+        except Exception:  # an absent optional dependency: nothing is known of it
+            continue
+        for alias in node.names:
+            if hasattr(imported, alias.name):
+                bound[alias.asname or alias.name] = getattr(imported, alias.name)
+    return bound

@@ -62,8 +62,8 @@ TEACHING = re.compile(
     r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
-    r"\brequired\b|unsupported operand type|(?i:not ?found|unknown|no such)|"
-    r"positional arguments? but \d+ (were|was) given|"
+    r"\brequired\b|unsupported operand type|can only concatenate|"
+    r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called

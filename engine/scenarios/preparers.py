@@ -7,7 +7,9 @@ mend. So, when the method's body reads attributes of ``self`` the built receiver
 body does not set itself), the sibling method that assigns the most of them — in its own body
 or in a base class's definition of the same name — is called first, with arguments built for
 its required parameters, before each measured call (outside what is measured, on a receiver
-renewed as it was built, like a feeder: :mod:`.warmup`). Only the method's own call counts.
+renewed as it was built, like a feeder: :mod:`.warmup`). Only the method's own call counts. A
+generator, such as an ``__iter__`` that sets up a tokenizer's queue, is advanced to its first
+item: its body runs only then.
 
 Nothing here knows a package: the attributes read and assigned are read off the methods'
 source. Switchable (``--no-prepare``); credited as the ``prepared`` source.
@@ -115,23 +117,38 @@ def setters_of(cls: type, member: str) -> list[str]:
     return [name for name in _method_names(cls) if name != member and read & _assigns(cls, name)]
 
 
+CALLED_DEPTH = 1
+"""How many calls on ``self`` deep a method's reads are followed."""
+
+
 @functools.cache
-def _read_not_set(cls: type, member: str) -> tuple[str, ...]:
-    """The attributes ``cls.member``'s body reads of ``self`` without setting them itself."""
+def _read_not_set(cls: type, member: str, depth: int = CALLED_DEPTH) -> tuple[str, ...]:
+    """The attributes ``cls.member``'s body reads of ``self`` without setting them itself,
+    and those the methods it calls on ``self`` read (``self.consumeEntity()`` reading
+    ``self.tokenQueue``), ``depth`` calls deep."""
     function = _function(inspect.getattr_static(cls, member, None))
     tree = function_tree(function) if function is not None else None
     if tree is None:
         return ()
     stored = set(self_attributes(tree, ast.Store))
-    return tuple(name for name in dict.fromkeys(self_attributes(tree)) if name not in stored)
+    read = list(dict.fromkeys(self_attributes(tree)))
+    if depth > 0:
+        for name in list(read):
+            if name != member and inspect.isfunction(inspect.getattr_static(cls, name, None)):
+                read += [n for n in _read_not_set(cls, name, depth - 1) if n not in read]
+    return tuple(name for name in read if name not in stored)
 
 
 def _method_names(cls: type) -> list[str]:
-    """The names of the plain methods ``cls`` and its bases define, dunders left out."""
+    """The names of the plain methods ``cls`` and its bases define, dunders left out but an
+    ``__iter__`` that is a generator: a tokenizer sets its queue where iterating starts."""
     names: dict[str, None] = {}
     for klass in cls.__mro__[:-1]:  # object defines nothing of the package's
         for name, value in vars(klass).items():
-            if inspect.isfunction(value) and not name.startswith("__"):
+            if inspect.isfunction(value) and (
+                not name.startswith("__")
+                or (name == "__iter__" and inspect.isgeneratorfunction(value))
+            ):
                 names.setdefault(name)
     return list(names)
 

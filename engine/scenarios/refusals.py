@@ -46,20 +46,27 @@ def unread_input(
 
 
 _OPERANDS = re.compile(r"unsupported operand type\(s\) for [^:]+: '([\w.]+)' and '([\w.]+)'")
+_CONCATENATED = re.compile(r'can only concatenate (\w+) \(not "(\w+)"\) to \w+')
+"""``"" + [...]`` in the body: the operand of the quoted type should have the first one's."""
 
 
 def operand_type(message: str, bound: Mapping[str, object]) -> tuple[str, str] | None:
-    """``unsupported operand type(s) for -: 'list' and 'int'``: ``(parameter, type name)``
+    """``unsupported operand type(s) for -: 'list' and 'int'`` (or ``can only concatenate str
+    (not "list") to str``): ``(parameter, type name)``
     for the argument of one operand's type that should have the other's — of the two, the
     type fewer arguments have (``fquotmod(val, low, high)`` given a list ``val``: an int);
     the other operand may be the receiver's (``timedelta + start``: a timedelta)."""
+    kinds = {name: type(value).__name__ for name, value in bound.items() if "." not in name}
+    concatenated = _CONCATENATED.search(message)
+    if concatenated is not None:  # the message says which operand is out of place
+        wanted, wrong = concatenated.groups()
+        return next(((name, wanted) for name, kind in kinds.items() if kind == wrong), None)
     operands = _OPERANDS.search(message)
     if operands is None:
         return None
     first, second = (name.rsplit(".", 1)[-1] for name in operands.groups())
     if first == second:
         return None
-    kinds = {name: type(value).__name__ for name, value in bound.items() if "." not in name}
     given = sorted(
         (name for name, kind in kinds.items() if kind in (first, second)),
         key=lambda name: list(kinds.values()).count(kinds[name]),

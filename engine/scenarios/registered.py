@@ -54,9 +54,13 @@ class RegisteredKey:
         return f"RegisteredKey({'.'.join(self.path)})"
 
 
-def registered_keys(function: Callable[..., object], parameter: str) -> list[RegisteredKey]:
+def registered_keys(
+    function: Callable[..., object], parameter: str, *, depth: int = 0
+) -> list[RegisteredKey]:
     """The registries ``function``'s body looks ``parameter`` up in, or the receiver's method
-    it passes ``parameter`` on to."""
+    it passes ``parameter`` on to; or those of the package's own functions it passes
+    ``parameter`` on to (``compute_hash(message, hash_method)`` checks ``method_name not in
+    HASH_METHODS``), two calls deep."""
     raw = inspect.unwrap(getattr(function, "__func__", function))
     namespace = getattr(raw, "__globals__", {})
     found = [RegisteredKey(path, namespace) for path in dict.fromkeys(_lookups(raw, parameter))]
@@ -64,7 +68,45 @@ def registered_keys(function: Callable[..., object], parameter: str) -> list[Reg
         via = _passed_to_own_method(raw, parameter)
         if via is not None and _may_look_up(raw, via):
             found.append(RegisteredKey((), namespace, via))
+    if not found and depth < MAX_DEPTH:
+        for callee, name in _passed_to_functions(raw, parameter, namespace):
+            inner = registered_keys(callee, name, depth=depth + 1)
+            found += [key for key in inner if key.via is None and key.path[0] != "self"]
     return found
+
+
+MAX_DEPTH = 2
+"""How many calls deep a parameter passed on to the package's functions is followed."""
+
+
+def _passed_to_functions(
+    function: Callable[..., object], parameter: str, namespace: Mapping[str, Any]
+) -> list[tuple[Callable[..., object], str]]:
+    """``(function, its parameter)`` for each call ``f(..., parameter, ...)`` (or
+    ``f(name=parameter)``) of a Python function of the same package, named in the module."""
+    tree = function_tree(function)
+    top = str(getattr(function, "__module__", "") or "").split(".")[0]
+    if tree is None or not top:
+        return []
+    passed: list[tuple[Callable[..., object], str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        callee = namespace.get(node.func.id)
+        if not inspect.isfunction(callee) or callee is function:
+            continue
+        if str(callee.__module__).split(".")[0] != top:
+            continue
+        names = _parameter_names(callee, bound=False)
+        for index, arg in enumerate(node.args):
+            if _is_name(arg, parameter) and index < len(names):
+                passed.append((callee, names[index]))
+        passed += [
+            (callee, keyword.arg)
+            for keyword in node.keywords
+            if keyword.arg in names and _is_name(keyword.value, parameter)
+        ]
+    return passed
 
 
 def _may_look_up(function: Callable[..., object], via: tuple[str, int]) -> bool:
@@ -105,12 +147,13 @@ def keys_of(marker: RegisteredKey, receiver: object) -> list[Any]:
     return sorted(keys, key=lambda key: not isinstance(key, str))[:MAX_KEYS]
 
 
-def _parameter_names(method: object) -> list[str]:
-    """Parameter names after ``self`` ([] when unreadable)."""
+def _parameter_names(method: object, *, bound: bool = True) -> list[str]:
+    """Parameter names, after ``self`` for a method ([] when unreadable)."""
     try:
-        return list(inspect.signature(method).parameters)[1:]  # type: ignore[arg-type]
+        names = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return []
+    return names[1:] if bound else names
 
 
 def _lookups(function: Callable[..., object], parameter: str) -> list[tuple[str, ...]]:

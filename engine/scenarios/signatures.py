@@ -102,7 +102,28 @@ def docstring_signature(target: Callable[..., object]) -> inspect.Signature | No
 
 def type_hints(target: Callable[..., object]) -> dict[str, Any]:
     """Resolved annotations; string ones that fail alone are evaluated one by one."""
-    function = target.__init__ if inspect.isclass(target) else target
+    function = _constructor(target) if inspect.isclass(target) else target
+    return {**_resolved(function), **_overloaded_literals(function)}
+
+
+def _overloaded_literals(function: Callable[..., object]) -> dict[str, Any]:
+    """The parameters the first ``@overload`` of ``function`` narrows to literals
+    (``type_: Literal["IDENT", "HASH"]`` where the implementation says ``str``): the values
+    the implementation expects, which any text is not."""
+    try:
+        overloads = typing.get_overloads(function)
+    except Exception:  # not a function the registry knows
+        return {}
+    if not overloads:
+        return {}
+    return {
+        name: hint
+        for name, hint in _resolved(overloads[0]).items()
+        if typing.get_origin(hint) is typing.Literal
+    }
+
+
+def _resolved(function: Callable[..., object]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(function)
     except Exception:
@@ -134,6 +155,19 @@ def type_hints(target: Callable[..., object]) -> dict[str, Any]:
         except Exception:
             continue
     return hints
+
+
+def _constructor(cls: type) -> Callable[..., object]:
+    """The function a class's arguments go to, as ``inspect.signature`` reads them: the first
+    Python ``__init__`` or ``__new__`` along its bases (a tuple subclass's ``__new__``)."""
+    for klass in cls.__mro__:
+        own = vars(klass)
+        new = own.get("__new__")
+        new = new.__func__ if isinstance(new, staticmethod) else new
+        for function in (own.get("__init__"), new):
+            if inspect.isfunction(function):
+                return function
+    return typing.cast(Callable[..., object], cls.__init__)  # type: ignore[misc]  # read only
 
 
 WELL_KNOWN_NAMES: dict[str, Any] = {**STDLIB_NAMES, "Enum": enum.Enum, "abc": abc}

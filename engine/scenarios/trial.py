@@ -155,6 +155,14 @@ class KeptOpen(io.BufferedReader):
         pass
 
 
+def plain_process_state() -> None:
+    """What package code sees of the process: a standard input no call can close, and a
+    command line with no arguments (a ``main()`` that parses ``sys.argv`` must not meet the
+    worker's own ``--request-fd``; the usage-line repair gives it arguments of its own)."""
+    keep_standard_input_open()
+    del sys.argv[1:]
+
+
 def keep_standard_input_open() -> None:
     """Give the worker a standard input no call can close (:class:`KeptOpen`)."""
     try:

@@ -59,6 +59,9 @@ class Usage:
     # read somewhere other than stored as it is (``self.x = x``, ``return x``): None of the
     # reads says what it must be only when this stays False
     handled: bool = False
+    # the defaults of the package's parameters it is handed on to (``format_size(...,
+    # binary=binary)`` where ``binary=False``): values of those types do (:mod:`.callees`)
+    defaults: list[Any] = field(default_factory=list)
 
 
 _PATH_CALLS = {"open", "exists", "isfile", "isdir", "getsize", "stat", "listdir", "scandir"}
@@ -357,7 +360,7 @@ def infer_from_usage(
             if item_attributes <= set(dir(item))
         )
     strong = list(dict.fromkeys(candidates))
-    candidates = []
+    candidates = [type(value) for value in usage.defaults]
     if usage.called:
         candidates.append(Callable[..., Any])
     numbers = [

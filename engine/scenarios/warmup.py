@@ -86,6 +86,8 @@ class Warmup:
         feed = getattr(self.receiver, self.feeder)
         if self.arguments is not None:
             fed = feed(*self.arguments)
+            if inspect.isgenerator(fed):  # its body runs (and sets what it sets) when advanced
+                next(fed, None)
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
             fed = feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
