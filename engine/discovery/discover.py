@@ -285,23 +285,17 @@ def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, o
         names = [n for n in exported if isinstance(n, str) and n.isidentifier()]
         pairs = [(n, getattr(module, n, None)) for n in names]
         if not _only_submodules(pairs):
-            return [
-                (n, obj)
-                for n, obj in pairs
-                if _safe_kind(obj) and not _standard_library_shim(module, obj, package)
-            ]
+            return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
     return _defined_members(module, package)
 
 
-def _standard_library_shim(module: types.ModuleType, obj: object, package: str) -> bool:
-    """A class or function of the standard library (or a builtin) that a submodule of the
-    package re-exports in its ``__all__`` (``unicode = str``, ``from html.parser import
-    HTMLParser`` in a compatibility module): plumbing, not the package's API, and measured
-    where it is defined. The top level re-exporting one is a backport's API, and is kept."""
-    if "." not in module.__name__:
-        return False
-    home = getattr(obj, "__module__", None)
-    if not isinstance(home, str) or _belongs_to(obj, package):
+def _standard_library_class(cls: type, package: str) -> bool:
+    """A class of the standard library (or a builtin) the package re-exports (``unicode =
+    str``, ``StringIO``, ``HTMLParser`` in a compatibility module, ``ExceptionGroup`` in a
+    backport): the class is the package's name for it, but its methods are the standard
+    library's API, not the package's (str's 47 methods under ``compat.unicode``)."""
+    home = getattr(cls, "__module__", None)
+    if not isinstance(home, str) or _belongs_to(cls, package):
         return False
     top = home.split(".")[0].lstrip("_")
     return top in sys.stdlib_module_names and package.split(".")[0] not in sys.stdlib_module_names
@@ -381,6 +375,8 @@ def _member_kind(raw: object) -> EntryKind | None:
 def _class_members(cls: type, package: str) -> list[tuple[str, object, EntryKind]]:
     """Public methods, class/static methods and properties, including ones inherited from
     classes of the same package (a private base's public method is public on the subclass)."""
+    if _standard_library_class(cls, package):
+        return []
     seen: set[str] = set()  # a name defined lower in the MRO hides the same name above it
     members = []
     for klass in cls.__mro__:
