@@ -35,6 +35,10 @@ RULES = {
     # a list concatenated to the receiver's text: text
     "siblings_pkg.periods.Buffer.feed": "learned from TypeError can only concatenate str (not "
     '"list") to str: data of type str',
+    # a standard-library parser's syntax error: a document of its format, in the same form
+    "siblings_pkg.documents.item_names": "text a valid XML document (text)",
+    "siblings_pkg.documents.outline": "stream a valid XML document",
+    "siblings_pkg.documents.settings_from": "path a valid JSON document (file)",
     # a name the receiver looked up and did not find: the first its listing method names
     "siblings_pkg.shelves.Shelf.pages": "title was not among what the receiver lists: title 'Dune'",
 }

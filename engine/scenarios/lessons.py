@@ -28,6 +28,7 @@ from typing import Any
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
+from apiprof.engine.scenarios.documents import document_lesson
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
     key_from_argument,
@@ -64,7 +65,8 @@ TEACHING = re.compile(
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|can only concatenate|"
     r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
-    r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike"
+    r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
+    r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -100,6 +102,9 @@ def learn(
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
+    document = document_lesson(error, bound)  # a parser's syntax error: its format's document
+    if document is not None:
+        return document
     imported = missing_module(str(error), bound)  # also inside another exception's message
     if imported is not None:
         name, element = imported

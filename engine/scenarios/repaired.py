@@ -26,6 +26,7 @@ from typing import Any
 from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios import instances, values
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.documents import document
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES
@@ -123,6 +124,10 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
             raise CannotSynthesize(f"parameter {name!r}: {error}") from None
     if lesson.want is Want.ONE_OF:
         return lesson.names[0]
+    if lesson.want is Want.DOCUMENT:  # a parser's syntax error named the format
+        made = document(lesson.names, name)
+        context.files |= isinstance(made, io.IOBase)  # a stream: rewound before each call
+        return made
     if lesson.want is Want.CONTAINS:
         return with_literals(lesson.names, random_word(context.rng(name)))
     if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:

@@ -27,6 +27,7 @@ class Want(enum.StrEnum):
     FIELDS = "fields"  # a tuple of these fields (a loop or assignment unpacks it into them)
     WRITTEN = "written"  # a file (a stream) of the package's own writer's output
     ITEMS = "items"  # ``*args`` passes this many items (a function given them took fewer)
+    DOCUMENT = "document"  # a document of a standard format (a parser's syntax error): its form
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class Lesson:
             + (f"a {self.names[0]}" if self.names else "the path of a file")
             + " holding what the package's own writer writes",
             Want.ITEMS: f"*{subject} {self.names[0] if self.names else 0} item(s)",
+            Want.DOCUMENT: f"{subject} a valid {' '.join(self.names[:1]).upper()} document"
+            + (f" ({self.names[-1]})" if len(self.names) > 1 else ""),
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]
