@@ -65,3 +65,25 @@ print(json.dumps({{
     # and the calls the codec machinery made are still captured, with their origin
     assert found["captured"] == ["('hi')", "(' ')"] or set(found["captured"]) == {"('hi')", "(' ')"}
     assert "shout_pkg.shout" in found["reached"]
+
+
+def test_a_suite_opens_its_data_files_relative_to_the_projects_root(tmp_path: Path):
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "setup.py").write_text("")  # what makes it pytest's rootdir, without an ini file
+    (project / "tests" / "data.txt").write_text("tea\n")
+    (project / "tests" / "tests.py").write_text(
+        "def test_reads_its_data():\n    assert open('tests/data.txt').read() == 'tea\\n'\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = f"""
+import json, os
+from apiprof.engine.scenarios import testrun
+runner = testrun.SuiteRunner({str(project / "tests" / "tests.py")!r}, "json")
+runner.warm_up(["json.dumps"], capture=True)
+print(json.dumps({{"outcomes": dict(runner.runs[0].outcomes), "cwd": os.getcwd()}}))
+"""
+    found = run_printing_json(script, elsewhere)
+    assert found["outcomes"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}
+    assert found["cwd"] == str(elsewhere)  # given back afterwards

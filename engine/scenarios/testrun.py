@@ -248,6 +248,7 @@ class TestTally:
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
+        self.cwd = ""  # the worker's own, given back when the session is over
         self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -266,6 +267,15 @@ class TestTally:
         self.rootdir = str(config.rootpath)
         for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
             config.addinivalue_line("markers", f"{mark}: registered by apiprof-scan")
+        # from the project's root, as people run pytest: suites open their data files by
+        # paths relative to it ('tests/x.po'); writes there are still outside the sandbox
+        self.cwd = os.getcwd()
+        with contextlib.suppress(OSError):
+            os.chdir(config.rootpath)
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chdir(self.cwd or os.getcwd())
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
