@@ -87,3 +87,16 @@ print(json.dumps({{"outcomes": dict(runner.runs[0].outcomes), "cwd": os.getcwd()
     found = run_printing_json(script, elsewhere)
     assert found["outcomes"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}
     assert found["cwd"] == str(elsewhere)  # given back afterwards
+
+
+def test_the_workers_may_read_the_suites_project_folder(tmp_path: Path):
+    from apiprof.engine.scan import ScanOptions
+    from apiprof.engine.testsuite import suite_root
+
+    (tmp_path / "proj" / "tests").mkdir(parents=True)
+    (tmp_path / "proj" / "setup.py").write_text("")
+    suite = tmp_path / "proj" / "tests" / "tests.py"
+    suite.write_text("")
+    assert suite_root(str(suite)) == str(tmp_path / "proj")
+    options = ScanOptions(tests=str(suite))
+    assert str(tmp_path / "proj") in options.worker_options().readable
