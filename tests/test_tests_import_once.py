@@ -72,15 +72,17 @@ def test_a_suite_opens_its_data_files_relative_to_the_projects_root(tmp_path: Pa
     (project / "tests").mkdir(parents=True)
     (project / "setup.py").write_text("")  # what makes it pytest's rootdir, without an ini file
     (project / "tests" / "data.txt").write_text("tea\n")
-    (project / "tests" / "tests.py").write_text(
-        "def test_reads_its_data():\n    assert open('tests/data.txt').read() == 'tea\\n'\n"
+    (project / "tests" / "helper.py").write_text("NAME = 'tests/data.txt'\n")
+    (project / "tests" / "test_data.py").write_text(
+        "from tests.helper import NAME\n\n"  # no __init__.py: the project's root on sys.path
+        "def test_reads_its_data():\n    assert open(NAME).read() == 'tea\\n'\n"
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     script = f"""
 import json, os
 from apiprof.engine.scenarios import testrun
-runner = testrun.SuiteRunner({str(project / "tests" / "tests.py")!r}, "json")
+runner = testrun.SuiteRunner({str(project / "tests" / "test_data.py")!r}, "json")
 runner.warm_up(["json.dumps"], capture=True)
 print(json.dumps({{"outcomes": dict(runner.runs[0].outcomes), "cwd": os.getcwd()}}))
 """

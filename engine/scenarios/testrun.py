@@ -249,6 +249,7 @@ class TestTally:
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
         self.cwd = ""  # the worker's own, given back when the session is over
+        self.added_path = False  # the rootdir was put on sys.path for the session
         self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -272,10 +273,17 @@ class TestTally:
         self.cwd = os.getcwd()
         with contextlib.suppress(OSError):
             os.chdir(config.rootpath)
+        # and importable from there, as `python -m pytest` makes it (`from tests import x`)
+        if self.rootdir not in sys.path:
+            sys.path.append(self.rootdir)
+            self.added_path = True
 
     def pytest_unconfigure(self, config: Any) -> None:
         with contextlib.suppress(OSError):
             os.chdir(self.cwd or os.getcwd())
+        if self.added_path:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(self.rootdir)
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
