@@ -52,7 +52,9 @@ class Pinned:
 
 PACKAGES = [
     Pinned("six", "1.17.0", "six", quick=True, tests="test_six.py"),
-    Pinned("idna", "3.20", "idna", quick=True),
+    Pinned(
+        "idna", "3.20", "idna", quick=True, tests="tests", test_requires=("hypothesis==6.170.15",)
+    ),
     Pinned("wcwidth", "0.9.1", "wcwidth", quick=True),
     Pinned("markupsafe", "3.0.3", "markupsafe", quick=True),
     Pinned("msgpack", "1.1.2", "msgpack", quick=True),
@@ -75,9 +77,22 @@ PACKAGES = [
     Pinned("jinja2", "3.1.6", "jinja2"),
     Pinned("more-itertools", "11.1.0", "more_itertools", tests="tests"),
     Pinned("chardet", "7.6.0", "chardet"),
-    Pinned("tabulate", "0.10.0", "tabulate"),
+    Pinned("tabulate", "0.10.0", "tabulate", tests="test"),
     Pinned("decorator", "5.3.1", "decorator"),
     Pinned("networkx", "3.6.1", "networkx"),
+    Pinned("funcy", "2.1", "funcy", tests="tests", test_requires=("whatever==0.7",)),
+    Pinned("configobj", "5.0.9", "configobj", tests="src/tests"),
+    Pinned("pyasn1", "0.6.5", "pyasn1", tests="tests"),
+    Pinned("rfc3986", "2.0.0", "rfc3986", tests="tests"),
+    Pinned("inflection", "0.5.1", "inflection", tests="test_inflection.py"),
+    Pinned("docopt", "0.6.2", "docopt"),  # its sdist ships no tests
+    Pinned("cachetools", "8.0.2", "cachetools", tests="tests"),
+    Pinned("isodate", "0.7.2", "isodate", tests="tests"),
+    Pinned("polib", "1.2.0", "polib", tests="tests/tests.py"),
+    Pinned("xmltodict", "1.0.4", "xmltodict", tests="tests"),
+    Pinned("sqlparse", "0.6.1", "sqlparse", tests="tests"),
+    Pinned("jmespath", "1.1.0", "jmespath", tests="tests"),
+    Pinned("markdown", "3.11.3", "markdown", tests="tests", test_requires=("pyyaml==6.0.4",)),
 ]
 """Untyped or lightly typed, widely used; pure Python and C extensions (msgpack, markupsafe)."""
 

@@ -115,6 +115,28 @@ def resolve_suite_path(path: str) -> str:
     return str(found.resolve())
 
 
+PROJECT_MARKERS = (
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "setup.py",
+)
+"""Files that make a folder pytest's rootdir: the suite runs from there (see testrun)."""
+
+
+def suite_root(path: str) -> str:
+    """The project folder of the suite at ``path`` (the nearest one above it holding one of
+    :data:`PROJECT_MARKERS`), which the workers must be able to read: the suite runs from it and
+    opens its data files relative to it. ``path`` itself when there is none."""
+    start = Path(path)
+    for folder in (start if start.is_dir() else start.parent, *start.parents):
+        if any((folder / name).is_file() for name in PROJECT_MARKERS):
+            return str(folder)
+    return path
+
+
 def run_test_suite(
     package: str,
     targets: list[str],

@@ -112,19 +112,15 @@ def work(run_once):
     run_once()
     return "done"
 
-result = suitepasses.run_profiled(runner, plan, work)
-try:
-    suitepasses.run_profiled(runner, plan, work, deadline=time.monotonic() - 1)
-    late = ""
-except suitepasses.SuiteOutOfTime as error:
-    late = str(error)
+result = suitepasses.run_profiled(runner, plan, work).results
+late = suitepasses.run_profiled(runner, plan, work, deadline=time.monotonic() - 1)
 print(json.dumps({{
     "imported": imported,
     "captured": sorted({{c.qualname for c in captured if c.payload}}),
     "journal": [c.shown for c in captured if c.qualname == "suite_pkg.Journal"],
     "ledger_origins": [c.origin for c in captured if c.qualname == "suite_pkg.Ledger"],
     "targets": plan.targets, "selected": sorted(plan.selected), "files": plan.files,
-    "result": result, "late": late, "runs": len(runner.seconds),
+    "result": result, "late": [late.chunks, late.planner.skipped], "runs": len(runner.seconds),
     "outcomes": [dict(run.outcomes) for run in runner.runs],
     "notes": runner.notes,
 }}))
@@ -142,10 +138,11 @@ print(json.dumps({{
     assert found["targets"] == ["suite_pkg.count_lines"]
     assert found["selected"] == ["tests/test_suite_pkg.py::test_count_lines_of_an_open_file"]
     assert found["files"] == [str(SUITE / "test_suite_pkg.py")]
-    assert found["result"] == "done" and found["runs"] == 3  # the warm-up and two runs
+    assert found["result"] == ["done"] and found["runs"] == 3  # the warm-up and two runs
     warm, profiled, _ = found["outcomes"]
     assert warm["passed"] == 6 and profiled == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
-    assert "could not finish within --tests-timeout (stopped after 0" in found["late"]
+    # past the deadline, no chunk starts: the test is skipped as not fitting
+    assert found["late"] == [0, found["selected"]]
     assert any(
         "7 entry point(s) it reached are measured by replaying" in note
         and "ran only 1 of its 6 tests, the quickest" in note
@@ -237,7 +234,7 @@ sys.path.insert(0, {str(installed)!r})
 from apiprof.engine.isolation.protocol import RunSuite
 from apiprof.engine.isolation.worker import Worker
 from apiprof.engine.scenarios import suitepasses
-suitepasses.RUNS_FORESEEN = 10**9  # runs that could never fit
+suitepasses.LEAST_SLOWDOWN = 10**9  # runs that could never fit
 sent = []  # what the worker sends before its final reply
 worker = Worker(None, 512, send=lambda task_id, message: sent.append(message))
 reply = worker.handle(RunSuite("suite_pkg", {str(SUITE)!r}, "tests:tests", {ENTRY_POINTS!r}, budget=600))

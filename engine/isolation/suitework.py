@@ -29,9 +29,11 @@ from apiprof.engine.discovery.discover import measurable, resolve_object
 from apiprof.engine.isolation import sandbox
 from apiprof.engine.isolation.protocol import Captured, Failed, Reply, RunSuite, SuiteFinished
 from apiprof.engine.measure import profiler
+from apiprof.engine.scenarios.suitechunks import merge_edges, merge_measurements
 from apiprof.engine.scenarios.suitepasses import (
     PROFILED_SHARE,
     WARM_UP_STOP,
+    ProfiledRuns,
     SuiteOutOfTime,
     fits,
     out_of_time,
@@ -135,7 +137,10 @@ def run_suite(
             continue
         targets.append(profiler.Target(name, obj))
 
+    reports: list[profiler.ProfileReport] = []  # one per chunk, filled as its passes finish
+
     def measure(run_once: Any) -> profiler.ProfileReport:
+        reports.append(profiler.ProfileReport())
         return profiler.profile(
             run_once,
             targets,
@@ -146,13 +151,43 @@ def run_suite(
             calibration=request.settings.calibration,
             warmup=False,  # the warm-up session was the warm-up
             consume=False,
+            report=reports[-1],
         )
 
     try:
         with clock.alarm():
-            report = run_profiled(suite, plan, measure, deadline)
+            runs = run_profiled(suite, plan, measure, deadline)
     except SuiteOutOfTime as error:
         return finished(str(error))
-    except timeouts.CallTimeout:
+    measurements = merge_measurements(m for r in reports for m in r.measurements)
+    if runs.cut and not measurements:  # cut off before a pass of it finished
         return finished(out_of_time(len(suite.seconds) - 1))
-    return finished(measurements=report.measurements, edges=report.edges, unresolved=unresolved)
+    suite.notes += chunk_notes(runs)
+    edges = merge_edges(e for r in reports for e in r.edges)
+    return finished(measurements=measurements, edges=edges, unresolved=unresolved)
+
+
+def chunk_notes(runs: ProfiledRuns[Any]) -> list[str]:
+    """What the summary says of the chunks: how many, the slow-down they measured, the tests
+    that could not fit, and a chunk cut off with what of it was kept."""
+    planner = runs.planner
+    notes = []
+    if planner is not None and planner.done:
+        notes.append(
+            f"the profiled runs ran the tests in {runs.chunks} chunk(s), each profiled whole "
+            f"before the next; profiling them took {planner.slowdown():.0f}x their warm-up time "
+            "(the allocation pass and a run per timing group)"
+        )
+    if planner is not None and planner.skipped:
+        notes.append(
+            f"{len(planner.skipped)} test(s) ({planner.skipped_seconds():.1f} s in the warm-up) "
+            "were not profiled: at that rate they would not fit in what was left of "
+            "--tests-timeout (what they passed to entry points is replayed)"
+        )
+    if runs.cut:
+        notes.append(
+            f"chunk {runs.chunks} was cut off by --tests-timeout after {runs.cut_runs} complete "
+            "run(s) of its tests (the allocation pass first): what its finished passes "
+            "measured is kept, the rest of it is not"
+        )
+    return notes

@@ -81,6 +81,7 @@ def profile(
     warmup: bool = True,
     consume: bool = True,
     batch: Batcher | None = None,
+    report: ProfileReport | None = None,
 ) -> ProfileReport:
     """Measure every target the scenario calls. The allocation pass runs up to ``repeat``
     times; each timing pass at least ``repeat`` times and for ``time_budget`` seconds; no pass
@@ -89,7 +90,9 @@ def profile(
     ``consume``: consumption passes for targets returning iterators (a long scenario such as a
     test suite turns both off: every extra run costs a whole suite). ``batch``: how to run the
     scenario several times per call, for timing cheap scenarios in a plain loop
-    (:mod:`~apiprof.engine.measure.batch`)."""
+    (:mod:`~apiprof.engine.measure.batch`). ``report``: filled (and returned) as each pass
+    finishes, so a caller whose scenario is cut off mid-way (a test suite stopped by its time
+    limit) keeps what the passes before the cut measured."""
     calibration = calibration or calibrate()
     budget = Budget(max(1, repeat), time_budget, max_seconds, warmup)
     switches = open_switches()
@@ -98,9 +101,10 @@ def profile(
     times = batch_times(run_once) if batch is not None else 1
     timed = batch(times) if batch is not None and times > 1 else run_once
     ran = [key for key in sites if alloc.calls[key]]
-    report = ProfileReport(
-        calibration=calibration, seen={name for key in ran for name in names[key]}
-    )
+    report = report if report is not None else ProfileReport()
+    report.calibration = calibration
+    report.seen = {name for key in ran for name in names[key]}
+    report.edges = target_edges(alloc, names)
 
     def measure(key: Hashable, metric: Metric, hist: Histogram) -> None:
         for name in names[key]:
@@ -139,7 +143,6 @@ def profile(
                 measure(key, Metric.CONSUME_WALL, Histogram.of(consumed.wall_ns))
                 if consumed.alloc_bytes:
                     measure(key, Metric.CONSUME_ALLOC, Histogram.of(consumed.alloc_bytes))
-    report.edges = target_edges(alloc, names)
     return report
 
 

@@ -18,7 +18,7 @@ from apiprof.engine.isolation.confine import (
 from apiprof.engine.isolation.pool import Start, WorkerOptions
 from apiprof.engine.scenarios.spec import DEFAULT_SIZES, ScenarioSpec
 from apiprof.engine.scenarios.synth import SOURCES
-from apiprof.engine.testsuite import resolve_suite_path
+from apiprof.engine.testsuite import resolve_suite_path, suite_root
 
 BUNDLED_SCENARIOS = Path(__file__).parent.parent / "scenarios" / "packs"
 """Scenario files apiprof ships for packages no automatic source covers well (``<package>.toml``)."""
@@ -125,7 +125,8 @@ class ScanOptions:
         paths = self.import_paths(package)
         env = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
         location = package_location(package) if package else ""
-        readable = [*map(str, self.python_path), *self.scenario_files, self.tests, location]
+        suite = suite_root(self.tests) if self.tests else ""  # run from its project's root
+        readable = [*map(str, self.python_path), *self.scenario_files, suite, location]
         return WorkerOptions(
             memory_mb=self.memory_mb,
             call_timeout=self.call_timeout,

@@ -11,19 +11,22 @@ replay) through the quickest of the first tests that reached each. Either way th
 collected once, in one more pytest session whose collection looks only at the files holding
 them, and each profiler pass runs the collected items again: collecting a large parametrised
 suite costs more than running a few of its tests, and under the allocation pass's hooks it
-would cost that many times over.
+would cost that many times over. The tests run in chunks planned to fit the time left
+(:mod:`~apiprof.engine.scenarios.suitechunks`), each profiled whole before the next.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from apiprof.engine import timeouts
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.collect import replay_captures
+from apiprof.engine.scenarios.suitechunks import LEAST_SLOWDOWN, ChunkPlanner, chunk_order
 from apiprof.engine.scenarios.testrun import ORIGIN, SuiteRunner
 
 T = TypeVar("T")
@@ -41,10 +44,6 @@ PROFILED_SHARE = 0.9
 """Share of ``--tests-timeout`` by which the profiled runs must be over: later, the next run
 is not started (a run under way is interrupted), so the reply leaves before the timeout."""
 
-RUNS_FORESEEN = 4
-"""Runs of the selected tests the profiled passes are assumed to need (the allocation pass,
-slower than the others, and the timing groups) when deciding whether they fit at all."""
-
 
 class SuiteOutOfTime(Exception):
     """The profiled runs could not finish within their share of ``--tests-timeout``."""
@@ -59,6 +58,8 @@ class ProfiledPlan:
     files: list[str]  # the files holding the selected tests (what is collected again)
     estimate: float  # seconds the selected tests took in the warm-up
     replayed: int = 0  # entry points reached by the suite and left to their replays
+    # the quickest tests reaching each target: profiled first, in the first chunk
+    first: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -81,8 +82,12 @@ def plan_profiled_runs(
     # a sampled suite is large whatever its sample cost: under the allocation pass's hooks a
     # sample of packaging's (12 s in the warm-up) took 480 s, one run of several
     large = first.sampled is not None
-    if recorder is None or (tests_took <= SELECT_AFTER_SECONDS and not large):
+    if recorder is None:
         return ProfiledPlan(list(targets), None, [], tests_took)
+    if tests_took <= SELECT_AFTER_SECONDS and not large:
+        reaching = {t: recorder.reached[t] for t in targets if recorder.reached.get(t)}
+        quickest = cheapest_tests(reaching, first.durations)
+        return ProfiledPlan(list(targets), None, [], tests_took, first=quickest)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]
@@ -105,7 +110,7 @@ def plan_profiled_runs(
     )
     files = sorted({first.files[node] for node in chosen if node in first.files})
     estimate = sum(first.durations[node] for node in chosen)
-    return ProfiledPlan([*needed, *unwatched], chosen, files, estimate, len(left))
+    return ProfiledPlan([*needed, *unwatched], chosen, files, estimate, len(left), chosen)
 
 
 def cheapest_tests(reached: dict[str, list[str]], durations: Mapping[str, float]) -> frozenset[str]:
@@ -141,19 +146,36 @@ def replaying(captured: Sequence[CapturedCall], until: float = 0.0) -> set[str]:
 
 
 def fits(runner: SuiteRunner, plan: ProfiledPlan, deadline: float) -> str:
-    """Why the profiled runs cannot fit before ``deadline`` ("" when they may)."""
+    """Why no profiled run can fit before ``deadline`` ("" when one may): even its quickest
+    test would not, at the least slow-down profiling has."""
     if not deadline:
         return ""
-    needed = RUNS_FORESEEN * plan.estimate
+    durations = runner.runs[0].durations
+    chosen = plan.selected if plan.selected is not None else durations.keys()
+    quickest = min((durations[node] for node in chosen if node in durations), default=0.0)
+    needed = LEAST_SLOWDOWN * quickest
     left = deadline - time.monotonic()
     if needed <= left:
         return ""
     return (
-        f"its profiled runs would need about {needed:.0f} s ({RUNS_FORESEEN} runs of the "
-        f"{plan.estimate:.0f} s its tests took in the warm-up) and {max(left, 0):.0f} s of "
-        "--tests-timeout were left, so they were skipped (raise --tests-timeout to profile "
-        "them); the arguments it captured are replayed"
+        f"its profiled runs would need at least {needed:.0f} s (its quickest test took "
+        f"{quickest:.1f} s in the warm-up, and profiling makes a test at least "
+        f"{LEAST_SLOWDOWN:g} times as long) and {max(left, 0):.0f} s of --tests-timeout were "
+        "left, so they were skipped (raise --tests-timeout to profile them); the arguments it "
+        "captured are replayed"
     )
+
+
+@dataclass
+class ProfiledRuns(Generic[T]):
+    """What the chunks of profiled runs gave: ``work``'s result for each chunk that finished,
+    and why the runs stopped early ("" when every chunk that fitted ran)."""
+
+    results: list[T] = field(default_factory=list)
+    chunks: int = 0  # chunks started
+    cut: str = ""  # why the last chunk started was cut off
+    cut_runs: int = 0  # complete runs of the tests of that chunk before the cut
+    planner: ChunkPlanner | None = None
 
 
 def run_profiled(
@@ -161,11 +183,14 @@ def run_profiled(
     plan: ProfiledPlan,
     work: Callable[[Callable[[], None]], T],
     deadline: float = 0.0,
-) -> T:
-    """Collect the plan's tests once and call ``work`` with a function that runs them all once
-    (each run's time goes to ``runner.seconds``); raises :class:`SuiteOutOfTime` when a run
-    would end past ``deadline`` (a ``time.monotonic()``; 0: none)."""
-    loop = repeating_loop(work, runner.seconds, deadline)
+) -> ProfiledRuns[T]:
+    """Collect the plan's tests once and profile them chunk by chunk: ``work`` gets, for each
+    chunk, a function that runs its tests once (each run's time goes to ``runner.seconds``).
+    A chunk that would end past ``deadline`` (a ``time.monotonic()``; 0: none) is not started,
+    and one under way is cut off (:class:`SuiteOutOfTime` inside ``work``); raises
+    :class:`SuiteOutOfTime` when pytest could not even collect the tests."""
+    durations = runner.runs[0].durations  # what each test took in the warm-up
+    loop = repeating_loop(work, runner.seconds, deadline, plan.first, durations)
     args = runner.args
     if plan.selected is not None and plan.files:  # else the whole suite, deselecting the rest
         rootdir = runner.runs[0].rootdir
@@ -181,15 +206,22 @@ def run_profiled(
         raise SuiteOutOfTime(
             f"pytest exited with code {tally.exit_code} before the profiled runs: {runner.tail()}"
         )
-    return loop.result
+    return loop.outcome
 
 
 def repeating_loop(
-    work: Callable[[Callable[[], None]], Any], seconds: list[float], deadline: float
+    work: Callable[[Callable[[], None]], Any],
+    seconds: list[float],
+    deadline: float,
+    first: frozenset[str] = frozenset(),
+    durations: Mapping[str, float] | None = None,
 ) -> Any:
-    """A pytest plugin that replaces the session's test loop: ``work`` gets a function running
-    every collected test once, through pytest's own protocol (fixtures set up and torn down,
-    failures reported and not raised). What ``work`` returns or raises is kept on the plugin."""
+    """A pytest plugin that replaces the session's test loop: the collected tests, the
+    ``first`` of them at the front, are cut into chunks that fit before ``deadline`` (each
+    test's warm-up seconds in ``durations`` say how long it runs), and for
+    each ``work`` gets a function running the chunk's tests once, through pytest's own protocol
+    (fixtures set up and torn down, failures reported and not raised). What ``work`` returns is
+    kept on the plugin; an error other than running out of time ends the loop and is kept."""
     import pytest
 
     class RepeatingLoop:
@@ -197,33 +229,49 @@ def repeating_loop(
 
         def __init__(self) -> None:
             self.started = 0.0  # time.perf_counter() when the collected tests were handed over
-            self.result: Any = None
+            self.outcome: ProfiledRuns[Any] = ProfiledRuns()
             self.error: BaseException | None = None
-            self.profiled_runs = 0
+            self.chunk_runs: list[float] = []  # seconds of each complete run of the chunk
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtestloop(self, session: Any) -> bool:
-            items = list(session.items)
             self.started = time.perf_counter()
-            try:
-                self.result = work(lambda: self.run_all(items))
-            # the profiler's errors, out of time, the alarm of a test that would not end
-            except (Exception, timeouts.CallTimeout) as error:
-                self.error = error
+            by_node = {item.nodeid: item for item in session.items}
+            planner = ChunkPlanner(durations or {}, deadline)
+            self.outcome.planner = planner
+            pending = chunk_order(list(by_node), first, planner.durations)
+            while chunk := planner.next_chunk(pending):
+                items = [by_node[node] for node in chunk]
+                self.chunk_runs = []
+                self.outcome.chunks += 1
+                began = time.perf_counter()
+                try:
+                    self.outcome.results.append(work(functools.partial(self.run_all, items)))
+                # out of time: a run would not end before the deadline, or the alarm of a
+                # test that would not end
+                except (SuiteOutOfTime, timeouts.CallTimeout) as error:
+                    self.outcome.cut = str(error) or "a test was interrupted at the deadline"
+                    self.outcome.cut_runs = len(self.chunk_runs)
+                    break
+                except Exception as error:  # the profiler's own errors
+                    self.error = error
+                    break
+                planner.record(chunk, time.perf_counter() - began)
             return True
 
         def run_all(self, items: list[Any]) -> None:
-            last = seconds[-1] if self.profiled_runs else 0.0
+            last = self.chunk_runs[-1] if self.chunk_runs else 0.0
             if deadline and time.monotonic() + last > deadline:
-                raise SuiteOutOfTime(out_of_time(self.profiled_runs))
+                raise SuiteOutOfTime("the next run would end past the deadline")
             started = time.perf_counter()
             for index, item in enumerate(items):
                 if deadline and time.monotonic() > deadline:
-                    raise SuiteOutOfTime(out_of_time(self.profiled_runs))
+                    raise SuiteOutOfTime("the deadline passed during a run")
                 following = items[index + 1] if index + 1 < len(items) else None
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
-            seconds.append(time.perf_counter() - started)
-            self.profiled_runs += 1
+            took = time.perf_counter() - started
+            seconds.append(took)
+            self.chunk_runs.append(took)
 
     return RepeatingLoop()
 

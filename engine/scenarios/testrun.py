@@ -29,12 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apiprof.engine.scenarios.capture import (
-    CapturedCall,
-    Recorder,
-    capturing,
-    recorder_for,
-)
+from apiprof.engine.scenarios.capture import CapturedCall, Recorder, recorder_for
+from apiprof.engine.scenarios.suitecapture import ORIGIN, LateRecorder
 from apiprof.engine.scenarios.thinning import CASES_PER_TEST, LARGE_SUITE, sampled_cases
 
 PLUGIN_OPTIONS: dict[str, str] = {
@@ -100,9 +96,6 @@ test runs."""
 
 UNKNOWN_MARK = re.compile(r"'(\w+)' not found in `markers` configuration option")
 """How ``--strict-markers`` refuses a mark nobody registered (one of an absent plugin's)."""
-
-ORIGIN = "tests:"
-"""How a captured call names the test it came from: ``tests:`` and the test's node id."""
 
 MAX_RETRIES = 4
 """Runs of the warm-up that may be repeated after adjusting options pytest refused."""
@@ -255,6 +248,8 @@ class TestTally:
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
         self.rootdir = ""  # what node ids are relative to
+        self.cwd = ""  # the worker's own, given back when the session is over
+        self.added_path = False  # the rootdir was put on sys.path for the session
         self.session: Any = None
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -273,6 +268,22 @@ class TestTally:
         self.rootdir = str(config.rootpath)
         for mark in self.marks:  # marks of absent plugins, which --strict-markers refused
             config.addinivalue_line("markers", f"{mark}: registered by apiprof-scan")
+        # from the project's root, as people run pytest: suites open their data files by
+        # paths relative to it ('tests/x.po'); writes there are still outside the sandbox
+        self.cwd = os.getcwd()
+        with contextlib.suppress(OSError):
+            os.chdir(config.rootpath)
+        # and importable from there, as `python -m pytest` makes it (`from tests import x`)
+        if self.rootdir not in sys.path:
+            sys.path.append(self.rootdir)
+            self.added_path = True
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chdir(self.cwd or os.getcwd())
+        if self.added_path:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(self.rootdir)
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.session = session
@@ -393,21 +404,27 @@ class SuiteRunner:
         send: Callable[[list[CapturedCall]], None] | None = None,
     ) -> list[CapturedCall]:
         """The first, unprofiled run: imports, collection, assertion rewriting — and the tests
-        that reach each entry point, with ``capture`` the arguments they pass. The package's
-        modules are forgotten before it, so the suite imports the copy it means to test. Past
+        that reach each entry point, with ``capture`` the arguments they pass, recorded from the
+        end of collection on (:mod:`.suitecapture`): the package is not imported before the
+        suite imports the copy it means to test. Past
         ``stop_at`` (``time.monotonic()``) no further test starts. ``send`` gets the calls each
         test captured as soon as it is over (and the rest at the end): a worker killed in the
         middle of a long suite still handed over what the tests before had passed."""
-        recorder = recorder_for(qualnames, arguments=capture)  # imports the package
-        forget_package(self.package)
+        forget_package(self.package)  # a copy imported before is not necessarily the suite's
+        late = LateRecorder(qualnames, arguments=capture)
 
         def send_fresh() -> None:
-            if send is not None and recorder.fresh:
+            recorder = late.recorder
+            if send is not None and recorder is not None and recorder.fresh:
                 send(recorder.take_fresh())
 
-        with capturing(recorder):
-            first = self.run(recorder, stop_at, after_test=send_fresh, sample=True)
-        send_fresh()  # calls made outside a test (collection, session fixtures)
+        try:
+            first = self.run(None, stop_at, plugins=[late], after_test=send_fresh, sample=True)
+        finally:
+            late.stop()
+        send_fresh()  # calls made outside a test (session fixtures' teardown)
+        # a session that collected nothing: the entry points as the suite's path finds them
+        recorder = late.recorder or recorder_for(qualnames, arguments=capture)
         self.recorder = recorder
         self.phases["warm_up"] = self.seconds[0]
         if first.sampled is not None:
