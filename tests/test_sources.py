@@ -399,7 +399,7 @@ def test_a_module_the_package_imports_where_it_uses_it_is_an_absent_dependency(m
     """Undeclared, but imported by an ``import`` statement of the package's own (tqdm's
     ``import matplotlib``); a name the call was given is not one; and an ``ImportError`` of the
     package's own naming a declared requirement that is absent (``update ipywidgets``) is."""
-    from discover_pkg import plotting
+    from optional_pkg import plotting
 
     from apiprof.engine.discovery import dependencies
 
@@ -407,23 +407,23 @@ def test_a_module_the_package_imports_where_it_uses_it_is_an_absent_dependency(m
                            (lambda: plotting.plugin("apiprof_absent_lorem"), "")):  # fmt: skip
         with pytest.raises(ModuleNotFoundError) as raised:
             call()
-        assert dependencies.optional_dependency(raised.value, "discover_pkg") == expected
+        assert dependencies.optional_dependency(raised.value, "optional_pkg") == expected
     monkeypatch.setattr(dependencies, "declared_requirements", lambda _: {"frobwidgets"})
     told = ImportError("FrobBar not found. Please update jupyter and frobwidgets.")
-    assert dependencies.optional_dependency(told, "discover_pkg") == "frobwidgets"
-    assert dependencies.optional_dependency(ImportError("FrobBar not found"), "discover_pkg") == ""
+    assert dependencies.optional_dependency(told, "optional_pkg") == "frobwidgets"
+    assert dependencies.optional_dependency(ImportError("FrobBar not found"), "optional_pkg") == ""
 
 
 def test_what_only_a_newer_standard_library_has_is_told_apart_from_a_name_given():
-    from discover_pkg import plotting
+    from optional_pkg import plotting
 
     from apiprof.engine.discovery.dependencies import unavailable_here
 
     with pytest.raises(AttributeError) as newer:
         plotting.batched([1, 2])
     assert "math has no apiprof_future_pairs: a newer Python has" in unavailable_here(
-        newer.value, "discover_pkg"
+        newer.value, "optional_pkg"
     )
     with pytest.raises(AttributeError) as given:
         plotting.constant("apiprof_lorem")
-    assert unavailable_here(given.value, "discover_pkg") == ""
+    assert unavailable_here(given.value, "optional_pkg") == ""
