@@ -4,12 +4,12 @@ chunk cut off by the time limit keeping what its finished passes measured."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from suitehelp import run_printing_json
+from suiteproject import ENTRY_POINTS, SUITE, installed_copy
 
 from apiprof.engine.scenarios.suitechunks import (
     FIRST_CHUNK_SHARE,
@@ -22,25 +22,10 @@ from apiprof.engine.scenarios.suitechunks import (
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import CallEdge, Measurement, Metric
 
-PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
-SUITE = PROJECT / "tests"
-ENTRY_POINTS = [
-    "suite_pkg.Journal",
-    "suite_pkg.Journal.latest",
-    "suite_pkg.Ledger",
-    "suite_pkg.Ledger.total",
-    "suite_pkg.count_lines",
-    "suite_pkg.count_words",
-    "suite_pkg.parse_record",
-    "suite_pkg.save_lines",
-]
-
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("installed")
-    shutil.copytree(PROJECT / "src" / "suite_pkg", folder / "suite_pkg")
-    return folder
+    return installed_copy(tmp_path_factory)
 
 
 def test_the_first_chunk_is_small_and_later_ones_are_sized_by_the_slowdown_they_measured():

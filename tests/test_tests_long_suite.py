@@ -5,15 +5,13 @@ tests they need — the cheapest that reached each entry point they measure."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import pytest
 from suitehelp import run_printing_json, suite_only_options
+from suiteproject import installed_copy
 
 from apiprof.engine.scan import scan
-
-PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
 
 NEVER_ENDS = """
 import signal
@@ -40,10 +38,7 @@ def test_never_ends():
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """A copy of suite_pkg for the scan to import."""
-    folder = tmp_path_factory.mktemp("installed")
-    shutil.copytree(PROJECT / "src" / "suite_pkg", folder / "suite_pkg")
-    return folder
+    return installed_copy(tmp_path_factory)
 
 
 def test_a_suite_stopped_by_the_timeout_still_hands_over_what_its_tests_captured(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from suitehelp import run_printing_json, suite_only_options
+from suiteproject import ENTRY_POINTS, PROJECT, SUITE, installed_copy
 
 from apiprof.db.schema import open_db
 from apiprof.engine.isolation.protocol import SuiteFinished
@@ -21,26 +22,10 @@ from apiprof.engine.scenarios.testrun import suite_arguments
 from apiprof.engine.testsuite import status_of
 from apiprof.model.records import ScenarioSource
 
-PROJECT = Path(__file__).parent / "fixtures" / "suite_project"
-SUITE = PROJECT / "tests"
-ENTRY_POINTS = [
-    "suite_pkg.Journal",
-    "suite_pkg.Journal.latest",
-    "suite_pkg.Ledger",
-    "suite_pkg.Ledger.total",
-    "suite_pkg.count_lines",
-    "suite_pkg.count_words",
-    "suite_pkg.parse_record",
-    "suite_pkg.save_lines",
-]
-
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """A second copy of suite_pkg, the one the scan imports (the suite imports its src/ tree)."""
-    folder = tmp_path_factory.mktemp("installed")
-    shutil.copytree(PROJECT / "src" / "suite_pkg", folder / "suite_pkg")
-    return folder
+    return installed_copy(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
