@@ -39,6 +39,9 @@ RULES = {
     "siblings_pkg.documents.item_names": "text a valid XML document (text)",
     "siblings_pkg.documents.outline": "stream a valid XML document",
     "siblings_pkg.documents.settings_from": "path a valid JSON document (file)",
+    # a mapping the message says must have a member: a dict with that key
+    "siblings_pkg.documents.Change.target": "learned from ValueError A change must have a "
+    "'path' member: self.change a dict with key 'path'",
     # a name the receiver looked up and did not find: the first its listing method names
     "siblings_pkg.shelves.Shelf.pages": "title was not among what the receiver lists: title 'Dune'",
 }

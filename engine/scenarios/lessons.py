@@ -45,7 +45,7 @@ from apiprof.engine.scenarios.failing import (
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.pathwants import path_wanted
-from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal
+from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal, wanted_member
 from apiprof.engine.scenarios.refusals import (
     named_optional,
     operand_type,
@@ -66,7 +66,8 @@ TEACHING = re.compile(
     r"\brequired\b|unsupported operand type|can only concatenate|"
     r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
-    r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b"
+    r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
+    r"must (have|contain|include|define) (an? )?['\"]"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -183,6 +184,9 @@ def learn(
             found = culprit(error, bound, lambda value: isinstance(value, wrong))
             if found is not None:
                 return Lesson(found[0], Want.MAPPING, (), found[1], f"TypeError {message}")
+    member = wanted_member(message, bound)  # "must have a 'path' member": a key it lacks
+    if member is not None:
+        return Lesson(member[0], Want.KEYS, (member[1],), cause=cause)
     literal = wanted_literal(message)
     text = text_lacking(literal, bound) if literal is not None else None
     if literal is not None and text is not None:

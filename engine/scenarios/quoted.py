@@ -39,3 +39,23 @@ def text_lacking(literal: str, bound: Mapping[str, object]) -> str | None:
 def with_literals(literals: tuple[str, ...], word: str) -> str:
     """Each wanted literal, in the order they were asked for, then ``word``."""
     return " ".join((*literals, word))
+
+
+_MEMBER_WANTED = re.compile(
+    rf"must (?:have|contain|include|define) (?:an? )?{_QUOTED}\s*(?:member|key|field|entry)",
+    re.IGNORECASE,
+)
+"""``Operation must have a 'path' member``: a mapping argument lacks that key."""
+
+
+def wanted_member(message: str, bound: Mapping[str, object]) -> tuple[str, str] | None:
+    """``(parameter, key)`` for the first mapping argument lacking the key the message says it
+    must have; None when the message says no such thing or no mapping argument lacks it."""
+    found = _MEMBER_WANTED.search(message)
+    if found is None:
+        return None
+    key = found.group(1)
+    for name, value in bound.items():
+        if isinstance(value, Mapping) and key not in value:
+            return name, key
+    return None
