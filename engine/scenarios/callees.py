@@ -38,7 +38,7 @@ def _usage(
     seen.add((id(raw), parameter))
     if usage is None or depth == 0:
         return usage
-    for callee, name in _callees(raw, parameter):
+    for callee, name in passed_on(raw, parameter):
         if (id(_raw(callee)), name) in seen:
             continue
         inner = _usage(callee, name, depth - 1, seen)
@@ -84,7 +84,7 @@ def _merge(usage: Usage, inner: Usage) -> None:
             mine.extend(value for value in theirs if value not in mine)
 
 
-def _callees(
+def passed_on(
     function: Callable[..., object], parameter: str
 ) -> list[tuple[Callable[..., object], str]]:
     """``(callee, its parameter)`` for each call in ``function``'s body that passes

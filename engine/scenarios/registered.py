@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apiprof.engine.scenarios.callees import passed_on
 from apiprof.engine.scenarios.signatures import defining_class
 from apiprof.engine.scenarios.usage import function_tree
 
@@ -69,7 +70,9 @@ def registered_keys(
         if via is not None and _may_look_up(raw, via):
             found.append(RegisteredKey((), namespace, via))
     if not found and depth < MAX_DEPTH:
-        for callee, name in _passed_to_functions(raw, parameter, namespace):
+        for callee, name in passed_on(raw, parameter):
+            if not inspect.isfunction(callee):  # a class's constructor keeps what it is given
+                continue
             inner = registered_keys(callee, name, depth=depth + 1)
             found += [key for key in inner if key.via is None and key.path[0] != "self"]
     return found
@@ -77,36 +80,6 @@ def registered_keys(
 
 MAX_DEPTH = 2
 """How many calls deep a parameter passed on to the package's functions is followed."""
-
-
-def _passed_to_functions(
-    function: Callable[..., object], parameter: str, namespace: Mapping[str, Any]
-) -> list[tuple[Callable[..., object], str]]:
-    """``(function, its parameter)`` for each call ``f(..., parameter, ...)`` (or
-    ``f(name=parameter)``) of a Python function of the same package, named in the module."""
-    tree = function_tree(function)
-    top = str(getattr(function, "__module__", "") or "").split(".")[0]
-    if tree is None or not top:
-        return []
-    passed: list[tuple[Callable[..., object], str]] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-            continue
-        callee = namespace.get(node.func.id)
-        if not inspect.isfunction(callee) or callee is function:
-            continue
-        if str(callee.__module__).split(".")[0] != top:
-            continue
-        names = _parameter_names(callee, bound=False)
-        for index, arg in enumerate(node.args):
-            if _is_name(arg, parameter) and index < len(names):
-                passed.append((callee, names[index]))
-        passed += [
-            (callee, keyword.arg)
-            for keyword in node.keywords
-            if keyword.arg in names and _is_name(keyword.value, parameter)
-        ]
-    return passed
 
 
 def _may_look_up(function: Callable[..., object], via: tuple[str, int]) -> bool:
@@ -147,13 +120,12 @@ def keys_of(marker: RegisteredKey, receiver: object) -> list[Any]:
     return sorted(keys, key=lambda key: not isinstance(key, str))[:MAX_KEYS]
 
 
-def _parameter_names(method: object, *, bound: bool = True) -> list[str]:
-    """Parameter names, after ``self`` for a method ([] when unreadable)."""
+def _parameter_names(method: object) -> list[str]:
+    """Parameter names after ``self`` ([] when unreadable)."""
     try:
-        names = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
+        return list(inspect.signature(method).parameters)[1:]  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return []
-    return names[1:] if bound else names
 
 
 def _lookups(function: Callable[..., object], parameter: str) -> list[tuple[str, ...]]:
