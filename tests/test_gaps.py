@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios import observed
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
@@ -158,6 +159,22 @@ def test_values_the_package_returns_serve_where_none_can_be_built(gathered):
     assert off is not None and "documents are made by Builder.build" in off.reason
     on = find_synthesized_scenario("gaps_pkg.documents.Page", (10,), sources=("observed",))
     assert on[0] is not None and on[0].source is ScenarioSource.OBSERVED
+
+
+def test_a_producer_that_needs_the_class_being_built_is_a_cycle_not_a_recursion():
+    """A class whose only producer is its own method (a date's ``replace``) would build a
+    receiver for the producer, which asks for the producer again, without end."""
+    import datetime
+
+    class Day(datetime.date):
+        def following(self) -> Day:
+            return self
+
+    context = BuildContext("gaps_pkg.Day.following", 10, 0, 0)
+    context.building.append(Day)
+    with pytest.raises(CannotSynthesize, match="being built further up"):
+        observed.Producer(Day.following, Day).call(context)
+    assert context.depth == 0
 
 
 def test_a_node_holding_its_own_kind_nests_once(gathered):

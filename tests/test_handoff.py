@@ -5,6 +5,7 @@ handed to, and a loader class passed in where the stub says only ``type[Any]``."
 from __future__ import annotations
 
 import inspect
+import typing
 
 import pytest
 
@@ -146,7 +147,12 @@ def test_annotations_naming_what_only_type_checking_imports_resolve(gathered):
 
     assert type_hints(late.is_loopback)["address"] is ipaddress.IPv4Address
     assert type_hints(late.total)["counts"] == dict[str, int]
-    for qualname in ("handoff_pkg.late.is_loopback", "handoff_pkg.late.total"):
+    # defined in the block (a protocol, a variable bound to it), or in the imported module's
+    formatter = type_hints(late.register)["formatter"]
+    assert isinstance(formatter, typing.TypeVar) and formatter.__bound__.__name__ == "Formatter"
+    assert type_hints(late.render)["renderer"].__name__ == "Renderer"
+    qualnames = ("is_loopback", "total", "register", "render")
+    for qualname in (f"handoff_pkg.late.{name}" for name in qualnames):
         spec = next(s for s in gathered.specs if s.qualname == qualname)
         assert spec.source is ScenarioSource.SYNTHESIZED
 
@@ -170,7 +176,8 @@ def test_a_re_exported_exception_group_gets_a_message_and_exceptions():
 
 def test_a_re_exported_standard_library_class_is_kept_but_not_its_methods():
     """``unicode = str`` in a compatibility module: the class is the package's name for it;
-    str's 47 methods are the standard library's API, not the package's."""
+    str's 47 methods are the standard library's API, not the package's; an abstract class
+    re-exported (``Mapping``, even listed in ``__all__``) is no entry point at all."""
     found = {ep.qualname for ep in discover("handoff_pkg").entry_points}
     compat = {q for q in found if q.startswith("handoff_pkg.compat.")}
     assert compat == {

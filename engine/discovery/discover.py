@@ -24,6 +24,11 @@ from typing import Any
 
 from apiprof.engine.discovery.dependencies import missing_dependency
 from apiprof.engine.discovery.messages import exception_message
+from apiprof.engine.discovery.ownership import (
+    belongs_to,
+    standard_library_class,
+    standard_library_interface,
+)
 from apiprof.errors import PackageNotFound, UsageError
 from apiprof.model.records import EntryKind, EntryPoint
 
@@ -269,15 +274,6 @@ def _version_of(package: str, root: types.ModuleType) -> str:
 # -- what is public --------------------------------------------------------------------------
 
 
-def _belongs_to(obj: object, package: str) -> bool:
-    """Defined in the package or in its private C accelerator (``_json`` for ``json``)."""
-    module = getattr(obj, "__module__", None)
-    if not isinstance(module, str):
-        return False
-    top = package.split(".")[0]
-    return any(module == p or module.startswith(p + ".") for p in (package, top, "_" + top))
-
-
 def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, object]]:
     exported = getattr(module, "__all__", None)
     if isinstance(exported, (list, tuple)):
@@ -287,18 +283,6 @@ def _public_members(module: types.ModuleType, package: str) -> list[tuple[str, o
         if not _only_submodules(pairs):
             return [(n, obj) for n, obj in pairs if _safe_kind(obj)]
     return _defined_members(module, package)
-
-
-def _standard_library_class(cls: type, package: str) -> bool:
-    """A class of the standard library (or a builtin) the package re-exports (``unicode =
-    str``, ``StringIO``, ``HTMLParser`` in a compatibility module, ``ExceptionGroup`` in a
-    backport): the class is the package's name for it, but its methods are the standard
-    library's API, not the package's (str's 47 methods under ``compat.unicode``)."""
-    home = getattr(cls, "__module__", None)
-    if not isinstance(home, str) or _belongs_to(cls, package):
-        return False
-    top = home.split(".")[0].lstrip("_")
-    return top in sys.stdlib_module_names and package.split(".")[0] not in sys.stdlib_module_names
 
 
 def _only_submodules(pairs: list[tuple[str, object]]) -> bool:
@@ -313,7 +297,7 @@ def _defined_members(module: types.ModuleType, package: str) -> list[tuple[str, 
     members = []
     for name, obj in vars(module).items():
         try:
-            if name.startswith("_") or not _entry_kind(obj) or not _belongs_to(obj, package):
+            if name.startswith("_") or not _entry_kind(obj) or not belongs_to(obj, package):
                 continue
         except Exception:  # an object that raises when inspected is no entry point
             continue
@@ -375,12 +359,12 @@ def _member_kind(raw: object) -> EntryKind | None:
 def _class_members(cls: type, package: str) -> list[tuple[str, object, EntryKind]]:
     """Public methods, class/static methods and properties, including ones inherited from
     classes of the same package (a private base's public method is public on the subclass)."""
-    if _standard_library_class(cls, package):
+    if standard_library_class(cls, package):
         return []
     seen: set[str] = set()  # a name defined lower in the MRO hides the same name above it
     members = []
     for klass in cls.__mro__:
-        if klass is not cls and not _belongs_to(klass, package):
+        if klass is not cls and not belongs_to(klass, package):
             continue
         for name, raw in vars(klass).items():
             if name in seen:
@@ -412,7 +396,7 @@ def _add_candidate(
     candidates: dict[int, _Candidate], qualname: str, obj: object, module: str, package: str
 ) -> None:
     kind = _entry_kind(obj)
-    if kind is None:
+    if kind is None or standard_library_interface(obj, package):
         return
     _remember(candidates, obj, kind, qualname, module)
     if kind is EntryKind.CLASS:

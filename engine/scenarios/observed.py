@@ -67,11 +67,19 @@ class Producer:
         self.qualname = f"{prefix}.{function.__name__}"
 
     def call(self, context: BuildContext) -> Any:
+        """The producer's result; a producer is one level deeper, and a method of a class
+        being built further up is a cycle (a date built from a method of the date class)."""
         target = self.function
-        if self.owner is not None:
-            receiver = instances.construct(self.owner, context)
-            target = getattr(receiver, self.function.__name__)
-        return instances.call_with_arguments(target, context)
+        if self.owner is not None and self.owner in context.building:
+            raise CannotSynthesize(f"{self.qualname}: its class is being built further up")
+        context.depth += 1
+        try:
+            if self.owner is not None:
+                receiver = instances.construct(self.owner, context)
+                target = getattr(receiver, self.function.__name__)
+            return instances.call_with_arguments(target, context)
+        finally:
+            context.depth -= 1
 
 
 def fits(value: object, wanted: Any) -> bool:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.callees import passed_on
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.heldpatterns import (
     MAX_PATTERNS,
@@ -107,9 +108,9 @@ def pattern_candidates(
         return []
     found: list[Any] = []
     tree = _tree(target)
-    expression = _matched_with(tree, parameter.name) if plain else ""
-    if expression:
-        found.append(MatchingText(module, expression))
+    matched = _matched_here_or_on(target, tree, parameter.name) if plain else []
+    found.extend(MatchingText(where, expression) for where, expression in matched)
+    expression = matched[0][1] if matched else ""
     for element in _element_names(tree, parameter.name) if not expression else ():
         expression = _matched_with(tree, element)  # for line in lines: RE.match(line)
         if expression:
@@ -271,10 +272,47 @@ def _fits(pattern: re.Pattern[Any], wanted: MatchOf) -> bool:
     return pattern.groups >= wanted.index and all(n in pattern.groupindex for n in wanted.names)
 
 
+MAX_TRIED_PATTERNS = 3
+"""Patterns offered at most for one parameter: a parser that tries its forms in turn
+(``DATETIME.match(s)``, else ``DATE.match(s)``, else ``TIME.match(s)``) accepts text of any
+of them, and the caller may want only the last (``time(raw)`` refusing a datetime)."""
+
+
+def _matched_here_or_on(
+    target: Callable[..., object], tree: ast.AST | None, parameter: str
+) -> list[tuple[str, str]]:
+    """(module, pattern expression) for each pattern the body matches ``parameter`` with, in
+    the order it tries them; else those of the package's callee the parameter is handed to
+    unchanged (``time(raw)`` only calls ``parse_rfc3339(raw)``, which does the matching)."""
+    module = getattr(target, "__module__", "") or ""
+    here = _all_matched_with(tree, parameter)
+    if here:
+        return [(module, expression) for expression in here[:MAX_TRIED_PATTERNS]]
+    raw = inspect.unwrap(getattr(target, "__func__", target))
+    for callee, name in passed_on(raw, parameter) if callable(raw) else ():
+        there = _all_matched_with(_tree(callee), name)
+        if there:
+            where = getattr(callee, "__module__", "") or module
+            return [(where, expression) for expression in there[:MAX_TRIED_PATTERNS]]
+    return []
+
+
 def _matched_with(tree: ast.AST | None, parameter: str) -> str:
-    """The source text of the pattern the body matches ``parameter`` with: ``P`` in
-    ``re.match(P, parameter)`` or ``P.match(parameter)`` ("" when it matches with none)."""
-    for node in ast.walk(tree) if tree is not None else ():
+    """The source text of the first pattern the body matches ``parameter`` with ("" when it
+    matches with none)."""
+    found = _all_matched_with(tree, parameter)
+    return found[0] if found else ""
+
+
+def _all_matched_with(tree: ast.AST | None, parameter: str) -> list[str]:
+    """The source text of each pattern the body matches ``parameter`` with, in source order:
+    ``P`` in ``re.match(P, parameter)`` or ``P.match(parameter)``."""
+    found: list[str] = []
+    nodes = sorted(
+        (node for node in ast.walk(tree) if isinstance(node, ast.Call)) if tree is not None else (),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    for node in nodes:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -284,12 +322,12 @@ def _matched_with(tree: ast.AST | None, parameter: str) -> str:
         on = node.func.value
         if isinstance(on, ast.Name) and on.id == "re":
             if len(node.args) >= 2 and _names(node.args[1], parameter):
-                return ast.unparse(node.args[0])
+                found.append(ast.unparse(node.args[0]))
         elif (
             node.args and _names(node.args[0], parameter) and (_is_reference(on) or is_compile(on))
         ):
-            return ast.unparse(on)
-    return ""
+            found.append(ast.unparse(on))
+    return list(dict.fromkeys(found))
 
 
 def _element_names(tree: ast.AST | None, parameter: str) -> list[str]:

@@ -32,14 +32,45 @@ def type_checking_names(module_name: str) -> dict[str, Any]:
         return {}
     package = getattr(module, "__package__", None) or module_name.rpartition(".")[0]
     names: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for statement in node.body:
-                if isinstance(statement, ast.ImportFrom):
-                    names.update(_imported_from(statement, package))
-                elif isinstance(statement, ast.Import):
-                    names.update(_imported(statement))
+    _resolving.add(module_name)
+    try:
+        for node in tree.body:
+            if isinstance(node, ast.If) and _is_type_checking(node.test):
+                for statement in node.body:
+                    if isinstance(statement, ast.ImportFrom):
+                        names.update(_imported_from(statement, package))
+                    elif isinstance(statement, ast.Import):
+                        names.update(_imported(statement))
+                    elif isinstance(statement, DEFINITIONS):
+                        names.update(_defined(statement, module, names))
+    finally:
+        _resolving.discard(module_name)
     return names
+
+
+DEFINITIONS = (ast.ClassDef, ast.Assign, ast.AnnAssign)
+"""What a ``TYPE_CHECKING`` block defines for annotations besides imports: a protocol class
+(``class Encoder(Protocol)``), a type variable or alias (``E = TypeVar("E", bound=Encoder)``)."""
+
+_resolving: set[str] = set()
+"""Modules whose blocks are being read: two modules importing each other's type-checking names
+would otherwise read each other without end."""
+
+
+def _defined(statement: ast.stmt, module: Any, names: dict[str, Any]) -> dict[str, Any]:
+    """The names a definition in the block binds, executed in the module's namespace with what
+    the block imported so far (inside the sandboxed worker, like the package's own import);
+    {} when it cannot run outside a type checker."""
+    if isinstance(statement, ast.AnnAssign) and statement.value is None:
+        return {}  # a bare declaration binds nothing
+    namespace = {**vars(module), **names}
+    before = set(namespace)
+    try:
+        code = compile(ast.Module(body=[statement], type_ignores=[]), module.__name__, "exec")
+        exec(code, namespace)
+    except Exception:
+        return {}
+    return {name: namespace[name] for name in set(namespace) - before}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -59,6 +90,8 @@ def _imported_from(statement: ast.ImportFrom, package: str) -> dict[str, Any]:
     names: dict[str, Any] = {}
     for alias in statement.names:
         value = getattr(module, alias.name, None)
+        if value is None and base not in _resolving:  # defined in that module's own block
+            value = type_checking_names(base).get(alias.name)
         if value is None:  # a submodule: `from . import _types as _t`
             try:
                 value = importlib.import_module(f"{base}.{alias.name}")
