@@ -199,3 +199,11 @@ def test_the_member_of_a_union_the_name_says_comes_first():
 def test_a_plural_of_a_name_that_means_anything_is_no_list():
     assert guess_from_name("defaults") is None  # a tuple, a dict...: not a list of anything
     assert guess_from_name("paths") == list[PathMarker]
+
+
+def test_a_feeder_that_refuses_what_it_holds_gets_a_renewed_receiver_for_every_call(gathered):
+    """``raw_append(key, value)`` works once per key: every measured call gets the receiver
+    built again from copies of its arguments (the list it wraps came back filled)."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Section.raw_append")
+    assert "<Section renewed before each call>: factories" in spec.description
+    assert try_scenario(spec, calls=3)[0] is None

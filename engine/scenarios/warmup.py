@@ -17,6 +17,7 @@ a list, for ``read_map_header``).
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections import abc
 from collections.abc import Callable
@@ -109,6 +110,12 @@ class Warmup:
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
 
 
+def feeds(member: str) -> bool:
+    """Whether ``member`` hands the receiver input by its name: a feeder, or a word of it is
+    one (``raw_append``, ``add_item``)."""
+    return member in FEEDERS or any(word in FEEDERS for word in member.lower().split("_"))
+
+
 def persistent_update(receiver: object, fed: object) -> bool:
     """Whether feeding ``receiver`` left it as it was and returned an updated copy of its class
     instead (a persistent or immutable collection: ``v.append(x)`` returns a new vector); a
@@ -130,7 +137,7 @@ def _rebound(
 def feeder_of(owner: type, member: str) -> str:
     """The name of ``owner``'s public method that takes one input, or "" (also when the method
     profiled is itself a feeder: it is measured on the plain receiver)."""
-    if member in FEEDERS:
+    if feeds(member):
         return ""
     for name in FEEDERS:
         method = getattr(owner, name, None)
@@ -147,7 +154,8 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
     (one of :data:`FEEDERS` taking at most as many as the method, else ``__setitem__`` of a
     mapping), or None."""
     if member not in TAKERS:
-        return ("__setitem__", 2) if _looks_up_a_key(owner, member) else None
+        looks_up = not feeds(member) and _looks_up_a_key(owner, member)  # add(key) puts it
+        return ("__setitem__", 2) if looks_up else None
     wanted = _required_count(getattr(owner, member))
     if wanted < 1:
         return None
@@ -185,6 +193,17 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     label = f"{owner.__name__}.{feeder}" if feeder else owner.__name__
     context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
     return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
+
+
+def _renewed(instance: object, owner: type, context: BuildContext) -> Warmup | None:
+    """For a feeder itself (``append``, ``add``): a receiver renewed before each call, when the
+    variant asks — a feeder that refuses what it already holds (``Key "x" already exists``)
+    works once on a receiver, and every measured call must start from the same state."""
+    renew, rebuild = renewal(instance, context, fresh=True)
+    if (renew is None and rebuild is None) or not context.pick([False, True]):
+        return None
+    context.credit(f"<{owner.__name__} renewed before each call>", ScenarioSource.FACTORIES)
+    return Warmup("", None, owner.__name__, instance, renew, rebuild, opens=True)
 
 
 KEY_NAMES = ("key", "k", "keyname")
@@ -234,7 +253,10 @@ def warm_receiver(
         return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
     if not name:
-        return _opened(instance, owner, member, context)
+        opened = _opened(instance, owner, member, context)
+        if opened is not None or not feeds(member):
+            return opened
+        return _renewed(instance, owner, context)
     if not context.pick([False, True]):
         return None
     method = getattr(owner, name)
@@ -270,23 +292,41 @@ def warm_receiver(
 
 
 def renewal(
-    instance: object, context: BuildContext
+    instance: object, context: BuildContext, *, fresh: bool = False
 ) -> tuple[Callable[[], object] | None, Callable[[], object] | None]:
     """How to renew the receiver (neither when a factory built it: its arguments are not the
     class's): ``(renew, None)`` runs its Python ``__init__`` again with the arguments its class
     was called with; ``(None, rebuild)`` calls the class with them for a new receiver when
     ``__init__`` is compiled code, which may allocate afresh without freeing what the previous
     run made — msgpack 1.1's C ``Unpacker`` leaks its 1 MiB buffer each time, and a scenario
-    renews its receiver thousands of times."""
+    renews its receiver thousands of times. ``fresh``: with copies of those arguments each time
+    (a container the receiver wraps and the call fills would come back filled)."""
     made = context.made.get(id(instance))
     if made is None or made[0] is not instance:
         return None, None
     _, args, kwargs = made
     cls = type(instance)
     initialize = cls.__init__
+
+    def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return _copied((args, kwargs)) if fresh else (args, kwargs)
+
     if not inspect.isfunction(initialize):
-        return None, lambda: cls(*args, **kwargs)
-    return (lambda: initialize(instance, *args, **kwargs)), None
+        return None, lambda: cls(*arguments()[0], **arguments()[1])
+
+    def renew() -> None:
+        again, named = arguments()
+        initialize(instance, *again, **named)
+
+    return renew, None
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``, or ``value`` itself when it cannot be copied."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return value
 
 
 def _required_count(method: Callable[..., object]) -> int:
