@@ -207,3 +207,10 @@ def test_a_feeder_that_refuses_what_it_holds_gets_a_renewed_receiver_for_every_c
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Section.raw_append")
     assert "<Section renewed before each call>: factories" in spec.description
     assert try_scenario(spec, calls=3)[0] is None
+
+
+def test_a_cursor_is_one_that_ran_a_query_and_runs_it_again_before_each_call(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.records.table_from")
+    assert spec.source is ScenarioSource.HEURISTICS and spec.size_axis
+    failure, rows = try_scenario(spec, 100, calls=3)  # fetchall() used the rows up each time
+    assert failure is None and len(rows) == 100 and set(rows[0]) == {"name", "amount", "price"}

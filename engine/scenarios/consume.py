@@ -10,6 +10,8 @@ import io
 import itertools
 from typing import Any
 
+from apiprof.engine.scenarios.resources import QueryCursor
+
 CONSUME_LIMIT = "10 * n + 100"
 """At most this many items are drawn from an iterator a synthesised call returns (an expression
 in the size ``n``): all of a linear-size result, while combinatorial ones (permutations,
@@ -18,10 +20,13 @@ UNSIZED_CONSUME_LIMIT = 1000
 
 
 def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Seek in-memory file arguments back to the start, so every call reads the same input."""
+    """Seek in-memory file arguments back to the start, and run a query cursor's query again,
+    so every call reads the same input."""
     for value in (*args, *kwargs.values()):
         if isinstance(value, io.IOBase):
             value.seek(0)
+        elif isinstance(value, QueryCursor):
+            value.rerun()
 
 
 def is_a(value: object, kinds: type | tuple[type, ...]) -> bool:

@@ -33,6 +33,10 @@ class SocketMarker:
     """Annotation marker: one end of a connected loopback socket pair."""
 
 
+class CursorMarker:
+    """Annotation marker: a DB-API cursor that has run a query (rows to fetch, columns named)."""
+
+
 class TracebackMarker:
     """Annotation marker: a real traceback object (of a caught exception)."""
 
@@ -119,6 +123,7 @@ for _names, _annotation in [
     ),
     ("dirname directory dir_name dirpath folder root_dir rootdir dir_path", DirectoryMarker),
     ("sock socket conn connection client_socket", SocketMarker),
+    ("cursor cur db_cursor dbcursor", CursorMarker),
     ("module module_obj module_object", ModuleMarker),
     ("logger user_logger userlogger", LoggerMarker),
     (

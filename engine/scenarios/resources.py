@@ -11,6 +11,7 @@ import pathlib
 import random
 import re
 import socket
+import sqlite3
 import tempfile
 import types
 import zlib
@@ -90,6 +91,37 @@ def _connected_pair() -> tuple[socket.socket, socket.socket]:
     except OSError:
         return socket.socketpair()
     return ours, theirs
+
+
+class QueryCursor(sqlite3.Cursor):
+    """A cursor that remembers the query it ran, so it can run it again before each call: a
+    call that fetches its rows uses them up."""
+
+    query = ""
+
+    def rerun(self) -> None:
+        self.execute(self.query)
+
+
+CURSOR_COLUMNS = "name TEXT, amount INTEGER, price REAL"
+
+
+def query_cursor(context: BuildContext, name: str, rng: random.Random) -> QueryCursor:
+    """A DB-API cursor that has run a query: rows of an in-memory SQLite table, selected, so
+    ``description`` names its columns and ``fetchall()`` returns the rows (as many as the
+    size). It is run again before each call (:func:`.consume.rewind`)."""
+    context.sized = True
+    connection = sqlite3.connect(":memory:")
+    connection.execute(f"CREATE TABLE items ({CURSOR_COLUMNS})")
+    connection.executemany(
+        "INSERT INTO items VALUES (?, ?, ?)",
+        [(f"item{i}", rng.randrange(100), round(rng.random() * 100, 2)) for i in range(context.n)],
+    )
+    cursor = connection.cursor(QueryCursor)
+    cursor.query = "SELECT name, amount, price FROM items"
+    cursor.rerun()
+    context.files = True  # rewound (the query run again) before each call
+    return cursor
 
 
 def traceback_value(

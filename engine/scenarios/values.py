@@ -53,6 +53,7 @@ from apiprof.engine.scenarios.factories import Produced
 from apiprof.engine.scenarios.heuristics import (
     CharMarker,
     ContextManagerMarker,
+    CursorMarker,
     LoggerMarker,
     ModuleMarker,
     SameClassMarker,
@@ -64,6 +65,7 @@ from apiprof.engine.scenarios.resources import (
     ReusableText,
     loopback_socket,
     package_module,
+    query_cursor,
     quiet_logger,
     sandbox_directory,
     sandbox_file,
@@ -263,6 +265,7 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     typetext.PathMarker: sandbox_file,
     typetext.DirectoryMarker: sandbox_directory,
     SocketMarker: loopback_socket,
+    CursorMarker: query_cursor,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
     ContextManagerMarker: lambda context, name, rng: contextlib.nullcontext(),
