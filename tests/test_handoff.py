@@ -214,3 +214,9 @@ def test_a_cursor_is_one_that_ran_a_query_and_runs_it_again_before_each_call(gat
     assert spec.source is ScenarioSource.HEURISTICS and spec.size_axis
     failure, rows = try_scenario(spec, 100, calls=3)  # fetchall() used the rows up each time
     assert failure is None and len(rows) == 100 and set(rows[0]) == {"name", "amount", "price"}
+
+
+def test_a_property_that_always_raises_is_measured_raising(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Blank.key")
+    assert "always raises RuntimeError, so this is the cost of raising it" in spec.description
+    assert try_scenario(spec)[0] is None

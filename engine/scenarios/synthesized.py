@@ -65,7 +65,12 @@ def raised_by_design(qualname: str) -> str:
     than reported as rejected arguments. Only an unconditional top-level ``raise`` counts.
     """
     try:
-        target = inspect.unwrap(typing.cast(Any, resolve_object(qualname)))
+        target = typing.cast(Any, resolve_object(qualname))
+        if isinstance(target, property):  # a property of a variant that has no such value
+            target = target.fget
+        elif isinstance(target, functools.cached_property):
+            target = target.func
+        target = inspect.unwrap(target)
         target = getattr(target, "__func__", target)
         tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
     except Exception:  # C functions, no source, odd objects: no claim
