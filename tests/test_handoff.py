@@ -17,7 +17,7 @@ from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.instances import declared_returns
 from apiprof.engine.scenarios.parameters import parameter_candidates
 from apiprof.engine.scenarios.registered import registered_keys
-from apiprof.engine.scenarios.signatures import package_classes, type_hints
+from apiprof.engine.scenarios.signatures import package_classes, signature_of, type_hints
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.engine.scenarios.typetext import PathMarker
@@ -220,3 +220,12 @@ def test_a_property_that_always_raises_is_measured_raising(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Blank.key")
     assert "always raises RuntimeError, so this is the cost of raising it" in spec.description
     assert try_scenario(spec)[0] is None
+
+
+def test_a_class_whose_new_takes_anything_is_called_as_its_init_says(gathered):
+    from handoff_pkg.lazy import Schema
+
+    assert list(signature_of(Schema).parameters) == ["owner", "rules"]
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.lazy.Schema")
+    failure, made = try_scenario(spec)
+    assert failure is None and isinstance(made.rules, dict)

@@ -48,9 +48,11 @@ def signature_from_stubs(target: Callable[..., object], qualname: str = "") -> b
 def _own_signature(target: Callable[..., object]) -> inspect.Signature | None:
     """What the callable itself says: inspect, its wrapper, exceptions, its docstring."""
     try:
-        return inspect.signature(target)
+        found = inspect.signature(target)
     except (TypeError, ValueError):
-        pass
+        found = None
+    if found is not None:
+        return _initializer_signature(target) if _passes_through(found) else found
     if hasattr(target, "__wrapped__"):  # wraps a C method with no signature: its own one
         try:
             return inspect.signature(target, follow_wrapped=False)
@@ -61,6 +63,30 @@ def _own_signature(target: Callable[..., object]) -> inspect.Signature | None:
     if inspect.isclass(target) and issubclass(target, BaseException):
         return inspect.Signature()  # exceptions take any arguments; none is a valid call
     return docstring_signature(target)
+
+
+def _passes_through(signature: inspect.Signature) -> bool:
+    """``(*args, **kwargs)``: a signature that says nothing of what the call needs."""
+    kinds = [parameter.kind for parameter in signature.parameters.values()]
+    return sorted(kinds) == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
+def _initializer_signature(target: Callable[..., object]) -> inspect.Signature:
+    """For a class whose ``__new__`` takes anything and hands it on (a lazy set-up, a registry)
+    while its Python ``__init__`` names what it needs: that ``__init__``'s parameters; else
+    the pass-through signature itself."""
+    passing = inspect.signature(target)
+    initialize = _constructor(target) if inspect.isclass(target) else None
+    if (
+        initialize is None
+        or not inspect.isfunction(initialize)
+        or initialize.__name__ != "__init__"
+    ):
+        return passing
+    named = inspect.signature(initialize)
+    if _passes_through(named):
+        return passing
+    return named.replace(parameters=list(named.parameters.values())[1:])
 
 
 _EXCEPTION_GROUP = inspect.Signature(
