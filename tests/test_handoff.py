@@ -229,3 +229,12 @@ def test_a_class_whose_new_takes_anything_is_called_as_its_init_says(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.lazy.Schema")
     failure, made = try_scenario(spec)
     assert failure is None and isinstance(made.rules, dict)
+
+
+def test_a_method_that_works_once_per_receiver_gets_one_built_again_for_each_call(gathered):
+    """Its first call worked and the second raised: the repair learns that the receiver is
+    to be built again before each call (not measured)."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Ledger.seal")
+    assert spec.source is ScenarioSource.REPAIRED
+    assert "the receiver built again before each call" in spec.description
+    assert try_scenario(spec, calls=3)[0] is None

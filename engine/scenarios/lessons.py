@@ -80,6 +80,7 @@ def may_teach(reason: str) -> bool:
         TEACHING.search(reason) is not None
         or mixes_kinds(reason)
         or wanted_literal(reason) is not None
+        or reason.endswith(" in repeated call")  # the receiver, built again, may do
     )
 
 

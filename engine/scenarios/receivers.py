@@ -15,8 +15,8 @@ from apiprof.engine.discovery.discover import is_compiled_function, resolve_obje
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.instances import construct
 from apiprof.engine.scenarios.preparers import prepared_receiver
-from apiprof.engine.scenarios.results import taken_for, taken_value
-from apiprof.engine.scenarios.warmup import warm_receiver
+from apiprof.engine.scenarios.results import taken_for, taken_remake, taken_value
+from apiprof.engine.scenarios.warmup import asked_renewal, warm_receiver
 
 RECEIVER = "self"
 """The name pins use for the instance a method is called on (no parameter of its own is)."""
@@ -45,10 +45,13 @@ def resolve_target(
         taken = taken_for(context, RECEIVER)
         if taken is not None:  # an instance a working call of the package made
             instance = context.receiver = taken_value(taken, context)
+            context.warmup = asked_renewal(instance, owner, context, remake=taken_remake(taken))
         else:
             instance = context.receiver = receiver(owner, context)
-            context.warmup = prepared_receiver(instance, owner, member, context) or warm_receiver(
-                instance, owner, member, context
+            context.warmup = (
+                prepared_receiver(instance, owner, member, context)
+                or warm_receiver(instance, owner, member, context)
+                or asked_renewal(instance, owner, context)
             )
     if isinstance(raw, property) and raw.fget is not None:
         return raw.fget, (instance,)

@@ -157,7 +157,7 @@ def _search(
         if WATCH.stop_for(watched, at, Phase.COLLECT) is not None:
             break
         try:
-            error, printed, lazy = probe_call(synthesis)
+            error, printed, lazy, repeated = probe_call(synthesis)
         finally:
             WATCH.idle()
         if error is None:
@@ -174,7 +174,8 @@ def _search(
         if lessons:
             last_error = describe_exception(error)
         bound = bound_arguments(synthesis, lessons)
-        lesson = learn(
+        lesson = renewal_lesson(synthesis, lessons, error) if repeated else None
+        lesson = lesson or learn(
             error,
             bound,
             usage=printed,
@@ -191,6 +192,19 @@ def _search(
     return Repaired(None, called, last_error)
 
 
+def renewal_lesson(
+    synthesis: Synthesis, lessons: tuple[Lesson, ...], error: BaseException
+) -> Lesson | None:
+    """A method whose first call worked and whose second raised on the same receiver (a
+    ``remove`` of what the first call removed, a column deleted twice): the receiver is to
+    be built again before each call, when nothing renews it yet."""
+    if synthesis.warmup is not None or receiver_of(synthesis) is None:
+        return None
+    if any(lesson.want is Want.RENEWED for lesson in lessons):
+        return None
+    return Lesson("self", Want.RENEWED, cause=f"{describe_exception(error)} in a repeated call")
+
+
 def _literals(lessons: tuple[Lesson, ...]) -> tuple[tuple[object, ...], ...]:
     return tuple(lesson.literal() for lesson in lessons)
 
@@ -203,14 +217,15 @@ def _next_candidate(lessons: tuple[Lesson, ...]) -> tuple[Lesson, ...] | None:
     return (*lessons[:-1], replace(last, turn=last.turn + 1))
 
 
-def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
-    """Call once, as the scenario would: (what it raised, what it printed to stderr, whether
-    it returned an iterator)."""
+def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool, bool]:
+    """Call twice, as a trial does: (what it raised, what it printed to stderr, whether it
+    returned an iterator, whether the first call worked and the second raised)."""
     printed = MemoryStream()
     target, args, kwargs = synthesis.target, synthesis.args, synthesis.kwargs
+    worked = 0  # calls that returned
     try:
         with timeouts.alarm(TRIAL_SECONDS), quiet_stdio(), contextlib.redirect_stderr(printed):
-            for _ in range(2):  # twice, as a trial: the second call fails on what the first left
+            for _ in range(2):  # twice: the second call fails on what the first left
                 if synthesis.warmup is not None:
                     target, args = synthesis.warmup(target, args)  # type: ignore[misc]
                 if synthesis.files:
@@ -219,11 +234,12 @@ def probe_call(synthesis: Synthesis) -> tuple[BaseException | None, str, bool]:
                 lazy = is_lazy(result)
                 if lazy:
                     consume(result, UNSIZED_CONSUME_LIMIT)
+                worked += 1
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # SystemExit from a main(), too
-        return error, printed.getvalue(), False
-    return None, "", lazy
+        return error, printed.getvalue(), False, worked == 1
+    return None, "", lazy, False
 
 
 def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[str, object]:

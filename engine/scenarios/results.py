@@ -20,7 +20,7 @@ the ``results`` source.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.producers import SOURCE, example_roots, producer_call, run_call
@@ -41,6 +41,12 @@ def taken_value(taken: Taken, context: BuildContext) -> object:
     value = _rebuilt(taken, context.sources)
     context.credit(taken.slot if taken.slot != RECEIVER else "<receiver>", ScenarioSource.RESULTS)
     return value
+
+
+def taken_remake(taken: Taken) -> Callable[[BuildContext], object]:
+    """How to make the value ``taken`` names again, for each call (a receiver the call
+    changes), without crediting it again."""
+    return lambda context: _rebuilt(taken, context.sources)
 
 
 def _rebuilt(taken: Taken, sources: frozenset[str]) -> object:

@@ -28,6 +28,7 @@ class Want(enum.StrEnum):
     WRITTEN = "written"  # a file (a stream) of the package's own writer's output
     ITEMS = "items"  # ``*args`` passes this many items (a function given them took fewer)
     DOCUMENT = "document"  # a document of a standard format (a parser's syntax error): its form
+    RENEWED = "renewed"  # the receiver built again before each call: the first call changed it
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class Lesson:
             Want.ITEMS: f"*{subject} {self.names[0] if self.names else 0} item(s)",
             Want.DOCUMENT: f"{subject} a valid {' '.join(self.names[:1]).upper()} document"
             + (f" ({self.names[-1]})" if len(self.names) > 1 else ""),
+            Want.RENEWED: "the receiver built again before each call (the first call "
+            "changed what the next one needs)",
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]

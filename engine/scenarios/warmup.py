@@ -28,6 +28,7 @@ from apiprof.engine.scenarios import parameters, values  # a cycle: see values.p
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
+from apiprof.engine.scenarios.wants import Want
 from apiprof.model.records import ScenarioSource
 
 FEEDERS = ("feed", "input", "write", "send", "push", "put", "update", "append", "extend", "add")
@@ -71,6 +72,7 @@ class Warmup:
     opens: bool = False  # the feeder takes no argument (an opener); "" renews the receiver only
     # the feeder's own arguments, all of them (a preparing sibling: :mod:`.preparers`)
     arguments: tuple[Any, ...] | None = None
+    shown_as: str = ""  # how a person reads a warm-up that is none of the above
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -101,6 +103,8 @@ class Warmup:
     @property
     def shown(self) -> str:
         """``Unpacker.feed(b'...')``, as a person reads it."""
+        if self.shown_as:
+            return self.shown_as
         if self.opens:
             return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
         if self.arguments is not None:
@@ -195,14 +199,45 @@ def _opened(instance: object, owner: type, member: str, context: BuildContext) -
     return Warmup(feeder, None, label, instance, renew, rebuild, opens=True)
 
 
-def _renewed(instance: object, owner: type, context: BuildContext) -> Warmup | None:
-    """For a feeder itself (``append``, ``add``): a receiver renewed before each call, when the
-    variant asks — a feeder that refuses what it already holds (``Key "x" already exists``)
-    works once on a receiver, and every measured call must start from the same state."""
-    renew, rebuild = renewal(instance, context, fresh=True)
-    if (renew is None and rebuild is None) or not context.pick([False, True]):
+def asked_renewal(
+    instance: object,
+    owner: type,
+    context: BuildContext,
+    *,
+    remake: Callable[[BuildContext], object] | None = None,
+) -> Warmup | None:
+    """A receiver renewed before each call when a repair learned that the method's first call
+    changed it (:data:`~.wants.Want.RENEWED`: ``remove(x)`` worked once, then not again);
+    ``remake``: how a receiver the package's own calls made is made again."""
+    if not any(lesson.want is Want.RENEWED for lesson in context.lessons):
         return None
-    context.credit(f"<{owner.__name__} renewed before each call>", ScenarioSource.FACTORIES)
+    if remake is not None:
+        again = "the package's call that made it, made again"
+        rebuild = lambda: remake(context)  # noqa: E731  # the context it was first made in
+        renewed: Warmup | None = Warmup(
+            "", None, owner.__name__, instance, rebuild=rebuild, opens=True, shown_as=again
+        )
+    else:
+        renewed = _renewed(instance, owner, context, asked=True)
+    if renewed is not None:
+        context.credit(f"<{owner.__name__} built again before each call>", ScenarioSource.REPAIRED)
+    return renewed
+
+
+def _renewed(
+    instance: object, owner: type, context: BuildContext, *, asked: bool = False
+) -> Warmup | None:
+    """For a feeder itself (``append``, ``add``): a receiver renewed before each call, when the
+    variant (or a lesson: ``asked``) asks — a feeder that refuses what it already holds
+    (``Key "x" already exists``) works once on a receiver, and every measured call must start
+    from the same state. The receiver is built again from copies of its arguments."""
+    renew, rebuild = renewal(instance, context, fresh=True)
+    if renew is None and rebuild is None:
+        return None
+    if not asked and not context.pick([False, True]):
+        return None
+    if not asked:  # else the lesson is what made it, credited as the repair
+        context.credit(f"<{owner.__name__} renewed before each call>", ScenarioSource.FACTORIES)
     return Warmup("", None, owner.__name__, instance, renew, rebuild, opens=True)
 
 
