@@ -20,6 +20,7 @@ from apiprof.engine.scenarios.building import SOURCES
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.packagedata import PackageFile, with_package_files
 from apiprof.engine.scenarios.regextext import match_of, matching_text
+from apiprof.engine.scenarios.repaired import named_word
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.engine.scenarios.typetext import PathMarker
@@ -169,3 +170,21 @@ def test_the_default_scan_profiles_them_and_credits_each_source(scans):
     shown = run("apiprof", "show", "ownparts_pkg.on_number", "--db", "on.db", cwd=home)
     assert shown.returncode == 0, shown.stderr
     assert "[patterns]" in shown.stdout and "a match of" in shown.stdout
+
+
+def test_a_main_that_exits_after_its_help_names_the_parser_it_held():
+    """No usage error: the parser parsed nothing it refused, and the main exited itself."""
+
+    def main():
+        parser = argparse.ArgumentParser(prog="tool")
+        parser.add_subparsers().add_parser("compare").add_argument("version1")
+        parser.parse_args([])
+        raise SystemExit()
+
+    try:
+        main()
+    except SystemExit as error:
+        parser = parser_of(error)
+    assert parser is not None and argv_tokens(parser) == ("=compare", "version1")
+    assert named_word("version1") == "1.2.3"  # on the command line: a version, not a file
+    assert named_word("source") == ""

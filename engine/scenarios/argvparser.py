@@ -23,14 +23,20 @@ MAX_SUBCOMMANDS = 3
 
 
 def parser_of(error: BaseException) -> argparse.ArgumentParser | None:
-    """The outermost argument parser whose parsing raised ``error`` (a usage error's exit)."""
+    """The outermost argument parser whose parsing raised ``error`` (a usage error's exit),
+    else one a frame of its traceback held (a ``main()`` that parsed no subcommand and
+    exits after printing its help: its ``parser`` local)."""
+    held = None
     trace = error.__traceback__
     while trace is not None:
-        candidate = trace.tb_frame.f_locals.get("self")
+        found = trace.tb_frame.f_locals
+        candidate = found.get("self")
         if isinstance(candidate, argparse.ArgumentParser):
             return candidate
+        if held is None:
+            held = next((v for v in found.values() if isinstance(v, argparse.ArgumentParser)), None)
         trace = trace.tb_next
-    return None
+    return held
 
 
 def argv_tokens(parser: argparse.ArgumentParser) -> tuple[str, ...]:

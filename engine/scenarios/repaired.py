@@ -97,7 +97,17 @@ def _argv_value(name: str, context: BuildContext) -> str:
         return name
     if "out" in name.lower():  # an output file: a path to write to
         return str(inputs_directory() / f"{safe_name(name)}.out")
-    return written_file(context, name)
+    return named_word(name) or written_file(context, name)
+
+
+def named_word(name: str) -> str:
+    """The text a well-known name stands for on a command line (``version1`` → ``1.2.3``,
+    ``url`` → a URL), "" for a name that says nothing (an input: a file)."""
+    guess = guess_from_name(name) or guess_from_name(name.rstrip("0123456789_"))
+    if typing.get_origin(guess) is typing.Literal:
+        word = typing.get_args(guess)[0]
+        return word if isinstance(word, str) else ""
+    return ""
 
 
 def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
