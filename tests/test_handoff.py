@@ -238,3 +238,11 @@ def test_a_method_that_works_once_per_receiver_gets_one_built_again_for_each_cal
     assert spec.source is ScenarioSource.REPAIRED
     assert "the receiver built again before each call" in spec.description
     assert try_scenario(spec, calls=3)[0] is None
+
+
+def test_an_operand_the_constructor_stored_is_built_with_the_type_the_method_needs(gathered):
+    """``self.code & GROUP`` refused a str ``code``: the receiver is built with an int one."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Flagged.is_group")
+    assert spec.source is ScenarioSource.REPAIRED
+    assert "self.code of type int" in spec.description
+    assert try_scenario(spec)[0] is None

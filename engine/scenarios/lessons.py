@@ -12,14 +12,11 @@ only exception types, messages and the objects the call was given.
 
 from __future__ import annotations
 
-import ast
 import datetime
 import decimal
 import fractions
-import inspect
 import re
 import sys
-import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -46,6 +43,7 @@ from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds,
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.pathwants import path_wanted
 from apiprof.engine.scenarios.quoted import text_lacking, wanted_literal, wanted_member
+from apiprof.engine.scenarios.receiverstate import receiver_attribute, receiver_operand, set_from
 from apiprof.engine.scenarios.refusals import (
     named_optional,
     operand_type,
@@ -117,7 +115,7 @@ def learn(
         taught = (
             attribute_named_by_argument(error, bound)
             or _from_attribute_error(error, bound, cause)
-            or _from_receiver_attribute(error, receiver, cause)
+            or receiver_attribute(error, receiver, cause)
         )
         number = richer_number(error, bound) if taught is None else None
         if number is not None:  # asked of a number the call computed from its arguments
@@ -167,6 +165,9 @@ def learn(
         operand = operand_type(message, bound)
         if operand is not None and operand[1] in BUILTIN_TYPES:
             return Lesson(operand[0], Want.TYPE, (operand[1],), cause=f"TypeError {message}")
+        stored = receiver_operand(error, message, receiver)  # `self.code & FLAG`
+        if stored is not None:
+            return stored
         if message.startswith(_NUMERIC_TEXT):  # int(port, 10) on a number: digits as text
             # 3.12 inlines comprehensions: the loop variable may be gone from the frame
             found = culprit(error, bound, _is_number) or next(holders(bound, _is_number), None)
@@ -294,7 +295,7 @@ def _from_none(
             if frame is not None
             and frame.f_locals.get("self") is receiver
             and getattr(receiver, attribute, 0) is None
-            and (parameter := _set_from(type(receiver), attribute))
+            and (parameter := set_from(type(receiver), attribute))
         ]
     if not left:
         return None
@@ -304,61 +305,6 @@ def _from_none(
     wanted = _NONE.match(message)
     kind = _INSTEAD_OF_NONE[wanted.group(2)] if wanted and wanted.group(2) else "list"
     return Lesson(left[0], Want.TYPE, (kind,), cause=cause)
-
-
-def _from_receiver_attribute(error: AttributeError, receiver: object, cause: str) -> Lesson | None:
-    """``'function' object has no attribute 'write'`` asked of ``self.f``, which the
-    receiver's constructor stored from its parameter ``f``: the receiver is built with an
-    ``f`` that has the attribute (``PlyLogger(f)`` writes to a file)."""
-    attribute, obj = getattr(error, "name", None), getattr(error, "obj", None)
-    frame = innermost(error)
-    if not attribute or obj is None or receiver is None or frame is None:
-        return None
-    if frame.f_locals.get("self") is not receiver:
-        return None
-    text, _ = failing_text(error)
-    for stored in re.findall(r"\bself\.(\w+)", text):
-        parameter = getattr(receiver, stored, None) is obj and _set_from(
-            type(receiver), stored, required=True
-        )
-        if parameter:
-            wanted = f"{attribute}()" if called(error, attribute) else attribute
-            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
-    return None
-
-
-def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
-    """The constructor parameter with a default of None (``required``: or none) that
-    ``__init__`` stores as ``self.<attribute>`` (``self.items = items``, ``self.items = items
-    or ...``), or ""."""
-    owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
-    init = vars(owner).get("__init__")
-    if not inspect.isfunction(init):
-        return ""
-    try:
-        parameters = inspect.signature(init).parameters
-        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
-    except (TypeError, ValueError, OSError, SyntaxError):
-        return ""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign):
-            continue
-        stored = any(
-            isinstance(target, ast.Attribute)
-            and target.attr == attribute
-            and isinstance(target.value, ast.Name)
-            and target.value.id == "self"
-            for target in node.targets
-        )
-        value = node.value.values[0] if isinstance(node.value, ast.BoolOp) else node.value
-        if not (stored and isinstance(value, ast.Name)):
-            continue
-        parameter = parameters.get(value.id)
-        if parameter is not None and (
-            parameter.default is None or (required and parameter.default is parameter.empty)
-        ):
-            return value.id
-    return ""
 
 
 def _from_argument_type(message: str, bound: Mapping[str, object]) -> Lesson | None:

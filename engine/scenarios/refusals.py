@@ -45,7 +45,7 @@ def unread_input(
     return None
 
 
-_OPERANDS = re.compile(r"unsupported operand type\(s\) for [^:]+: '([\w.]+)' and '([\w.]+)'")
+OPERAND_TYPES = re.compile(r"unsupported operand type\(s\) for [^:]+: '([\w.]+)' and '([\w.]+)'")
 _CONCATENATED = re.compile(r'can only concatenate (\w+) \(not "(\w+)"\) to \w+')
 """``"" + [...]`` in the body: the operand of the quoted type should have the first one's."""
 
@@ -61,7 +61,7 @@ def operand_type(message: str, bound: Mapping[str, object]) -> tuple[str, str] |
     if concatenated is not None:  # the message says which operand is out of place
         wanted, wrong = concatenated.groups()
         return next(((name, wanted) for name, kind in kinds.items() if kind == wrong), None)
-    operands = _OPERANDS.search(message)
+    operands = OPERAND_TYPES.search(message)
     if operands is None:
         return None
     first, second = (name.rsplit(".", 1)[-1] for name in operands.groups())
