@@ -246,3 +246,10 @@ def test_an_operand_the_constructor_stored_is_built_with_the_type_the_method_nee
     assert spec.source is ScenarioSource.REPAIRED
     assert "self.code of type int" in spec.description
     assert try_scenario(spec)[0] is None
+
+
+def test_a_taker_is_given_its_key_by_an_adder_whose_item_is_optional(gathered):
+    """``add(key, item=None)`` refuses a key alone: the key is passed as its own item too."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Shelf.remove")
+    assert "Shelf.add(<the call's own arguments>)" in spec.description
+    assert try_scenario(spec, calls=3)[0] is None

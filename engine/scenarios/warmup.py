@@ -282,6 +282,8 @@ def warm_receiver(
         if not context.pick([False, True]):
             return None
         name, count = taken
+        if _positional_count(getattr(owner, name, None)) > count:  # add(key, item=None)
+            count = context.pick([count, count + 1])  # the key as its own item too, in turn
         label = f"{owner.__name__}.{name}"
         context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
         renew, rebuild = renewal(instance, context)
@@ -362,6 +364,15 @@ def _copied(value: Any) -> Any:
         return copy.deepcopy(value)
     except Exception:
         return value
+
+
+def _positional_count(method: object) -> int:
+    """Positional parameters besides ``self``, optional ones too (0 when unreadable)."""
+    signature = signature_of(method) if callable(method) else None
+    if signature is None:
+        return 0
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional for p in signature.parameters.values()) - 1
 
 
 def _required_count(method: Callable[..., object]) -> int:
