@@ -253,3 +253,9 @@ def test_a_taker_is_given_its_key_by_an_adder_whose_item_is_optional(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Shelf.remove")
     assert "Shelf.add(<the call's own arguments>)" in spec.description
     assert try_scenario(spec, calls=3)[0] is None
+
+
+def test_a_taker_of_many_is_given_them_all_by_an_adder_of_many(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Words.remove")
+    assert "Words.add(<the call's own arguments>)" in spec.description
+    assert try_scenario(spec, calls=3)[0] is None

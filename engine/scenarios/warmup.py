@@ -93,7 +93,8 @@ class Warmup:
                 next(fed, None)
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
-            fed = feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
+            count = len(own) if self.own_arguments == EVERY else self.own_arguments
+            fed = feed(*(own + own[:1] * count)[:count])
         else:
             fed = feed(self.value)
         if persistent_update(self.receiver, fed):  # `v2 = v.append(x)`: the call is on v2
@@ -161,8 +162,10 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
         looks_up = not feeds(member) and _looks_up_a_key(owner, member)  # add(key) puts it
         return ("__setitem__", 2) if looks_up else None
     wanted = _required_count(getattr(owner, member))
-    if wanted < 1:
-        return None
+    if wanted < 1:  # `remove(*strings)`: an adder taking as many is given them all first
+        many = _takes_many(getattr(owner, member))
+        adder = next((n for n in FEEDERS if many and _takes_many(getattr(owner, n, None))), "")
+        return (adder, EVERY) if adder else None
     counts = {
         name: _required_count(getattr(owner, name))
         for name in FEEDERS
@@ -282,7 +285,7 @@ def warm_receiver(
         if not context.pick([False, True]):
             return None
         name, count = taken
-        if _positional_count(getattr(owner, name, None)) > count:  # add(key, item=None)
+        if 0 < count < _positional_count(getattr(owner, name, None)):  # add(key, item=None)
             count = context.pick([count, count + 1])  # the key as its own item too, in turn
         label = f"{owner.__name__}.{name}"
         context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
@@ -364,6 +367,20 @@ def _copied(value: Any) -> Any:
         return copy.deepcopy(value)
     except Exception:
         return value
+
+
+EVERY = -1
+"""``own_arguments`` of a feeder given all of the call's own arguments (``add(*strings)``
+before ``remove(*strings)``)."""
+
+
+def _takes_many(method: object) -> bool:
+    """Whether ``method`` takes ``*args`` (and no other required parameter)."""
+    signature = signature_of(method) if callable(method) else None
+    if signature is None:
+        return False
+    kinds = [p.kind for p in signature.parameters.values()]
+    return inspect.Parameter.VAR_POSITIONAL in kinds and len(_required(signature)) <= 1
 
 
 def _positional_count(method: object) -> int:
