@@ -10,6 +10,7 @@ import typing
 import pytest
 
 from apiprof.engine.discovery.discover import discover
+from apiprof.engine.scenarios.choices import listed_choices
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.collect import gather_scenarios
 from apiprof.engine.scenarios.factories import factories_for
@@ -259,3 +260,10 @@ def test_a_taker_of_many_is_given_them_all_by_an_adder_of_many(gathered):
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Words.remove")
     assert "Words.add(<the call's own arguments>)" in spec.description
     assert try_scenario(spec, calls=3)[0] is None
+
+
+def test_a_value_refused_with_the_list_of_accepted_ones_becomes_the_first_of_them(gathered):
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.locale")
+    assert spec.source is ScenarioSource.REPAIRED and "code 'ja'" in spec.description
+    assert listed_choices("mode must be one of: 'r', 'w'") == ["r", "w"]
+    assert listed_choices("not available on this platform") == []

@@ -25,6 +25,7 @@ from typing import Any
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
+from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.documents import document_lesson
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
@@ -79,6 +80,7 @@ def may_teach(reason: str) -> bool:
         or mixes_kinds(reason)
         or wanted_literal(reason) is not None
         or reason.endswith(" in repeated call")  # the receiver, built again, may do
+        or bool(listed_choices(reason))  # "available: ja, ru": one of those
     )
 
 
@@ -102,6 +104,9 @@ def learn(
     cause = f"{type(error).__name__} {message}".strip()
     if isinstance(error, SystemExit):
         return _from_usage(error, usage)
+    choice = refused_choice(message, bound)  # "unknown code 'xy'; available: ja, ru"
+    if choice is not None:
+        return Lesson(choice[0], Want.ONE_OF, (choice[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document
