@@ -267,3 +267,10 @@ def test_a_value_refused_with_the_list_of_accepted_ones_becomes_the_first_of_the
     assert spec.source is ScenarioSource.REPAIRED and "code 'ja'" in spec.description
     assert listed_choices("mode must be one of: 'r', 'w'") == ["r", "w"]
     assert listed_choices("not available on this platform") == []
+
+
+def test_args_handed_to_c_code_that_wants_more_pass_as_many_as_it_said(gathered):
+    """``dict.pop`` says ``expected at least 1 argument, got 0`` of ``pop(*args)``."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Settings.pop")
+    assert "*args 1 item(s)" in spec.description
+    assert try_scenario(spec, calls=3)[0] is None

@@ -6,11 +6,14 @@ the message names is one of the call's own arguments (or one made inside the cal
 function or lambda, which the package makes of an argument) and an argument is a ``*args``
 tuple of exactly as many items as it was given, that ``*args`` should pass as many items as
 the function takes. When the call itself refuses that many, the signature it shows is not its
-own (:func:`fewer_parameters`)."""
+own (:func:`fewer_parameters`). A ``*args`` handed on to C code that wants more (``pop(*args)``
+calling ``dict.pop``: ``pop expected at least 1 argument, got 0``) passes as many as it wants
+(:func:`more_items`)."""
 
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 
 from apiprof.engine.scenarios.wants import Lesson, Want
@@ -41,6 +44,23 @@ def fewer_items(message: str, bound: Mapping[str, object]) -> Lesson | None:
         if isinstance(value, tuple) and len(value) == given:
             return Lesson(name, Want.ITEMS, (str(takes),), cause=f"TypeError {message}")
     return None
+
+
+_AT_LEAST = re.compile(r"\bexpected at least (\d+) arguments?, got (\d+)")
+
+
+def more_items(message: str, bound: Mapping[str, object]) -> Lesson | None:
+    """The ``*args`` lesson of a "expected at least N arguments, got M" (C code the ``*args``
+    tuple was handed to), when exactly one ``*args`` tuple of M items was given, or None."""
+    found = _AT_LEAST.search(message)
+    if found is None:
+        return None
+    wants, got = int(found.group(1)), int(found.group(2))
+    tuples = [name for name, value in bound.items() if isinstance(value, tuple)]
+    matching = [name for name in tuples if len(typing.cast(tuple, bound[name])) == got]
+    if wants <= got or len(matching) != 1:
+        return None
+    return Lesson(matching[0], Want.ITEMS, (str(wants),), cause=f"TypeError {message}")
 
 
 def fewer_parameters(error: BaseException, bound: Mapping[str, object]) -> Lesson | None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
-from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters
+from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters, more_items
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.documents import document_lesson
@@ -64,6 +64,7 @@ TEACHING = re.compile(
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|can only concatenate|"
     r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
+    r"expected at least \d+ arguments?, got|"
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]"
@@ -159,6 +160,7 @@ def learn(
             return typed
         fewer = (
             fewer_items(message, bound)
+            or more_items(message, bound)
             or fewer_parameters(error, bound)
             or text_wanted(message, error, bound)
         )

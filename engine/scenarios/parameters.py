@@ -90,9 +90,9 @@ def arguments_for(
         if parameter.kind is parameter.VAR_POSITIONAL:
             fields = declared_fields(target, parameter.name)
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))
-            count = KEPT_ITEMS
+            count, said = KEPT_ITEMS, False
             if lesson is not None and lesson.want is Want.ITEMS:  # a call said how many
-                count, lesson = int(lesson.names[0]), None
+                count, lesson, said = int(lesson.names[0]), None, True
                 context.credit(f"*{parameter.name}", ScenarioSource.REPAIRED)
             if lesson is not None:  # what a call said its positional items must be
                 value = repaired.repaired_value(lesson, context, lesson.parameter)
@@ -102,6 +102,7 @@ def arguments_for(
                 args.extend(_build_field(target, name, context) for name in fields)
                 continue
             element = _element_annotation(parameter, hints, target)
+            before = len(args)
             if element is not None and element not in (
                 Any,
                 object,
@@ -116,6 +117,8 @@ def arguments_for(
                 # pass two values
                 kept = str if element is None else element  # names, items: words
                 args.extend(_items(kept, count, parameter.name, context))
+            if said and len(args) - before < count:  # C code it is handed to wants more
+                args.extend(_items(str, count - (len(args) - before), parameter.name, context))
             continue
         if parameter.default is not parameter.empty:
             lesson = repaired.lesson_for(context, _lesson_name(parameter.name, target, context))

@@ -256,6 +256,8 @@ def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[s
             for parameter in signature.parameters.values():
                 if parameter.default is None and parameter.kind is not parameter.POSITIONAL_ONLY:
                     arguments.setdefault(parameter.name, None)
+                elif parameter.kind is parameter.VAR_POSITIONAL:  # given no items: still there
+                    arguments.setdefault(parameter.name, ())
     except (TypeError, ValueError):
         arguments = {f"arg{i}": value for i, value in enumerate(synthesis.args)}
         arguments.update(synthesis.kwargs)

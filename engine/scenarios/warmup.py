@@ -164,7 +164,8 @@ def _own_argument_feeder(owner: type, member: str) -> tuple[str, int] | None:
     wanted = _required_count(getattr(owner, member))
     if wanted < 1:  # `remove(*strings)`: an adder taking as many is given them all first
         many = _takes_many(getattr(owner, member))
-        adder = next((n for n in FEEDERS if many and _takes_many(getattr(owner, n, None))), "")
+        adders = [n for n in FEEDERS if n != "update"]  # update takes many mappings
+        adder = next((n for n in adders if many and _takes_many(getattr(owner, n, None))), "")
         return (adder, EVERY) if adder else None
     counts = {
         name: _required_count(getattr(owner, name))
