@@ -235,6 +235,9 @@ class Disturbance:
     the kept ones still showed a stall after every attempt. ``stalled_runs`` ran in stretches of
     a pass that the reference calls around each stretch showed the CPU ran slow in (a stall in
     the middle of a pass); they were measured again, or kept when that took too long.
+    ``slow_windows`` windows of passes measured in several (few runs each: a target's median
+    hinges on the machine's pace in them) were left out of a target's figures for reading
+    slower than its fastest window (:mod:`~apiprof.engine.measure.spread`).
     """
 
     runs: int = 0
@@ -247,6 +250,7 @@ class Disturbance:
     remeasured_passes: int = 0
     stalled_passes: int = 0
     stalled_runs: int = 0
+    slow_windows: int = 0
 
     def __add__(self, other: Disturbance) -> Disturbance:
         return Disturbance(

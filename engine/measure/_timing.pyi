@@ -1,6 +1,7 @@
 """Types of the C timing extension (``_timing.c``)."""
 
 from collections.abc import Hashable
+from types import CodeType, FrameType
 
 class Probe:
     errors: int
@@ -26,3 +27,4 @@ class SwitchRecorder:
     def close(self) -> None: ...
 
 def wall_ns() -> int: ...
+def code_of(frame: FrameType) -> CodeType: ...

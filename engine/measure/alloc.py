@@ -48,6 +48,7 @@ from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloccounters import AllocCounter, choose_counter
+from apiprof.engine.measure.framecode import code_of
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.iocount import IoCounter, open_io_counter
 from apiprof.engine.measure.probes import (
@@ -464,6 +465,7 @@ class _ProfileHook:
         failed = self.check.callback_failed
         own_code = _ProfileHook.drive.__code__
         sizeof = sys.getsizeof
+        frame_code = code_of  # not frame.f_code: that runs the sandbox's audit hook (framecode)
         resumable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
         materialized: set[int] = set()  # generator frames whose frame object exists already
         offset = 0  # bytes of frame objects the hook made the interpreter allocate
@@ -472,7 +474,7 @@ class _ProfileHook:
             nonlocal offset
             try:
                 now = pause()
-                code = frame.f_code
+                code = frame_code(frame)
                 if code is not own_code:
                     if event == "call":
                         # sys.setprofile materialises the callee's frame object before we run:

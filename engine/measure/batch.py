@@ -39,15 +39,21 @@ def repeated(run: Callable[[], object], times: int) -> Callable[[], object]:
     return runs
 
 
-def batch_times(run_once: Callable[[], object]) -> int:
-    """Runs per batch: 1 when one plain run of the scenario takes ``CHEAP_NS`` or more (an
-    expensive scenario pays that one extra run), else ``BATCH_NS`` over the fastest of three
-    plain runs, at most ``MAX_TIMES``."""
+def plain_run_ns(run_once: Callable[[], object]) -> int:
+    """What one plain run of the scenario takes (ns): one run when it takes ``CHEAP_NS`` or
+    more (an expensive scenario pays that one extra run), else the fastest of three."""
     fastest = _run_ns(run_once)
     if fastest >= CHEAP_NS:
+        return fastest
+    return min(fastest, _run_ns(run_once), _run_ns(run_once))
+
+
+def batch_times(run_ns: int) -> int:
+    """Runs per batch of a scenario whose plain run takes ``run_ns``: 1 from ``CHEAP_NS`` on,
+    else ``BATCH_NS`` over it, at most ``MAX_TIMES``."""
+    if run_ns >= CHEAP_NS:
         return 1
-    fastest = min(fastest, _run_ns(run_once), _run_ns(run_once))
-    return max(1, min(MAX_TIMES, int(BATCH_NS // max(fastest, 1))))
+    return max(1, min(MAX_TIMES, int(BATCH_NS // max(run_ns, 1))))
 
 
 def _run_ns(run_once: Callable[[], object]) -> int:

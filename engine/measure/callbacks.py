@@ -10,6 +10,7 @@ import time
 import types
 from collections.abc import Callable, Hashable, Mapping
 
+from apiprof.engine.measure.framecode import code_of
 from apiprof.engine.measure.invariants import PassCheck
 from apiprof.engine.measure.probes import PATTERN_MASK, ProbeId, Record
 
@@ -124,6 +125,7 @@ def make_profile_hook(
     """The sys.setprofile probe (3.11, generators and C sites). It counts its own calls so the
     cost of filtered-out events inside a measured interval can be subtracted."""
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
+    frame_code = code_of  # not frame.f_code: that runs the sandbox's audit hook (framecode)
     lookup = c_ids.get
     failed = (check or PassCheck("timing pass")).callback_failed
     own = PASS_MODULES
@@ -134,7 +136,7 @@ def make_profile_hook(
         count += 1
         try:
             if event == "call":
-                consts = frame.f_code.co_consts
+                consts = frame_code(frame).co_consts
                 if consts and type(consts[-1]) is ProbeId:
                     i = consts[-1]
                     r = enters[i]
@@ -143,7 +145,7 @@ def make_profile_hook(
                     r.append(wall())
             elif event == "return":
                 now = wall()
-                consts = frame.f_code.co_consts
+                consts = frame_code(frame).co_consts
                 if consts and type(consts[-1]) is ProbeId:
                     i = consts[-1]
                     x = exits[i]

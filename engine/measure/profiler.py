@@ -17,7 +17,8 @@ tests and the benchmarks call:
 Each timing pass measures for a time budget with a minimum number of runs
 (:class:`~apiprof.engine.measure.passlog.Budget`), between two timings of a short reference
 workload (:mod:`~apiprof.engine.measure.machine`); a pass the machine stalled is measured again
-(:mod:`~apiprof.engine.measure.settle`). What measuring saw of other load is the report's
+(:mod:`~apiprof.engine.measure.settle`); a pass with few runs is measured in windows spread over
+time, a slow one left out (:mod:`~apiprof.engine.measure.spread`). What measuring saw of other load is the report's
 :class:`~apiprof.model.records.Disturbance`.
 """
 
@@ -28,13 +29,14 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from apiprof.engine.measure.alloc import AllocResult, run_allocation_pass
-from apiprof.engine.measure.batch import Batcher, batch_times
+from apiprof.engine.measure.batch import Batcher, batch_times, plain_run_ns
 from apiprof.engine.measure.calibrate import calibrate
 from apiprof.engine.measure.consume import Consumed, run_consume_pass
 from apiprof.engine.measure.passlog import Budget
 from apiprof.engine.measure.plan import plan_groups
 from apiprof.engine.measure.probes import PySite, Site, resolve_site
-from apiprof.engine.measure.settle import settled_pass
+from apiprof.engine.measure.settle import Settled, settled_pass
+from apiprof.engine.measure.spread import spread_pass, windows_for
 from apiprof.engine.measure.switches import open_switches
 from apiprof.model.histogram import Histogram
 from apiprof.model.records import (
@@ -98,7 +100,9 @@ def profile(
     switches = open_switches()
     sites, names = resolve_targets(targets)
     alloc = run_allocation_pass(run_once, list(sites), repeat=repeat, max_seconds=max_seconds)
-    times = batch_times(run_once) if batch is not None else 1
+    run_ns = plain_run_ns(run_once) if batch is not None else 0
+    times = batch_times(run_ns) if batch is not None else 1
+    windows = windows_for(budget, run_ns)
     timed = batch(times) if batch is not None and times > 1 else run_once
     ran = [key for key in sites if alloc.calls[key]]
     report = report if report is not None else ProfileReport()
@@ -120,21 +124,27 @@ def profile(
     running = alloc.code_objects()
     for group in plan_groups(ran, alloc.costack):
         report.timing_groups.append([name for key in group for name in names[key]])
-        kept = settled_pass(
-            timed,
-            [sites[key] for key in group],
-            alloc.callers,
-            budget=budget,
-            switches=switches,
-            calibration=calibration,
-            runs_per_call=times,
-            running=running,
-        )
-        report.disturbance += kept.seen
-        for key, costs, weight in zip(group, kept.costs, kept.log.cpu_every):
-            if costs.wall_ns:
-                measure(key, Metric.WALL, Histogram.of(costs.wall_ns))
-                measure(key, Metric.CPU, Histogram.of(costs.cpu_ns, weight))
+        group_sites = [sites[key] for key in group]
+
+        def measure_window(window: Budget, group_sites: list[Site] = group_sites) -> Settled:
+            return settled_pass(
+                timed,
+                group_sites,
+                alloc.callers,
+                budget=window,
+                switches=switches,
+                calibration=calibration,
+                runs_per_call=times,
+                running=running,
+            )
+
+        spread = spread_pass(measure_window, budget, windows)
+        report.disturbance += spread.seen
+        for index, key in enumerate(group):
+            wall, cpu = spread.histograms(index)
+            if wall:
+                measure(key, Metric.WALL, wall)
+                measure(key, Metric.CPU, cpu)
     for key in ran if consume else ():
         site = sites[key]
         if isinstance(site, PySite) and (key in alloc.returns_iterator or is_generator(site)):

@@ -33,6 +33,7 @@ from apiprof.engine.discovery.discover import (
     measurable,
     resolve_object,
 )
+from apiprof.engine.measure.framecode import code_of
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.doctests import docstring_scenarios, identity_of
 from apiprof.engine.scenarios.shown import shown_arguments
@@ -96,7 +97,7 @@ class Recorder:
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         """The ``sys.setprofile`` hook (Python 3.11)."""
         if event == "call":
-            self.seen_start(frame.f_code, frame)
+            self.seen_start(code_of(frame), frame)
 
     def targets(self, code: types.CodeType) -> list[tuple[str, str]]:
         found = self._known.get(code)
