@@ -174,15 +174,13 @@ def test_temporary_paths_travel_with_their_content(tmp_path, monkeypatch):
     (folder.parent / "gone").mkdir(parents=True)  # the original state must not matter
 
     monkeypatch.setattr(tempfile, "tempdir", str(replaying))
-    import pickle
-
-    (path, text), kwargs = pickle.loads(data)
+    (path, text), kwargs = temppaths.loads(data)
     assert isinstance(path, Path) and path.is_relative_to(replaying)
     assert (path / "sub" / "a.txt").read_text() == "alpha"
     assert isinstance(text, str) and Path(text).read_text() == "alpha"
     assert not kwargs["out"].exists() and kwargs["out"].parent.is_dir()
     (path / "extra").write_text("left by a replay")
-    (path2, _), _ = pickle.loads(data)  # every replay starts from the captured state
+    (path2, _), _ = temppaths.loads(data)  # every replay starts from the captured state
     assert path2 == path and sorted(os.listdir(path)) == ["sub"]
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import base64
 import inspect
-import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import measurable, resolve_object
+from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios
@@ -25,7 +25,7 @@ def replay_call(
 ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` of a captured call; with ``n``, its largest list or string
     argument repeated or cut to length ``n``."""
-    args, kwargs = pickle.loads(base64.b64decode(payload))
+    args, kwargs = temppaths.loads(base64.b64decode(payload))
     obj = resolve_object(qualname)
     target: Callable[..., object]
     owner_name, _, member = qualname.rpartition(".")
@@ -107,7 +107,7 @@ def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> 
 
 def can_resize(call: CapturedCall) -> bool:
     """Whether a captured call has a list or string argument a size axis could stretch."""
-    args, kwargs = pickle.loads(base64.b64decode(call.payload))
+    args, kwargs = temppaths.loads(base64.b64decode(call.payload))
     return sized_index(args, kwargs) is not None
 
 
