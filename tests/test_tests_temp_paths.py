@@ -18,6 +18,7 @@ from suitehelp import suite_only_options
 from apiprof.db.schema import open_db
 from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
+from apiprof.engine.scenarios.replayed import resized, sized_index
 from apiprof.model.records import ScenarioSource
 
 
@@ -86,6 +87,10 @@ class Notebook:
     def load(self):
         with open(self.path, encoding="utf-8") as stream:
             return stream.read().splitlines()
+
+    def export(self, path):
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write("\\n".join(self.lines))
 '''
 
 NOTEBOOK_TESTS = """
@@ -99,6 +104,7 @@ def test_saves_and_loads_in_tmp_path(tmp_path):
     book.add("one")
     book.save()
     assert book.load() == ["one"]
+    book.export(str(tmp_path / "copy.txt"))  # a path to be made: never cut to a size
 
 
 def test_saves_into_a_mkstemp_file():
@@ -112,8 +118,8 @@ def test_saves_into_a_mkstemp_file():
 
 def test_a_receiver_holding_a_temporary_path_replays_in_its_own_worker(tmp_path):
     """Notebook.save and load are called on a receiver whose path is in the suite worker's
-    tmp_path or a mkstemp file: their captured calls replay (nothing refused), measured by
-    scenarios of their own."""
+    tmp_path or a mkstemp file, export with a path it makes there: their captured calls replay
+    (nothing refused), measured by scenarios of their own."""
     package = tmp_path / "site" / "notebook_pkg"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(NOTEBOOK, encoding="utf-8")
@@ -136,7 +142,11 @@ def test_a_receiver_holding_a_temporary_path_replays_in_its_own_worker(tmp_path)
     finally:
         db.conn.close()
     replayed = {qualname for (qualname,) in rows}
-    assert {"notebook_pkg.Notebook.save", "notebook_pkg.Notebook.load"} <= replayed
+    assert {
+        "notebook_pkg.Notebook.save",
+        "notebook_pkg.Notebook.load",
+        "notebook_pkg.Notebook.export",
+    } <= replayed
     # what was captured names the suite's own temporary paths, which no replay used
     saves = [c for c in summary.tests.captured if c.qualname == "notebook_pkg.Notebook.save"]
     assert saves and all(c.payload for c in saves)
@@ -153,3 +163,18 @@ def test_paths_outside_the_temporary_folder_pickle_as_they_are(two_workers):
         {},
     )
     assert pickle.loads(data) == temppaths.loads(data)  # nothing of ours in it
+
+
+def test_a_path_is_never_the_size_axis_of_a_replay(two_workers):
+    """Cut or stretched, a path names another place: the list beside it is resized instead."""
+    capturing, switch = two_workers
+    out = capturing / "pytest-suite" / "test_out0" / "out.txt"  # to be made by the call
+    out.parent.mkdir(parents=True)
+    data = temppaths.dumps((str(out), ["a", "b"]), {})
+    switch()
+    args, kwargs = temppaths.loads(data)
+    assert sized_index(args, kwargs) == (1, 2)
+    (path, lines), _ = resized(args, kwargs, 10)
+    assert path == args[0] and lines == ["a", "b"] * 5
+    assert sized_index((args[0],), {}) is None
+    assert sized_index(("/no/such/folder/x", "ab"), {}) == (0, 17)  # text, not a path here

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -61,9 +62,24 @@ def sized_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | st
     keyed: list[tuple[int | str, Any]] = [*enumerate(args), *kwargs.items()]
     for key, value in keyed:
         sized = isinstance(value, (list, tuple, str, bytes)) and len(value) > 0
+        sized = sized and not names_a_path(value)
         if sized and (best is None or len(value) > best[1]):
             best = (key, len(value))
     return best
+
+
+def names_a_path(value: object) -> bool:
+    """Whether a text names a file or folder — one that exists, or a file to be made in a folder
+    that does (a captured temporary path rebuilt for the replay, an output path): cut or
+    stretched to a size, it would name some other place, outside the sandbox as likely as not
+    (polib's ``POFile.save`` cut to ``/tmp/apipr`` was refused, and so read "blocked")."""
+    if isinstance(value, bytes):
+        value = os.fsdecode(value) if len(value) <= temppaths.MAX_PATH else ""
+    if not isinstance(value, str) or len(value) > temppaths.MAX_PATH or "\0" in value:
+        return False
+    if os.path.isabs(value):
+        return os.path.lexists(value) or os.path.isdir(os.path.dirname(value))
+    return os.sep in value and os.path.lexists(value)
 
 
 def resized(
