@@ -90,11 +90,11 @@ def plan_profiled_runs(
     if tests_took <= SELECT_AFTER_SECONDS and not large:
         reaching = {t: recorder.reached[t] for t in targets if recorder.reached.get(t)}
         quickest = cheapest_tests(reaching, first.durations, first.failures)
-        # a test's calls of code without Python code are not seen: keep every failing one
-        seen_all = all(t in recorder.watched_names() for t in targets)
+        # entry points without Python code (their calls are not seen) are measured where the
+        # tests that run call them, as in a long suite's selection
         left_out = frozenset(
             unneeded_failures(first.failures, recorder.reached, targets)
-            if seen_all and not first.stopped
+            if not first.stopped
             else ()
         )
         if not left_out:
