@@ -13,13 +13,11 @@ import types
 from pathlib import Path, PurePosixPath
 
 import pytest
-from suitehelp import suite_only_options
+from suitehelp import measured_by_replays, suite_only_options
 
-from apiprof.db.schema import open_db
 from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.replayed import resized, sized_index
-from apiprof.model.records import ScenarioSource
 
 
 @pytest.fixture
@@ -132,16 +130,7 @@ def test_a_receiver_holding_a_temporary_path_replays_in_its_own_worker(tmp_path)
 
     assert summary.tests.outcomes["passed"] == 2 and summary.tests.blocked == []
     assert summary.not_profiled == []
-    db = open_db(db_path, readonly=True)
-    try:
-        rows = db.execute(
-            "SELECT DISTINCT s.qualname FROM scenarios s JOIN buckets b "
-            "ON b.scenario_id = s.id AND b.qualname = s.qualname WHERE s.source = ?",
-            [str(ScenarioSource.CAPTURED)],
-        ).fetchall()
-    finally:
-        db.conn.close()
-    replayed = {qualname for (qualname,) in rows}
+    replayed = measured_by_replays(db_path)
     assert {
         "notebook_pkg.Notebook.save",
         "notebook_pkg.Notebook.load",
