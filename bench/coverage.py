@@ -242,6 +242,7 @@ def with_suite(row: dict[str, object], tested: dict[str, object]) -> dict[str, o
             "outcomes": {k: suite.get(k, 0) for k in ("passed", "failed", "errors", "skipped")},
             "notes": suite.get("notes", []),
             "warnings": suite.get("warnings", []),
+            "failures": suite.get("failures", {}),
             "not_profiled": tested.get("not_profiled", []),
         },
     }
@@ -410,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 for note in row.get("tests", {}).get("notes", []):
                     print(f"    --tests note: {note}")
+                for node, why in row.get("tests", {}).get("failures", {}).items():
+                    print(f"    --tests failing: {node}: {why}")
     print_table(rows, before)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

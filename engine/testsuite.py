@@ -58,6 +58,7 @@ class SuiteRun:
     seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
     notes: list[str] = field(default_factory=list)  # what apiprof changed to run it (options)
     phases: dict[str, float] = field(default_factory=dict)  # seconds by step of the worker
+    failures: dict[str, str] = field(default_factory=dict)  # the first failing tests, and why
 
     @property
     def reached(self) -> list[str]:
@@ -86,6 +87,7 @@ class SuiteRun:
             "notes": list(self.notes),
             "seconds_per_run": [round(seconds, 2) for seconds in self.seconds],
             "seconds_by_phase": {phase: round(s, 2) for phase, s in self.phases.items()},
+            "failures": dict(self.failures),
             "captured_entry_points": len({c.qualname for c in self.captured if c.payload}),
         }
 
@@ -181,6 +183,7 @@ def run_test_suite(
         suite.seconds = list(reply.seconds)
         suite.notes = list(reply.notes)
         suite.phases = dict(reply.phases)
+        suite.failures = dict(reply.failures)
         if not reply.problem:
             for measurement in reply.measurements:
                 suite.measurements.setdefault(measurement.qualname, []).append(measurement)
@@ -228,8 +231,12 @@ def describe_suite_problems(suite: SuiteRun, result: TaskResult, timeout: float)
     warnings = []
     failed, broken = suite.outcomes.get("failed", 0), suite.outcomes.get("errors", 0)
     if failed or broken:
+        node, why = next(iter(suite.failures.items()), ("", ""))
         warnings.append(
-            f"{where}: {failed} test(s) failed and {broken} errored in the sandbox; the calls they made still count"
+            f"{where}: {failed} test(s) failed and {broken} errored in the sandbox"
+            + (f", e.g. {node}: {why}" if node else "")
+            + "; what they passed to entry points before failing is replayed, and the notes "
+            "say whether the profiled runs ran them"
         )
     if suite.blocked:
         warnings.append(

@@ -1,5 +1,5 @@
-"""Scan options shared by the ``--tests`` tests (tests/test_tests_source.py,
-tests/test_tests_real_suite.py)."""
+"""Scan options and database reads shared by the ``--tests`` tests (tests/test_tests_source.py,
+tests/test_tests_real_suite.py, tests/test_tests_temp_paths.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from apiprof.db.schema import open_db
 from apiprof.engine.scan import ScanOptions
+from apiprof.model.records import ScenarioSource
 
 
 def suite_only_options(tests: Path, python_path: Path, *, capture: bool) -> ScanOptions:
@@ -38,3 +40,17 @@ def run_printing_json(script: str, cwd: Path) -> dict:
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.splitlines()[-1])
+
+
+def measured_by_replays(db_path: Path) -> set[str]:
+    """The entry points a scenario replaying captured arguments has measurements of."""
+    db = open_db(db_path, readonly=True)
+    try:
+        rows = db.execute(
+            "SELECT DISTINCT s.qualname FROM scenarios s JOIN buckets b "
+            "ON b.scenario_id = s.id AND b.qualname = s.qualname WHERE s.source = ?",
+            [str(ScenarioSource.CAPTURED)],
+        ).fetchall()
+    finally:
+        db.conn.close()
+    return {qualname for (qualname,) in rows}

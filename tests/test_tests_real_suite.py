@@ -10,17 +10,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from suitehelp import run_printing_json, suite_only_options
+from suitehelp import measured_by_replays, run_printing_json, suite_only_options
 from suiteproject import ENTRY_POINTS, PROJECT, SUITE, installed_copy
 
-from apiprof.db.schema import open_db
 from apiprof.engine.isolation.protocol import SuiteFinished
 from apiprof.engine.scan import scan
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import location_of
 from apiprof.engine.scenarios.testrun import suite_arguments
 from apiprof.engine.testsuite import status_of
-from apiprof.model.records import ScenarioSource
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +64,8 @@ def test_arguments_captured_from_the_source_tree_copy_are_replayed(suite_scan):
     path, summary = suite_scan
     copied = [name for name in ENTRY_POINTS if name != "suite_pkg.count_lines"]  # an open file
     assert summary.tests.to_json()["captured_entry_points"] == len(copied)
-    db = open_db(path, readonly=True)
-    try:
-        rows = db.execute(
-            "SELECT DISTINCT s.qualname FROM scenarios s JOIN buckets b "
-            "ON b.scenario_id = s.id AND b.qualname = s.qualname WHERE s.source = ?",
-            [str(ScenarioSource.CAPTURED)],
-        ).fetchall()
-    finally:
-        db.conn.close()
     # save_lines got pytest's tmp_path: replayed in a temporary folder of its own worker
-    assert sorted(q for (q,) in rows) == copied
+    assert sorted(measured_by_replays(path)) == copied
 
 
 def test_a_long_suite_is_profiled_only_where_replays_cannot_measure(installed, tmp_path):
@@ -174,15 +163,13 @@ def test_temporary_paths_travel_with_their_content(tmp_path, monkeypatch):
     (folder.parent / "gone").mkdir(parents=True)  # the original state must not matter
 
     monkeypatch.setattr(tempfile, "tempdir", str(replaying))
-    import pickle
-
-    (path, text), kwargs = pickle.loads(data)
+    (path, text), kwargs = temppaths.loads(data)
     assert isinstance(path, Path) and path.is_relative_to(replaying)
     assert (path / "sub" / "a.txt").read_text() == "alpha"
     assert isinstance(text, str) and Path(text).read_text() == "alpha"
     assert not kwargs["out"].exists() and kwargs["out"].parent.is_dir()
     (path / "extra").write_text("left by a replay")
-    (path2, _), _ = pickle.loads(data)  # every replay starts from the captured state
+    (path2, _), _ = temppaths.loads(data)  # every replay starts from the captured state
     assert path2 == path and sorted(os.listdir(path)) == ["sub"]
 
 

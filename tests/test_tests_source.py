@@ -72,10 +72,12 @@ def test_every_reached_entry_point_has_tests_measurements_with_counts(tests_only
         for qualname in REACHED:
             for metric in (Metric.CALLS, Metric.ALLOC_INCL, Metric.WALL, Metric.CPU):
                 assert counts.get((qualname, str(metric)), (0, 0))[0] > 0, (qualname, metric)
-        # calls per run of the suite: sort_numbers is called by two tests, Box.scaled 20 times by one
+        # calls per run of the suite: Box.scaled 20 times by one test; sort_numbers once, by
+        # test_sort_numbers: the test failing on purpose also calls it, but failed in the
+        # warm-up and is left out of the profiled runs (a passing test reaches what it reaches)
         assert (
             counts[("tiny_pkg.sort_numbers", "calls_per_run")][1]
-            == 2 * counts[("tiny_pkg.sort_numbers", "calls_per_run")][0]
+            == counts[("tiny_pkg.sort_numbers", "calls_per_run")][0]
         )
         assert (
             counts[("tiny_pkg.Box.scaled", "calls_per_run")][1]

@@ -41,6 +41,7 @@ from apiprof.engine.isolation.protocol import (
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.drivenspecs import driver_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.suitefailures import NODE_CHARS, REASON_CHARS, SHOWN_FAILURES
 from apiprof.model.checks import bucket_row_problem, qualname_problem, scenario_id_problem
 from apiprof.model.records import NO_SIZE, CallEdge, Measurement, ScenarioSource
 
@@ -197,6 +198,10 @@ def suite_problem(request: RunSuite, reply: SuiteFinished) -> str:
         return "sent times of its suite runs that are not durations"
     if len(reply.phases) > MAX_SUITE_PHASES or any(len(k) > 40 for k in reply.phases):
         return "sent more or longer suite phase names than a suite run has"
+    if len(reply.failures) > SHOWN_FAILURES or any(
+        len(node) > NODE_CHARS or len(why) > REASON_CHARS for node, why in reply.failures.items()
+    ):
+        return "sent more or longer failing tests than a suite run reports"
     return measurements_problem(
         reply.measurements, reply.edges, allowed, request.scenario_id, NO_SIZE
     )

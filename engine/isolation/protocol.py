@@ -286,6 +286,7 @@ class SuiteFinished:
     seconds: list[float] = field(default_factory=list)  # wall time of each run, warm-up first
     notes: list[str] = field(default_factory=list)  # e.g. options dropped for absent plugins
     phases: dict[str, float] = field(default_factory=dict)  # seconds by step (SuiteRunner.phases)
+    failures: dict[str, str] = field(default_factory=dict)  # failing tests of the warm-up: why
 
 
 @dataclass(frozen=True)

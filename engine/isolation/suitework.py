@@ -30,6 +30,7 @@ from apiprof.engine.isolation import sandbox
 from apiprof.engine.isolation.protocol import Captured, Failed, Reply, RunSuite, SuiteFinished
 from apiprof.engine.measure import profiler
 from apiprof.engine.scenarios.suitechunks import merge_edges, merge_measurements
+from apiprof.engine.scenarios.suitefailures import failure_notes, shown_failures
 from apiprof.engine.scenarios.suitepasses import (
     PROFILED_SHARE,
     WARM_UP_STOP,
@@ -114,6 +115,7 @@ def run_suite(
             seconds=suite.seconds,
             notes=suite.notes,
             phases=suite.phases,
+            failures=shown_failures(first.failures),
             **measured,
         )
 
@@ -163,6 +165,10 @@ def run_suite(
     if runs.cut and not measurements:  # cut off before a pass of it finished
         return finished(out_of_time(len(suite.seconds) - 1))
     suite.notes += chunk_notes(runs)
+    profiled = suite.runs[-1]  # the profiled runs' session
+    suite.notes += failure_notes(
+        suite.runs[0].failures, plan.left_out, profiled.durations, profiled.failures
+    )
     edges = merge_edges(e for r in reports for e in r.edges)
     return finished(measurements=measurements, edges=edges, unresolved=unresolved)
 

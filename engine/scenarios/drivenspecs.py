@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import base64
 import functools
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.replayed import captured_spec, replay_call, resized
@@ -190,7 +190,7 @@ def fresh_replay(
 
 
 def _unpickled(data: bytes, n: int | None) -> Arguments:
-    args, kwargs = pickle.loads(data)
+    args, kwargs = temppaths.loads(data)
     return resized(args, kwargs, n) if n is not None else (args, kwargs)
 
 

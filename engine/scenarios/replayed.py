@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import base64
 import inspect
-import pickle
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.discovery.discover import measurable, resolve_object
+from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.doctests import docstring_scenarios
@@ -25,7 +26,7 @@ def replay_call(
 ) -> tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]:
     """``(target, args, kwargs)`` of a captured call; with ``n``, its largest list or string
     argument repeated or cut to length ``n``."""
-    args, kwargs = pickle.loads(base64.b64decode(payload))
+    args, kwargs = temppaths.loads(base64.b64decode(payload))
     obj = resolve_object(qualname)
     target: Callable[..., object]
     owner_name, _, member = qualname.rpartition(".")
@@ -61,9 +62,24 @@ def sized_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | st
     keyed: list[tuple[int | str, Any]] = [*enumerate(args), *kwargs.items()]
     for key, value in keyed:
         sized = isinstance(value, (list, tuple, str, bytes)) and len(value) > 0
+        sized = sized and not names_a_path(value)
         if sized and (best is None or len(value) > best[1]):
             best = (key, len(value))
     return best
+
+
+def names_a_path(value: object) -> bool:
+    """Whether a text names a file or folder — one that exists, or a file to be made in a folder
+    that does (a captured temporary path rebuilt for the replay, an output path): cut or
+    stretched to a size, it would name some other place, outside the sandbox as likely as not
+    (polib's ``POFile.save`` cut to ``/tmp/apipr`` was refused, and so read "blocked")."""
+    if isinstance(value, bytes):
+        value = os.fsdecode(value) if len(value) <= temppaths.MAX_PATH else ""
+    if not isinstance(value, str) or len(value) > temppaths.MAX_PATH or "\0" in value:
+        return False
+    if os.path.isabs(value):
+        return os.path.lexists(value) or os.path.isdir(os.path.dirname(value))
+    return os.sep in value and os.path.lexists(value)
 
 
 def resized(
@@ -107,7 +123,7 @@ def captured_spec(call: CapturedCall, index: int, sizes: Sequence[int] = ()) -> 
 
 def can_resize(call: CapturedCall) -> bool:
     """Whether a captured call has a list or string argument a size axis could stretch."""
-    args, kwargs = pickle.loads(base64.b64decode(call.payload))
+    args, kwargs = temppaths.loads(base64.b64decode(call.payload))
     return sized_index(args, kwargs) is not None
 
 

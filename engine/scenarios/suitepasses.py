@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +27,7 @@ from apiprof.engine import timeouts
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.collect import replay_captures
 from apiprof.engine.scenarios.suitechunks import LEAST_SLOWDOWN, ChunkPlanner, chunk_order
+from apiprof.engine.scenarios.suitefailures import unneeded_failures
 from apiprof.engine.scenarios.testrun import ORIGIN, SuiteRunner
 
 T = TypeVar("T")
@@ -60,6 +61,8 @@ class ProfiledPlan:
     replayed: int = 0  # entry points reached by the suite and left to their replays
     # the quickest tests reaching each target: profiled first, in the first chunk
     first: frozenset[str] = frozenset()
+    # tests that failed in the warm-up and are not run again (see suitefailures)
+    left_out: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -86,12 +89,24 @@ def plan_profiled_runs(
         return ProfiledPlan(list(targets), None, [], tests_took)
     if tests_took <= SELECT_AFTER_SECONDS and not large:
         reaching = {t: recorder.reached[t] for t in targets if recorder.reached.get(t)}
-        quickest = cheapest_tests(reaching, first.durations)
-        return ProfiledPlan(list(targets), None, [], tests_took, first=quickest)
+        quickest = cheapest_tests(reaching, first.durations, first.failures)
+        # entry points without Python code (their calls are not seen) are measured where the
+        # tests that run call them, as in a long suite's selection
+        left_out = frozenset(
+            unneeded_failures(first.failures, recorder.reached, targets)
+            if not first.stopped
+            else ()
+        )
+        if not left_out:
+            return ProfiledPlan(list(targets), None, [], tests_took, first=quickest)
+        kept = frozenset(first.durations) - left_out
+        estimate = sum(first.durations[node] for node in kept)
+        return ProfiledPlan(list(targets), kept, [], estimate, first=quickest, left_out=left_out)
     replayed = replaying(captured, check_until)
     watched = recorder.watched_names()
     needed = [t for t in targets if t in watched and t not in replayed and recorder.reached.get(t)]
-    chosen = cheapest_tests({q: recorder.reached[q] for q in needed}, first.durations)
+    reaching = {q: recorder.reached[q] for q in needed}
+    chosen = cheapest_tests(reaching, first.durations, first.failures)
     ran = sum(first.outcomes.values())
     left = [t for t in targets if t in replayed and recorder.reached.get(t)]
     unwatched = [t for t in targets if t not in watched]
@@ -113,11 +128,16 @@ def plan_profiled_runs(
     return ProfiledPlan([*needed, *unwatched], chosen, files, estimate, len(left), chosen)
 
 
-def cheapest_tests(reached: dict[str, list[str]], durations: Mapping[str, float]) -> frozenset[str]:
+def cheapest_tests(
+    reached: dict[str, list[str]],
+    durations: Mapping[str, float],
+    failing: Collection[str] = (),
+) -> frozenset[str]:
     """Node ids of quick tests that together reach every entry point of ``reached`` (entry
     point -> the origins that reached it first): for each, one already chosen for another if
-    it reached this one too, else its quickest in the warm-up. Entry points with the fewest
-    tests choose first, so that the tests they cannot do without are shared."""
+    it reached this one too, else its quickest in the warm-up that did not fail (a ``failing``
+    one only when no other reached it). Entry points with the fewest tests choose first, so
+    that the tests they cannot do without are shared."""
     chosen: set[str] = set()
     options = {
         qualname: [o.removeprefix(ORIGIN) for o in origins if o.startswith(ORIGIN)]
@@ -126,7 +146,9 @@ def cheapest_tests(reached: dict[str, list[str]], durations: Mapping[str, float]
     for qualname in sorted(options, key=lambda q: (len(options[q]), q)):
         tests = options[qualname]
         if tests and not chosen.intersection(tests):
-            chosen.add(min(tests, key=lambda node: durations.get(node, float("inf"))))
+            chosen.add(
+                min(tests, key=lambda node: (node in failing, durations.get(node, float("inf"))))
+            )
     return frozenset(chosen)
 
 

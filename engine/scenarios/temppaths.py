@@ -25,6 +25,9 @@ MAX_SNAPSHOT = 64 * 1024
 MAX_FILES = 64
 """Files a captured temporary folder may carry."""
 
+MAX_PATH = 4096
+"""Characters of the longest text looked at as a path (PATH_MAX on Linux)."""
+
 REPLAYED = "captured"
 """The folder, inside the replaying worker's temporary directory, that rebuilt paths go to."""
 
@@ -34,49 +37,69 @@ class TempPathTooLarge(ValueError):
 
 
 class _Pickler(pickle.Pickler):
+    """Pickles a path under ``root`` — a ``str`` or a :class:`~pathlib.PurePath`, at any depth
+    (an argument, a receiver's attribute, an item of a list) — as a persistent id holding what
+    it names, for :class:`_Unpickler` to rebuild. ``persistent_id`` is asked of every object,
+    strings too (``reducer_override`` is not: the pickler saves them before asking)."""
+
     def __init__(self, file: io.BytesIO, root: str) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.root = root
+        self.moved: dict[tuple[type, str], tuple[object, ...] | None] = {}
 
-    def reducer_override(self, obj: object) -> Any:
-        if isinstance(obj, PurePath):
-            moved = snapshot(os.fspath(obj), self.root)
-            if moved is not None:
-                return rebuild, (type(obj), *moved)
-        if isinstance(obj, _TempText):
-            return rebuild, (str, *obj.moved)
-        return NotImplemented
+    def persistent_id(self, obj: object) -> object:
+        if type(obj) is str or isinstance(obj, PurePath):
+            key = (type(obj), os.fspath(obj))
+            if key not in self.moved:
+                found = snapshot(key[1], self.root)
+                self.moved[key] = (PATH_ID, type(obj), *found) if found is not None else None
+            return self.moved[key]
+        return None
 
 
-class _TempText:
-    """A string argument naming a temporary path (strings never reach ``reducer_override``)."""
+PATH_ID = "apiprof-temp-path"
+"""The mark of a persistent id that is a captured temporary path."""
 
-    def __init__(self, moved: tuple[str, str, object]) -> None:
-        self.moved = moved
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self.rebuilt: dict[tuple[object, object], object] = {}
+
+    def persistent_load(self, pid: Any) -> object:
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == PATH_ID):
+            raise pickle.UnpicklingError("a persistent id that is not a captured path")
+        if pid[1] is not str and not (isinstance(pid[1], type) and issubclass(pid[1], PurePath)):
+            raise pickle.UnpicklingError("a captured path of a type that is not a path")
+        key = (pid[1], pid[2])
+        if key not in self.rebuilt:  # the same path met twice is rebuilt once
+            self.rebuilt[key] = rebuild(*pid[1:])
+        return self.rebuilt[key]
 
 
 def dumps(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
     """``pickle.dumps((args, kwargs))`` with paths under the temporary directory carried over
     (:exc:`TempPathTooLarge` when one holds too much to carry)."""
-    root = os.path.realpath(tempfile.gettempdir())
-
-    def marked(value: object) -> object:
-        moved = snapshot(value, root) if isinstance(value, str) else None
-        return _TempText(moved) if moved is not None else value
-
     buffer = io.BytesIO()
-    _Pickler(buffer, root).dump(
-        (tuple(marked(v) for v in args), {k: marked(v) for k, v in kwargs.items()})
-    )
+    _Pickler(buffer, os.path.realpath(tempfile.gettempdir())).dump((args, kwargs))
     return buffer.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    """What :func:`dumps` pickled, its temporary paths rebuilt under this worker's own
+    temporary directory, each as it was when captured."""
+    return _Unpickler(io.BytesIO(data)).load()
 
 
 def snapshot(path: str, root: str) -> tuple[str, str, object] | None:
     """``(path relative to root, kind, content)`` of a path under ``root``, else None. Kind is
     "dir" (content: relative file name -> bytes), "file" (bytes) or "absent" (None)."""
-    if not os.path.isabs(path):
+    if not os.path.isabs(path) or len(path) > MAX_PATH or "\0" in path:
         return None
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
     if not real.startswith(root + os.sep):
         return None
     relative = os.path.relpath(real, root)
@@ -103,7 +126,11 @@ def _read(path: str, shown: str) -> bytes:
 
 def rebuild(kind_of: type, relative: str, kind: str, content: object) -> object:
     """The path, as ``kind_of``, under this worker's temporary directory, reset to the state
-    it had when captured."""
+    it had when captured. Whatever the payload says, nothing is written outside that folder:
+    a name leading out of it (absolute, or through ``..``) is refused."""
+    names = [relative, *(content if kind == "dir" and isinstance(content, dict) else ())]
+    if kind not in ("dir", "file", "absent") or not all(map(_stays_inside, names)):
+        raise pickle.UnpicklingError(f"a captured path leading out of its folder: {relative!r}")
     target = Path(tempfile.gettempdir(), REPLAYED, relative)
     if target.is_dir() and not target.is_symlink():
         shutil.rmtree(target)
@@ -120,3 +147,11 @@ def rebuild(kind_of: type, relative: str, kind: str, content: object) -> object:
         assert isinstance(content, bytes)
         target.write_bytes(content)
     return kind_of(target)
+
+
+def _stays_inside(name: object) -> bool:
+    """Whether ``name`` is a relative path that cannot lead out of the folder it is joined to."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        return False
+    path = PurePath(name)
+    return not path.is_absolute() and ".." not in path.parts

@@ -31,6 +31,7 @@ from typing import Any
 
 from apiprof.engine.scenarios.capture import CapturedCall, Recorder, recorder_for
 from apiprof.engine.scenarios.suitecapture import ORIGIN, LateRecorder
+from apiprof.engine.scenarios.suitefailures import CheapFailures
 from apiprof.engine.scenarios.thinning import CASES_PER_TEST, LARGE_SUITE, sampled_cases
 
 PLUGIN_OPTIONS: dict[str, str] = {
@@ -247,6 +248,7 @@ class TestTally:
         self.sampled: list[str] | None = None  # node ids of that sample
         self.files: dict[str, str] = {}  # node id -> the file that holds the test
         self.durations: Counter[str] = Counter()  # node id -> seconds (setup, call, teardown)
+        self.failures: dict[str, str] = {}  # node id -> why it failed or errored (first time)
         self.rootdir = ""  # what node ids are relative to
         self.cwd = ""  # the worker's own, given back when the session is over
         self.added_path = False  # the rootdir was put on sys.path for the session
@@ -304,6 +306,8 @@ class TestTally:
         self.durations[report.nodeid] += report.duration
         if report.failed:
             self.outcomes["failed" if report.when == "call" else "errors"] += 1
+            reason = report.longreprtext.strip().splitlines()
+            self.failures.setdefault(report.nodeid, reason[-1] if reason else report.when)
         elif report.skipped:
             self.outcomes["skipped"] += 1
         elif report.when == "call":
@@ -362,7 +366,9 @@ class SuiteRunner:
             mark = len(self.output.getvalue())
             started = time.perf_counter()
             with contextlib.redirect_stdout(self.output), contextlib.redirect_stderr(self.output):
-                code = pytest.main(list(args or self.args), plugins=[tally, *plugins])
+                code = pytest.main(
+                    list(args or self.args), plugins=[tally, CheapFailures(), *plugins]
+                )
             tally.exit_code = int(code)
             if self.runs or not self.adjusted(tally, self.output.getvalue()[mark:]):
                 break
