@@ -2,7 +2,8 @@
 
 Runs the scenario with a hook that sees every Python and C-level call made from Python code
 (sys.monitoring PY_*/CALL/C_RETURN events on 3.12+, sys.setprofile on 3.11) and reads a
-cumulative allocation counter at every entry and exit:
+cumulative allocation counter (:mod:`.alloccounters`: the allocator hook, else tracemalloc) at
+every entry and exit:
 
 * inclusive bytes of a call = counter at exit − counter at entry;
 * exclusive bytes = inclusive − the inclusive bytes of the Python functions it calls. C-level
@@ -11,8 +12,6 @@ cumulative allocation counter at every entry and exit:
   functions called *through* a C callee (``map(f, ...)``) are subtracted from the caller;
 * every (ancestor, descendant) pair on the stack goes into the co-stack relation, which the
   timing plan colours; self-recursion yields (f, f).
-
-The byte counter is :mod:`.alloccounters`'s (the allocator hook, else tracemalloc).
 
 **The first run is not counted** where later runs called the same function: it pays the
 interpreter's one-off bookkeeping for every call site that runs for the first time under the
@@ -23,10 +22,10 @@ the first; a function called only in the first run (lazy initialisation) keeps t
 figures. Call counts, the call graph and I/O count every run.
 
 For *targets* only, the pass also reads the thread's system-call I/O counters at entry and
-exit (:mod:`~apiprof.engine.measure.iocount`; Linux), giving bytes read and written per call,
+exit (:mod:`~apiprof.engine.measure.iocount`; Linux): bytes read and written per call,
 inclusive. A reading costs a system call (≈3 µs), so a target called often is sampled: its
-first ``IO_FULL_CALLS`` calls in each run, then one call in ``IO_SAMPLE_EVERY`` at random
-(random, so periodic I/O such as a buffer flush every k-th call is not aliased away).
+first ``IO_FULL_CALLS`` calls in each run, then one in ``IO_SAMPLE_EVERY`` at random (so
+periodic I/O, a buffer flush every k-th call, is not aliased away).
 
 Only the thread that runs the scenario is followed; calls made by C code (``map(f, ...)``,
 ``sorted(key=...)``) are seen when they run Python code, not as C calls.
@@ -465,7 +464,6 @@ class _ProfileHook:
         failed = self.check.callback_failed
         own_code = _ProfileHook.drive.__code__
         sizeof = sys.getsizeof
-        frame_code = code_of  # not frame.f_code: that runs the sandbox's audit hook (framecode)
         resumable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
         materialized: set[int] = set()  # generator frames whose frame object exists already
         offset = 0  # bytes of frame objects the hook made the interpreter allocate
@@ -474,7 +472,7 @@ class _ProfileHook:
             nonlocal offset
             try:
                 now = pause()
-                code = frame_code(frame)
+                code = code_of(frame)  # not frame.f_code: its audit event (framecode)
                 if code is not own_code:
                     if event == "call":
                         # sys.setprofile materialises the callee's frame object before we run:
