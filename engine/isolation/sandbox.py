@@ -42,6 +42,8 @@ from pathlib import Path
 from types import FrameType
 
 from apiprof.engine.isolation.protocol import Attempt, Blame
+from apiprof.engine.measure.framecode import code_of
+from apiprof.engine.scenarios.capture import read_frames_with
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _ALWAYS_WRITABLE = ("/dev/null",)
@@ -469,6 +471,7 @@ def install_guard(
     threading.Thread.start = start_remembered  # type: ignore[method-assign,assignment]
     sys.addaudithook(guard)
     _installed = guard
+    read_frames_with(code_of)  # capture's 3.11 hook would run the guard on every call
     return guard
 
 
