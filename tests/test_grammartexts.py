@@ -1,8 +1,9 @@
 """Sentences of a grammar a package declares in yacc-style rule docstrings (``rulegrammar_pkg``):
 every production gets the shortest sentence that uses it, the self-driven capture feeds them to
 the package's parse driver, and that reaches rule methods a made-up word never does. Also: the
-drivers of a held entry point's own class run among the first, and an untyped command-line value
-named like a number is given a number."""
+drivers of a held entry point's own class run among the first, an untyped command-line value
+named like a number is given a number, and tuples an unpacking joins (``a, b, c, d = x + y``) are
+typed like tuples unpacked alone (``joined_pkg``)."""
 
 from __future__ import annotations
 
@@ -132,3 +133,12 @@ def test_a_tool_converting_its_number_itself_is_called_with_one():
     assert spec is not None, failure
     assert spec.source is ScenarioSource.REPAIRED
     assert "sys.argv names '1'" in spec.description
+
+
+def test_tuples_an_unpacking_joins_are_pairs_of_what_their_names_are():
+    spec, failure = find_synthesized_scenario("joined_pkg.Speller.merge", (10,))
+    assert spec is not None, failure
+    assert spec.source is ScenarioSource.HEURISTICS
+    args = compile_scenario(spec, 10).__globals__["args"]  # type: ignore[attr-defined]
+    assert [len(pair) for pair in args] == [2, 2]
+    assert all(isinstance(pair[1], int) for pair in args)  # cnum, nnum: compared to numbers
