@@ -27,6 +27,7 @@ from apiprof.engine.scenarios import parameters, values  # a cycle: see values.p
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
+from apiprof.engine.scenarios.typedgetters import stored_for
 from apiprof.model.records import ScenarioSource
 
 FEEDERS = ("feed", "input", "write", "send", "push", "put", "update", "append", "extend", "add")
@@ -70,6 +71,8 @@ class Warmup:
     opens: bool = False  # the feeder takes no argument (an opener); "" renews the receiver only
     # the feeder's own arguments, all of them (a preparing sibling: :mod:`.preparers`)
     arguments: tuple[Any, ...] | None = None
+    # fed after the call's own arguments in their place (``d[key] = 7`` before ``get_int(key)``)
+    stored: tuple[Any, ...] = ()
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -90,7 +93,8 @@ class Warmup:
                 next(fed, None)
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
-            fed = feed(*(own + own[:1] * self.own_arguments)[: self.own_arguments])
+            kept = self.own_arguments - len(self.stored)
+            fed = feed(*(own + own[:1] * self.own_arguments)[:kept], *self.stored)
         else:
             fed = feed(self.value)
         if persistent_update(self.receiver, fed):  # `v2 = v.append(x)`: the call is on v2
@@ -104,6 +108,10 @@ class Warmup:
             return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
         if self.arguments is not None:
             return f"{self.label}{shown_arguments(self.arguments, {})}"
+        if self.own_arguments and self.stored:
+            return (
+                f"{self.label}(<the call's own arguments>, {shown_arguments(self.stored, {})[1:]}"
+            )
         if self.own_arguments and self.value is None:
             return f"{self.label}(<the call's own arguments>)"
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
@@ -231,6 +239,9 @@ def warm_receiver(
         label = f"{owner.__name__}.{name}"
         context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
         renew, rebuild = renewal(instance, context)
+        stored = stored_for(member, instance) if name == "__setitem__" else None
+        if stored is not None:  # `get_int(key)`: an int under the key
+            return Warmup(name, None, label, instance, renew, rebuild, count, stored=stored)
         return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
     if not name:
