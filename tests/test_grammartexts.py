@@ -8,6 +8,10 @@ typed like tuples unpacked alone (``joined_pkg``)."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,6 +84,23 @@ def test_the_package_grammar_covers_every_rule_and_parses():
     )
     assert all(rulegrammar_pkg.parse(text) is not None for text in texts)
     assert package_grammar("tiny_pkg") == ()  # no rules: nothing to write
+
+
+def test_a_fresh_worker_numbers_the_sentences_alike():
+    """A replaying worker may not have imported the modules holding the rules yet (``parse``
+    imports them on first use): the grammar is read after importing every public module."""
+    code = (
+        "import sys, rulegrammar_pkg\n"
+        "assert 'rulegrammar_pkg.parser' not in sys.modules\n"
+        "from apiprof.engine.scenarios.grammartexts import grammar_text\n"
+        "print(grammar_text('rulegrammar_pkg', 6))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent / "fixtures"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "a [ 5 ]"
 
 
 @pytest.fixture(scope="module")

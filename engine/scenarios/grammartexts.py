@@ -19,6 +19,7 @@ replays a driver writes it again from the package's own grammar.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 import sys
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from apiprof.engine.discovery.discover import import_public_modules
 from apiprof.engine.scenarios.regextext import matching_text
 from apiprof.engine.scenarios.spec import ScenarioSpec
 from apiprof.model.records import ScenarioSource
@@ -198,7 +200,12 @@ def grammar_refs(top: str) -> Iterator[tuple[str, str]]:
 
 
 def _holders(top: str) -> Iterator[object]:
-    """The package's modules and the classes they define: where rule functions live."""
+    """The package's modules and the classes they define: where rule functions live. Every
+    public module is imported first, so the worker that replays a driver numbers the
+    sentences as the worker that ran it did, whatever either had imported before."""
+    root = _guarded(importlib.import_module, top)
+    if isinstance(root, types.ModuleType):
+        import_public_modules(root)
     for name, module in sorted(sys.modules.copy().items()):
         if not isinstance(module, types.ModuleType) or (
             name != top and not name.startswith(f"{top}.")
