@@ -163,3 +163,10 @@ def test_tuples_an_unpacking_joins_are_pairs_of_what_their_names_are():
     args = compile_scenario(spec, 10).__globals__["args"]  # type: ignore[attr-defined]
     assert [len(pair) for pair in args] == [2, 2]
     assert all(isinstance(pair[1], int) for pair in args)  # cnum, nnum: compared to numbers
+
+
+def test_a_constructor_parameter_looked_up_in_a_registry_is_one_of_its_keys():
+    spec, failure = find_synthesized_scenario("joined_pkg.ops.Operation", (10,))
+    assert spec is not None, failure
+    assert spec.source is ScenarioSource.HEURISTICS
+    assert compile_scenario(spec, 10).__globals__["args"][1] in ("+", "-")  # type: ignore[attr-defined]
