@@ -23,6 +23,9 @@ MAX_TOKENS = 16
 """Longest command line built from a parser."""
 MAX_SUBCOMMANDS = 3
 """Nested subcommands followed at most."""
+NUMBER_WORDS = frozenset(["number", "num"])
+"""Command-line values that are numbers, though a function's parameter so named often is not
+(``number`` may be the text of one)."""
 
 
 def parser_of(error: BaseException) -> argparse.ArgumentParser | None:
@@ -101,8 +104,8 @@ def _value(action: argparse.Action) -> str:
     name = action.dest if action.dest not in (None, argparse.SUPPRESS) else "value"
     if isinstance(action.metavar, str) and not action.option_strings:
         name = action.metavar
-    if kind is None and guess_from_name(name) in (int, float):
-        kind = guess_from_name(name)  # an untyped `number`, `count`: the program converts it
+    if kind is None and (name in NUMBER_WORDS or guess_from_name(name) in (int, float)):
+        kind = guess_from_name(name) or int  # an untyped `number`, `count`: converted later
     if kind in (int, float):
         default = action.default if isinstance(action.default, (int, float)) else 1
         return f"={kind(default)}"

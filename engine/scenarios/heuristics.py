@@ -65,7 +65,7 @@ for _names, _annotation in [
     ),
     ("char ch c", CharMarker),
     (
-        "n k i j r number count size width length num index idx pos start stop step depth indent limit "
+        "n k i j r count size width length num index idx pos start stop step depth indent limit "
         "ndigits places base times level levels steps distance max_size max_count loc offset "
         "nbytes maxsize lineno line_number col column precision digits bits port nth amount "
         "repeat repeats seed maxlen minlen padding capacity typecode tries attempts retries "
