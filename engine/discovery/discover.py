@@ -64,7 +64,7 @@ def discover(package: str) -> Discovery:
     """Import ``package`` and every public submodule, and list its public entry points."""
     package = import_name_of(package)
     root = _import_root(package)
-    modules, failures = _import_public_modules(root)
+    modules, failures = import_public_modules(root)
     missing = {
         module: dependency
         for module, error in failures.items()
@@ -234,7 +234,7 @@ def _is_test_module(part: str) -> bool:
     return part.startswith("test_") or part.endswith(("_test", "_tests"))
 
 
-def _import_public_modules(root: types.ModuleType) -> tuple[list[types.ModuleType], dict[str, str]]:
+def import_public_modules(root: types.ModuleType) -> tuple[list[types.ModuleType], dict[str, str]]:
     """The root and its public submodules (shallow first); failures recorded, never raised."""
     modules, failures = [root], {}
     pending = [root]

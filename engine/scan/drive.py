@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 
 from apiprof.engine.isolation.pool import Task, TaskResult, WorkerPool
 from apiprof.engine.isolation.protocol import (
@@ -105,7 +106,8 @@ def drive_held(
     if not held:
         return
     started = time.monotonic()
-    ranked = [spec for spec, _ in sorted(drivers.values(), key=driver_rank)][:MAX_DRIVERS]
+    ranked = beside_held([s for s, _ in sorted(drivers.values(), key=driver_rank)], held)
+    ranked = ranked[:MAX_DRIVERS]
     report.watched, report.drivers = len(held), len(ranked)
     progress(ScanProgress("drive"))
     driven = capture_mid_stream(pool, package, list(held), ranked, budget)
@@ -241,6 +243,17 @@ def driver_rank(driver: tuple[ScenarioSpec, bool]) -> tuple[int, bool, int, str]
     spec, function = driver
     order = DRIVER_ORDER.index(spec.source) if spec.source in DRIVER_ORDER else len(DRIVER_ORDER)
     return order, not function, spec.qualname.count("."), spec.id
+
+
+def beside_held(ranked: list[ScenarioSpec], held: Iterable[str]) -> list[ScenarioSpec]:
+    """``ranked`` with the drivers of a held entry point's own class (or module) taking every
+    other place: a language's ``to_cardinal`` is what calls its ``merge``, and when the drivers
+    are more than the cap or the budget allows, a front door of another class seldom does."""
+    owners = {qualname.rpartition(".")[0] for qualname in held}
+    near = [spec for spec in ranked if spec.qualname.rpartition(".")[0] in owners]
+    rest = [spec for spec in ranked if spec.qualname.rpartition(".")[0] not in owners]
+    merged = [spec for pair in zip_longest(near, rest) for spec in pair if spec is not None]
+    return merged
 
 
 def with_failures(result: TaskResult, extra: list[Failure]) -> TaskResult:

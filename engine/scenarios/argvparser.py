@@ -7,7 +7,8 @@ values, the first subcommand and what that one requires, choices, a required mut
 exclusive group — where a usage line leaves out what it wraps or abbreviates. The command line
 comes back as lesson tokens (:mod:`.repaired` turns them into ``sys.argv``): a literal word
 (``=build``, ``=3``), an option (``--input``), or a name that becomes a file in the sandbox
-(``input``; a name with ``out`` in it becomes a path to write to).
+(``input``; a name with ``out`` in it becomes a path to write to). A value without a ``type=``
+whose name says it is a number (``number``, ``count``) is one: the program converts it itself.
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
+from apiprof.engine.scenarios.heuristics import guess_from_name
+
 MAX_TOKENS = 16
 """Longest command line built from a parser."""
 MAX_SUBCOMMANDS = 3
 """Nested subcommands followed at most."""
+NUMBER_WORDS = frozenset(["number", "num"])
+"""Command-line values that are numbers, though a function's parameter so named often is not
+(``number`` may be the text of one)."""
 
 
 def parser_of(error: BaseException) -> argparse.ArgumentParser | None:
@@ -104,6 +110,8 @@ def _value(action: argparse.Action) -> str:
     name = action.dest if action.dest not in (None, argparse.SUPPRESS) else "value"
     if isinstance(action.metavar, str) and not action.option_strings:
         name = action.metavar
+    if kind is None and (name in NUMBER_WORDS or guess_from_name(name) in (int, float)):
+        kind = guess_from_name(name) or int  # an untyped `number`, `count`: converted later
     if kind in (int, float):
         default = action.default if isinstance(action.default, (int, float)) else 1
         return f"={kind(default)}"

@@ -11,7 +11,8 @@ points still without a scenario. Drivers are the package's own: its working docs
 scenario-file, synthesised and observed-value scenarios, then *round trips* — a driver that
 takes a text argument, fed what another driver returned (``load(dump(x))``, ``parse(format(s))``):
 the package's own output is a well-formed input of its own grammar; so are the texts its
-docstrings show in literal blocks (:mod:`.doctexts`). A driver that turns a
+docstrings show in literal blocks (:mod:`.doctexts`), and the sentences of a yacc-style grammar
+its rule docstrings declare (:mod:`.grammartexts`). A driver that turns a
 list or mapping into a text is also fed a richer nested value (the same, format-agnostic one
 for every package: :func:`~.drivenspecs.rich_value`), so its text shows more of the grammar.
 Round trips pair the consumers that reached the most watched entry points with the richest
@@ -46,6 +47,7 @@ from apiprof.engine.scenarios.drivenspecs import (
     takes_arguments,
     unsized,
 )
+from apiprof.engine.scenarios.grammartexts import grammar_refs, grammar_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
 from apiprof.model.checks import MAX_SCENARIO_ID
@@ -61,6 +63,11 @@ MAX_TEXTS = 6
 MAX_DOC_TEXTS = 100
 """Round trips: the consumers reaching the most watched entry points, each fed the richest
 texts the drivers returned and the texts the package's docstrings show."""
+
+GRAMMAR_BUDGET = 10.0
+GRAMMAR_CONSUMERS = 2
+"""Sentences of a grammar the package declares (:mod:`.grammartexts`) go to this many text
+consumers, within this many seconds of their own."""
 
 MAX_PRODUCERS = 4
 """Drivers returning a text fed :func:`~.drivenspecs.rich_value` (each in both variants)."""
@@ -140,14 +147,13 @@ def drive_capture(
         result, _ = _drive(recorder, spec.id, spec)
         if isinstance(result, (str, bytes)) and len(set(result)) >= MIN_TEXT:
             texts.setdefault(result, spec)
+    ranked = sorted(consumers, key=lambda c: len(recorder.reach.get(c[0].id, ())), reverse=True)
+    ran += _fed_grammar(recorder, watched[0].split(".")[0], ranked)
     richest = sorted(texts, key=_richness, reverse=True)[:MAX_TEXTS]
     if consumers:
         richest += _documented_texts(watched[0].split(".")[0], texts)
 
-    def reached(consumer: tuple[ScenarioSpec, set[type]]) -> int:
-        return len(recorder.reach.get(consumer[0].id, ()))
-
-    for consumer, takes in sorted(consumers, key=reached, reverse=True)[:MAX_CONSUMERS]:
+    for consumer, takes in ranked[:MAX_CONSUMERS]:
         fed = [text for text in richest if type(text) in takes and texts[text].id != consumer.id]
         for text in fed:
             if time.monotonic() > deadline:
@@ -157,6 +163,26 @@ def drive_capture(
             _drive(recorder, trip.id, trip)
     reach = {ref: sorted(names) for ref, names in recorder.reach.items()}
     return Driving(recorder.results(), reach, ran)
+
+
+def _fed_grammar(
+    recorder: DriveRecorder, top: str, consumers: list[tuple[ScenarioSpec, set[type]]]
+) -> int:
+    """Round trips feeding the sentences of the package's declared grammar to the text
+    consumers reaching the most watched entry points, within a budget of their own (the
+    drivers before may have spent theirs): how many ran."""
+    sentences = list(grammar_refs(top)) if consumers else []
+    deadline = time.monotonic() + GRAMMAR_BUDGET
+    ran = 0
+    for consumer, _ in [c for c in consumers if str in c[1]][:GRAMMAR_CONSUMERS]:
+        for ref, _text in sentences:
+            producer = grammar_spec(ref)
+            if producer is None or time.monotonic() > deadline:
+                break
+            ran += 1
+            trip = round_trip_spec(consumer, producer)
+            _drive(recorder, trip.id, trip)
+    return ran
 
 
 def _documented_texts(top: str, texts: dict[object, ScenarioSpec]) -> list[object]:

@@ -63,6 +63,10 @@ def registered_keys(
     ``parameter`` on to (``compute_hash(message, hash_method)`` checks ``method_name not in
     HASH_METHODS``), two calls deep."""
     raw = inspect.unwrap(getattr(function, "__func__", function))
+    if inspect.isclass(raw):  # a constructor's parameter: what its ``__init__`` looks it up in
+        raw = getattr(raw, "__init__", None)
+        if not inspect.isfunction(raw):
+            return []
     namespace = getattr(raw, "__globals__", {})
     found = [RegisteredKey(path, namespace) for path in dict.fromkeys(_lookups(raw, parameter))]
     if not found:

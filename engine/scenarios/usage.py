@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from apiprof.engine.scenarios.concatenated import share_of_concatenation
 from apiprof.engine.scenarios.heuristics import CharMarker, ContextManagerMarker, SocketMarker
 from apiprof.engine.scenarios.typetext import (
     BinaryFileMarker,
@@ -167,6 +168,9 @@ def _usage_in(tree: ast.AST, name: str, parents: Mapping[int, ast.AST], *, unpac
                 and not usage.destructured
             ):
                 usage.destructured = _parts(tree, loop.targets[0], parents)
+            share = share_of_concatenation(node, parents) if unpack else None
+            if share is not None and not usage.destructured:
+                usage.destructured = _parts(tree, share, parents)
             if not isinstance(loop, (ast.For, ast.comprehension)) or loop.iter is not node:
                 continue
             if isinstance(loop.target, ast.Name) and loop.target.id != name:

@@ -28,6 +28,7 @@ from apiprof.engine.scenarios import parameters, values  # a cycle: see values.p
 from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.shown import shown_arguments
 from apiprof.engine.scenarios.signatures import signature_of, type_hints
+from apiprof.engine.scenarios.typedgetters import stored_for
 from apiprof.engine.scenarios.wants import Want
 from apiprof.model.records import ScenarioSource
 
@@ -73,6 +74,8 @@ class Warmup:
     # the feeder's own arguments, all of them (a preparing sibling: :mod:`.preparers`)
     arguments: tuple[Any, ...] | None = None
     shown_as: str = ""  # how a person reads a warm-up that is none of the above
+    # fed after the call's own arguments in their place (``d[key] = 7`` before ``get_int(key)``)
+    stored: tuple[Any, ...] = ()
 
     def __call__(
         self, target: Callable[..., object] | None = None, args: tuple[Any, ...] = ()
@@ -94,7 +97,8 @@ class Warmup:
         elif self.own_arguments:
             own = [value for value in args if value is not self.receiver] or [self.value]
             count = len(own) if self.own_arguments == EVERY else self.own_arguments
-            fed = feed(*(own + own[:1] * count)[:count])
+            kept = count - len(self.stored)
+            fed = feed(*(own + own[:1] * count)[:kept], *self.stored)
         else:
             fed = feed(self.value)
         if persistent_update(self.receiver, fed):  # `v2 = v.append(x)`: the call is on v2
@@ -110,6 +114,10 @@ class Warmup:
             return f"{self.label}()" if self.feeder else f"{self.label}.__init__ again"
         if self.arguments is not None:
             return f"{self.label}{shown_arguments(self.arguments, {})}"
+        if self.own_arguments and self.stored:
+            return (
+                f"{self.label}(<the call's own arguments>, {shown_arguments(self.stored, {})[1:]}"
+            )
         if self.own_arguments and self.value is None:
             return f"{self.label}(<the call's own arguments>)"
         return f"{self.label}{shown_arguments((self.value,) * max(self.own_arguments, 1), {})}"
@@ -291,6 +299,9 @@ def warm_receiver(
         label = f"{owner.__name__}.{name}"
         context.credit(f"<{label} before each call>", ScenarioSource.FACTORIES)
         renew, rebuild = renewal(instance, context)
+        stored = stored_for(member, instance) if name == "__setitem__" else None
+        if stored is not None:  # `get_int(key)`: an int under the key
+            return Warmup(name, None, label, instance, renew, rebuild, count, stored=stored)
         return Warmup(name, None, label, instance, renew, rebuild, own_arguments=count)
     name = feeder_of(owner, member)
     if not name:
