@@ -274,3 +274,12 @@ def test_args_handed_to_c_code_that_wants_more_pass_as_many_as_it_said(gathered)
     spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.keyed.Settings.pop")
     assert "*args 1 item(s)" in spec.description
     assert try_scenario(spec, calls=3)[0] is None
+
+
+def test_a_parameter_named_after_a_kind_of_class_called_in_a_callee_is_such_a_class(gathered):
+    """``renderer`` names no class but ends the names of two; ``convert`` hands it through
+    ``renderers.markdown(text, renderer)``, which calls it: the concrete class itself."""
+    spec = next(s for s in gathered.specs if s.qualname == "handoff_pkg.convert.convert")
+    assert spec.source is ScenarioSource.HEURISTICS
+    failure, rendered = try_scenario(spec)
+    assert failure is None and rendered == rendered.upper()

@@ -5,15 +5,16 @@ the package is used there too.
 ``construct_scalar`` that checks ``isinstance(node, ScalarNode)`` and reads ``node.value``;
 ``wrapper(path)`` may only call ``_read(path)``, which opens it. What a callee does with the
 argument is merged into the caller's :class:`~.usage.Usage`, a few calls deep. Callees are
-``self.method(...)`` (looked up on the class that defines the caller), ``super().method(...)``
-and plain names of the
-caller's module that are functions or classes of the same top-level package.
+``self.method(...)`` (looked up on the class that defines the caller), ``super().method(...)``,
+plain names of the caller's module and ``module.name(...)`` of a module it imported, when they
+are functions or classes of the same top-level package.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import types
 from collections.abc import Callable
 from dataclasses import fields
 
@@ -129,6 +130,10 @@ def _resolve(
         found = inspect.getattr_static(owner, func.attr, None) if owner else None
         bound = not isinstance(found, (staticmethod, classmethod))
         found = getattr(found, "__func__", found)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):  # `pkg.markdown(x)`
+        held = getattr(function, "__globals__", {}).get(func.value.id)
+        if isinstance(held, types.ModuleType):
+            found = getattr(held, func.attr, None)
     if not (inspect.isfunction(found) or inspect.isclass(found)):
         return None, False
     if (getattr(found, "__module__", "") or "").split(".")[0] != package:

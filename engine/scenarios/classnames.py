@@ -7,11 +7,13 @@ matched first, then its shorter tails (``prepared_request``, then ``request``), 
 package's class names, ignoring case and underscores. A name that matches none may be
 an abbreviation of one (``stmt`` a ``Statement``, ``tlist`` a ``TokenList``, ``req`` a
 ``Request``, ``cj`` a ``CookieJar``, ``tb_info`` a ``TracebackInfo``): used when it abbreviates at most two of the classes
-(exceptions left out).
+(exceptions left out). A one-word name that names no class may name a kind of them
+(``renderer``: the package's ``HtmlRenderer``, its concrete classes first).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -39,6 +41,8 @@ def classes_named_by(
             found.append(cls)
     if not found and len(words) > 1 and words[-1] in GENERIC_NOUNS:
         found = _family(words[:-1], classes)  # `asn1Object`: one of the package's Asn1 classes
+    if not found and len(words) == 1:
+        found = _kind_of(words[0], classes)  # `renderer`: an HtmlRenderer
     if found or not abbreviations:
         return found
     abbreviated = sorted(
@@ -71,6 +75,22 @@ def _family(words: list[str], classes: Mapping[str, type]) -> list[Any]:
     return sorted(named, key=lambda cls: -len(cls.__mro__))
 
 
+def _kind_of(word: str, classes: Mapping[str, type]) -> list[Any]:
+    """The package's classes whose names end with ``word`` (``renderer``: ``HtmlRenderer``,
+    ``BaseRenderer``), concrete ones first, then by name; none for a short word or an
+    exception's name."""
+    if len(word) < MIN_KIND_LENGTH:
+        return []
+    named = [
+        cls
+        for name, cls in sorted(classes.items())
+        if name.lower().endswith(word) and not issubclass(cls, BaseException)
+    ]
+    return sorted(named, key=lambda cls: inspect.isabstract(cls) or cls.__name__.startswith("Base"))
+
+
+MIN_KIND_LENGTH = 5
+"""Shortest last word read as a kind of class (``lexer``, ``parser``, ``renderer``)."""
 MAX_ABBREVIATED = 2
 """An abbreviation that fits more classes than this says nothing."""
 

@@ -312,6 +312,8 @@ def parameter_candidates(
             package_classes(getattr(target, "__module__", "") or ""),
             abbreviations=guess is None,
         )
+        if usage is not None and usage.called:  # `renderer()`: the class, not an instance
+            named = [type[c] if inspect.isclass(c) else c for c in named]
         for typed in [*strong[:3], *([guess] if guess is not None else []), *named, *weak[:2]]:
             found.append((typed, ScenarioSource.HEURISTICS))
         sibling = sibling_default(signature, parameter.name) if not found else None
