@@ -11,8 +11,9 @@ points still without a scenario. Drivers are the package's own: its working docs
 scenario-file, synthesised and observed-value scenarios, then *round trips* — a driver that
 takes a text argument, fed what another driver returned (``load(dump(x))``, ``parse(format(s))``):
 the package's own output is a well-formed input of its own grammar; so are the texts its
-docstrings show in literal blocks (:mod:`.doctexts`), and the sentences of a yacc-style grammar
-its rule docstrings declare (:mod:`.grammartexts`). A driver that turns a
+docstrings show in literal blocks (:mod:`.doctexts`), the sentences of a yacc-style grammar
+its rule docstrings declare (:mod:`.grammartexts`), and a document of what its own regular
+expressions match (:mod:`.patterntexts`). A driver that turns a
 list or mapping into a text is also fed a richer nested value (the same, format-agnostic one
 for every package: :func:`~.drivenspecs.rich_value`), so its text shows more of the grammar.
 Round trips pair the consumers that reached the most watched entry points with the richest
@@ -48,6 +49,7 @@ from apiprof.engine.scenarios.drivenspecs import (
     unsized,
 )
 from apiprof.engine.scenarios.grammartexts import grammar_refs, grammar_spec
+from apiprof.engine.scenarios.patterntexts import pattern_refs, pattern_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.trial import TRIAL_SECONDS, quiet_stdio
 from apiprof.model.checks import MAX_SCENARIO_ID
@@ -168,15 +170,16 @@ def drive_capture(
 def _fed_grammar(
     recorder: DriveRecorder, top: str, consumers: list[tuple[ScenarioSpec, set[type]]]
 ) -> int:
-    """Round trips feeding the sentences of the package's declared grammar to the text
-    consumers reaching the most watched entry points, within a budget of their own (the
-    drivers before may have spent theirs): how many ran."""
-    sentences = list(grammar_refs(top)) if consumers else []
+    """Round trips feeding the sentences of the package's declared grammar (and the documents
+    of what its own patterns match: :mod:`.patterntexts`) to the text consumers reaching the
+    most watched entry points, within a budget of their own (the drivers before may have
+    spent theirs): how many ran."""
+    sentences = [*grammar_refs(top), *pattern_refs(top)] if consumers else []
     deadline = time.monotonic() + GRAMMAR_BUDGET
     ran = 0
     for consumer, _ in [c for c in consumers if str in c[1]][:GRAMMAR_CONSUMERS]:
         for ref, _text in sentences:
-            producer = grammar_spec(ref)
+            producer = grammar_spec(ref) if ref.startswith("grammar:") else pattern_spec(ref)
             if producer is None or time.monotonic() > deadline:
                 break
             ran += 1

@@ -29,6 +29,7 @@ from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
 from apiprof.engine.scenarios.grammartexts import grammar_spec
+from apiprof.engine.scenarios.patterntexts import pattern_spec
 from apiprof.engine.scenarios.replayed import captured_spec, replay_call, resized
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.model.checks import MAX_SCENARIO_ID, qualname_problem
@@ -98,6 +99,8 @@ def driver_spec(ref: str, drivers: Mapping[str, ScenarioSpec]) -> ScenarioSpec |
         return doctext_spec(ref)
     if kind == "grammar":
         return grammar_spec(ref)
+    if kind == "patterns":
+        return pattern_spec(ref)
     if kind in VARIANTS and rest in drivers:
         return richer_spec(unsized(drivers[rest]), kind)
     consumer_ref, _, producer_ref = rest.partition(ROUND_TRIP)

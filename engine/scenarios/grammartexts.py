@@ -167,7 +167,7 @@ def _length(context: tuple[tuple[str, ...], tuple[str, ...]]) -> int:
 def package_grammar(top: str) -> tuple[str, ...]:
     """The sentences of the yacc-style grammar the package ``top`` declares (the first holder
     of rules with the most productions), or () when it declares none."""
-    holders = list(_holders(top))
+    holders = list(package_holders(top))
     parsers = [(h, _guarded(_rules, h) or []) for h in holders]
     parsers = [(h, rules) for h, rules in parsers if rules]
     if not parsers:
@@ -199,7 +199,7 @@ def grammar_refs(top: str) -> Iterator[tuple[str, str]]:
         yield f"grammar:{top}#{index}", text
 
 
-def _holders(top: str) -> Iterator[object]:
+def package_holders(top: str) -> Iterator[object]:
     """The package's modules and the classes they define: where rule functions live. Every
     public module is imported first, so the worker that replays a driver numbers the
     sentences as the worker that ran it did, whatever either had imported before."""
