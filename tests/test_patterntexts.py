@@ -1,6 +1,7 @@
 """A document of what a package's own regular expressions match (``markup_pkg``): self-driven
 capture feeds it to the package's text-taking driver, and its parser makes the tokens that its
-renderer's ``render_X`` methods wait for, which a made-up text never shows."""
+renderer's ``render_X`` methods wait for, which a made-up text never shows. Also: a list where an
+iterator is stepped becomes an iterator started again before each call."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from apiprof.engine.scenarios.drivenspecs import driver_spec
 from apiprof.engine.scenarios.patterntexts import pattern_refs, pattern_spec
 from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
+from apiprof.engine.scenarios.trial import try_scenario
 
 WATCHED = ["markup_pkg.Renderer.render_bold", "markup_pkg.Renderer.render_code"]
 
@@ -47,3 +49,12 @@ def test_a_pattern_driver_is_rebuilt_from_its_name(markdown_driver):
     assert "<b>" in rendered and "<code>" in rendered
     assert pattern_spec("patterns:not a name#1") is None
     assert pattern_spec("patterns:markup_pkg#x") is None
+
+
+def test_a_list_where_an_iterator_is_stepped_becomes_one_started_again_for_each_call():
+    spec, failure = find_synthesized_scenario("markup_pkg.tokens.read_paragraph", (10,))
+    assert spec is not None, failure
+    assert "lines of type iterator" in spec.description
+    first = try_scenario(spec, calls=1)[1]
+    failure, third = try_scenario(spec, calls=3)
+    assert failure is None and third == first  # each call read the same lines

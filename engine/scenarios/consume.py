@@ -10,7 +10,7 @@ import io
 import itertools
 from typing import Any
 
-from apiprof.engine.scenarios.resources import QueryCursor
+from apiprof.engine.scenarios.resources import QueryCursor, RewoundIterator
 
 CONSUME_LIMIT = "10 * n + 100"
 """At most this many items are drawn from an iterator a synthesised call returns (an expression
@@ -20,13 +20,15 @@ UNSIZED_CONSUME_LIMIT = 1000
 
 
 def rewind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Seek in-memory file arguments back to the start, and run a query cursor's query again,
-    so every call reads the same input."""
+    """Seek in-memory file arguments back to the start, run a query cursor's query again and
+    start an iterator of ours over, so every call reads the same input."""
     for value in (*args, *kwargs.values()):
         if isinstance(value, io.IOBase):
             value.seek(0)
         elif isinstance(value, QueryCursor):
             value.rerun()
+        elif isinstance(value, RewoundIterator):
+            value.rewind()
 
 
 def is_a(value: object, kinds: type | tuple[type, ...]) -> bool:

@@ -33,6 +33,10 @@ class SocketMarker:
     """Annotation marker: one end of a connected loopback socket pair."""
 
 
+class IteratorMarker:
+    """Annotation marker: an iterator over lines of text, started again before each call."""
+
+
 class CursorMarker:
     """Annotation marker: a DB-API cursor that has run a query (rows to fetch, columns named)."""
 

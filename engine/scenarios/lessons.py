@@ -40,6 +40,7 @@ from apiprof.engine.scenarios.failing import (
     holders,
     innermost,
 )
+from apiprof.engine.scenarios.heuristics import IteratorMarker
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.pathwants import path_wanted
@@ -59,7 +60,8 @@ from apiprof.engine.scenarios.wants import Lesson, Want
 TEACHING = re.compile(
     r"raised (AttributeError|KeyError|FileNotFoundError|SystemExit)\b|indices must be integers|"
     r"object is not subscriptable|missing required argument|must be (None or )?(an? )?\w+|"
-    r"'NoneType' object is not (iterable|callable)|object is not iterable|No module named|"
+    r"'NoneType' object is not (iterable|callable)|object is not (iterable|an iterator)|"
+    r"No module named|"
     r"can't convert non-string with explicit base|"
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|can only concatenate|"
@@ -183,6 +185,11 @@ def learn(
         part = refused_part(error, bound)  # "".join(numbers), len(number)
         if part is not None:
             return Lesson(part[0], Want.TYPE, (part[2],), part[1], f"TypeError {message}")
+        stepped = _NOT_AN_ITERATOR.match(message)  # `next(lines)` on a list
+        if stepped is not None:
+            found = culprit(error, bound, lambda value: type(value).__name__ == stepped.group(1))
+            if found is not None:
+                return Lesson(found[0], Want.TYPE, ("iterator",), found[1], f"TypeError {message}")
         iterated = _NOT_ITERABLE.match(message)
         if iterated is not None and iterated.group(1) != "NoneType":
             found = culprit(error, bound, lambda value: _is_uniterable(value, iterated.group(1)))
@@ -240,6 +247,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "Decimal": decimal.Decimal,
     "Fraction": fractions.Fraction,
     "digits": typing.Literal["8080", "443", "22"],  # text int() reads with an explicit base
+    "iterator": IteratorMarker,  # `next(lines)`: lines of text, started again before each call
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
 }
@@ -269,6 +277,7 @@ def _is_number(value: object) -> bool:
 
 _NUMERIC_TEXT = "int() can't convert non-string with explicit base"
 _NOT_ITERABLE = re.compile(r"'(\w+)' object is not iterable")
+_NOT_AN_ITERATOR = re.compile(r"'(\w+)' object is not an iterator")
 
 
 def _is_uniterable(value: object, type_name: str) -> bool:

@@ -15,6 +15,7 @@ import sqlite3
 import tempfile
 import types
 import zlib
+from typing import Any
 
 from apiprof.engine.scenarios.building import BuildContext
 from apiprof.engine.scenarios.factories import import_package
@@ -91,6 +92,33 @@ def _connected_pair() -> tuple[socket.socket, socket.socket]:
     except OSError:
         return socket.socketpair()
     return ours, theirs
+
+
+class RewoundIterator:
+    """An iterator over a list that starts again before each call (:func:`.consume.rewind`):
+    a call that wants an iterator (``next(lines)``) uses it up."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.position = 0
+
+    def __iter__(self) -> RewoundIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self.position >= len(self.items):
+            raise StopIteration
+        self.position += 1
+        return self.items[self.position - 1]
+
+    def rewind(self) -> None:
+        self.position = 0
+
+
+def lines_iterator(context: BuildContext, name: str, rng: random.Random) -> RewoundIterator:
+    """An iterator over lines of text (the size's worth), started again before each call."""
+    context.files = True
+    return RewoundIterator([f"{random_text(rng, 30)}\n" for _ in range(max(context.n, 1))])
 
 
 class QueryCursor(sqlite3.Cursor):

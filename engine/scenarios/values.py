@@ -54,6 +54,7 @@ from apiprof.engine.scenarios.heuristics import (
     CharMarker,
     ContextManagerMarker,
     CursorMarker,
+    IteratorMarker,
     LoggerMarker,
     ModuleMarker,
     SameClassMarker,
@@ -63,6 +64,7 @@ from apiprof.engine.scenarios.heuristics import (
 )
 from apiprof.engine.scenarios.resources import (
     ReusableText,
+    lines_iterator,
     loopback_socket,
     package_module,
     query_cursor,
@@ -266,6 +268,7 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     typetext.DirectoryMarker: sandbox_directory,
     SocketMarker: loopback_socket,
     CursorMarker: query_cursor,
+    IteratorMarker: lines_iterator,
     TracebackMarker: traceback_value,
     CharMarker: lambda context, name, rng: context.pick(["a", "Z", "7", " "]),
     ContextManagerMarker: lambda context, name, rng: contextlib.nullcontext(),
