@@ -160,6 +160,8 @@ def _search(
             error, printed, lazy, repeated = probe_call(synthesis)
         finally:
             WATCH.idle()
+        if _clean_exit(error) and any(lesson.want is Want.ARGV for lesson in lessons):
+            error = None  # a main given its command line exits 0 when it worked
         if error is None:
             if not lessons:
                 break  # the plain arguments work when called once: a trial found otherwise
@@ -190,6 +192,10 @@ def _search(
         tried.add(following)
         lessons = following
     return Repaired(None, called, last_error)
+
+
+def _clean_exit(error: BaseException | None) -> bool:
+    return isinstance(error, SystemExit) and error.code in (0, None)
 
 
 def renewal_lesson(

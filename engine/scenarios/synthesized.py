@@ -46,7 +46,7 @@ from apiprof.engine.scenarios.trial import (
     quiet_stdio,
     try_scenario,
 )
-from apiprof.engine.scenarios.wants import Lesson
+from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.engine.scenarios.warmup import Warmup
 from apiprof.model.records import Coverage, Failure, ScenarioSource
 
@@ -146,6 +146,9 @@ def synthesized_spec(
         call = f"consume({call}, {CONSUME_LIMIT if synthesis.sized else UNSIZED_CONSUME_LIMIT})"
     if raises:
         call = f"try:\n    {call}\nexcept Exception:\n    pass"
+    exits = any(lesson.want is Want.ARGV for lesson in repairs)  # a main given a command line
+    if exits:  # ends with sys.exit(0) when it worked: that is its return
+        call = f"try:\n    {call}\nexcept SystemExit as stop:\n    if stop.code not in (0, None):\n        raise"
     if synthesis.files:
         call = f"rewind(args, kwargs)\n{call}"
     if synthesis.warmup is not None:  # on a new receiver, when one is built for each call
@@ -164,6 +167,8 @@ def synthesized_spec(
         description += f"; {item.describe()}"
     if raises:
         description += f"; the function always raises {raises}, so this is the cost of raising it"
+    if exits:
+        description += "; a clean exit (SystemExit 0) ends the call as a return does"
     if isinstance(synthesis.warmup, Warmup):
         ready = synthesis.warmup.opens or synthesis.warmup.arguments is not None
         readied = "is made ready by" if ready else "gets its input from"
