@@ -125,7 +125,7 @@ def _factories_for(
         if _returns_instance(raw.__func__, cls, return_types(method), own_class=True):
             found.append(method)
     top = (cls.__module__ or "").split(".")[0]
-    for function in _package_functions(top):
+    for function in package_functions(top):
         if function is cls or len(found) >= MAX_FACTORIES:
             continue
         if _returns_instance(function, cls, return_types(function), own_class=False):
@@ -206,10 +206,10 @@ def named_factories(cls: type) -> list[Callable[..., Any]]:
     constructor takes its inner representation (``PMap(size, buckets)``)."""
     names = {cls.__name__.lower(), snake_case(cls.__name__)}
     top = (cls.__module__ or "").split(".")[0]
-    return [function for function in _package_functions(top) if function.__name__ in names]
+    return [function for function in package_functions(top) if function.__name__ in names]
 
 
-def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
+def package_functions(top: str) -> Iterator[Callable[..., Any]]:
     seen: set[int] = set()
     for module_name in import_package(top):
         module = sys.modules.get(module_name)

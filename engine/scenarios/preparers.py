@@ -18,6 +18,7 @@ source. Switchable (``--no-prepare``); credited as the ``prepared`` source.
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import inspect
 import typing
@@ -84,17 +85,21 @@ def preparer_of(instance: object, member: str) -> str:
     class's ``None`` placeholder (a public one before a private one when as many), or ""."""
     cls: type = type(instance)
     answers_any = hasattr(cls, "__getattr__")  # nothing is known to lack, but placeholders
+    read = _read_not_set(cls, member)
     lacking = [
         attribute
-        for attribute in _read_not_set(cls, member)
+        for attribute in read
         if (not answers_any and inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT)
         or _placeholder(instance, attribute)
     ]
-    if not lacking:
+    empty = [attribute for attribute in read if is_empty(instance, attribute)]
+    if not lacking and not empty:
         return ""
     best, most = "", 0
     for name in sorted(_method_names(cls), key=lambda name: name.startswith("_")):
-        count = sum(attribute in _assigns(cls, name) for attribute in lacking)
+        count = sum(attribute in _assigns(cls, name) for attribute in lacking) + sum(
+            attribute in fills(cls, name) for attribute in empty
+        )
         if count > most:
             best, most = name, count
     return best
@@ -108,6 +113,17 @@ def _placeholder(instance: object, attribute: str) -> bool:
         attribute in vars(klass) and vars(klass)[attribute] is None
         for klass in type(instance).__mro__[:-1]
     )
+
+
+def is_empty(instance: object, attribute: str) -> bool:
+    """Whether the constructor left ``attribute`` empty on the instance: None or an empty
+    builtin container (a tree builder's ``openElements = []``, a tokenizer's ``currentToken =
+    None``), which the package's own methods fill as it runs."""
+    value = getattr(instance, "__dict__", {}).get(attribute, _ABSENT)
+    return value is None or (type(value) in _CONTAINERS and not value)
+
+
+_CONTAINERS = (list, dict, set, collections.deque, collections.OrderedDict)
 
 
 def setters_of(cls: type, member: str) -> list[str]:
@@ -164,6 +180,61 @@ def _assigns(cls: type, name: str) -> frozenset[str]:
         if tree is not None:
             found.update(self_attributes(tree, ast.Store))
     return frozenset(found)
+
+
+@functools.cache
+def fills(cls: type, name: str) -> frozenset[str]:
+    """What calling ``name`` on an instance of ``cls`` fills on ``self``: attributes it
+    assigns a value that is not empty (``self.currentToken = {...}``), puts items in
+    (``self.openElements.append(e)``, ``self.table[k] = v``), along the class's bases."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        value = vars(klass).get(name)
+        tree = function_tree(value) if inspect.isfunction(value) else None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Assign):
+                if not _empty_literal(node.value):
+                    found.update(_self_attribute(target) for target in node.targets)
+                found.update(
+                    _self_attribute(target.value)
+                    for target in node.targets
+                    if isinstance(target, ast.Subscript)
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _FILLING
+            ):
+                found.add(_self_attribute(node.func.value))
+    found.discard("")
+    return frozenset(found)
+
+
+_FILLING = frozenset(
+    ("append", "appendleft", "extend", "insert", "add", "update", "setdefault", "push")
+)
+
+
+def _self_attribute(node: ast.expr) -> str:
+    """``x`` for ``self.x``, else ""."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return ""
+
+
+def _empty_literal(node: ast.expr) -> bool:
+    """``None``, ``[]``, ``{}``, ``()``, ``set()``, ``list()``...: what leaves it empty."""
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Call) and not node.args and not node.keywords
 
 
 def _function(raw: object) -> Callable[..., object] | None:
