@@ -1,0 +1,86 @@
+"""What only the package's own running makes, each rule checked on ``madeby_pkg`` with its
+source and without it: a base class built as the subclass a function named after it returns
+(``getTreeBuilder('plain')``, source ``factories``); a parameter without a default typed by its
+namesake's default elsewhere in the package; a method reading what the constructor left empty
+(``openElements = []``, ``pending = None``) called after the sibling that fills it (source
+``prepared``); and Python source for a text its module parses (source ``nodes``)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from madeby_pkg.builders import TreeBuilder, getTreeBuilder
+from test_siblings import ALONE, found
+
+from apiprof.engine.scenarios.classfactories import class_factories, subclass_made
+from apiprof.engine.scenarios.namesakes import namesake_default
+from apiprof.engine.scenarios.preparers import fills, is_empty, preparer_of
+from apiprof.engine.scenarios.pysyntax import takes_python_source
+from apiprof.engine.scenarios.synth import synthesize
+
+BUILDERS = "madeby_pkg.builders"
+
+
+def test_a_function_named_after_a_class_is_asked_for_its_subclass():
+    assert [f.__name__ for f in class_factories(TreeBuilder)] == ["getTreeBuilder"]
+    made = getTreeBuilder("plain")
+    assert subclass_made(made, TreeBuilder) is made
+    assert subclass_made({"TreeBuilder": made, "x": 1}, TreeBuilder) is made  # `locals()`
+    assert subclass_made(TreeBuilder, TreeBuilder) is None  # the class itself is no subclass
+    with pytest.raises(TypeError):  # why the rule exists: the base cannot be built
+        TreeBuilder(True)
+
+
+def test_a_base_class_is_built_as_the_subclass_its_factory_function_returns():
+    described = found(f"{BUILDERS}.TreeBuilder.getDocument", ALONE)
+    assert described is not None
+    assert "factories (the subclass getTreeBuilder() returns)" in described
+    no_factories = tuple(source for source in ALONE if source != "subclasses")
+    assert found(f"{BUILDERS}.TreeBuilder.getDocument", no_factories) is None
+
+
+def test_a_parameter_without_a_default_takes_the_type_of_its_namesakes_default():
+    assert namesake_default(TreeBuilder.__init__, "namespaceHTMLElements") is bool
+    assert namesake_default(TreeBuilder.__init__, "no_such_parameter") is None
+
+
+def test_what_the_constructor_left_empty_is_filled_by_the_sibling_that_fills_it():
+    builder = getTreeBuilder("plain")(True)
+    assert is_empty(builder, "openElements") and is_empty(builder, "pending")
+    assert not is_empty(builder, "document")
+    assert "openElements" in fills(TreeBuilder, "insertRoot")  # appends to it
+    assert "pending" in fills(TreeBuilder, "startTag")  # assigns it a non-empty dict
+    assert "pending" not in fills(TreeBuilder, "__init__")  # None leaves it empty
+    assert preparer_of(builder, "insertComment") == "insertRoot"
+    assert preparer_of(builder, "currentName") == "startTag"
+    builder.insertRoot()
+    assert preparer_of(builder, "insertComment") == ""  # filled: nothing to call first
+
+
+@pytest.mark.parametrize(
+    ("member", "sibling"), [("insertComment", "insertRoot"), ("currentName", "startTag")]
+)
+def test_a_method_reading_an_empty_attribute_is_called_on_a_prepared_receiver(member, sibling):
+    qualname = f"{BUILDERS}.TreeBuilder.{member}"
+    described = found(qualname, ALONE)
+    assert described is not None
+    assert described.startswith("prepared: ")
+    assert f".{sibling}(" in described
+    assert found(qualname, tuple(s for s in ALONE if s != "prepare")) is None
+
+
+def test_a_text_its_module_parses_as_python_is_a_program_with_every_construct():
+    from madeby_pkg.sourcetools import constructs_used
+
+    assert takes_python_source(constructs_used, "source_text")
+    assert not takes_python_source(constructs_used, "count")  # not named like source
+    assert not takes_python_source(getTreeBuilder, "text")  # its module parses no Python
+    qualname = "madeby_pkg.sourcetools.constructs_used"
+    described = found(qualname, ALONE)
+    assert described is not None
+    assert "source_text: nodes" in described
+    synthesis = synthesize(qualname, 10, sources=ALONE)
+    (source,) = synthesis.args
+    assert isinstance(ast.parse(source), ast.Module)
+    assert found(qualname, tuple(s for s in ALONE if s != "nodes")) is None
