@@ -65,7 +65,7 @@ TEACHING = re.compile(
     r"raised OSError\b|raised \w+: .*\bapiprof-inputs/|values to unpack \(expected|"
     r"\brequired\b|unsupported operand type|can only concatenate|"
     r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
-    r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
+    r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]"
 )
@@ -313,27 +313,46 @@ def _from_receiver_attribute(error: AttributeError, receiver: object, cause: str
     frame = innermost(error)
     if not attribute or obj is None or receiver is None or frame is None:
         return None
-    if frame.f_locals.get("self") is not receiver:
+    wanted = f"{attribute}()" if called(error, attribute) else attribute
+    if frame.f_locals.get("self") is receiver:
+        text, _ = failing_text(error)
+        for stored in re.findall(r"\bself\.(\w+)", text):
+            parameter = getattr(receiver, stored, None) is obj and _set_from(
+                type(receiver), stored, required=True
+            )
+            if parameter:
+                return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
         return None
-    text, _ = failing_text(error)
-    for stored in re.findall(r"\bself\.(\w+)", text):
-        parameter = getattr(receiver, stored, None) is obj and _set_from(
-            type(receiver), stored, required=True
-        )
+    # asked deeper, by a method of the object itself (``self.md._hash_span()`` reading
+    # ``self.html_spans`` of the converter the receiver holds)
+    for stored, value in list(getattr(receiver, "__dict__", {}).items()):
+        parameter = value is obj and _set_from(type(receiver), stored, required=True)
         if parameter:
-            wanted = f"{attribute}()" if called(error, attribute) else attribute
-            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
+            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (attribute,), cause=cause)
     return None
 
 
 def _set_from(cls: type, attribute: str, *, required: bool = False) -> str:
     """The constructor parameter with a default of None (``required``: or none) that
     ``__init__`` stores as ``self.<attribute>`` (``self.items = items``, ``self.items = items
-    or ...``), or ""."""
-    owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
-    init = vars(owner).get("__init__")
-    if not inspect.isfunction(init):
+    or ...``) — or a base class's ``__init__`` does under the same parameter name, which an
+    override hands on with ``super().__init__(md, options)`` — or ""."""
+    inits = [vars(klass)["__init__"] for klass in cls.__mro__ if "__init__" in vars(klass)]
+    inits = [init for init in inits if inspect.isfunction(init)]
+    if not inits:
         return ""
+    try:
+        own = inspect.signature(inits[0]).parameters
+    except (TypeError, ValueError):
+        return ""
+    for init in inits:
+        name = _stored_parameter(init, attribute, required=required)
+        if name and name in own:
+            return name
+    return ""
+
+
+def _stored_parameter(init: Callable[..., object], attribute: str, *, required: bool) -> str:
     try:
         parameters = inspect.signature(init).parameters
         tree = ast.parse(textwrap.dedent(inspect.getsource(init)))

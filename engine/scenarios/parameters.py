@@ -43,6 +43,7 @@ from apiprof.engine.scenarios.fields import declared_fields, field_candidates, s
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.namesakes import namesake_default
+from apiprof.engine.scenarios.narrowing import checked_subclasses
 from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
@@ -299,8 +300,13 @@ def parameter_candidates(
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
     guessing = "heuristics" in sources and not (annotated and not vague)
-    read = guessing or "patterns" in sources  # how the body uses it (read once)
+    narrows = "heuristics" in sources and annotated and not vague and inspect.isclass(annotation)
+    read = guessing or narrows or "patterns" in sources  # how the body uses it (read once)
     usage = usage_through_callees(target, parameter.name) if read else None
+    if narrows:  # `assert isinstance(key, PrivateKey)` under `key: AbstractKey`
+        classes = package_classes(getattr(target, "__module__", "") or "")
+        narrowed = checked_subclasses(usage, annotation, module, classes)
+        found[:0] = [(checked, ScenarioSource.HEURISTICS) for checked in narrowed]
     if guessing:
         strong: list[Any] = []
         weak: list[Any] = []

@@ -96,8 +96,8 @@ def preparer_of(instance: object, member: str) -> str:
     if not lacking and not empty:
         return ""
     best, most = "", 0
-    for name in sorted(_method_names(cls), key=lambda name: name.startswith("_")):
-        count = sum(attribute in _assigns(cls, name) for attribute in lacking) + sum(
+    for name in sorted(method_names(cls), key=lambda name: name.startswith("_")):
+        count = sum(attribute in assigned_by(cls, name) for attribute in lacking) + sum(
             attribute in fills(cls, name) for attribute in empty
         )
         if count > most:
@@ -130,7 +130,7 @@ def setters_of(cls: type, member: str) -> list[str]:
     """The sibling methods of ``cls`` that set an attribute ``member`` reads of ``self``
     without setting it itself (what :func:`preparer_of` chooses among)."""
     read = set(_read_not_set(cls, member))
-    return [name for name in _method_names(cls) if name != member and read & _assigns(cls, name)]
+    return [name for name in method_names(cls) if name != member and read & assigned_by(cls, name)]
 
 
 CALLED_DEPTH = 1
@@ -155,7 +155,7 @@ def _read_not_set(cls: type, member: str, depth: int = CALLED_DEPTH) -> tuple[st
     return tuple(name for name in read if name not in stored)
 
 
-def _method_names(cls: type) -> list[str]:
+def method_names(cls: type) -> list[str]:
     """The names of the plain methods ``cls`` and its bases define, dunders left out but an
     ``__iter__`` that is a generator: a tokenizer sets its queue where iterating starts."""
     names: dict[str, None] = {}
@@ -170,7 +170,7 @@ def _method_names(cls: type) -> list[str]:
 
 
 @functools.cache
-def _assigns(cls: type, name: str) -> frozenset[str]:
+def assigned_by(cls: type, name: str) -> frozenset[str]:
     """What calling ``name`` on an instance of ``cls`` sets on ``self``: every definition of
     it along the class's bases (an override hands on to its base's with ``super()``)."""
     found: set[str] = set()
