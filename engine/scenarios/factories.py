@@ -224,6 +224,34 @@ def package_functions(top: str) -> Iterator[Callable[..., Any]]:
             yield value
 
 
+def package_callables(
+    top: str, *, constructors: bool = False
+) -> list[tuple[Callable[..., Any], type | None]]:
+    """``(function, its class or None)``: the public functions of the package's modules and
+    the public methods its concrete classes define (with ``constructors``, their
+    ``__init__`` too), in module and name order, each once."""
+    found: list[tuple[Callable[..., Any], type | None]] = []
+    seen: set[int] = set()
+    for module_name in import_package(top):
+        module = sys.modules.get(module_name)
+        for name, value in sorted(vars(module).items()) if module is not None else ():
+            if name.startswith("_") or id(value) in seen:
+                continue
+            if (getattr(value, "__module__", "") or "").split(".")[0] != top:
+                continue
+            seen.add(id(value))
+            if inspect.isfunction(value):
+                found.append((value, None))
+            elif inspect.isclass(value) and not inspect.isabstract(value):
+                found += [
+                    (member, value)
+                    for attribute, member in sorted(vars(value).items())
+                    if (not attribute.startswith("_") or (constructors and attribute == "__init__"))
+                    and inspect.isfunction(member)
+                ]
+    return found
+
+
 @dataclass(frozen=True)
 class Produced:
     """Annotation marker: the value an inverse function of the package returns (``packb``'s

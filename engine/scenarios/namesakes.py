@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
-from apiprof.engine.scenarios.factories import import_package
+from apiprof.engine.scenarios.factories import package_callables
 
 PLAIN = (bool, int, float, str, bytes)
 """Defaults whose type is a value we can make (None, a sentinel or a class say nothing)."""
@@ -33,7 +31,7 @@ def namesake_default(target: Callable[..., object], parameter: str) -> type | No
 def _defaults(top: str) -> dict[str, type]:
     """Parameter name → the type of its first plain default, over the package's callables."""
     found: dict[str, type] = {}
-    for function in _callables(top):
+    for function, _ in package_callables(top, constructors=True):
         try:
             parameters = inspect.signature(function).parameters.values()
         except (TypeError, ValueError):
@@ -43,20 +41,3 @@ def _defaults(top: str) -> dict[str, type]:
             if type(default) in PLAIN and parameter.name not in found:
                 found[parameter.name] = type(default)
     return found
-
-
-def _callables(top: str) -> Iterator[Callable[..., Any]]:
-    """The package's public functions and its classes' functions, by module and name."""
-    seen: set[int] = set()
-    for module_name in import_package(top):
-        module = sys.modules.get(module_name)
-        for name, value in sorted(vars(module).items()) if module is not None else ():
-            if name.startswith("_") or id(value) in seen:
-                continue
-            seen.add(id(value))
-            if (getattr(value, "__module__", "") or "").split(".")[0] != top:
-                continue
-            if inspect.isfunction(value):
-                yield value
-            elif inspect.isclass(value):
-                yield from (member for member in vars(value).values() if inspect.isfunction(member))
