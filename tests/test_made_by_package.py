@@ -146,3 +146,13 @@ def test_the_subclass_the_body_asserts_comes_before_the_annotated_base():
     assert type(synthesis.args[1]) is SecretKey  # the first variant: OpenKey sorts first
     alone = tuple(s for s in ALONE if s != "heuristics")
     assert type(synthesize("madeby_pkg.sources.sign", 10, sources=alone).args[1]) is not SecretKey
+
+
+def test_a_module_argument_is_captured_by_its_name():
+    import pickle
+    import xml.etree.ElementTree as tree_module
+
+    from apiprof.engine.scenarios.temppaths import dumps
+
+    args, kwargs = pickle.loads(dumps((tree_module, False), {"module": ast}))
+    assert args == (tree_module, False) and kwargs == {"module": ast}
