@@ -92,7 +92,13 @@ def preparer_of(instance: object, member: str) -> str:
         if (not answers_any and inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT)
         or _placeholder(instance, attribute)
     ]
-    empty = [attribute for attribute in read if is_empty(instance, attribute)]
+    taken = _taken_from(cls, member)  # an empty container counts only when items are taken
+    empty = [
+        attribute
+        for attribute in read
+        if is_empty(instance, attribute)
+        and (getattr(instance, attribute) is None or attribute in taken)
+    ]
     if not lacking and not empty:
         return ""
     best, most = "", 0
@@ -153,6 +159,36 @@ def _read_not_set(cls: type, member: str, depth: int = CALLED_DEPTH) -> tuple[st
             if name != member and inspect.isfunction(inspect.getattr_static(cls, name, None)):
                 read += [n for n in _read_not_set(cls, name, depth - 1) if n not in read]
     return tuple(name for name in read if name not in stored)
+
+
+@functools.cache
+def _taken_from(cls: type, member: str, depth: int = CALLED_DEPTH) -> frozenset[str]:
+    """The attributes ``cls.member`` (and the methods it calls on ``self``) take items out of:
+    ``self.openElements[-1]``, ``self.stack.pop()`` — what fails on an empty container, where
+    a cache read with ``.get()`` or filled by the method itself does not."""
+    function = _function(inspect.getattr_static(cls, member, None))
+    tree = function_tree(function) if function is not None else None
+    if tree is None:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            found.add(_self_attribute(node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _TAKING
+        ):
+            found.add(_self_attribute(node.func.value))
+        elif depth > 0 and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called = _self_attribute(node.func)
+            if called and called != member:
+                found |= _taken_from(cls, called, depth - 1)
+    found.discard("")
+    return frozenset(found)
+
+
+_TAKING = frozenset(("pop", "popleft", "popitem"))
 
 
 def method_names(cls: type) -> list[str]:

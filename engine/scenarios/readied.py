@@ -15,8 +15,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from apiprof.engine.scenarios import preparers  # a cycle: preparers → parameters → here
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
-from apiprof.engine.scenarios.preparers import assigned_by, method_names
 
 MAX_READYING = 3
 """How many of the class's methods are tried at most."""
@@ -48,8 +48,8 @@ def _setters(cls: type, lacking: tuple[str, ...]) -> list[str]:
     """The methods of ``cls`` that assign some of ``lacking``, the most first, then those
     with fewer required parameters, then public ones."""
     scored = []
-    for name in method_names(cls):
-        count = sum(attribute in assigned_by(cls, name) for attribute in lacking)
+    for name in preparers.method_names(cls):
+        count = sum(attribute in preparers.assigned_by(cls, name) for attribute in lacking)
         if count:
             scored.append((-count, _required(getattr(cls, name)), name.startswith("_"), name))
     return [name for *_, name in sorted(scored)]
