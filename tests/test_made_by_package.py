@@ -62,6 +62,7 @@ def test_what_the_constructor_left_empty_is_filled_by_the_sibling_that_fills_it(
     assert "pending" not in fills(TreeBuilder, "__init__")  # None leaves it empty
     assert preparer_of(builder, "insertComment") == "insertRoot"
     assert preparer_of(builder, "currentName") == "startTag"
+    assert preparer_of(builder, "describe") == ""  # a cache read with .get() and filled on the way
     builder.insertRoot()
     assert preparer_of(builder, "insertComment") == ""  # filled: nothing to call first
 
