@@ -4,7 +4,9 @@
 An interface declares the base class and each implementation checks for the subclass it
 works with (a command-line operation that signs declares a key, and asserts a private one).
 A value of the annotated class is then refused whenever the base class's first concrete
-subclass is the other one, so the subclass the body checks for is tried first.
+subclass is the other one, so the subclass the body checks for is tried first. Only for a
+base class of the package's own (an interface it declares): a guard against another
+library's class (``ast.AST`` narrowed to a module) leaves that library's rules in charge.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from typing import Any
 
 from apiprof.engine.scenarios.typetext import evaluate_type, module_namespace
 from apiprof.engine.scenarios.usage import Usage
+
+
+def own_class(annotation: Any, target: object) -> bool:
+    """Whether ``annotation`` is a class of the package ``target`` belongs to."""
+    top = (getattr(target, "__module__", "") or "").split(".")[0]
+    module = getattr(annotation, "__module__", "") or "" if inspect.isclass(annotation) else ""
+    return bool(top) and module.split(".")[0] == top
 
 
 def checked_subclasses(

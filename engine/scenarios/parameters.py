@@ -43,7 +43,7 @@ from apiprof.engine.scenarios.fields import declared_fields, field_candidates, s
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.namesakes import namesake_default
-from apiprof.engine.scenarios.narrowing import checked_subclasses
+from apiprof.engine.scenarios.narrowing import checked_subclasses, own_class
 from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
@@ -300,7 +300,7 @@ def parameter_candidates(
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
     guessing = "heuristics" in sources and not (annotated and not vague)
-    narrows = "heuristics" in sources and annotated and not vague and inspect.isclass(annotation)
+    narrows = "heuristics" in sources and annotated and not vague and own_class(annotation, target)
     read = guessing or narrows or "patterns" in sources  # how the body uses it (read once)
     usage = usage_through_callees(target, parameter.name) if read else None
     if narrows:  # `assert isinstance(key, PrivateKey)` under `key: AbstractKey`
