@@ -63,6 +63,8 @@ def test_what_the_constructor_left_empty_is_filled_by_the_sibling_that_fills_it(
     assert preparer_of(builder, "insertComment") == "insertRoot"
     assert preparer_of(builder, "currentName") == "startTag"
     assert preparer_of(builder, "describe") == ""  # a cache read with .get() and filled on the way
+    # what is absent outranks what is empty: without the queue the call fails whatever else
+    assert preparer_of(builder, "emitPending") == "_open"
     builder.insertRoot()
     assert preparer_of(builder, "insertComment") == ""  # filled: nothing to call first
 

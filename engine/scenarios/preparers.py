@@ -101,10 +101,11 @@ def preparer_of(instance: object, member: str) -> str:
     ]
     if not lacking and not empty:
         return ""
-    best, most = "", 0
+    best, most = "", (0, 0)
     for name in sorted(method_names(cls), key=lambda name: name.startswith("_")):
-        count = sum(attribute in assigned_by(cls, name) for attribute in lacking) + sum(
-            attribute in fills(cls, name) for attribute in empty
+        count = (  # what is absent first: a method reading it fails whatever else is filled
+            sum(attribute in assigned_by(cls, name) for attribute in lacking),
+            sum(attribute in fills(cls, name) for attribute in empty),
         )
         if count > most:
             best, most = name, count
