@@ -125,7 +125,7 @@ def _factories_for(
         if _returns_instance(raw.__func__, cls, return_types(method), own_class=True):
             found.append(method)
     top = (cls.__module__ or "").split(".")[0]
-    for function in _package_functions(top):
+    for function in package_functions(top):
         if function is cls or len(found) >= MAX_FACTORIES:
             continue
         if _returns_instance(function, cls, return_types(function), own_class=False):
@@ -206,10 +206,10 @@ def named_factories(cls: type) -> list[Callable[..., Any]]:
     constructor takes its inner representation (``PMap(size, buckets)``)."""
     names = {cls.__name__.lower(), snake_case(cls.__name__)}
     top = (cls.__module__ or "").split(".")[0]
-    return [function for function in _package_functions(top) if function.__name__ in names]
+    return [function for function in package_functions(top) if function.__name__ in names]
 
 
-def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
+def package_functions(top: str) -> Iterator[Callable[..., Any]]:
     seen: set[int] = set()
     for module_name in import_package(top):
         module = sys.modules.get(module_name)
@@ -222,6 +222,34 @@ def _package_functions(top: str) -> Iterator[Callable[..., Any]]:
                 continue
             seen.add(id(value))
             yield value
+
+
+def package_callables(
+    top: str, *, constructors: bool = False
+) -> list[tuple[Callable[..., Any], type | None]]:
+    """``(function, its class or None)``: the public functions of the package's modules and
+    the public methods its concrete classes define (with ``constructors``, their
+    ``__init__`` too), in module and name order, each once."""
+    found: list[tuple[Callable[..., Any], type | None]] = []
+    seen: set[int] = set()
+    for module_name in import_package(top):
+        module = sys.modules.get(module_name)
+        for name, value in sorted(vars(module).items()) if module is not None else ():
+            if name.startswith("_") or id(value) in seen:
+                continue
+            if (getattr(value, "__module__", "") or "").split(".")[0] != top:
+                continue
+            seen.add(id(value))
+            if inspect.isfunction(value):
+                found.append((value, None))
+            elif inspect.isclass(value) and not inspect.isabstract(value):
+                found += [
+                    (member, value)
+                    for attribute, member in sorted(vars(value).items())
+                    if (not attribute.startswith("_") or (constructors and attribute == "__init__"))
+                    and inspect.isfunction(member)
+                ]
+    return found
 
 
 @dataclass(frozen=True)

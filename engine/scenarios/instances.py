@@ -3,6 +3,7 @@ its concrete subclasses or a factory of the package that returns one (:mod:`.fac
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from apiprof.engine.scenarios.building import (
     name_of,
     rotated,
 )
+from apiprof.engine.scenarios.classfactories import class_factories, example_makers, subclass_made
 from apiprof.engine.scenarios.docsubclasses import documented_for
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_calls
@@ -111,6 +113,8 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
             *factories_for(cls, declared_returns),
         ]
         instance = _first_instance(cls, rotated(alternatives, context.current_variant()), context)
+        if instance is None and not subclasses:
+            instance = _from_class_factories(cls, context)
         if instance is not None:
             return instance
         if alternatives:
@@ -143,6 +147,31 @@ def _first_instance(
             continue
         if is_instance(instance, cls):
             context.credit(f"<{cls.__qualname__} instance>", ScenarioSource.FACTORIES)
+            return instance
+    return None
+
+
+def _from_class_factories(cls: type, context: BuildContext) -> object | None:
+    """An instance of a subclass of ``cls`` that one of the package's functions named after it
+    returns (:mod:`.classfactories`: ``getTreeBuilder('etree')``, the package's own literal
+    calls of it first), or None."""
+    for factory in class_factories(cls):
+        makers: list[Callable[[BuildContext], object]] = [
+            *example_makers(factory),
+            functools.partial(call_with_arguments, factory),
+        ]
+        for make in makers:
+            try:
+                with context.attempt():
+                    subclass = subclass_made(make(context), cls)
+                    if subclass is None:
+                        raise CannotSynthesize(f"{name_of(factory)}() made no subclass")
+                    instance = call_with_arguments(subclass, context)
+            except CannotSynthesize:
+                continue
+            slot = f"<{cls.__qualname__} instance>"
+            context.credit(slot, ScenarioSource.FACTORIES)
+            context.notes[slot] = f"the subclass {name_of(factory)}() returns"
             return instance
     return None
 

@@ -68,6 +68,7 @@ TEACHING = re.compile(
     r"(?i:not ?found|unknown|no such)|positional arguments? but \d+ (were|was) given|"
     r"expected at least \d+ arguments?, got|"
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
+    r"str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]"
 )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections.abc as abc
 import functools
 import inspect
-import sys
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 from apiprof.engine.scenarios import instances  # a cycle: see values.py
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.classnames import snake_case
-from apiprof.engine.scenarios.factories import import_package
+from apiprof.engine.scenarios.factories import package_callables
 from apiprof.model.records import ScenarioSource
 
 MAX_PRODUCERS = 4
@@ -107,7 +106,7 @@ def _producers_of(wanted: Any, top: str) -> tuple[Producer, ...]:
     declared: list[Producer] = []
     named: list[Producer] = []
     words = _words_for(wanted)
-    for function, owner in _package_callables(top):
+    for function, owner in package_callables(top):
         returns = instances.declared_returns(function)
         if any(_declares(annotation, wanted) for annotation in returns):
             declared.append(Producer(function, owner))
@@ -140,29 +139,6 @@ def _words_for(wanted: Any) -> frozenset[str]:
     return frozenset(
         {snake, *(f"{verb}_{snake}" for verb in ("get", "make", "create", "new", "build", "to"))}
     )
-
-
-def _package_callables(top: str) -> list[tuple[Callable[..., Any], type | None]]:
-    """Public functions of the package's modules and public methods its classes define."""
-    found: list[tuple[Callable[..., Any], type | None]] = []
-    seen: set[int] = set()
-    for module_name in import_package(top):
-        module = sys.modules.get(module_name)
-        for name, value in sorted(vars(module).items()) if module is not None else ():
-            if name.startswith("_") or id(value) in seen:
-                continue
-            if (getattr(value, "__module__", "") or "").split(".")[0] != top:
-                continue
-            seen.add(id(value))
-            if inspect.isfunction(value):
-                found.append((value, None))
-            elif inspect.isclass(value) and not inspect.isabstract(value):
-                found += [
-                    (member, value)
-                    for attribute, member in sorted(vars(value).items())
-                    if not attribute.startswith("_") and inspect.isfunction(member)
-                ]
-    return found
 
 
 def _shown(wanted: Any) -> str:

@@ -16,7 +16,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from apiprof.engine.scenarios import optionalfill, repaired, results  # optionalfill: a cycle
+from apiprof.engine.scenarios import (  # optionalfill: a cycle
+    optionalfill,
+    pysyntax,
+    repaired,
+    results,
+)
 from apiprof.engine.scenarios.building import (
     RANK,
     SOURCES,
@@ -37,6 +42,8 @@ from apiprof.engine.scenarios.factories import (
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates, stored_as_is
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.namesakes import namesake_default
+from apiprof.engine.scenarios.narrowing import checked_subclasses, own_class
 from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
@@ -296,8 +303,13 @@ def parameter_candidates(
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
     guessing = "heuristics" in sources and not (annotated and not vague)
-    read = guessing or "patterns" in sources  # how the body uses it (read once)
+    narrows = "heuristics" in sources and annotated and not vague and own_class(annotation, target)
+    read = guessing or narrows or "patterns" in sources  # how the body uses it (read once)
     usage = usage_through_callees(target, parameter.name) if read else None
+    if narrows:  # `assert isinstance(key, PrivateKey)` under `key: AbstractKey`
+        classes = package_classes(getattr(target, "__module__", "") or "")
+        narrowed = checked_subclasses(usage, annotation, module, classes)
+        found[:0] = [(checked, ScenarioSource.HEURISTICS) for checked in narrowed]
     if guessing:
         strong: list[Any] = []
         weak: list[Any] = []
@@ -317,6 +329,8 @@ def parameter_candidates(
         for typed in [*strong[:3], *([guess] if guess is not None else []), *named, *weak[:2]]:
             found.append((typed, ScenarioSource.HEURISTICS))
         sibling = sibling_default(signature, parameter.name) if not found else None
+        if sibling is None and not found:  # the same name's default elsewhere in the package
+            sibling = namesake_default(target, parameter.name)
         if sibling is not None:  # the weakest hint: only when nothing else says anything
             found.append((sibling, ScenarioSource.HEURISTICS))
         elif not found and (
@@ -340,6 +354,9 @@ def parameter_candidates(
         texts = parser_texts(target, parameter.name)  # snippets of its grammar it accepts
         if texts is not None:
             found.insert(min(1, len(found)), (texts, ScenarioSource.EXAMPLES))
+    textual = not annotated or annotation in (str, Any)
+    if "nodes" in sources and textual and pysyntax.takes_python_source(target, parameter.name):
+        found.insert(0, (pysyntax.PythonSource(), ScenarioSource.NODES))  # a parser of Python
     if "patterns" in sources:  # the package's own regular expressions: what a handler expects
         own = annotation if annotated else parameter.empty
         typed = pattern_candidates(target, parameter, signature, own, usage)

@@ -11,6 +11,8 @@ directory when the failing expression lists one, else of a file.
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import re
 from collections.abc import Mapping
@@ -18,7 +20,9 @@ from collections.abc import Mapping
 from apiprof.engine.scenarios.failing import culprit, failing_text, holders
 from apiprof.engine.scenarios.wants import Want
 
-NOT_A_PATH = re.compile(r"expected str, bytes or os\.PathLike object, not (\w+)")
+NOT_A_PATH = re.compile(
+    r"(?:expected|argument must be) str, bytes,? or os\.PathLike object, not '?(\w+)"
+)
 LISTING = ("scandir", "listdir", "walk", "iterdir", "isdir", "glob", "chdir")
 """Calls in a failing expression that say the path was a directory."""
 
@@ -47,9 +51,30 @@ def path_wanted(error: BaseException, bound: Mapping[str, object]) -> tuple[str,
         return type(value).__name__ == type_name
 
     found = culprit(error, bound, of_type) or next(holders(bound, of_type), None)
+    if found is None and type_name == "NoneType":  # ours only held it (a source without an id)
+        found = _innermost_holder(error, bound)
     if found is None:
         return None
     return found[0], found[1], Want.DIRECTORY if _lists(error) else Want.FILE
+
+
+def _innermost_holder(error: BaseException, bound: Mapping[str, object]) -> tuple[str, bool] | None:
+    """The argument the innermost frame that still holds one of ours was working on: a
+    ``None`` refused as a path came from it (``prepare_input_source(source)`` joining the
+    ``systemId`` an input source of ours left unset), so a path goes there instead."""
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames[1:]):  # the first frame is the call of the entry point
+        for value in list(frame.f_locals.values()):
+            if value is None or isinstance(value, (str, int, bool)):
+                continue
+            holder = next(holders(bound, functools.partial(operator.is_, value)), None)
+            if holder is not None:
+                return holder
+    return None
 
 
 def _normalised(path: str | os.PathLike[str]) -> str:

@@ -18,6 +18,7 @@ source. Switchable (``--no-prepare``); credited as the ``prepared`` source.
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import inspect
 import typing
@@ -84,17 +85,28 @@ def preparer_of(instance: object, member: str) -> str:
     class's ``None`` placeholder (a public one before a private one when as many), or ""."""
     cls: type = type(instance)
     answers_any = hasattr(cls, "__getattr__")  # nothing is known to lack, but placeholders
+    read = _read_not_set(cls, member)
     lacking = [
         attribute
-        for attribute in _read_not_set(cls, member)
+        for attribute in read
         if (not answers_any and inspect.getattr_static(instance, attribute, _ABSENT) is _ABSENT)
         or _placeholder(instance, attribute)
     ]
-    if not lacking:
+    taken = _taken_from(cls, member)  # an empty container counts only when items are taken
+    empty = [
+        attribute
+        for attribute in read
+        if is_empty(instance, attribute)
+        and (getattr(instance, attribute) is None or attribute in taken)
+    ]
+    if not lacking and not empty:
         return ""
-    best, most = "", 0
-    for name in sorted(_method_names(cls), key=lambda name: name.startswith("_")):
-        count = sum(attribute in _assigns(cls, name) for attribute in lacking)
+    best, most = "", (0, 0)
+    for name in sorted(method_names(cls), key=lambda name: name.startswith("_")):
+        count = (  # what is absent first: a method reading it fails whatever else is filled
+            sum(attribute in assigned_by(cls, name) for attribute in lacking),
+            sum(attribute in fills(cls, name) for attribute in empty),
+        )
         if count > most:
             best, most = name, count
     return best
@@ -110,11 +122,22 @@ def _placeholder(instance: object, attribute: str) -> bool:
     )
 
 
+def is_empty(instance: object, attribute: str) -> bool:
+    """Whether the constructor left ``attribute`` empty on the instance: None or an empty
+    builtin container (a tree builder's ``openElements = []``, a tokenizer's ``currentToken =
+    None``), which the package's own methods fill as it runs."""
+    value = getattr(instance, "__dict__", {}).get(attribute, _ABSENT)
+    return value is None or (type(value) in _CONTAINERS and not value)
+
+
+_CONTAINERS = (list, dict, set, collections.deque, collections.OrderedDict)
+
+
 def setters_of(cls: type, member: str) -> list[str]:
     """The sibling methods of ``cls`` that set an attribute ``member`` reads of ``self``
     without setting it itself (what :func:`preparer_of` chooses among)."""
     read = set(_read_not_set(cls, member))
-    return [name for name in _method_names(cls) if name != member and read & _assigns(cls, name)]
+    return [name for name in method_names(cls) if name != member and read & assigned_by(cls, name)]
 
 
 CALLED_DEPTH = 1
@@ -139,7 +162,37 @@ def _read_not_set(cls: type, member: str, depth: int = CALLED_DEPTH) -> tuple[st
     return tuple(name for name in read if name not in stored)
 
 
-def _method_names(cls: type) -> list[str]:
+@functools.cache
+def _taken_from(cls: type, member: str, depth: int = CALLED_DEPTH) -> frozenset[str]:
+    """The attributes ``cls.member`` (and the methods it calls on ``self``) take items out of:
+    ``self.openElements[-1]``, ``self.stack.pop()`` — what fails on an empty container, where
+    a cache read with ``.get()`` or filled by the method itself does not."""
+    function = _function(inspect.getattr_static(cls, member, None))
+    tree = function_tree(function) if function is not None else None
+    if tree is None:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            found.add(_self_attribute(node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _TAKING
+        ):
+            found.add(_self_attribute(node.func.value))
+        elif depth > 0 and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called = _self_attribute(node.func)
+            if called and called != member:
+                found |= _taken_from(cls, called, depth - 1)
+    found.discard("")
+    return frozenset(found)
+
+
+_TAKING = frozenset(("pop", "popleft", "popitem"))
+
+
+def method_names(cls: type) -> list[str]:
     """The names of the plain methods ``cls`` and its bases define, dunders left out but an
     ``__iter__`` that is a generator: a tokenizer sets its queue where iterating starts."""
     names: dict[str, None] = {}
@@ -154,7 +207,7 @@ def _method_names(cls: type) -> list[str]:
 
 
 @functools.cache
-def _assigns(cls: type, name: str) -> frozenset[str]:
+def assigned_by(cls: type, name: str) -> frozenset[str]:
     """What calling ``name`` on an instance of ``cls`` sets on ``self``: every definition of
     it along the class's bases (an override hands on to its base's with ``super()``)."""
     found: set[str] = set()
@@ -164,6 +217,61 @@ def _assigns(cls: type, name: str) -> frozenset[str]:
         if tree is not None:
             found.update(self_attributes(tree, ast.Store))
     return frozenset(found)
+
+
+@functools.cache
+def fills(cls: type, name: str) -> frozenset[str]:
+    """What calling ``name`` on an instance of ``cls`` fills on ``self``: attributes it
+    assigns a value that is not empty (``self.currentToken = {...}``), puts items in
+    (``self.openElements.append(e)``, ``self.table[k] = v``), along the class's bases."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        value = vars(klass).get(name)
+        tree = function_tree(value) if inspect.isfunction(value) else None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Assign):
+                if not _empty_literal(node.value):
+                    found.update(_self_attribute(target) for target in node.targets)
+                found.update(
+                    _self_attribute(target.value)
+                    for target in node.targets
+                    if isinstance(target, ast.Subscript)
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _FILLING
+            ):
+                found.add(_self_attribute(node.func.value))
+    found.discard("")
+    return frozenset(found)
+
+
+_FILLING = frozenset(
+    ("append", "appendleft", "extend", "insert", "add", "update", "setdefault", "push")
+)
+
+
+def _self_attribute(node: ast.expr) -> str:
+    """``x`` for ``self.x``, else ""."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return ""
+
+
+def _empty_literal(node: ast.expr) -> bool:
+    """``None``, ``[]``, ``{}``, ``()``, ``set()``, ``list()``...: what leaves it empty."""
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Call) and not node.args and not node.keywords
 
 
 def _function(raw: object) -> Callable[..., object] | None:

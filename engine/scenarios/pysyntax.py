@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 
@@ -143,8 +145,7 @@ def syntax_node(cls: type, context: BuildContext, name: str) -> ast.AST:
     """A well-formed node of ``cls``: for a module (or any node), the program that uses every
     construct and ``context.n`` statements more; else the first node of ``cls`` in it."""
     if cls in (ast.AST, ast.mod, ast.Module):
-        context.sized = True
-        return ast.parse(_every_construct_source() + sized_program(context.n))
+        return ast.parse(python_source(context))
     if cls in _OTHER_MODES:
         source, mode = _OTHER_MODES[cls]
         return ast.parse(source, mode=mode)
@@ -154,6 +155,42 @@ def syntax_node(cls: type, context: BuildContext, name: str) -> ast.AST:
             f"parameter {name!r}: no {cls.__name__} node is made by any construct of this Python"
         )
     return copy.deepcopy(found)
+
+
+@dataclass(frozen=True)
+class PythonSource:
+    """Annotation marker: Python source text, the program that uses every construct and ``n``
+    statements more (sized), for a text its module hands to ``ast.parse``."""
+
+
+SOURCE_WORDS = frozenset(("source", "src", "code", "text", "program"))
+"""Words of a parameter's name that say it may be source text."""
+
+
+def takes_python_source(target: object, name: str) -> bool:
+    """Whether ``name`` is text a tool of Python source parses: a parameter named like source
+    (``source_text``, ``code``) of a callable whose module calls ``ast.parse``. A tool that
+    marks or walks the tree it parses reaches a handler per construct only with a program
+    that has them all (made-up prose is not Python, one word is a lone name)."""
+    if not SOURCE_WORDS & set(name.lower().split("_")):
+        return False
+    module = getattr(target, "__module__", "") or ""
+    return bool(module) and _parses_python(module)
+
+
+@functools.cache
+def _parses_python(module_name: str) -> bool:
+    module = sys.modules.get(module_name)
+    try:
+        source = inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):
+        return False
+    return "ast.parse(" in source
+
+
+def python_source(context: BuildContext) -> str:
+    context.sized = True
+    return _every_construct_source() + sized_program(context.n)
 
 
 def sized_program(n: int) -> str:

@@ -12,31 +12,11 @@ import ast
 import inspect
 import re
 import textwrap
+from collections.abc import Callable
 
 from apiprof.engine.scenarios.failing import called, failing_text, innermost
 from apiprof.engine.scenarios.refusals import OPERAND_TYPES
 from apiprof.engine.scenarios.wants import Lesson, Want
-
-
-def receiver_attribute(error: AttributeError, receiver: object, cause: str) -> Lesson | None:
-    """``'function' object has no attribute 'write'`` asked of ``self.f``, which the
-    receiver's constructor stored from its parameter ``f``: the receiver is built with an
-    ``f`` that has the attribute (``PlyLogger(f)`` writes to a file)."""
-    attribute, obj = getattr(error, "name", None), getattr(error, "obj", None)
-    frame = innermost(error)
-    if not attribute or obj is None or receiver is None or frame is None:
-        return None
-    if frame.f_locals.get("self") is not receiver:
-        return None
-    text, _ = failing_text(error)
-    for stored in re.findall(r"\bself\.(\w+)", text):
-        parameter = getattr(receiver, stored, None) is obj and set_from(
-            type(receiver), stored, required=True
-        )
-        if parameter:
-            wanted = f"{attribute}()" if called(error, attribute) else attribute
-            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
-    return None
 
 
 def receiver_operand(error: BaseException, message: str, receiver: object) -> Lesson | None:
@@ -69,14 +49,54 @@ BUILTIN_OPERANDS = frozenset({"int", "float", "str", "bytes", "list", "tuple", "
 """Operand types a lesson may ask a constructor parameter to have."""
 
 
+def receiver_attribute(error: AttributeError, receiver: object, cause: str) -> Lesson | None:
+    """``'function' object has no attribute 'write'`` asked of ``self.f``, which the
+    receiver's constructor stored from its parameter ``f``: the receiver is built with an
+    ``f`` that has the attribute (``PlyLogger(f)`` writes to a file)."""
+    attribute, obj = getattr(error, "name", None), getattr(error, "obj", None)
+    frame = innermost(error)
+    if not attribute or obj is None or receiver is None or frame is None:
+        return None
+    wanted = f"{attribute}()" if called(error, attribute) else attribute
+    if frame.f_locals.get("self") is receiver:
+        text, _ = failing_text(error)
+        for stored in re.findall(r"\bself\.(\w+)", text):
+            parameter = getattr(receiver, stored, None) is obj and set_from(
+                type(receiver), stored, required=True
+            )
+            if parameter:
+                return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (wanted,), cause=cause)
+        return None
+    # asked deeper, by a method of the object itself (``self.md._hash_span()`` reading
+    # ``self.html_spans`` of the converter the receiver holds)
+    for stored, value in list(getattr(receiver, "__dict__", {}).items()):
+        parameter = value is obj and set_from(type(receiver), stored, required=True)
+        if parameter:
+            return Lesson(f"self.{parameter}", Want.ATTRIBUTES, (attribute,), cause=cause)
+    return None
+
+
 def set_from(cls: type, attribute: str, *, required: bool = False) -> str:
     """The constructor parameter with a default of None (``required``: or none) that
     ``__init__`` stores as ``self.<attribute>`` (``self.items = items``, ``self.items = items
-    or ...``), or ""."""
-    owner = next((klass for klass in cls.__mro__ if "__init__" in vars(klass)), object)
-    init = vars(owner).get("__init__")
-    if not inspect.isfunction(init):
+    or ...``) — or a base class's ``__init__`` does under the same parameter name, which an
+    override hands on with ``super().__init__(md, options)`` — or ""."""
+    inits = [vars(klass)["__init__"] for klass in cls.__mro__ if "__init__" in vars(klass)]
+    inits = [init for init in inits if inspect.isfunction(init)]
+    if not inits:
         return ""
+    try:
+        own = inspect.signature(inits[0]).parameters
+    except (TypeError, ValueError):
+        return ""
+    for init in inits:
+        name = stored_parameter(init, attribute, required=required)
+        if name and name in own:
+            return name
+    return ""
+
+
+def stored_parameter(init: Callable[..., object], attribute: str, *, required: bool) -> str:
     try:
         parameters = inspect.signature(init).parameters
         tree = ast.parse(textwrap.dedent(inspect.getsource(init)))

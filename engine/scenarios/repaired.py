@@ -32,6 +32,7 @@ from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES
 from apiprof.engine.scenarios.modulenames import package_module_name
 from apiprof.engine.scenarios.quoted import with_literals
+from apiprof.engine.scenarios.readied import readied
 from apiprof.engine.scenarios.refusals import BINARY_STREAM
 from apiprof.engine.scenarios.resources import inputs_directory, safe_name
 from apiprof.engine.scenarios.savedfiles import saved_content
@@ -182,8 +183,9 @@ def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: 
     namespace."""
     wanted = [attribute.removesuffix("()") for attribute in names]
     top = context.qualname.split(".")[0]
-    package: list[Callable[[], Any]] = [
-        functools.partial(instances.construct, cls, context) for cls in classes_with(top, wanted)
+    package: list[Callable[[], Any]] = [  # made ready to have them (:mod:`.readied`)
+        functools.partial(_ready_instance, cls, wanted, context)
+        for cls in classes_with(top, wanted)
     ]
     standard = [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
     # a dict's own methods (items, get, keys) ask for a dict before any class of the package
@@ -207,6 +209,10 @@ def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: 
         f"parameter {name!r}: no object with {', '.join(wanted)} could be built"
         + (f" ({problems[0]})" if problems else "")
     )
+
+
+def _ready_instance(cls: type, wanted: list[str], context: BuildContext) -> Any:
+    return readied(instances.construct(cls, context), wanted, context)
 
 
 def classes_with(package: str, wanted: list[str]) -> list[type]:

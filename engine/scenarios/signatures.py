@@ -129,7 +129,34 @@ def docstring_signature(target: Callable[..., object]) -> inspect.Signature | No
 def type_hints(target: Callable[..., object]) -> dict[str, Any]:
     """Resolved annotations; string ones that fail alone are evaluated one by one."""
     function = _constructor(target) if inspect.isclass(target) else target
-    return {**_resolved(function), **_overloaded_literals(function)}
+    return {**_inherited(function), **_resolved(function), **_overloaded_literals(function)}
+
+
+def _inherited(function: Callable[..., object]) -> dict[str, Any]:
+    """What the definitions ``function`` overrides say of its parameters (the nearest base's
+    first): an override often repeats ``(self, md, options)`` without the annotations of
+    ``Extra.__init__(self, md: Markdown, options: dict)``, and means the same."""
+    function = getattr(function, "__func__", function)
+    qualname = getattr(function, "__qualname__", "") or ""
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    if "." not in qualname or "<locals>" in qualname or module is None:
+        return {}
+    owner: Any = module
+    for part in qualname.split(".")[:-1]:
+        owner = getattr(owner, part, None)
+    name = getattr(function, "__name__", "")
+    if not inspect.isclass(owner) or not name:
+        return {}
+    try:
+        own = set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for klass in reversed(owner.__mro__[1:-1]):  # the nearest base's annotations win
+        base = vars(klass).get(name)
+        if inspect.isfunction(base) and base is not function:
+            found.update({k: v for k, v in _resolved(base).items() if k in own and k != "return"})
+    return found
 
 
 def _overloaded_literals(function: Callable[..., object]) -> dict[str, Any]:

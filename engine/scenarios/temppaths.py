@@ -6,16 +6,20 @@ worker may neither read nor write there (the sandbox refuses, and the refusal wo
 point blocked). So a path under the temporary directory is pickled with what it held when the
 entry point was called — a folder's files, a file's bytes, or nothing yet (an output path) — and
 unpickling rebuilds that state under the replaying worker's own temporary directory, afresh for
-every replay.
+every replay. A module passed as an argument (``getETreeBuilder(xml.etree.ElementTree)``) is
+pickled as its name and imported again.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import pickle
 import shutil
+import sys
 import tempfile
+import types
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -55,6 +59,11 @@ class _Pickler(pickle.Pickler):
                 self.moved[key] = (PATH_ID, type(obj), *found) if found is not None else None
             return self.moved[key]
         return None
+
+    def reducer_override(self, obj: object) -> Any:
+        if isinstance(obj, types.ModuleType) and sys.modules.get(obj.__name__) is obj:
+            return importlib.import_module, (obj.__name__,)  # a module is copied by its name
+        return NotImplemented
 
 
 PATH_ID = "apiprof-temp-path"

@@ -135,6 +135,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return patterns.build_pattern_value(tp, context, name)
     if isinstance(tp, packagedata.PackageFile):
         return packagedata.build_package_file(tp, context, name)
+    if isinstance(tp, pysyntax.PythonSource):
+        return pysyntax.python_source(context)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, parsetexts.SnippetFiles):
