@@ -169,10 +169,8 @@ def _from_class_factories(cls: type, context: BuildContext) -> object | None:
                     instance = call_with_arguments(subclass, context)
             except CannotSynthesize:
                 continue
-            slot = f"<{cls.__qualname__} instance>"
-            context.credit(slot, ScenarioSource.FACTORIES)
-            context.notes[slot] = f"the subclass {name_of(factory)}() returns"
-            return instance
+            note = f"the subclass {name_of(factory)}() returns"
+            return credited(instance, cls, context, ScenarioSource.FACTORIES, note)
     return None
 
 
@@ -210,11 +208,19 @@ def _documented_subclass(cls: type, context: BuildContext) -> object | None:
                 instance = call_with_arguments(subclass, context, optional=False)
         except CannotSynthesize:
             continue
-        slot = f"<{cls.__qualname__} instance>"
-        context.credit(slot, ScenarioSource.EXAMPLES)
-        context.notes[slot] = f"its subclass {subclass.__name__} as the documentation writes it"
-        return instance
+        note = f"its subclass {subclass.__name__} as the documentation writes it"
+        return credited(instance, cls, context, ScenarioSource.EXAMPLES, note)
     return None
+
+
+def credited(
+    instance: object, cls: type, context: BuildContext, source: ScenarioSource, note: str
+) -> object:
+    """``instance``, with the source that made it and how credited to ``cls``'s slot."""
+    slot = f"<{cls.__qualname__} instance>"
+    context.credit(slot, source)
+    context.notes[slot] = note
+    return instance
 
 
 def _from_examples(cls: type, context: BuildContext) -> object | None:
