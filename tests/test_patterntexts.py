@@ -58,3 +58,14 @@ def test_a_list_where_an_iterator_is_stepped_becomes_one_started_again_for_each_
     first = try_scenario(spec, calls=1)[1]
     failure, third = try_scenario(spec, calls=3)
     assert failure is None and third == first  # each call read the same lines
+
+
+def test_a_driver_that_exits_on_what_it_is_fed_ends_only_itself(markdown_driver):
+    """``convert_file`` fed a document as its file name exits (``sys.exit``): that round trip
+    fails, and the drivers after it still run (an escaping exit ended the whole capture)."""
+    exiting, failure = find_synthesized_scenario("markup_pkg.convert_file", (10,))
+    assert exiting is not None, failure
+    found = drive_capture(WATCHED, [exiting, markdown_driver])
+    assert not any(ref.startswith(f"roundtrip:{exiting.id} <- patterns:") for ref in found.reach)
+    reached = {name for names in found.reach.values() for name in names}
+    assert reached == set(WATCHED)

@@ -225,7 +225,7 @@ def _drive(recorder: DriveRecorder, ref: str, spec: ScenarioSpec) -> tuple[objec
             takes = {type(value) for value in arguments}
             with capturing(recorder):
                 return run(), takes
-    except (Exception, timeouts.CallTimeout):
+    except (Exception, SystemExit, timeouts.CallTimeout):  # a driver that exits ends only itself
         # the calls it passed before failing are kept, but it is no driver to run again
         recorder.reach.pop(ref, None)
         return None, takes

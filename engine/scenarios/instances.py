@@ -257,7 +257,7 @@ def call_with_arguments(
         context.depth -= 1
     try:
         made = factory(*args, **kwargs)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a factory that exits (a command's main) made none
         raise CannotSynthesize(
             f"constructing {name_of(factory)} with synthesised arguments raised "
             f"{describe_exception(error)}"
