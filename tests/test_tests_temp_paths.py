@@ -48,6 +48,18 @@ def test_a_path_held_by_a_receiver_or_inside_a_list_travels_with_its_content(two
     assert isinstance(as_path, Path) and as_path == rebuilt and as_text == got.path
 
 
+class _Forging(pickle.Pickler):
+    """A pickler that hands ``pid`` as the persistent id of the string "marker" (an instance's
+    ``persistent_id`` is read-only on 3.13's C pickler: a subclass defines it)."""
+
+    def __init__(self, file: io.BytesIO, pid: tuple[object, ...]) -> None:
+        super().__init__(file)
+        self.pid = pid
+
+    def persistent_id(self, obj: object) -> object:
+        return self.pid if obj == "marker" else None
+
+
 def test_a_payload_leading_out_of_the_replay_folder_is_refused(two_workers, tmp_path):
     _, switch = two_workers
     switch()
@@ -58,10 +70,8 @@ def test_a_payload_leading_out_of_the_replay_folder_is_refused(two_workers, tmp_
         ("folder", "dir", {"../../../outside.txt": b"x"}),
     ]:
         buffer = io.BytesIO()
-        pickler = pickle.Pickler(buffer)
         pid = (temppaths.PATH_ID, str, relative, kind, content)
-        pickler.persistent_id = lambda obj, pid=pid: pid if obj == "marker" else None  # type: ignore[method-assign]
-        pickler.dump((("marker",), {}))
+        _Forging(buffer, pid).dump((("marker",), {}))
         with pytest.raises(pickle.UnpicklingError, match="leading out of its folder"):
             temppaths.loads(buffer.getvalue())
     assert not outside.exists()
