@@ -28,10 +28,11 @@ from typing import Any
 from apiprof.engine.scenarios import temppaths
 from apiprof.engine.scenarios.capture import CapturedCall
 from apiprof.engine.scenarios.consume import CONSUME_LIMIT, UNSIZED_CONSUME_LIMIT
+from apiprof.engine.scenarios.doctexts import docstring_text
 from apiprof.engine.scenarios.grammartexts import grammar_spec
 from apiprof.engine.scenarios.patterntexts import pattern_spec
 from apiprof.engine.scenarios.replayed import captured_spec, replay_call, resized
-from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario
+from apiprof.engine.scenarios.spec import ScenarioSpec, compile_scenario, text_producer
 from apiprof.model.checks import MAX_SCENARIO_ID, qualname_problem
 from apiprof.model.records import ScenarioSource
 
@@ -116,13 +117,13 @@ def doctext_spec(ref: str) -> ScenarioSpec | None:
     qualname, _, index = ref.removeprefix("doctext:").rpartition("#")
     if qualname_problem(qualname) or not index.isdigit():
         return None
-    return ScenarioSpec(
-        id=ref,
-        qualname=qualname,
-        source=ScenarioSource.DOCSTRING,
+    return text_producer(
+        ref,
+        qualname,
+        ScenarioSource.DOCSTRING,
+        docstring_text,
+        int(index),
         description=f"literal block {index} of the docstring of {qualname}",
-        setup="from apiprof.engine.scenarios.doctexts import docstring_text\n",
-        call=f"docstring_text({qualname!r}, {int(index)})",
         inputs=f"<literal block {index} of the docstring of {qualname}>",
     )
 

@@ -209,18 +209,26 @@ def named_factories(cls: type) -> list[Callable[..., Any]]:
     return [function for function in package_functions(top) if function.__name__ in names]
 
 
-def package_functions(top: str) -> Iterator[Callable[..., Any]]:
+def public_values(top: str, *, own_module: bool = False) -> Iterator[tuple[str, str, object]]:
+    """``(module name, name, value)`` for each public value the package's modules hold, in
+    module and name order, each once: those the package defines (``own_module``: only in the
+    module that defines them, where each is met once)."""
     seen: set[int] = set()
     for module_name in import_package(top):
         module = sys.modules.get(module_name)
-        if module is None:
-            continue
-        for name, value in sorted(vars(module).items()):
-            if name.startswith("_") or id(value) in seen or not inspect.isfunction(value):
+        for name, value in sorted(vars(module).items()) if module is not None else ():
+            if name.startswith("_") or id(value) in seen:
                 continue
-            if (value.__module__ or "").split(".")[0] != top:
+            home = getattr(value, "__module__", "") or ""
+            if home != module_name if own_module else home.split(".")[0] != top:
                 continue
             seen.add(id(value))
+            yield module_name, name, value
+
+
+def package_functions(top: str) -> Iterator[Callable[..., Any]]:
+    for _, _, value in public_values(top):
+        if inspect.isfunction(value):
             yield value
 
 
@@ -231,24 +239,16 @@ def package_callables(
     the public methods its concrete classes define (with ``constructors``, their
     ``__init__`` too), in module and name order, each once."""
     found: list[tuple[Callable[..., Any], type | None]] = []
-    seen: set[int] = set()
-    for module_name in import_package(top):
-        module = sys.modules.get(module_name)
-        for name, value in sorted(vars(module).items()) if module is not None else ():
-            if name.startswith("_") or id(value) in seen:
-                continue
-            if (getattr(value, "__module__", "") or "").split(".")[0] != top:
-                continue
-            seen.add(id(value))
-            if inspect.isfunction(value):
-                found.append((value, None))
-            elif inspect.isclass(value) and not inspect.isabstract(value):
-                found += [
-                    (member, value)
-                    for attribute, member in sorted(vars(value).items())
-                    if (not attribute.startswith("_") or (constructors and attribute == "__init__"))
-                    and inspect.isfunction(member)
-                ]
+    for _, _, value in public_values(top):
+        if inspect.isfunction(value):
+            found.append((value, None))
+        elif inspect.isclass(value) and not inspect.isabstract(value):
+            found += [
+                (member, value)
+                for attribute, member in sorted(vars(value).items())
+                if (not attribute.startswith("_") or (constructors and attribute == "__init__"))
+                and inspect.isfunction(member)
+            ]
     return found
 
 

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from apiprof.engine.discovery.discover import import_public_modules
 from apiprof.engine.scenarios.regextext import matching_text
-from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.spec import ScenarioSpec, text_producer
 from apiprof.model.records import ScenarioSource
 
 MAX_SENTENCES = 120
@@ -329,12 +329,12 @@ def grammar_spec(ref: str) -> ScenarioSpec | None:
     top, _, index = ref.removeprefix("grammar:").rpartition("#")
     if not top.isidentifier() or not index.isdigit():
         return None
-    return ScenarioSpec(
-        id=ref,
-        qualname=top,
-        source=ScenarioSource.DRIVEN,
+    return text_producer(
+        ref,
+        top,
+        ScenarioSource.DRIVEN,
+        grammar_text,
+        int(index),
         description=f"sentence {index} of the grammar {top}'s rule docstrings declare",
-        setup="from apiprof.engine.scenarios.grammartexts import grammar_text\n",
-        call=f"grammar_text({top!r}, {int(index)})",
         inputs=f"<sentence {index} of {top}'s grammar>",
     )

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from apiprof.engine.scenarios.grammartexts import package_holders
-from apiprof.engine.scenarios.heldpatterns import compiled_pattern
 from apiprof.engine.scenarios.regextext import matching_text
-from apiprof.engine.scenarios.spec import ScenarioSpec
+from apiprof.engine.scenarios.spec import ScenarioSpec, text_producer
 from apiprof.model.records import ScenarioSource
 
 MAX_PIECES = 60
@@ -50,13 +49,13 @@ def pattern_spec(ref: str) -> ScenarioSpec | None:
     top, _, form = ref.removeprefix("patterns:").rpartition("#")
     if not top.isidentifier() or not form.isdigit():
         return None
-    return ScenarioSpec(
-        id=ref,
-        qualname=top,
-        source=ScenarioSource.DRIVEN,
+    return text_producer(
+        ref,
+        top,
+        ScenarioSource.DRIVEN,
+        pattern_document,
+        int(form),
         description=f"a document of what {top}'s own regular expressions match",
-        setup="from apiprof.engine.scenarios.patterntexts import pattern_document\n",
-        call=f"pattern_document({top!r}, {int(form)})",
         inputs=f"<a document of what {top}'s patterns match>",
     )
 
@@ -78,7 +77,7 @@ def _pieces(top: str) -> list[str]:
 
 def _text(pattern: re.Pattern[Any]) -> str:
     try:
-        found = matching_text(compiled_pattern(pattern) or pattern, PIECE_SIZE)
+        found = matching_text(pattern, PIECE_SIZE)
     except Exception:  # a pattern the generator cannot walk: no text of it
         return ""
     text = found[0] if found is not None else ""

@@ -22,7 +22,7 @@ from apiprof.engine import timeouts
 from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios.classnames import snake_case
 from apiprof.engine.scenarios.doctests import docstring_of, example_blocks, example_globals
-from apiprof.engine.scenarios.factories import import_package
+from apiprof.engine.scenarios.factories import public_values
 from apiprof.engine.scenarios.grown import grown_texts
 from apiprof.engine.scenarios.heuristics import guess_from_name
 from apiprof.engine.scenarios.parsetexts import PARSE_WORDS
@@ -332,25 +332,18 @@ def target_and_owner(qualname: str) -> tuple[object, type | None, str] | None:
 
 def _package_callables(package: str) -> list[tuple[str, object, type | None]]:
     """``(qualified name, callable, its class or None)`` of the package's public functions,
-    concrete classes and the methods they define, in module order (each once)."""
+    concrete classes and the methods they define, in module order (each once, where it is
+    defined)."""
     found: list[tuple[str, object, type | None]] = []
-    seen: set[int] = set()
-    for module_name in import_package(package):
-        module = sys.modules.get(module_name)
-        for name, value in sorted(vars(module).items()) if module is not None else ():
-            if name.startswith("_") or id(value) in seen:
-                continue
-            if (getattr(value, "__module__", "") or "") != module_name:
-                continue  # where it is defined, once
-            seen.add(id(value))
-            if inspect.isfunction(value):
-                found.append((f"{module_name}.{name}", value, None))
-            elif inspect.isclass(value) and _may_make(value):
-                found.append((f"{module_name}.{name}", value, None))
-                found += [
-                    (f"{module_name}.{name}.{attribute}", member, value)
-                    for attribute, member in _methods(value, package)
-                ]
+    for module_name, name, value in public_values(package, own_module=True):
+        if inspect.isfunction(value):
+            found.append((f"{module_name}.{name}", value, None))
+        elif inspect.isclass(value) and _may_make(value):
+            found.append((f"{module_name}.{name}", value, None))
+            found += [
+                (f"{module_name}.{name}.{attribute}", member, value)
+                for attribute, member in _methods(value, package)
+            ]
     return found
 
 

@@ -52,7 +52,7 @@ def _own_signature(target: Callable[..., object]) -> inspect.Signature | None:
     except (TypeError, ValueError):
         found = None
     if found is not None:
-        return _initializer_signature(target) if _passes_through(found) else found
+        return _initializer_signature(target, found) if _passes_through(found) else found
     if hasattr(target, "__wrapped__"):  # wraps a C method with no signature: its own one
         try:
             return inspect.signature(target, follow_wrapped=False)
@@ -71,11 +71,12 @@ def _passes_through(signature: inspect.Signature) -> bool:
     return sorted(kinds) == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
-def _initializer_signature(target: Callable[..., object]) -> inspect.Signature:
+def _initializer_signature(
+    target: Callable[..., object], passing: inspect.Signature
+) -> inspect.Signature:
     """For a class whose ``__new__`` takes anything and hands it on (a lazy set-up, a registry)
     while its Python ``__init__`` names what it needs: that ``__init__``'s parameters; else
-    the pass-through signature itself."""
-    passing = inspect.signature(target)
+    the pass-through signature itself (``passing``)."""
     initialize = _constructor(target) if inspect.isclass(target) else None
     if (
         initialize is None

@@ -85,6 +85,30 @@ def compile_scenario(
     return _compile_call(spec.call, f"<call of {spec.id}>", namespace)
 
 
+def text_producer(
+    ref: str,
+    qualname: str,
+    source: ScenarioSource,
+    rebuild: Callable[[str, int], object],
+    index: int,
+    *,
+    description: str,
+    inputs: str,
+) -> ScenarioSpec:
+    """The scenario a driver's name ``ref`` stands for that returns a text the package shows or
+    implies (a docstring's literal block, a grammar's sentence): ``rebuild(qualname, index)``
+    makes it again in whichever worker runs it."""
+    return ScenarioSpec(
+        id=ref,
+        qualname=qualname,
+        source=source,
+        description=description,
+        setup=f"from {rebuild.__module__} import {rebuild.__name__}\n",
+        call=f"{rebuild.__name__}({qualname!r}, {index})",
+        inputs=inputs,
+    )
+
+
 _CALL_NAME = "__apiprof_call__"
 _NO_TYPE_PARAMS: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 

@@ -364,7 +364,12 @@ def renewal(
         return _copied((args, kwargs)) if fresh else (args, kwargs)
 
     if not inspect.isfunction(initialize):
-        return None, lambda: cls(*arguments()[0], **arguments()[1])
+
+        def rebuild() -> object:
+            again, named = arguments()  # one copy of both
+            return cls(*again, **named)
+
+        return None, rebuild
 
     def renew() -> None:
         again, named = arguments()
