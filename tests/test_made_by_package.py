@@ -24,7 +24,7 @@ from apiprof.engine.scenarios.namesakes import namesake_default
 from apiprof.engine.scenarios.narrowing import checked_subclasses
 from apiprof.engine.scenarios.preparers import fills, is_empty, preparer_of
 from apiprof.engine.scenarios.pysyntax import takes_python_source
-from apiprof.engine.scenarios.signatures import type_hints
+from apiprof.engine.scenarios.signatures import borrowed_hints, type_hints
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.wants import Lesson, Want
 
@@ -104,6 +104,21 @@ def test_an_override_without_annotations_takes_those_of_the_definition_it_overri
 
     hints = type_hints(Emphasis)
     assert hints["converter"] is Converter and hints["options"] is dict
+
+
+def test_an_annotation_borrowed_from_an_overridden_definition_is_a_candidate_not_a_promise():
+    """``Strong(match)`` reads a group no synthesised match has: the override is still
+    profiled with what its body reads of ``token``, the next candidate."""
+    from madeby_pkg.converters import Emphasis, Extension, Strong, TextRenderer
+
+    assert type_hints(TextRenderer.render_strong)["token"] is Strong
+    assert borrowed_hints(TextRenderer.render_strong) == {"token"}
+    assert borrowed_hints(Emphasis) == {"converter", "options"}
+    assert borrowed_hints(Extension) == set()  # its own annotations
+    described = found("madeby_pkg.converters.TextRenderer.render_strong", ALONE)
+    assert described is not None
+    assert "token: heuristics" in described
+    assert found("madeby_pkg.converters.Renderer.render_strong", ALONE) is None
 
 
 def test_an_object_the_receiver_holds_is_made_ready_to_have_what_its_own_method_read():

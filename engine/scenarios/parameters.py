@@ -49,6 +49,7 @@ from apiprof.engine.scenarios.parsetexts import parser_texts
 from apiprof.engine.scenarios.patterns import pattern_candidates
 from apiprof.engine.scenarios.registered import RegisteredKey, registered_keys
 from apiprof.engine.scenarios.signatures import (
+    borrowed_hints,
     package_classes,
     signature_from_stubs,
     signature_of,
@@ -302,7 +303,8 @@ def parameter_candidates(
         classes = package_classes(getattr(target, "__module__", "") or "")
         for typed in docstring_types(target, classes).parameters.get(parameter.name, []):
             found.append((typed, ScenarioSource.DOCSTRING_TYPES))
-    guessing = "heuristics" in sources and not (annotated and not vague)
+    borrowed = annotated and not vague and parameter.name in borrowed_hints(target)
+    guessing = "heuristics" in sources and (not (annotated and not vague) or borrowed)
     narrows = "heuristics" in sources and annotated and not vague and own_class(annotation, target)
     read = guessing or narrows or "patterns" in sources  # how the body uses it (read once)
     usage = usage_through_callees(target, parameter.name) if read else None

@@ -133,6 +133,17 @@ def type_hints(target: Callable[..., object]) -> dict[str, Any]:
     return {**_inherited(function), **_resolved(function), **_overloaded_literals(function)}
 
 
+def borrowed_hints(target: Callable[..., object]) -> frozenset[str]:
+    """The parameters whose only annotation is an overridden definition's: a strong hint, not
+    a promise (``render_strong(self, token)`` overriding ``token: Strong`` is called with what
+    the package makes, which a bare ``Strong(...)`` may not be)."""
+    function = _constructor(target) if inspect.isclass(target) else target
+    inherited = _inherited(function)
+    if not inherited:
+        return frozenset()
+    return frozenset(inherited.keys() - _resolved(function).keys())
+
+
 def _inherited(function: Callable[..., object]) -> dict[str, Any]:
     """What the definitions ``function`` overrides say of its parameters (the nearest base's
     first): an override often repeats ``(self, md, options)`` without the annotations of
