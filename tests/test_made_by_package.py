@@ -27,6 +27,7 @@ from apiprof.engine.scenarios.pysyntax import takes_python_source
 from apiprof.engine.scenarios.signatures import borrowed_hints, type_hints
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.wants import Lesson, Want
+from apiprof.engine.scenarios.wrappers import handed_to
 
 BUILDERS = "madeby_pkg.builders"
 
@@ -119,6 +120,19 @@ def test_an_annotation_borrowed_from_an_overridden_definition_is_a_candidate_not
     assert described is not None
     assert "token: heuristics" in described
     assert found("madeby_pkg.converters.Renderer.render_strong", ALONE) is None
+
+
+def test_a_wrapper_without_functools_wraps_is_called_with_what_its_function_takes():
+    from madeby_pkg import legacy
+
+    assert handed_to(legacy.join) is legacy.join.__closure__[0].cell_contents
+    assert handed_to(legacy.tagged) is None  # adds an argument of its own
+    assert handed_to(legacy.joined) is None  # not a wrapper
+    with pytest.raises(TypeError, match="missing 2 required positional arguments"):
+        legacy.join()  # why the rule exists: the wrapper's signature says nothing
+    described = found("madeby_pkg.legacy.join", ALONE)
+    assert described is not None
+    assert "words: " in described and "separator: " in described
 
 
 def test_an_object_the_receiver_holds_is_made_ready_to_have_what_its_own_method_read():

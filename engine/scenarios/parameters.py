@@ -60,6 +60,7 @@ from apiprof.engine.scenarios.usage import infer_from_usage, only_formatted, unc
 from apiprof.engine.scenarios.values import build
 from apiprof.engine.scenarios.visitors import tree_candidates
 from apiprof.engine.scenarios.wants import Want
+from apiprof.engine.scenarios.wrappers import handed_to
 from apiprof.model.records import ScenarioSource
 
 
@@ -72,6 +73,9 @@ def arguments_for(
     optional parameters whose annotation names something other than None: a default of None often takes
     the path that cannot work alone ("if no eval context is passed, the node must have an
     environment")."""
+    inner = handed_to(target)
+    if inner is not None:  # a decorator's wrapper without functools.wraps: what it calls
+        return arguments_for(inner, context, skip=skip, optional=optional)
     public = context.qualname if context.depth == 0 else ""  # the entry point's own call
     signature = signature_of(target, context.sources, public)
     if context.depth == 0 and context.lessons:  # the entry point's own call: errors named them
