@@ -9,6 +9,8 @@ the last ones (source ``repaired``); a base class's alternative constructor make
 
 from __future__ import annotations
 
+import io
+import json
 import re
 
 import pytest
@@ -149,6 +151,14 @@ def test_a_regular_expression_applied_to_a_number_of_ours_wants_texts():
         assert lesson is not None and lesson.names == want and lesson.parameter in bound
     assert text_wanted("expected string or bytes-like object, got 'int'", TypeError(), {}) is None
     assert "seqs of type texts" in only_with("repair", "repaired", "schemas_pkg.sequences.find_all")
+
+
+def test_a_stream_given_to_json_loads_wants_text():
+    stream = io.StringIO("{}")
+    with pytest.raises(TypeError) as refused:
+        json.loads(stream)  # type: ignore[arg-type]
+    lesson = text_wanted(str(refused.value), refused.value, {"stream": stream})
+    assert lesson is not None and (lesson.parameter, lesson.names) == ("stream", ("str",))
 
 
 def _regex_finder():

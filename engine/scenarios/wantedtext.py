@@ -1,7 +1,7 @@
 """A call that matched a regular expression against one of our values that is not text.
 
 ``regex.findall(s)`` given a number raises ``expected string or bytes-like object, got
-'int'``. The number is found in the innermost frame (``s`` in the package's own matcher) and
+'int'``; ``json.loads(s)`` given a stream, ``must be str, bytes or bytearray, not StringIO``. The number is found in the innermost frame (``s`` in the package's own matcher) and
 traced to the argument that holds it: the argument itself (then it is text), one of its items
 (a list of texts), or an item of one of its items (``mapcat(f, *seqs)`` given ``[[1, 2]]``: one
 sequence of texts).
@@ -20,7 +20,10 @@ from apiprof.engine.scenarios.builtinrefusals import TEXTS
 from apiprof.engine.scenarios.failing import innermost
 from apiprof.engine.scenarios.wants import Lesson, Want
 
-_EXPECTED = re.compile(r"expected string or bytes-like object, got '(\w+)'")
+_EXPECTED = re.compile(
+    r"expected string or bytes-like object, got '(\w+)'|"
+    r"must be str, bytes or bytearray, not '?(\w+)'?"  # json.loads given a stream
+)
 
 
 def text_wanted(message: str, error: BaseException, bound: Mapping[str, object]) -> Lesson | None:
@@ -32,7 +35,8 @@ def text_wanted(message: str, error: BaseException, bound: Mapping[str, object])
     refused = [
         value
         for value in frame.f_locals.values()
-        if type(value).__name__ == found.group(1) and not isinstance(value, (str, bytes))
+        if type(value).__name__ == (found.group(1) or found.group(2))
+        and not isinstance(value, (str, bytes))
     ]
     cause = f"TypeError {message}"
     for value in refused:
