@@ -149,6 +149,13 @@ def test_an_untyped_command_line_value_named_like_a_number_is_one():
     assert argv_tokens(parser) == ("=1", "source")
 
 
+def test_a_command_line_value_whose_help_lists_its_choices_is_the_first_of_them():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("part", help="One of 'major', 'minor', 'patch', or 'prerelease'")
+    parser.add_argument("source", help="the file to read")
+    assert argv_tokens(parser) == ("=major", "source")
+
+
 def test_a_tool_converting_its_number_itself_is_called_with_one():
     spec, failure = find_synthesized_scenario("rulegrammar_pkg.main", (10,))
     assert spec is not None, failure

@@ -135,6 +135,26 @@ def test_a_wrapper_without_functools_wraps_is_called_with_what_its_function_take
     assert "words: " in described and "separator: " in described
 
 
+@pytest.mark.parametrize(
+    ("handler", "command"),
+    [("cmd_greet", "'greet "), ("cmd_shout", "'shout "), ("cmd_shout", " loud'")],
+)
+def test_a_subcommand_handler_takes_what_the_package_parser_makes_of_its_command_line(
+    handler, command
+):
+    import argparse
+
+    from madeby_pkg import cli
+
+    with pytest.raises(AttributeError):  # why the rule exists: an empty Namespace lacks all
+        getattr(cli, handler)(argparse.Namespace())
+    described = found(f"madeby_pkg.cli.{handler}", ALONE)
+    assert described is not None
+    assert "args: factories (the parser's reading of '" in described and command in described
+    no_factories = tuple(source for source in ALONE if source != "subclasses")
+    assert "the parser's reading" not in (found(f"madeby_pkg.cli.{handler}", no_factories) or "")
+
+
 def test_an_object_the_receiver_holds_is_made_ready_to_have_what_its_own_method_read():
     """``Emphasis.run`` calls ``self.converter.hash_span()``, which reads ``self.spans``: only
     ``Converter.reset()`` makes it. The lesson is read off the converter's own frame and names

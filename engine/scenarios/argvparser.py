@@ -3,8 +3,8 @@
 A ``main()`` that exits with a usage error built its :class:`argparse.ArgumentParser` on the
 way: the exception's traceback still holds it (the frame of ``parse_known_args``). Its actions
 say exactly what a valid command line is — positional arguments, required options with their
-values, the first subcommand and what that one requires, choices, a required mutually
-exclusive group — where a usage line leaves out what it wraps or abbreviates. The command line
+values, the first subcommand and what that one requires, choices (also those a help text
+lists), a required mutually exclusive group — where a usage line leaves out what it wraps or abbreviates. The command line
 comes back as lesson tokens (:mod:`.repaired` turns them into ``sys.argv``): a literal word
 (``=build``, ``=3``), an option (``--input``), or a name that becomes a file in the sandbox
 (``input``; a name with ``out`` in it becomes a path to write to). A value without a ``type=``
@@ -17,6 +17,7 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
+from apiprof.engine.scenarios.choices import listed_choices
 from apiprof.engine.scenarios.heuristics import guess_from_name
 
 MAX_TOKENS = 16
@@ -106,6 +107,9 @@ def _value(action: argparse.Action) -> str:
     """One value: a choice, a number, a file (to read, or to write for an output)."""
     if action.choices:
         return f"={next(iter(action.choices))}"
+    listed = listed_choices(action.help) if isinstance(action.help, str) else []
+    if listed:  # "One of 'major', 'minor' or 'patch'": the choices its help names
+        return f"={listed[0]}"
     kind: Any = action.type
     name = action.dest if action.dest not in (None, argparse.SUPPRESS) else "value"
     if isinstance(action.metavar, str) and not action.option_strings:

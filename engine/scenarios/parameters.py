@@ -43,6 +43,7 @@ from apiprof.engine.scenarios.fields import declared_fields, field_candidates, s
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
 from apiprof.engine.scenarios.namesakes import namesake_default
+from apiprof.engine.scenarios.namespaces import namespace_candidate
 from apiprof.engine.scenarios.narrowing import checked_subclasses, own_class
 from apiprof.engine.scenarios.packagedata import with_package_files
 from apiprof.engine.scenarios.parsetexts import parser_texts
@@ -349,6 +350,13 @@ def parameter_candidates(
         guess = guess_from_name(parameter.name) if parameter.name in _CLASSIC_NAMES else None
         if guess is not None:
             found.append((guess, ScenarioSource.SYNTHESIZED))
+    parsed = (
+        namespace_candidate(target, parameter.name, annotation)
+        if "subclasses" in sources and (guessing or annotated)
+        else None
+    )
+    if parsed is not None:  # what the package's parser makes for the subcommand it handles
+        found.insert(0, (parsed, ScenarioSource.FACTORIES))
     if "nodes" in sources:  # a tree's own shape says more than names and annotated bases
         own = annotation if annotated else parameter.empty
         nodes = tree_candidates(target, parameter, signature, own)

@@ -20,7 +20,7 @@ import sys
 import textwrap
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from apiprof.engine.discovery.discover import resolve_object
@@ -82,11 +82,13 @@ def apply_argv(context: BuildContext) -> None:
     lesson = next((lesson for lesson in context.lessons if lesson.want is Want.ARGV), None)
     if lesson is None:
         return
-    sys.argv = [
-        sys.argv[0] if sys.argv else "main",
-        *(_argv_value(n, context) for n in lesson.names),
-    ]
+    sys.argv = [sys.argv[0] if sys.argv else "main", *argv_words(lesson.names, context)]
     context.credit("sys.argv", ScenarioSource.REPAIRED)
+
+
+def argv_words(tokens: Sequence[str], context: BuildContext) -> list[str]:
+    """The command line a lesson's tokens stand for (files for inputs)."""
+    return [_argv_value(token, context) for token in tokens]
 
 
 def _argv_value(name: str, context: BuildContext) -> str:

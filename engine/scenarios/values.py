@@ -36,6 +36,7 @@ from apiprof.engine.discovery.discover import describe_exception
 # their modules (not names) are imported where the cycle closes, and used only at call time
 from apiprof.engine.scenarios import (
     instances,
+    namespaces,
     observed,
     packagedata,
     parsetexts,
@@ -137,6 +138,8 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
         return packagedata.build_package_file(tp, context, name)
     if isinstance(tp, pysyntax.PythonSource):
         return pysyntax.python_source(context)
+    if isinstance(tp, namespaces.ParsedArguments):
+        return namespaces.parsed_arguments(tp, context, name)
     if isinstance(tp, ExampleValues):
         return copy.deepcopy(context.pick(list(tp.values)))
     if isinstance(tp, parsetexts.SnippetFiles):
