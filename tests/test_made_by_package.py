@@ -19,6 +19,7 @@ from test_siblings import ALONE, found
 
 from apiprof.engine.scenarios.callees import usage_through_callees
 from apiprof.engine.scenarios.classfactories import class_factories, subclass_made
+from apiprof.engine.scenarios.importedclasses import imported_classes_with
 from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.namesakes import namesake_default
 from apiprof.engine.scenarios.narrowing import checked_subclasses
@@ -26,6 +27,7 @@ from apiprof.engine.scenarios.preparers import fills, is_empty, preparer_of
 from apiprof.engine.scenarios.pysyntax import takes_python_source
 from apiprof.engine.scenarios.signatures import borrowed_hints, type_hints
 from apiprof.engine.scenarios.synth import synthesize
+from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.wants import Lesson, Want
 from apiprof.engine.scenarios.wrappers import handed_to
 
@@ -153,6 +155,21 @@ def test_a_subcommand_handler_takes_what_the_package_parser_makes_of_its_command
     assert "args: factories (the parser's reading of '" in described and command in described
     no_factories = tuple(source for source in ALONE if source != "subclasses")
     assert "the parser's reading" not in (found(f"madeby_pkg.cli.{handler}", no_factories) or "")
+
+
+def test_attributes_asked_of_an_argument_are_looked_for_in_the_standard_classes_imported():
+    import array
+
+    from madeby_pkg import packing
+
+    assert imported_classes_with("madeby_pkg.packing.describe", ["typecode"]) == [array.array]
+    assert imported_classes_with("madeby_pkg.packing.describe", ["typecode", "nope"]) == []
+    spec, _ = find_synthesized_scenario("madeby_pkg.packing.describe", (10,), sources=ALONE)
+    assert spec is not None and "learned from AttributeError 'typecode'" in spec.description
+    made: dict = {"n": 10}
+    exec(spec.setup, made)
+    assert isinstance(made["args"][0], array.array)
+    assert packing.describe(made["args"][0])
 
 
 def test_an_object_the_receiver_holds_is_made_ready_to_have_what_its_own_method_read():

@@ -29,6 +29,7 @@ from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.documents import document
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
 from apiprof.engine.scenarios.heuristics import guess_from_name
+from apiprof.engine.scenarios.importedclasses import imported_classes_with
 from apiprof.engine.scenarios.lessons import BUILTIN_TYPES
 from apiprof.engine.scenarios.modulenames import package_module_name
 from apiprof.engine.scenarios.quoted import with_literals
@@ -181,8 +182,8 @@ def _named_value(word: str, context: BuildContext, name: str, turn: int = 0) -> 
 def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: int = 0) -> Any:
     """An object that has the attributes ``names`` (``x()``: called), the ``turn``-th
     candidate that builds: the package's classes, standard-library objects (a dict first when
-    a dict has them all), a builtin value that has them all (a text for ``upper()``), a
-    namespace."""
+    a dict has them all), standard-library classes the module imports, a builtin value that
+    has them all (a text for ``upper()``), a namespace."""
     wanted = [attribute.removesuffix("()") for attribute in names]
     top = context.qualname.split(".")[0]
     package: list[Callable[[], Any]] = [  # made ready to have them (:mod:`.readied`)
@@ -192,6 +193,10 @@ def object_with(names: tuple[str, ...], context: BuildContext, name: str, turn: 
     standard = [maker for maker in _STANDARD_OBJECTS if _has_all(maker, wanted)]
     # a dict's own methods (items, get, keys) ask for a dict before any class of the package
     candidates = [*standard, *package] if _mapping in standard else [*package, *standard]
+    candidates += [  # what the module imports from the standard library (`array.array`)
+        functools.partial(values.build, cls, context, name)
+        for cls in imported_classes_with(context.qualname, wanted)
+    ]
     if _has_all(_empty_stream, wanted) and _READING & set(wanted):  # read(): a stream first
         candidates.insert(0, functools.partial(_stream, context, name))
     candidates += [  # `x.upper()` on a list: a text; `x.append(...)` on a number: a list
