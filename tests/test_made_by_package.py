@@ -172,6 +172,17 @@ def test_attributes_asked_of_an_argument_are_looked_for_in_the_standard_classes_
     assert packing.describe(made["args"][0])
 
 
+def test_a_class_built_for_an_argument_is_called_again_with_its_parameters_next_guesses():
+    from madeby_pkg.buffers import Block, Buffer
+
+    assert Block(Buffer()).children == []
+    described = found("madeby_pkg.buffers.render", ALONE)
+    assert described is not None and "block: synthesized" in described
+    first_guess_only = synthesize("madeby_pkg.buffers.Block", 3, sources=ALONE)
+    with pytest.raises(AttributeError):  # why: the guess from the rows' use comes first
+        Block(*first_guess_only.args)
+
+
 def test_an_object_the_receiver_holds_is_made_ready_to_have_what_its_own_method_read():
     """``Emphasis.run`` calls ``self.converter.hash_span()``, which reads ``self.spans``: only
     ``Converter.reset()`` makes it. The lesson is read off the converter's own frame and names

@@ -115,6 +115,10 @@ class BuildContext:
     notes: dict[str, str] = field(default_factory=dict)
     # which sibling is being built ("1/", "1/2/" nested): see :meth:`apart`
     sibling: str = ""
+    # a nested constructor called again with its parameters' next guesses (:mod:`.instances`):
+    # which guess leads, and the most guesses a nested parameter offered
+    nested_turn: int = 0
+    nested_choices: int = 1
 
     @property
     def alternatives(self) -> dict[str, int]:

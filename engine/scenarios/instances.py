@@ -92,8 +92,7 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         )
     else:
         try:
-            with context.attempt():
-                return call_with_arguments(cls, context, optional=optional)
+            return _called(cls, context, optional)
         except CannotSynthesize as error:
             problems.append(str(error))
             if cls is context.owner:  # the repair may learn from the receiver's constructor
@@ -133,6 +132,37 @@ def _construct(cls: type, context: BuildContext, optional: bool) -> object:
         except CannotSynthesize as error:
             problems.append(str(error).partition(": ")[2])
     raise CannotSynthesize("; ".join(problems)) from refused
+
+
+NESTED_TURNS = 2
+"""How many more times a nested class is called, each time with its parameters' next guesses."""
+
+
+def _called(cls: type, context: BuildContext, optional: bool) -> object:
+    """``cls`` called with synthesised arguments; a class built for another's argument is
+    called again with the next guesses where its parameters' guesses disagree (a buffer's
+    items guessed as callables from one use, when the package's own buffer class will do):
+    the receiver is not, its variants do that."""
+    outer, context.nested_choices = context.nested_choices, 1
+    try:
+        with context.attempt():
+            return call_with_arguments(cls, context, optional=optional)
+    except CannotSynthesize as error:
+        if cls is context.owner or context.nested_turn or context.nested_choices < 2:
+            raise
+        first, turns = error, min(NESTED_TURNS, context.nested_choices - 1)
+    finally:
+        context.nested_choices = max(outer, context.nested_choices)
+    for turn in range(1, turns + 1):
+        context.nested_turn = turn
+        try:
+            with context.attempt():
+                return call_with_arguments(cls, context, optional=optional)
+        except CannotSynthesize:
+            continue
+        finally:
+            context.nested_turn = 0
+    raise first  # what the first guesses met says the most
 
 
 def _first_instance(

@@ -248,7 +248,9 @@ def build_parameter(
     annotated = candidates[0][1] is ScenarioSource.SYNTHESIZED
     if not annotated:  # guesses disagree: later variants lead with the next guess
         context.choices = max(context.choices, len(candidates))
-    turn = 0 if annotated or context.depth else context.variant
+    if not annotated and context.depth:  # a nested constructor may be called again with it
+        context.nested_choices = max(context.nested_choices, len(candidates))
+    turn = 0 if annotated else context.nested_turn if context.depth else context.variant
     if context.depth == 0 and context.parameter:  # pins reach every candidate, then flavour
         context.candidates[parameter.name] = len(candidates)
         if context.pinned is not None:

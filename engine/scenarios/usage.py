@@ -389,14 +389,20 @@ def _parts_type(
     parts: list[Usage], module: types.ModuleType | None, classes: Mapping[str, type]
 ) -> Any:
     """``tuple[...]`` of what each part's use says; a part nothing is asked of takes a typed
-    sibling's type (``major, minor``), else is a string."""
+    sibling's plain type (``major, minor``: numbers), else is a string (``kind, text, line``
+    where only ``kind`` is called: one callable, not three)."""
     said = []
     for part in parts:
         strong, weak = infer_from_usage(part, module, classes)
         numbers = [v for v in part.compared_to if type(v) is int]  # `major != 1`: that one
         said.append(typing.Literal[numbers[0]] if numbers else next(iter([*strong, *weak]), None))
-    known = next((typed for typed in said if typed is not None), str)
+    known = next((typed for typed in said if _plain(typed)), str)
     return typing.cast(Any, tuple)[tuple(known if typed is None else typed for typed in said)]
+
+
+def _plain(typed: Any) -> bool:
+    """A value type a sibling part may share: a number, a text, a literal."""
+    return typed in (int, float, str, bytes, bool) or typing.get_origin(typed) is typing.Literal
 
 
 def _package_ducks(attributes: set[str], classes: Mapping[str, type]) -> list[type]:
