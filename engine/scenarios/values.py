@@ -213,6 +213,10 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     ):
         context.sized = context.files = True
         return io.BytesIO(json_list_text(rng, n).encode())
+    if tp is typing.IO or origin is typing.IO:  # IO[Any]: text first, bytes in a variant
+        context.sized = context.files = True
+        text = json_list_text(rng, n)
+        return context.pick([io.StringIO(text), io.BytesIO(text.encode())])
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
         members.sort(key=lambda member: member is not guess_from_name(name))  # dt_str: str first
