@@ -47,6 +47,12 @@ from apiprof.engine.scenarios import (
     typetext,
 )
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.distinct import (
+    DistinctNumbers,
+    DistinctTexts,
+    distinct_numbers,
+    distinct_texts,
+)
 from apiprof.engine.scenarios.drawn import draw_one
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -281,6 +287,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     LoggerMarker: quiet_logger,
     ModuleMarker: package_module,
     types.ModuleType: package_module,
+    DistinctTexts: distinct_texts,
+    DistinctNumbers: distinct_numbers,
 }
 
 
