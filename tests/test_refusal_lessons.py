@@ -1,8 +1,12 @@
 """Errors that say what they accept: quoted choices (single characters too, with the refused
-value after them) and items that must not repeat."""
+value after them), items that must not repeat, and the buffer length ``struct`` unpacks."""
 
 from __future__ import annotations
 
+import random
+import struct
+
+from apiprof.engine.scenarios.buffers import buffer_wanted, fixed_buffer
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.distinct import repeated_items
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
@@ -51,3 +55,14 @@ def test_without_the_repair_the_repeating_words_are_refused():
         "refused_pkg.FieldOrder", (10,), sources=("heuristics",)
     )
     assert spec is None and "duplicates" in failure.reason
+
+
+def test_bytes_struct_refused_get_the_length_it_asked_for():
+    spec, failure = find_synthesized_scenario("refused_pkg.read_header", (10, 100))
+    assert spec is not None, failure
+    assert "data of type bytes of length 8" in spec.description
+    assert spec.sizes == ()  # a fixed length: no size axis
+    assert buffer_wanted(struct.error("unpack requires a buffer of 8 bytes"), {"n": 3}) is None
+    assert fixed_buffer("bytes of length 4", random.Random(0)) is not None
+    assert len(fixed_buffer("bytes of length 4", random.Random(0))) == 4
+    assert fixed_buffer("distinct texts", random.Random(0)) is None

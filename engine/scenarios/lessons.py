@@ -24,6 +24,7 @@ from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters, more_items
+from apiprof.engine.scenarios.buffers import buffer_wanted
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.distinct import DISTINCT_KINDS, repeated_items
@@ -72,7 +73,7 @@ TEACHING = re.compile(
     r"str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]|"
-    r"(?i:duplicat|not unique|must be unique)"
+    r"(?i:duplicat|not unique|must be unique)|requires a buffer of"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -113,8 +114,8 @@ def learn(
     choice = refused_choice(message, bound)  # "unknown code 'xy'; available: ja, ru"
     if choice is not None:
         return Lesson(choice[0], Want.ONE_OF, (choice[1],), cause=cause)
-    repeated = repeated_items(message, bound)  # "must not contain duplicates"
-    if repeated is not None:
+    repeated = repeated_items(message, bound) or buffer_wanted(error, bound)  # duplicates,
+    if repeated is not None:  # "unpack requires a buffer of 8 bytes"
         return Lesson(repeated[0], Want.TYPE, (repeated[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
