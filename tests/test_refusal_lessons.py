@@ -1,5 +1,5 @@
 """Errors that say what they accept: quoted choices (single characters too, with the refused
-value after them), items that must not repeat, and the buffer length ``struct`` unpacks."""
+value after them), items that must not repeat, the buffer length ``struct`` unpacks and a URI's scheme."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import struct
 from apiprof.engine.scenarios.buffers import buffer_wanted, fixed_buffer
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.distinct import repeated_items
+from apiprof.engine.scenarios.schemes import SAMPLES, scheme_wanted
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
 from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
@@ -66,3 +67,14 @@ def test_bytes_struct_refused_get_the_length_it_asked_for():
     assert fixed_buffer("bytes of length 4", random.Random(0)) is not None
     assert len(fixed_buffer("bytes of length 4", random.Random(0))) == 4
     assert fixed_buffer("distinct texts", random.Random(0)) is None
+
+
+def test_a_uri_of_the_scheme_the_error_names_replaces_the_web_address():
+    spec = found("refused_pkg.mail_address")
+    assert "url 'mailto:" in spec.description and spec.source is ScenarioSource.REPAIRED
+    assert scheme_wanted("not a data URI", {"uri": "https://example.com"}) == (
+        "uri",
+        SAMPLES["data"],
+    )
+    assert scheme_wanted("not a valid URI", {"uri": "x"}) is None  # names no scheme
+    assert scheme_wanted("invalid gopher URL", {"uri": "x"}) is None  # one it does not know

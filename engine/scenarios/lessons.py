@@ -54,6 +54,7 @@ from apiprof.engine.scenarios.refusals import (
     richer_number,
     unread_input,
 )
+from apiprof.engine.scenarios.schemes import scheme_wanted
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
 from apiprof.engine.scenarios.wantedtext import text_wanted
@@ -73,7 +74,8 @@ TEACHING = re.compile(
     r"str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]|"
-    r"(?i:duplicat|not unique|must be unique)|requires a buffer of"
+    r"(?i:duplicat|not unique|must be unique)|requires a buffer of|"
+    r"(?i:(?:not an?|invalid|expected an?|must be an?) ['\"]?[a-z][a-z0-9+.-]*['\"]?:? ur[il]\b)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -117,6 +119,9 @@ def learn(
     repeated = repeated_items(message, bound) or buffer_wanted(error, bound)  # duplicates,
     if repeated is not None:  # "unpack requires a buffer of 8 bytes"
         return Lesson(repeated[0], Want.TYPE, (repeated[1],), cause=cause)
+    uri = scheme_wanted(message, bound)  # "not a data URI"
+    if uri is not None:
+        return Lesson(uri[0], Want.ONE_OF, (uri[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document
