@@ -1,5 +1,6 @@
 """Values an error lists as the ones it accepts: ``unknown locale code 'xy'; available: ja,
-ru, zh``, ``mode must be one of: 'r', 'w'``, ``choose from 'fast', 'slow'``.
+ru, zh``, ``mode must be one of: 'r', 'w'``, ``choose from 'fast', 'slow'``, ``enclosing must
+be either '{' or '"', not 'x'``.
 
 A lookup that refuses a made-up name often says which names it knows. The argument whose value
 the message quotes (the name it did not know) becomes the first of the listed ones.
@@ -18,6 +19,9 @@ _LISTED = re.compile(
 )
 """The words that introduce the accepted values, and the list after them."""
 MAX_CHOICES = 16
+_REFUSED_AFTER = re.compile(r",?\s+(?:not|but (?:got|was|is))\s", re.IGNORECASE)
+"""Where the list ends and the refused value begins (``must be 'a' or 'b', not 'c'``)."""
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"").findall
 
 
 def listed_choices(message: str) -> list[str]:
@@ -25,10 +29,17 @@ def listed_choices(message: str) -> list[str]:
     found = _LISTED.search(message)
     if found is None:
         return []
-    listed = found.group(1).strip().rstrip(".;")
+    listed = _REFUSED_AFTER.split(found.group(1), maxsplit=1)[0].strip().rstrip(".;")
+    quoted = [single or double for single, double in _QUOTED(listed)]
+    if quoted:  # quoted values are taken as written: '{' and '"' are choices too
+        return _plausible(quoted)
     items = re.split(r"\s*(?:,|\||/|;|\bor\b|\band\b)\s*", listed.strip("[](){}"))
-    cleaned = [item.strip().strip("'\"`[](){}<>").strip() for item in items]
-    return [c for c in cleaned if c and len(c) <= 40 and not re.search(r"\s", c)][:MAX_CHOICES]
+    return _plausible([item.strip().strip("'\"`[](){}<>").strip() for item in items])
+
+
+def _plausible(values: list[str]) -> list[str]:
+    """The values that can be names or codes: short, one word."""
+    return [v for v in values if v and len(v) <= 40 and not re.search(r"\s", v)][:MAX_CHOICES]
 
 
 def refused_choice(message: str, bound: Mapping[str, object]) -> tuple[str, str] | None:

@@ -260,7 +260,9 @@ class Produced:
 
     producer: Callable[..., Any]
     owner: type | None = None  # producer is a method of this class: called on an instance
-    fits: type | None = None  # the parameter's annotated class: a value of another is no input
+    fits: type | tuple[type, ...] | None = None  # the parameter's annotated class(es): a value
+    # of another is no input
+    stream: bool = False  # the reader takes a stream: what the producer returns or writes, in one
 
 
 INVERSE_WORDS = [
@@ -281,6 +283,15 @@ INVERSE_WORDS = [
 """Name pairs where the second function makes what the first one reads."""
 
 
+def inverse_names(name: str) -> list[str]:
+    """The names of what makes ``name``'s input: each pair of :data:`INVERSE_WORDS`, and the
+    name without an ``un`` that undoes it (``sign`` for ``unsign``, ``wrap`` for ``unwrap``)."""
+    found = [name.replace(reader, maker, 1) for reader, maker in INVERSE_WORDS if reader in name]
+    if name.startswith("un") and len(name) > 4 and name[2:] not in found:
+        found.append(name[2:])
+    return [wanted for wanted in dict.fromkeys(found) if wanted != name]
+
+
 def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
     """The package's functions whose name is the inverse of ``function``'s (``packb`` for
     ``unpackb``): their output is realistic input for it."""
@@ -288,10 +299,7 @@ def inverse_producers(function: Callable[..., Any]) -> list[Callable[..., Any]]:
     module = sys.modules.get(getattr(function, "__module__", "") or "")
     top = sys.modules.get((getattr(function, "__module__", "") or "").split(".")[0])
     found: list[Callable[..., Any]] = []
-    for reader, maker in INVERSE_WORDS:
-        if reader not in name:
-            continue
-        wanted = name.replace(reader, maker, 1)
+    for wanted in inverse_names(name):
         for namespace in (module, top):
             candidate = getattr(namespace, wanted, None) if namespace is not None else None
             if callable(candidate) and candidate is not function and candidate not in found:
@@ -326,12 +334,9 @@ def _own_inverse_methods(owner: type, name: str) -> list[Produced]:
     """The methods of ``owner`` named as the inverse of its method ``name``: a class or static
     one is called as it is, an instance method on an instance built for it."""
     found: list[Produced] = []
-    for reader, maker in INVERSE_WORDS:
-        if reader not in name:
-            continue
-        wanted = name.replace(reader, maker, 1)
+    for wanted in inverse_names(name):
         raw = inspect.getattr_static(owner, wanted, None)
-        if raw is None or wanted == name or not callable(getattr(owner, wanted, None)):
+        if raw is None or not callable(getattr(owner, wanted, None)):
             continue
         bound = isinstance(raw, (classmethod, staticmethod, types.ClassMethodDescriptorType))
         found.append(Produced(getattr(owner, wanted), None if bound else owner))

@@ -278,13 +278,21 @@ def is_instance(value: object, cls: type) -> bool:
 
 
 def call_with_arguments(
-    factory: Callable[..., Any], context: BuildContext, *, optional: bool = False
+    factory: Callable[..., Any],
+    context: BuildContext,
+    *,
+    optional: bool = False,
+    given: list[object] | None = None,
 ) -> object:
+    """``factory`` called with synthesised arguments (added to ``given`` when one is passed:
+    what a writer wrote into is among them)."""
     context.depth += 1
     try:
         args, kwargs = parameters.arguments_for(factory, context, optional=optional)
     finally:
         context.depth -= 1
+    if given is not None:
+        given += [*args, *kwargs.values()]
     try:
         made = factory(*args, **kwargs)
     except (Exception, SystemExit) as error:  # a factory that exits (a command's main) made none

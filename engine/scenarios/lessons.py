@@ -24,8 +24,10 @@ from typing import Any
 
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters, more_items
+from apiprof.engine.scenarios.buffers import buffer_wanted
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
+from apiprof.engine.scenarios.distinct import DISTINCT_KINDS, repeated_items
 from apiprof.engine.scenarios.documents import document_lesson
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
@@ -52,6 +54,7 @@ from apiprof.engine.scenarios.refusals import (
     richer_number,
     unread_input,
 )
+from apiprof.engine.scenarios.schemes import scheme_wanted
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
 from apiprof.engine.scenarios.wantedtext import text_wanted
@@ -70,7 +73,9 @@ TEACHING = re.compile(
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
     r"str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
-    r"must (have|contain|include|define) (an? )?['\"]"
+    r"must (have|contain|include|define) (an? )?['\"]|"
+    r"(?i:duplicat|not unique|must be unique)|requires a buffer of|"
+    r"(?i:(?:not an?|invalid|expected an?|must be an?) ['\"]?[a-z][a-z0-9+.-]*['\"]?:? ur[il]\b)"
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -111,6 +116,12 @@ def learn(
     choice = refused_choice(message, bound)  # "unknown code 'xy'; available: ja, ru"
     if choice is not None:
         return Lesson(choice[0], Want.ONE_OF, (choice[1],), cause=cause)
+    repeated = repeated_items(message, bound) or buffer_wanted(error, bound)  # duplicates,
+    if repeated is not None:  # "unpack requires a buffer of 8 bytes"
+        return Lesson(repeated[0], Want.TYPE, (repeated[1],), cause=cause)
+    uri = scheme_wanted(message, bound)  # "not a data URI"
+    if uri is not None:
+        return Lesson(uri[0], Want.ONE_OF, (uri[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document
@@ -251,6 +262,7 @@ BUILTIN_TYPES: dict[str, Any] = {
     "iterator": IteratorMarker,  # `next(lines)`: lines of text, started again before each call
     BINARY_FILE: BinaryFileMarker,  # a text stream where bytes were read (:mod:`.mixups`)
     TEXT_FILE: TextFileMarker,
+    **DISTINCT_KINDS,  # items that must not repeat (:mod:`.distinct`)
 }
 """What a C function's "argument N must be X" wants, as a type to build."""
 _MISSING = re.compile(r"missing required argument '(\w+)' \(pos (\d+)\)")

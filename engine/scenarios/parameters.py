@@ -13,7 +13,6 @@ import sys
 import typing
 from collections import abc
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from apiprof.engine.scenarios import (  # optionalfill: a cycle
@@ -34,14 +33,10 @@ from apiprof.engine.scenarios.callees import usage_through_callees
 from apiprof.engine.scenarios.classnames import classes_named_by
 from apiprof.engine.scenarios.doctypes import docstring_types
 from apiprof.engine.scenarios.examples import example_values
-from apiprof.engine.scenarios.factories import (
-    Produced,
-    inverse_class_producers,
-    inverse_producers,
-)
 from apiprof.engine.scenarios.fields import declared_fields, field_candidates, stored_as_is
 from apiprof.engine.scenarios.forwarding import forwarded_callee
 from apiprof.engine.scenarios.heuristics import guess_from_name, sibling_default
+from apiprof.engine.scenarios.inverses import inverse_inputs
 from apiprof.engine.scenarios.namesakes import namesake_default
 from apiprof.engine.scenarios.namespaces import namespace_candidate
 from apiprof.engine.scenarios.narrowing import checked_subclasses, own_class
@@ -294,12 +289,9 @@ def parameter_candidates(
     if "heuristics" in sources and (plain or annotation is int):
         registries = registered_keys(target, parameter.name)  # a key it is looked up by:
         found[:0] = [(registry, ScenarioSource.HEURISTICS) for registry in registries]  # first
-    if "subclasses" in sources and plain and _is_first_required(signature, parameter):
-        fits = annotation if annotation in (str, bytes) else None
-        for producer in inverse_producers(target):  # realistic encoded input comes first
-            found.append((Produced(producer, fits=fits), ScenarioSource.FACTORIES))
-        for produced in inverse_class_producers(target):
-            found.append((replace(produced, fits=fits), ScenarioSource.FACTORIES))
+    if "subclasses" in sources and _is_first_required(signature, parameter):
+        wanted = annotation if annotated and not vague else None  # realistic encoded input
+        found += [(made, ScenarioSource.FACTORIES) for made in inverse_inputs(target, wanted)]
     vague_stubs: list[tuple[Any, ScenarioSource]] = []  # `Loader: type[Any]`: after the guesses
     if "stubs" in sources:
         stub = stub_signature(target, qualname)

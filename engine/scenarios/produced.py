@@ -10,6 +10,7 @@ from typing import Any
 from apiprof.engine.scenarios import instances
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize, name_of
 from apiprof.engine.scenarios.factories import Produced
+from apiprof.engine.scenarios.inverses import as_stream
 
 PRODUCER_TRIES = 6
 """Argument flavours a producer (an inverse function) is called with until one returns a
@@ -44,12 +45,29 @@ def produce_once(tp: Produced, context: BuildContext, name: str) -> Any:
     if tp.owner is not None:  # a method: made on an instance of its class
         maker = instances.construct(tp.owner, context)
         producer = getattr(maker, getattr(producer, "__name__", ""))
-    value = instances.call_with_arguments(producer, context)
+    given: list[object] = []
+    used = dict(context.used)  # the producer's own arguments (its `f` too) are not the call's
+    try:
+        value = instances.call_with_arguments(producer, context, given=given)
+    finally:
+        context.used.clear()
+        context.used.update(used)
+    if tp.stream:
+        stream = as_stream(value, given)
+        if stream is None:
+            raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} made no content")
+        context.files = True
+        return stream
     if value is None:
         raise CannotSynthesize(f"parameter {name!r}: {name_of(tp.producer)} returned None")
     if tp.fits is not None and not isinstance(value, tp.fits):
         raise CannotSynthesize(
             f"parameter {name!r}: {name_of(tp.producer)} returned a "
-            f"{type(value).__name__}, not the {tp.fits.__name__} it is annotated with"
+            f"{type(value).__name__}, not the {_names(tp.fits)} it is annotated with"
         )
     return value
+
+
+def _names(fits: type | tuple[type, ...]) -> str:
+    members = fits if isinstance(fits, tuple) else (fits,)
+    return " or ".join(member.__name__ for member in members)

@@ -25,6 +25,7 @@ from typing import Any
 
 from apiprof.engine.discovery.discover import resolve_object
 from apiprof.engine.scenarios import instances, values
+from apiprof.engine.scenarios.buffers import fixed_buffer
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
 from apiprof.engine.scenarios.documents import document
 from apiprof.engine.scenarios.factories import Produced, inverse_producers
@@ -146,6 +147,9 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return with_literals(lesson.names, random_word(context.rng(name)))
     if lesson.want is Want.TYPE and lesson.names[0] in BUILTIN_TYPES:
         return values.build(BUILTIN_TYPES[lesson.names[0]], context, name)
+    buffer = fixed_buffer(lesson.names[0], context.rng(name)) if lesson.want is Want.TYPE else None
+    if buffer is not None:  # the length struct asked for
+        return buffer
     raise CannotSynthesize(f"parameter {name!r}: nothing to build for {lesson.what()}")
 
 

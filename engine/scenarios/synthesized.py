@@ -11,6 +11,7 @@ import ast
 import builtins
 import functools
 import inspect
+import io
 import re
 import textwrap
 import types
@@ -435,8 +436,8 @@ def _arguments_key(synthesis: Synthesis) -> str:
         text = repr(
             (
                 synthesis.target,
-                synthesis.args,
-                sorted(synthesis.kwargs.items()),
+                [_content(value) for value in synthesis.args],
+                sorted((key, _content(value)) for key, value in synthesis.kwargs.items()),
                 synthesis.warmup,
                 sorted(state.items()),
             )
@@ -444,3 +445,11 @@ def _arguments_key(synthesis: Synthesis) -> str:
     except Exception:  # a repr that fails (or no __dict__): never the same as another call
         return str(id(synthesis))
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+
+
+def _content(value: object) -> object:
+    """An in-memory stream as what it holds (two streams repr alike whatever they hold: a
+    stream a writer of the package filled is no repeat of one of made-up text)."""
+    if isinstance(value, (io.StringIO, io.BytesIO)):
+        return (type(value).__name__, value.getvalue())
+    return value

@@ -48,6 +48,12 @@ from apiprof.engine.scenarios import (
     typetext,
 )
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
+from apiprof.engine.scenarios.distinct import (
+    DistinctNumbers,
+    DistinctTexts,
+    distinct_numbers,
+    distinct_texts,
+)
 from apiprof.engine.scenarios.drawn import draw_one
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -113,6 +119,8 @@ _MAPPING_ORIGINS = {
 
 
 def build(annotation: Any, context: BuildContext, name: str) -> Any:
+    if context.depth > MAX_DEPTH and annotation in (Any, object):  # anything: a leaf will do
+        return random_word(context.rng(name))
     if context.depth > MAX_DEPTH and annotation not in _LEAVES:
         raise CannotSynthesize(f"parameter {name!r}: type {annotation!r} nests too deeply")
     context.depth += 1
@@ -216,6 +224,10 @@ def _build_value(tp: Any, context: BuildContext, name: str, rng: random.Random) 
     ):
         context.sized = context.files = True
         return io.BytesIO(json_list_text(rng, n).encode())
+    if tp is typing.IO or origin is typing.IO:  # IO[Any]: text first, bytes in a variant
+        context.sized = context.files = True
+        text = json_list_text(rng, n)
+        return context.pick([io.StringIO(text), io.BytesIO(text.encode())])
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)] or [type(None)]
         members.sort(key=lambda member: member is not guess_from_name(name))  # dt_str: str first
@@ -280,6 +292,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     LoggerMarker: quiet_logger,
     ModuleMarker: package_module,
     types.ModuleType: package_module,
+    DistinctTexts: distinct_texts,
+    DistinctNumbers: distinct_numbers,
 }
 
 
