@@ -35,6 +35,7 @@ from apiprof.engine.discovery.discover import describe_exception
 # instances and parameters build objects and arguments from values built here: a cycle, so
 # their modules (not names) are imported where the cycle closes, and used only at call time
 from apiprof.engine.scenarios import (
+    distinct,
     instances,
     namespaces,
     observed,
@@ -48,12 +49,6 @@ from apiprof.engine.scenarios import (
     typetext,
 )
 from apiprof.engine.scenarios.building import MAX_DEPTH, BuildContext, CannotSynthesize
-from apiprof.engine.scenarios.distinct import (
-    DistinctNumbers,
-    DistinctTexts,
-    distinct_numbers,
-    distinct_texts,
-)
 from apiprof.engine.scenarios.drawn import draw_one
 from apiprof.engine.scenarios.examples import ExampleValues
 from apiprof.engine.scenarios.factories import Produced
@@ -292,8 +287,8 @@ _SPECIAL_VALUES: dict[Any, Callable[[BuildContext, str, random.Random], Any]] = 
     LoggerMarker: quiet_logger,
     ModuleMarker: package_module,
     types.ModuleType: package_module,
-    DistinctTexts: distinct_texts,
-    DistinctNumbers: distinct_numbers,
+    distinct.DistinctTexts: distinct.distinct_texts,
+    distinct.DistinctNumbers: distinct.distinct_numbers,
 }
 
 
