@@ -144,3 +144,25 @@ def test_an_all_that_lists_only_submodules_leaves_the_functions_beside_it_public
     assert "submodule_list_pkg._internal" not in names
     for module in ("submodule_list_pkg", "submodule_list_pkg.grammar"):
         monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_a_submodule_raising_a_base_exception_on_import_is_an_import_failure(tmp_path, monkeypatch):
+    # a testing helper module that reads ./setup.cfg on import and raises its own ConfigError,
+    # derived from BaseException, when it is absent: the rest of the package is still its API
+    package = tmp_path / "base_error_pkg"
+    (package / "testing").mkdir(parents=True)
+    (package / "__init__.py").write_text("def render(text):\n    return text.upper()\n")
+    (package / "testing" / "__init__.py").write_text("")
+    (package / "testing" / "config.py").write_text(
+        "class ConfigError(BaseException):\n    pass\n"
+        "raise ConfigError('No config file found at ./setup.cfg')\n"
+    )
+    (package / "zzz.py").write_text("def last(text):\n    return text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = discover("base_error_pkg")
+    assert found.import_failures == {
+        "base_error_pkg.testing.config": "ConfigError: No config file found at ./setup.cfg"
+    }
+    assert {"base_error_pkg.render", "base_error_pkg.zzz.last"} <= set(by_name(found))
+    for module in [name for name in sys.modules if name.startswith("base_error_pkg")]:
+        monkeypatch.delitem(sys.modules, module, raising=False)

@@ -211,7 +211,9 @@ def _import_root(package: str) -> types.ModuleType:
             f"importing {package!r} failed: {describe_exception(error)}; "
             "install its missing dependency and scan again"
         ) from None
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, or an error class derived from BaseException
         raise PackageNotFound(
             f"importing {package!r} failed: {describe_exception(error)}; "
             "fix the import error (run `python -c 'import "
@@ -250,7 +252,9 @@ def import_public_modules(root: types.ModuleType) -> tuple[list[types.ModuleType
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     module = importlib.import_module(info.name)
-            except (Exception, SystemExit) as error:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # a config error derived from BaseException, too
                 failures[info.name] = describe_exception(error)
                 continue
             modules.append(module)
