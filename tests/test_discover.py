@@ -166,3 +166,28 @@ def test_a_submodule_raising_a_base_exception_on_import_is_an_import_failure(tmp
     assert {"base_error_pkg.render", "base_error_pkg.zzz.last"} <= set(by_name(found))
     for module in [name for name in sys.modules if name.startswith("base_error_pkg")]:
         monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_a_package_that_copies_a_submodules_globals_keeps_its_own_module_names(
+    tmp_path, monkeypatch
+):
+    # a package whose __init__ copies its version module's globals into its own takes that
+    # module's __name__ and __spec__ too: its modules are still named as they were imported
+    package = tmp_path / "copied_globals_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from .urls import *\nfrom . import meta\nglobals().update(dict(vars(meta).items()))\n"
+    )
+    (package / "meta.py").write_text("version = '1.0'\n")
+    (package / "urls.py").write_text(
+        "__all__ = ['Url']\n"
+        "class Url:\n    def add(self, part):\n        return part\n"
+        "def helper(text):\n    return text\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entries = by_name(discover("copied_globals_pkg"))
+    assert entries["copied_globals_pkg.Url.add"].aliases == ("copied_globals_pkg.urls.Url.add",)
+    assert not any(".meta." in name for name in entries)
+    assert resolve_object("copied_globals_pkg.Url.add")(None, "x") == "x"
+    for module in [name for name in sys.modules if name.startswith("copied_globals_pkg")]:
+        monkeypatch.delitem(sys.modules, module, raising=False)
