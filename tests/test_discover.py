@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discovery.discover import Discovery, discover, is_private_module, resolve_object
+from apiprof.engine.scenarios.factories import import_package
 from apiprof.errors import PackageNotFound, UsageError
 from apiprof.model.codec import from_data, to_data
 from apiprof.model.records import EntryKind
@@ -164,6 +165,12 @@ def test_a_submodule_raising_a_base_exception_on_import_is_an_import_failure(tmp
         "base_error_pkg.testing.config": "ConfigError: No config file found at ./setup.cfg"
     }
     assert {"base_error_pkg.render", "base_error_pkg.zzz.last"} <= set(by_name(found))
+    # the scenarios' own walk over the package's modules skips it alike
+    assert import_package("base_error_pkg") == (
+        "base_error_pkg",
+        "base_error_pkg.testing",
+        "base_error_pkg.zzz",
+    )
     for module in [name for name in sys.modules if name.startswith("base_error_pkg")]:
         monkeypatch.delitem(sys.modules, module, raising=False)
 
