@@ -41,6 +41,8 @@ from apiprof.engine.scenarios.failing import (
     innermost,
 )
 from apiprof.engine.scenarios.heuristics import IteratorMarker
+from apiprof.engine.scenarios.lengths import TEACHES as LENGTH_TEACHES
+from apiprof.engine.scenarios.lengths import receiver_length
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.pathwants import path_wanted
@@ -70,7 +72,7 @@ TEACHING = re.compile(
     r"sequence item \d+: expected|has no len\(\)|expected str, bytes or os\.PathLike|"
     r"str, bytes, or os\.PathLike|"
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
-    r"must (have|contain|include|define) (an? )?['\"]"
+    r"must (have|contain|include|define) (an? )?['\"]|" + LENGTH_TEACHES
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -114,6 +116,9 @@ def learn(
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document
+    length = receiver_length(message, receiver, cause)  # "must have a length of 16"
+    if length is not None:
+        return length
     imported = missing_module(str(error), bound)  # also inside another exception's message
     if imported is not None:
         name, element = imported
