@@ -90,6 +90,8 @@ RULES = {
     # length, else by its constructor at the size that makes it that long (bytes: 8 bits each)
     "repair_pkg.BitWord.half": "<BitWord instance>: repaired (from_zeros(16), 16 long",
     "repair_pkg.Digest.checksum": "received a length of 80.: self 24 long",
+    # a loader that adds its own suffix to a name: a stem whose file with it exists
+    "repair_pkg.Shelf.load": "name the path of a file, less its suffix '.tmpl'",
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
     "infile': sys.argv names 'infile'",

@@ -54,6 +54,7 @@ from apiprof.engine.scenarios.refusals import (
     richer_number,
     unread_input,
 )
+from apiprof.engine.scenarios.stems import completed_name
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
 from apiprof.engine.scenarios.wantedtext import text_wanted
@@ -213,6 +214,9 @@ def learn(
     text = text_lacking(literal, bound) if literal is not None else None
     if literal is not None and text is not None:
         return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
+    stem = completed_name(message, bound, cause)  # 'lorem.mustache' not found: a file's stem
+    if stem is not None:
+        return stem
     listed = name_the_receiver_lists(error, bound, receiver)  # a name it did not find
     if listed is not None:
         return listed
