@@ -16,6 +16,7 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
+from apiprof.engine.scenarios.choices import required_value
 from apiprof.engine.scenarios.lengths import receiver_length, wanted_length
 from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
@@ -92,6 +93,9 @@ RULES = {
     "repair_pkg.Digest.checksum": "received a length of 80.: self 24 long",
     # a loader that adds its own suffix to a name: a stem whose file with it exists
     "repair_pkg.Shelf.load": "name the path of a file, less its suffix '.tmpl'",
+    # a message naming the one value a parameter of the receiver's constructor may have
+    # (the constructor's own call finds it among the alternatives of `year`: a False)
+    "repair_pkg.YearZero.label": "learned from ValueError year must be 0: self.year 0",
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
     "infile': sys.argv names 'infile'",
@@ -250,3 +254,12 @@ def test_a_wanted_length_is_read_from_the_message_and_must_be_the_receivers():
     assert receiver_length(error, b"xy", "ValueError") is None  # another object was 8 long
     assert receiver_length(error, None, "ValueError") is None
     assert receiver_length(error, 16, "ValueError") is None  # no length of its own
+
+
+def test_a_message_naming_the_one_accepted_value_gives_it_as_a_literal():
+    assert required_value("year must be 0", {"year": 2024}) == ("year", "0")
+    assert required_value("year must be 0", {"year": 0}) is None  # it was not the year
+    assert required_value("year must be 0", {"month": 3}) is None  # no such parameter
+    assert required_value("year must be an integer", {"year": "x"}) is None
+    lesson = Lesson("year", Want.EQUALS, ("0",), cause="ValueError year must be 0")
+    assert built("repair_pkg.YearZero", lesson)[0] == 0

@@ -25,7 +25,7 @@ from typing import Any
 from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters, more_items
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
-from apiprof.engine.scenarios.choices import listed_choices, refused_choice
+from apiprof.engine.scenarios.choices import listed_choices, refused_choice, required_value
 from apiprof.engine.scenarios.documents import document_lesson
 from apiprof.engine.scenarios.echoes import (
     attribute_named_by_argument,
@@ -114,6 +114,9 @@ def learn(
     choice = refused_choice(message, bound)  # "unknown code 'xy'; available: ja, ru"
     if choice is not None:
         return Lesson(choice[0], Want.ONE_OF, (choice[1],), cause=cause)
+    required = required_value(message, bound)  # "year must be 0"
+    if required is not None:
+        return Lesson(required[0], Want.EQUALS, (required[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document

@@ -140,6 +140,8 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
             raise CannotSynthesize(f"parameter {name!r}: {error}") from None
     if lesson.want is Want.ONE_OF:
         return lesson.names[0]
+    if lesson.want is Want.EQUALS:  # a number or truth value the error named
+        return ast.literal_eval(lesson.names[0])
     if lesson.want is Want.DOCUMENT:  # a parser's syntax error named the format
         made = document(lesson.names, name)
         context.files |= isinstance(made, io.IOBase)  # a stream: rewound before each call
