@@ -133,15 +133,11 @@ def _factories_for(
     return tuple(found[:MAX_FACTORIES])
 
 
-SELF_TYPES = ("typing.Self", "typing_extensions.Self")
-"""``-> Self`` read as an object (a resolved annotation), not as the text ``"Self"``."""
-
-
 def _returns_instance(
     function: Callable[..., Any], cls: type, declared: list[Any], *, own_class: bool
 ) -> bool:
     for annotation in declared:
-        if own_class and (annotation == "Self" or repr(annotation) in SELF_TYPES):
+        if annotation == "Self" and own_class:
             return True
         if inspect.isclass(annotation) and issubclass(annotation, cls):
             return True

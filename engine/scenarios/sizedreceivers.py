@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apiprof.engine.scenarios.building import BuildContext, CannotSynthesize
-from apiprof.engine.scenarios.factories import factories_for
-from apiprof.engine.scenarios.instances import construct, credited, declared_returns
+from apiprof.engine.scenarios.instances import construct, credited
 from apiprof.engine.scenarios.lengths import length_of
 from apiprof.model.records import ScenarioSource
 
@@ -64,14 +63,19 @@ def _at_size(owner: type, length: int, context: BuildContext) -> object | None:
 
 
 def _length_makers(owner: type) -> list[Callable[[int], Any]]:
-    """The class's alternative constructors whose one required parameter is a number (its
-    annotation says ``int``, or it is unannotated and named like a length)."""
+    """The class's own class methods (its bases' too) whose one required parameter is a number
+    (its annotation says ``int``, or it is unannotated and named like a length): what each
+    makes is checked, so what they declare to return does not matter."""
+    inherited: dict[str, object] = {}
+    for klass in reversed(owner.__mro__):
+        inherited.update(vars(klass))
     makers = []
-    for factory in factories_for(owner, declared_returns):
-        if getattr(factory, "__self__", None) is not owner:
+    for name, raw in sorted(inherited.items()):
+        if name.startswith("_") or not isinstance(raw, classmethod):
             continue
+        maker = getattr(owner, name)
         try:
-            parameters = list(inspect.signature(factory).parameters.values())
+            parameters = list(inspect.signature(maker).parameters.values())
         except (TypeError, ValueError):
             continue
         required = [
@@ -84,7 +88,7 @@ def _length_makers(owner: type) -> list[Callable[[int], Any]]:
             and required[0].kind < required[0].KEYWORD_ONLY
             and (_a_length(required[0]))
         ):
-            makers.append(factory)
+            makers.append(maker)
     return makers
 
 
