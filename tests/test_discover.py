@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from apiprof.engine.discovery.discover import Discovery, discover, is_private_module, resolve_object
+from apiprof.engine.scenarios.factories import import_package
 from apiprof.errors import PackageNotFound, UsageError
 from apiprof.model.codec import from_data, to_data
 from apiprof.model.records import EntryKind
@@ -143,4 +144,57 @@ def test_an_all_that_lists_only_submodules_leaves_the_functions_beside_it_public
     assert {"submodule_list_pkg.parse", "submodule_list_pkg.grammar.rule"} <= names
     assert "submodule_list_pkg._internal" not in names
     for module in ("submodule_list_pkg", "submodule_list_pkg.grammar"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_a_submodule_raising_a_base_exception_on_import_is_an_import_failure(tmp_path, monkeypatch):
+    # a testing helper module that reads ./setup.cfg on import and raises its own ConfigError,
+    # derived from BaseException, when it is absent: the rest of the package is still its API
+    package = tmp_path / "base_error_pkg"
+    (package / "testing").mkdir(parents=True)
+    (package / "__init__.py").write_text("def render(text):\n    return text.upper()\n")
+    (package / "testing" / "__init__.py").write_text("")
+    (package / "testing" / "config.py").write_text(
+        "class ConfigError(BaseException):\n    pass\n"
+        "raise ConfigError('No config file found at ./setup.cfg')\n"
+    )
+    (package / "zzz.py").write_text("def last(text):\n    return text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = discover("base_error_pkg")
+    assert found.import_failures == {
+        "base_error_pkg.testing.config": "ConfigError: No config file found at ./setup.cfg"
+    }
+    assert {"base_error_pkg.render", "base_error_pkg.zzz.last"} <= set(by_name(found))
+    # the scenarios' own walk over the package's modules skips it alike
+    assert import_package("base_error_pkg") == (
+        "base_error_pkg",
+        "base_error_pkg.testing",
+        "base_error_pkg.zzz",
+    )
+    for module in [name for name in sys.modules if name.startswith("base_error_pkg")]:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+
+def test_a_package_that_copies_a_submodules_globals_keeps_its_own_module_names(
+    tmp_path, monkeypatch
+):
+    # a package whose __init__ copies its version module's globals into its own takes that
+    # module's __name__ and __spec__ too: its modules are still named as they were imported
+    package = tmp_path / "copied_globals_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "from .urls import *\nfrom . import meta\nglobals().update(dict(vars(meta).items()))\n"
+    )
+    (package / "meta.py").write_text("version = '1.0'\n")
+    (package / "urls.py").write_text(
+        "__all__ = ['Url']\n"
+        "class Url:\n    def add(self, part):\n        return part\n"
+        "def helper(text):\n    return text\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entries = by_name(discover("copied_globals_pkg"))
+    assert entries["copied_globals_pkg.Url.add"].aliases == ("copied_globals_pkg.urls.Url.add",)
+    assert not any(".meta." in name for name in entries)
+    assert resolve_object("copied_globals_pkg.Url.add")(None, "x") == "x"
+    for module in [name for name in sys.modules if name.startswith("copied_globals_pkg")]:
         monkeypatch.delitem(sys.modules, module, raising=False)

@@ -11,11 +11,12 @@ import argparse
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from apiprof.engine.scan.drive import beside_held
+from apiprof.engine.scan.drive import beside_held, driver_rank
 from apiprof.engine.scenarios.argvparser import argv_tokens
 from apiprof.engine.scenarios.drive import drive_capture
 from apiprof.engine.scenarios.drivenspecs import driver_spec
@@ -140,6 +141,13 @@ def test_drivers_of_a_held_entry_points_class_take_every_other_place():
     order = [spec.qualname for spec in beside_held(ranked, held)]
     assert order == ["p.Fr.to_words", "p.load", "p.Fr.x", "p.dump", "p.En.to_words"]
     assert beside_held(ranked, []) == ranked
+
+
+def test_drivers_with_mended_arguments_come_after_the_other_made_up_ones():
+    repaired = replace(_spec("p.Bits.bfloat"), source=ScenarioSource.REPAIRED)
+    specs = [(repaired, False), (_spec("p.Bits.se"), False), (_spec("p.load"), True)]
+    order = [spec.qualname for spec, _ in sorted(specs, key=driver_rank)]
+    assert order == ["p.load", "p.Bits.se", "p.Bits.bfloat"]
 
 
 def test_an_untyped_command_line_value_named_like_a_number_is_one():

@@ -16,6 +16,8 @@ from test_self_drive import run  # apiprof's commands in a subprocess, fixtures 
 
 from apiprof.engine.scenarios import repair
 from apiprof.engine.scenarios.building import SOURCES
+from apiprof.engine.scenarios.choices import required_value
+from apiprof.engine.scenarios.lengths import receiver_length, wanted_length
 from apiprof.engine.scenarios.lessons import learn
 from apiprof.engine.scenarios.stops import Running, Stop, scenario_key, watching
 from apiprof.engine.scenarios.synth import synthesize_call
@@ -85,6 +87,15 @@ RULES = {
     # an argument naming an attribute: one the objects have
     "repair_pkg.invoked": "named an attribute of the object: name '",
     # a main() exiting with its usage line; the same from argparse (usage on stderr)
+    # a fixed-width view refusing its receiver's length: by the class's constructor of a
+    # length, else by its constructor at the size that makes it that long (bytes: 8 bits each)
+    "repair_pkg.BitWord.half": "<BitWord instance>: repaired (from_zeros(16), 16 long",
+    "repair_pkg.Digest.checksum": "received a length of 80.: self 24 long",
+    # a loader that adds its own suffix to a name: a stem whose file with it exists
+    "repair_pkg.Shelf.load": "name the path of a file, less its suffix '.tmpl'",
+    # a message naming the one value a parameter of the receiver's constructor may have
+    # (the constructor's own call finds it among the alternatives of `year`: a False)
+    "repair_pkg.YearZero.label": "learned from ValueError year must be 0: self.year 0",
     "repair_pkg.main": "sys.argv names 'infile'",
     "repair_pkg.cli": "learned from the argument parser of SystemExit 'usage: repair-cli [-h] "
     "infile': sys.argv names 'infile'",
@@ -226,3 +237,29 @@ def test_a_number_shifted_into_a_sequence_parameter_is_told_by_what_failed_to_it
     assert lesson == Lesson(
         "step", Want.TYPE, ("list",), cause="TypeError 'int' object is not iterable"
     )
+
+
+def test_a_wanted_length_is_read_from_the_message_and_must_be_the_receivers():
+    assert wanted_length("'f' dtypes must have a length in (16, 32, 64), but received 0.") == (
+        16,
+        0,
+    )
+    assert wanted_length("key must be 32 bytes long") == (32, None)
+    assert wanted_length("expected length 4, got 3") == (4, 3)
+    assert wanted_length("expected 2 arguments, got 3") is None
+    error = "the view must have a length of 16, but received a length of 8."
+    assert receiver_length(error, b"12345678", "ValueError") == Lesson(
+        "self", Want.LENGTH, ("16",), cause="ValueError"
+    )
+    assert receiver_length(error, b"xy", "ValueError") is None  # another object was 8 long
+    assert receiver_length(error, None, "ValueError") is None
+    assert receiver_length(error, 16, "ValueError") is None  # no length of its own
+
+
+def test_a_message_naming_the_one_accepted_value_gives_it_as_a_literal():
+    assert required_value("year must be 0", {"year": 2024}) == ("year", "0")
+    assert required_value("year must be 0", {"year": 0}) is None  # it was not the year
+    assert required_value("year must be 0", {"month": 3}) is None  # no such parameter
+    assert required_value("year must be an integer", {"year": "x"}) is None
+    lesson = Lesson("year", Want.EQUALS, ("0",), cause="ValueError year must be 0")
+    assert built("repair_pkg.YearZero", lesson)[0] == 0

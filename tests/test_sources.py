@@ -427,3 +427,18 @@ def test_what_only_a_newer_standard_library_has_is_told_apart_from_a_name_given(
     with pytest.raises(AttributeError) as given:
         plotting.constant("apiprof_lorem")
     assert unavailable_here(given.value, "optional_pkg") == ""
+
+
+def test_a_library_the_raising_module_imports_and_says_is_not_installed_is_absent():
+    """An import-time ``try: import cachelib`` that set a flag, then an error of the package's
+    own when the part is used: that library is missing; a name the caller gave is not."""
+    from optional_pkg import caching
+
+    from apiprof.engine.discovery.dependencies import optional_dependency
+
+    with pytest.raises(RuntimeError) as backend:
+        caching.CacheBackend()
+    assert optional_dependency(backend.value, "optional_pkg") == "apiprof_absent_cachelib"
+    with pytest.raises(RuntimeError) as given:
+        caching.lookup("apiprof_absent_lorem")
+    assert optional_dependency(given.value, "optional_pkg") == ""

@@ -45,7 +45,11 @@ def optional_dependency(error: BaseException, package: str) -> str:
         for name in names:
             if _normalized(name.split(".")[0]) in declared_requirements(package.split(".")[0]):
                 return name.split(".")[0]
-        found = _extra_asked_for(message, package) or _imported_by_the_package(current, package)
+        found = (
+            _extra_asked_for(message, package)
+            or _imported_by_the_package(current, package)
+            or _said_not_installed(current, message, package)
+        )
         if not found and isinstance(current, ImportError):
             found = _absent_requirement_named(message, package)
         if found:
@@ -65,6 +69,46 @@ def _imported_by_the_package(error: BaseException, package: str) -> str:
     statement = re.compile(rf"\s*(from\s+{re.escape(top)}\b[\w.]*\s+import|import\s+{top}\b)")
     line = _package_line(error, package)
     return top if statement.match(line) else ""
+
+
+_NOT_INSTALLED = re.compile(
+    r"\b([A-Za-z][\w.-]*) (?:is|are) not (?:installed|available)|"
+    r"(?i:please install|requires? the) ([A-Za-z][\w.-]*)"
+)
+"""A message saying which library is absent (``Beaker is not installed``)."""
+
+
+def _said_not_installed(error: BaseException, message: str, package: str) -> str:
+    """A library the message says is not installed, that cannot be imported here, and that
+    the package's module which raised tries to import (``try: from beaker import cache``
+    at import time, a flag set when it fails, and an error of its own when the part is used)."""
+    own = package.split(".")[0]
+    for groups in _NOT_INSTALLED.findall(message):
+        word = next(group for group in groups if group)
+        module = word.lower()
+        if module.split(".")[0] == own or _importable(module):
+            continue
+        if _imported_where_raised(error, package, module):
+            return word
+    return ""
+
+
+def _imported_where_raised(error: BaseException, package: str, module: str) -> bool:
+    """Whether the package's own file whose code raised ``error`` has an import of
+    ``module``."""
+    own = package.split(".")[0]
+    folder = os.path.dirname(str(getattr(sys.modules.get(own), "__file__", "") or ""))
+    statement = re.compile(
+        rf"^\s*(from\s+{re.escape(module)}\b|import\s+{re.escape(module)}\b)", re.M
+    )
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if folder and frame.filename.startswith(folder + os.sep):
+            try:
+                with open(frame.filename, encoding="utf-8") as source:
+                    return statement.search(source.read()) is not None
+            except (OSError, UnicodeDecodeError):
+                return False
+    return False
 
 
 def _package_line(error: BaseException, package: str) -> str:

@@ -64,19 +64,17 @@ def discover(package: str) -> Discovery:
     """Import ``package`` and every public submodule, and list its public entry points."""
     package = import_name_of(package)
     root = _import_root(package)
-    modules, failures = import_public_modules(root)
+    modules, failures = import_public_modules(root, package)
     missing = {
         module: dependency
         for module, error in failures.items()
         if (dependency := missing_dependency(error, package))
     }
     candidates: dict[int, _Candidate] = {}
-    for module in modules:
+    for module_name, module in modules:
         for name, obj in _public_members(module, package):
             try:  # package objects may raise on any attribute access (a hostile ``__class__``)
-                _add_candidate(
-                    candidates, f"{module.__name__}.{name}", obj, module.__name__, package
-                )
+                _add_candidate(candidates, f"{module_name}.{name}", obj, module_name, package)
             except Exception:
                 continue
     entries = [_to_entry(candidate, package) for candidate in candidates.values()]
@@ -211,7 +209,9 @@ def _import_root(package: str) -> types.ModuleType:
             f"importing {package!r} failed: {describe_exception(error)}; "
             "install its missing dependency and scan again"
         ) from None
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, or an error class derived from BaseException
         raise PackageNotFound(
             f"importing {package!r} failed: {describe_exception(error)}; "
             "fix the import error (run `python -c 'import "
@@ -234,28 +234,36 @@ def _is_test_module(part: str) -> bool:
     return part.startswith("test_") or part.endswith(("_test", "_tests"))
 
 
-def import_public_modules(root: types.ModuleType) -> tuple[list[types.ModuleType], dict[str, str]]:
-    """The root and its public submodules (shallow first); failures recorded, never raised."""
-    modules, failures = [root], {}
-    pending = [root]
+def import_public_modules(
+    root: types.ModuleType, root_name: str | None = None
+) -> tuple[list[tuple[str, types.ModuleType]], dict[str, str]]:
+    """The root and its public submodules (shallow first), each with the name it was imported
+    under; failures recorded, never raised. The name is the import's, not ``__name__``: a
+    package that copies a submodule's globals into its own (``globals().update(vars(
+    __version__))``) carries that submodule's ``__name__``."""
+    top = root_name or root.__name__
+    modules, failures = [(top, root)], {}
+    pending = [(top, root)]
     while pending:
-        parent = pending.pop(0)
+        parent_name, parent = pending.pop(0)
         path = getattr(parent, "__path__", None)
         if path is None:
             continue
-        for info in sorted(pkgutil.iter_modules(path, parent.__name__ + "."), key=lambda i: i.name):
-            if is_private_module(info.name, root.__name__):
+        for info in sorted(pkgutil.iter_modules(path, parent_name + "."), key=lambda i: i.name):
+            if is_private_module(info.name, top):
                 continue
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     module = importlib.import_module(info.name)
-            except (Exception, SystemExit) as error:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:  # a config error derived from BaseException, too
                 failures[info.name] = describe_exception(error)
                 continue
-            modules.append(module)
+            modules.append((info.name, module))
             if info.ispkg:
-                pending.append(module)
+                pending.append((info.name, module))
     return modules, failures
 
 

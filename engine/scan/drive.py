@@ -54,6 +54,10 @@ DRIVER_ORDER = (
 )
 """Drivers written or run by people come first, then values the package returned; made-up
 arguments last (:func:`driver_rank`)."""
+LAST_DRIVERS = (ScenarioSource.REPAIRED,)
+"""After those: arguments mended once every variant was refused. Such a call is mostly a
+narrow read of a receiver built for it (a fixed-width view of a bit string), and a class with
+many of them filled the cap on drivers, pushing out the ones that had reached what was held."""
 
 
 @dataclass
@@ -237,11 +241,13 @@ def working_specs(result: TaskResult) -> list[ScenarioSpec]:
 
 
 def driver_rank(driver: tuple[ScenarioSpec, bool]) -> tuple[int, bool, int, str]:
-    """Sort key of a driver: its source (:data:`DRIVER_ORDER`), a function's before a
-    method's (a function runs a whole stream; a method often a step of one), the package's
-    front door before its back rooms (``yaml.safe_load`` before ``yaml.scanner.scan``), id."""
+    """Sort key of a driver: its source (:data:`DRIVER_ORDER`, :data:`LAST_DRIVERS`), a
+    function's before a method's (a function runs a whole stream; a method often a step of
+    one), the package's front door before its back rooms (``yaml.safe_load`` before
+    ``yaml.scanner.scan``), id."""
     spec, function = driver
     order = DRIVER_ORDER.index(spec.source) if spec.source in DRIVER_ORDER else len(DRIVER_ORDER)
+    order += spec.source in LAST_DRIVERS
     return order, not function, spec.qualname.count("."), spec.id
 
 

@@ -3,7 +3,9 @@ ru, zh``, ``mode must be one of: 'r', 'w'``, ``choose from 'fast', 'slow'``, ``e
 be either '{' or '"', not 'x'``.
 
 A lookup that refuses a made-up name often says which names it knows. The argument whose value
-the message quotes (the name it did not know) becomes the first of the listed ones.
+the message quotes (the name it did not know) becomes the first of the listed ones. A message
+that names a parameter with the one value it accepts (``year must be 0``: a class that stands
+for one year only) makes that parameter that value.
 """
 
 from __future__ import annotations
@@ -54,3 +56,19 @@ def refused_choice(message: str, bound: Mapping[str, object]) -> tuple[str, str]
         if repr(value) in message or f'"{value}"' in message:
             return name, choices[0]
     return None
+
+
+_REQUIRED = re.compile(r"^(\w+) must (?:be|equal) (-?\d+(?:\.\d+)?|True|False)\.?$")
+"""A message that names the one value a parameter may have (``year must be 0``)."""
+
+
+def required_value(message: str, bound: Mapping[str, object]) -> tuple[str, str] | None:
+    """``(parameter, literal)``: the argument a message names with the one value it accepts
+    (``year must be 0``), when the argument is not that already; None otherwise."""
+    found = _REQUIRED.match(message.strip())
+    if found is None or found.group(1) not in bound:
+        return None
+    name, literal = found.groups()
+    if repr(bound[name]) == literal:
+        return None
+    return name, literal

@@ -194,7 +194,9 @@ def import_package(top: str) -> tuple[str, ...]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 importlib.import_module(info.name)
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # discovery recorded it (a config error derived from BaseException)
             continue
         names.append(info.name)
     return tuple(names)

@@ -205,7 +205,7 @@ def package_holders(top: str) -> Iterator[object]:
     sentences as the worker that ran it did, whatever either had imported before."""
     root = _guarded(importlib.import_module, top)
     if isinstance(root, types.ModuleType):
-        import_public_modules(root)
+        import_public_modules(root, top)
     for name, module in sorted(sys.modules.copy().items()):
         if not isinstance(module, types.ModuleType) or (
             name != top and not name.startswith(f"{top}.")

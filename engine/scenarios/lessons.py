@@ -26,7 +26,7 @@ from apiprof.engine.scenarios.argvparser import argv_tokens, parser_of
 from apiprof.engine.scenarios.arity import fewer_items, fewer_parameters, more_items
 from apiprof.engine.scenarios.buffers import buffer_wanted
 from apiprof.engine.scenarios.builtinrefusals import BYTES_ITEMS, TEXTS, refused_part
-from apiprof.engine.scenarios.choices import listed_choices, refused_choice
+from apiprof.engine.scenarios.choices import listed_choices, refused_choice, required_value
 from apiprof.engine.scenarios.distinct import DISTINCT_KINDS, repeated_items
 from apiprof.engine.scenarios.documents import document_lesson
 from apiprof.engine.scenarios.echoes import (
@@ -43,6 +43,8 @@ from apiprof.engine.scenarios.failing import (
     innermost,
 )
 from apiprof.engine.scenarios.heuristics import IteratorMarker
+from apiprof.engine.scenarios.lengths import TEACHES as LENGTH_TEACHES
+from apiprof.engine.scenarios.lengths import receiver_length
 from apiprof.engine.scenarios.mixups import BINARY_FILE, TEXT_FILE, mixes_kinds, wrong_kind
 from apiprof.engine.scenarios.modulenames import asked_of_module, missing_module
 from apiprof.engine.scenarios.pathwants import path_wanted
@@ -55,6 +57,7 @@ from apiprof.engine.scenarios.refusals import (
     unread_input,
 )
 from apiprof.engine.scenarios.schemes import scheme_wanted
+from apiprof.engine.scenarios.stems import completed_name
 from apiprof.engine.scenarios.typetext import BinaryFileMarker, TextFileMarker
 from apiprof.engine.scenarios.unpacking import unpacked_shape
 from apiprof.engine.scenarios.wantedtext import text_wanted
@@ -75,7 +78,8 @@ TEACHING = re.compile(
     r"raised (ParseError|ExpatError|SAXParseException|JSONDecodeError)\b|"
     r"must (have|contain|include|define) (an? )?['\"]|"
     r"(?i:duplicat|not unique|must be unique)|requires a buffer of|"
-    r"(?i:(?:not an?|invalid|expected an?|must be an?) ['\"]?[a-z][a-z0-9+.-]*['\"]?:? ur[il]\b)"
+    r"(?i:(?:not an?|invalid|expected an?|must be an?) ['\"]?[a-z][a-z0-9+.-]*['\"]?:? ur[il]\b)|"
+    + LENGTH_TEACHES
 )
 """Failures whose exception :func:`learn` may read something from (others are not called
 again: a ``ValueError`` about the content says nothing about the type), besides a message
@@ -122,9 +126,15 @@ def learn(
     uri = scheme_wanted(message, bound)  # "not a data URI"
     if uri is not None:
         return Lesson(uri[0], Want.ONE_OF, (uri[1],), cause=cause)
+    required = required_value(message, bound)  # "year must be 0"
+    if required is not None:
+        return Lesson(required[0], Want.EQUALS, (required[1],), cause=cause)
     document = document_lesson(error, bound)  # a parser's syntax error: its format's document
     if document is not None:
         return document
+    length = receiver_length(message, receiver, cause)  # "must have a length of 16"
+    if length is not None:
+        return length
     imported = missing_module(str(error), bound)  # also inside another exception's message
     if imported is not None:
         name, element = imported
@@ -219,6 +229,9 @@ def learn(
     text = text_lacking(literal, bound) if literal is not None else None
     if literal is not None and text is not None:
         return Lesson(text, Want.CONTAINS, (literal,), cause=cause)
+    stem = completed_name(message, bound, cause)  # 'lorem.mustache' not found: a file's stem
+    if stem is not None:
+        return stem
     listed = name_the_receiver_lists(error, bound, receiver)  # a name it did not find
     if listed is not None:
         return listed

@@ -16,6 +16,8 @@ from apiprof.engine.scenarios.building import UNSIZED_LENGTH, BuildContext, Cann
 from apiprof.engine.scenarios.instances import construct
 from apiprof.engine.scenarios.preparers import prepared_receiver
 from apiprof.engine.scenarios.results import taken_for, taken_remake, taken_value
+from apiprof.engine.scenarios.sizedreceivers import sized_receiver
+from apiprof.engine.scenarios.wants import Want
 from apiprof.engine.scenarios.warmup import asked_renewal, warm_receiver
 
 RECEIVER = "self"
@@ -46,6 +48,9 @@ def resolve_target(
         if taken is not None:  # an instance a working call of the package made
             instance = context.receiver = taken_value(taken, context)
             context.warmup = asked_renewal(instance, owner, context, remake=taken_remake(taken))
+        elif (length := _wanted_length(context)) is not None:  # a call said how long
+            instance = context.receiver = sized_receiver(owner, length, context)
+            context.warmup = asked_renewal(instance, owner, context)
         else:
             instance = context.receiver = receiver(owner, context)
             context.warmup = (
@@ -77,6 +82,12 @@ def receiver(owner: type, context: BuildContext) -> object:
         return construct(owner, context, optional=True)
     finally:
         context.n, context.sized = size, sized
+
+
+def _wanted_length(context: BuildContext) -> int | None:
+    """The receiver's length a rejected call asked for (:mod:`.lengths`), if one did."""
+    lesson = next((lesson for lesson in context.lessons if lesson.want is Want.LENGTH), None)
+    return int(lesson.names[0]) if lesson is not None and lesson.names else None
 
 
 def enum_member(owner: type, context: BuildContext) -> object | None:

@@ -272,10 +272,13 @@ def bound_arguments(synthesis: Synthesis, lessons: tuple[Lesson, ...]) -> dict[s
 
 def receiver_of(synthesis: Synthesis) -> object:
     """The instance a method is called on: bound to it, or passed first (a property getter,
-    a base class's own function)."""
+    a base class's own function; a getter a factory made, ``get_fn(bs)``, names it as it
+    likes)."""
     bound_to = getattr(synthesis.target, "__self__", None)
     if bound_to is not None or not synthesis.args:
         return bound_to
+    if synthesis.receiver is not None and synthesis.args[0] is synthesis.receiver:
+        return synthesis.receiver
     code = getattr(synthesis.target, "__code__", None)
     first = code.co_varnames[:1] if code is not None and code.co_argcount else ()
     return synthesis.args[0] if first == ("self",) else None

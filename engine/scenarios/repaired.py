@@ -124,6 +124,11 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
         return written_file(context, name)
     if lesson.want is Want.DIRECTORY:
         return values.build(DirectoryMarker, context, name)
+    if lesson.want is Want.STEM:  # a loader adds the suffix: the file with it exists
+        stem = inputs_directory() / f"{safe_name(name)}-stem"
+        text = random_text(context.rng(name), max(context.n, 40)) + "\n"
+        stem.with_name(stem.name + lesson.names[0]).write_text(text)
+        return str(stem)
     if lesson.want is Want.FIELDS:  # each field typed by its use or name, as a key's value is
         return tuple(_field(field, context, name, lesson.turn) for field in lesson.names)
     if lesson.want is Want.WRITTEN and lesson.names:  # a stream the package's writer filled
@@ -139,6 +144,8 @@ def _one(lesson: Lesson, context: BuildContext, name: str) -> Any:
             raise CannotSynthesize(f"parameter {name!r}: {error}") from None
     if lesson.want is Want.ONE_OF:
         return lesson.names[0]
+    if lesson.want is Want.EQUALS:  # a number or truth value the error named
+        return ast.literal_eval(lesson.names[0])
     if lesson.want is Want.DOCUMENT:  # a parser's syntax error named the format
         made = document(lesson.names, name)
         context.files |= isinstance(made, io.IOBase)  # a stream: rewound before each call

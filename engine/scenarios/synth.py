@@ -72,6 +72,7 @@ class Synthesis:
     # the entry point's own parameters -> how many alternatives each offered (for pins)
     alternatives: dict[str, int] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)  # parameter -> what was built for it
+    receiver: object = None  # the instance a method or property is called on, None for others
 
     @property
     def source(self) -> ScenarioSource:
@@ -164,4 +165,5 @@ def synthesize(
         context.warmup,
         dict(context.alternatives),
         dict(context.notes),
+        context.receiver,
     )

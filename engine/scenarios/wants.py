@@ -29,6 +29,9 @@ class Want(enum.StrEnum):
     ITEMS = "items"  # ``*args`` passes this many items (a function given them took fewer)
     DOCUMENT = "document"  # a document of a standard format (a parser's syntax error): its form
     RENEWED = "renewed"  # the receiver built again before each call: the first call changed it
+    EQUALS = "equals"  # the one value (a literal: names[0]) the error says the parameter may have
+    STEM = "stem"  # a path, less the suffix (names[0]) a loader adds: the file with it exists
+    LENGTH = "length"  # the receiver built this long (a fixed-width view of it refused another)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class Lesson:
             + (f" ({self.names[-1]})" if len(self.names) > 1 else ""),
             Want.RENEWED: "the receiver built again before each call (the first call "
             "changed what the next one needs)",
+            Want.EQUALS: f"{subject} {self.names[0] if self.names else ''}",
+            Want.STEM: f"{subject} the path of a file, less its suffix {listed}",
+            Want.LENGTH: f"{subject} {self.names[0] if self.names else 0} long",
             Want.MODULE: f"{subject} the name of a module of the package"
             + (f" with {listed}" if self.names else ""),
         }[self.want]
