@@ -195,8 +195,14 @@ def _measure_leg(
                 run_once()
                 long = {i for i in long if _median(_calls_of(*records.take(i))) >= LONG_NS}
             cheap = [i for i in inst.leg if i not in long]
+            rates = {i: _sampling_rate(len(calls[i]), runs_ahead) for i in cheap}
+            if any(rate < SAMPLE_EVERY for rate in rates.values()):  # the first run can be
+                again = _clock()  # slow (cold code): the budget may hold more runs than it says
+                run_once()
+                runs_ahead = max(runs_ahead, budget.expected_runs(_clock() - again))
+                rates = {i: _sampling_rate(len(calls[i]), runs_ahead) for i in cheap}
             for i in inst.leg:
-                rate = 1 if i in long else _sampling_rate(len(calls[i]), runs_ahead)
+                rate = rates.get(i, 1)
                 log.cpu_every[i] = rate
                 records.set_cpu_every(i, rate)
         records.truncate(records.empty())
