@@ -25,8 +25,7 @@ Calls right after the work between two stretches (the reference batches, the jud
 stretch, the reference workload) run slower than in a caller's loop: on 3.12 the 1000-call
 parent's first runs of a stretch read ~2 % above its runs deep in a long stretch, and a 10 ms
 pass is mostly short stretches. So a stretch of several runs (in a pass of a time budget) first
-runs the scenario once unrecorded (its time counts as the checks' does: neither as the pass's
-own time nor against its wall-time cap, so the pass keeps its runs).
+runs the scenario once unrecorded (its time is not the pass's own: the pass keeps its runs).
 
 Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
@@ -212,7 +211,7 @@ def _measure_leg(
     runs = stretch = 0
     discarded = away = 0.0  # seconds re-measured / spent preempted (not the pass's own time)
     checking = 0.0  # seconds spent timing the reference workload (not the pass's own time)
-    settled = 0.0  # seconds of the unrecorded runs that start stretches (neither, as checking)
+    settled = 0.0  # seconds of the unrecorded runs that start stretches (not its own time)
     slow_before = False  # the check right before the pass is settle's (a slow one: pass again)
     size = 1
     while True:
@@ -222,14 +221,12 @@ def _measure_leg(
         opened = clock()
         if probe_reference:
             call_reference(REFERENCE_CALLS)
-        settling = 0.0
         if size > 1 and budget.seconds > 0:  # a run to settle in, not recorded (docstring)
-            settled_at = records.lengths()
+            settling = records.lengths()
             settle_started = clock()
             run_once()
-            settling = clock() - settle_started
-            settled += settling
-            records.truncate(settled_at)
+            settled += clock() - settle_started
+            records.truncate(settling)
         t0 = clock()
         for _ in range(size):
             run_once()
@@ -256,7 +253,7 @@ def _measure_leg(
             log.stalled_runs += size
             again = True
         if again and discarded + cost < budget.remeasure_allowance():
-            discarded += cost - settling  # (the settling run is counted already)
+            discarded += cost
             records.truncate(lengths)  # measure this stretch again
             if pace is not None and slow_before:  # in a slow phase: once it is over
                 waited = clock()
@@ -267,8 +264,8 @@ def _measure_leg(
             log.preempted += seen.preempted
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
-        total = clock() - started - checking - settled  # the checks and settling: the scan's
-        own = total - away - discarded  # the runs' own time: not preempted, not re-measured
+        total = clock() - started - checking  # the checks of the CPU's pace are the scan's
+        own = total - away - discarded - settled  # the recorded runs' own time
         if budget.done(runs, own, total) and not (
             cheap  # the rates the warm-up chose promised these sites' CPU samples: get them
             and budget.wants_cpu_samples(own, total)
