@@ -25,14 +25,16 @@ Calls right after the work between two stretches (the reference batches, the jud
 stretch, the reference workload) run slower than in a caller's loop: on 3.12 the 1000-call
 parent's first runs of a stretch read ~2 % above its runs deep in a long stretch, and a 10 ms
 pass is mostly short stretches. So a stretch of several runs (in a pass of a time budget) first
-runs the scenario once unrecorded (its time is not the pass's own: the pass keeps its runs).
+runs the scenario once unrecorded (its time is not the pass's own: the pass keeps its runs),
+and the reference workload is timed inside a pass only every ``PACE_SPACING`` seconds.
 
 Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
 judged by its two reference batches (``slow_reference``, from the calibrated inside interval)
-and by the reference workload of :mod:`~apiprof.engine.measure.pace`, timed after every stretch
-against the fastest this worker has seen (``pace``; the check after one stretch is the check
-before the next, the one before the first is settle's). The batches' medians are a few clock
+and by the reference workload of :mod:`~apiprof.engine.measure.pace`, timed after a stretch
+once ``PACE_SPACING`` has passed since the last timing, against the fastest this worker has
+seen (``pace``; the check after one stretch is the check before the next, the one before the
+first is settle's). The batches' medians are a few clock
 steps long, too coarse to see a CPU running 1.3× slow; the workload (~30 µs of interpreter
 work, fastest of five warm runs) sees it. When a check says the CPU ran slow around the
 stretch, the stretch is measured again (counted in ``PassLog.stalled_runs``), as a preempted
@@ -87,6 +89,10 @@ run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario'
 STRETCH_WAIT_POLLS = 3
 """After a slow check between stretches, checks at most (each after a short sleep) before the
 next stretch is measured anyway: a slow phase usually outlasts an immediate second try."""
+
+PACE_SPACING = 0.02
+"""Seconds between two timings of the reference workload inside a pass: each pollutes the
+caches the next calls run in (below), and a pass shorter than this is bracketed by settle's."""
 
 _clock = time.perf_counter  # the pass's wall clock (tests replace it)
 
@@ -213,6 +219,7 @@ def _measure_leg(
     checking = 0.0  # seconds spent timing the reference workload (not the pass's own time)
     settled = 0.0  # seconds of the unrecorded runs that start stretches (not its own time)
     slow_before = False  # the check right before the pass is settle's (a slow one: pass again)
+    checked = started  # when the reference workload was last timed (settle's check: just now)
     size = 1
     while True:
         lengths = records.lengths()
@@ -245,8 +252,11 @@ def _measure_leg(
         )
         if pace is not None:
             closed = clock()
-            slow_after = pace.check()[1]
-            checking += clock() - closed
+            slow_after = False
+            if closed - checked >= PACE_SPACING:  # a short pass: settle's checks bracket it
+                slow_after = pace.check()[1]
+                checked = clock()
+                checking += checked - closed
             slow = slow or slow_before or slow_after
             slow_before = slow_after  # the check after this stretch is the one before the next
         if slow:
