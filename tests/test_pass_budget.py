@@ -199,13 +199,7 @@ class PaceOfChecks(Pace):
         return any(not self.check()[1] for _ in range(polls))
 
 
-@pytest.fixture
-def every_stretch(monkeypatch) -> None:
-    """The reference workload timed after every stretch (the pass's runs here are long)."""
-    monkeypatch.setattr(timing, "PACE_SPACING", 0.0)
-
-
-def test_a_stretch_the_reference_workload_ran_slow_after_is_measured_again(clock, every_stretch):
+def test_a_stretch_the_reference_workload_ran_slow_after_is_measured_again(clock):
     """The CPU's pace is checked after every stretch (the check right before the pass is
     settle's): a slow one has the stretch measured again, after a wait for a check at pace.
     The checks are not the pass's own time, so it still gets its budget of 10 units of runs;
@@ -218,9 +212,7 @@ def test_a_stretch_the_reference_workload_ran_slow_after_is_measured_again(clock
     assert pace.checks == 11 + 2  # after every stretch, and the wait's two
 
 
-def test_a_stretch_after_a_wait_that_found_no_end_of_the_phase_is_measured_again_too(
-    clock, every_stretch
-):
+def test_a_stretch_after_a_wait_that_found_no_end_of_the_phase_is_measured_again_too(clock):
     """A wait that ends without a check at pace measures the next stretch anyway; the slow
     check before it marks that stretch as measured in a slow phase as well."""
     pace = PaceOfChecks(clock, [True] * 4, cost=UNIT / 4)
@@ -230,7 +222,7 @@ def test_a_stretch_after_a_wait_that_found_no_end_of_the_phase_is_measured_again
     assert log.runs == 10 and made[0] == 12
 
 
-def test_the_checks_of_the_pace_do_not_count_against_the_wall_time_cap(clock, every_stretch):
+def test_the_checks_of_the_pace_do_not_count_against_the_wall_time_cap(clock):
     """Switched out 3 units of every 4, as above: the cap (20 units of wall time) leaves 5
     runs. A check after every stretch costing a whole unit changes nothing: the checks are
     the scan's cost, not the pass's (before, they ate into the cap and a 3.11 leaf pass on a
@@ -240,35 +232,3 @@ def test_the_checks_of_the_pace_do_not_count_against_the_wall_time_cap(clock, ev
     run, made = measured(clock, switches, own=1 * UNIT, away=3 * UNIT)
     log = run_timing_pass(run, [PySite(run)], budget=budget(), switches=switches, pace=pace)  # type: ignore[arg-type]
     assert log.runs == made[0] == 5 and pace.checks == 5
-
-
-def test_the_reference_workload_is_timed_inside_a_pass_only_every_pace_spacing(clock):
-    """Timing the workload pollutes the caches the next calls run in: inside a pass it is
-    timed after a stretch only once PACE_SPACING has passed since the last timing (settle's,
-    right before the pass, for the first); 10 runs of one unit, spacing of 3 units."""
-    assert timing.PACE_SPACING > 0
-    pace = PaceOfChecks(clock, [], cost=0.0)
-    run, made = measured(clock, None, own=1 * UNIT, away=0.0)
-    spacing = 3 * UNIT
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(timing, "PACE_SPACING", spacing)
-        log = run_timing_pass(run, [PySite(run)], budget=budget(), pace=pace)
-    assert log.runs == made[0] == 10
-    assert pace.checks == 3  # after runs 3, 6 and 9
-
-
-def test_a_stretch_of_several_runs_starts_with_a_run_that_is_not_recorded(clock):
-    """Calls right after the checks between stretches run slower (3.12's parent: ~2 % in its
-    first runs); a stretch of several runs first runs the scenario once unrecorded. Runs of
-    1/8 unit: stretches of 1, 2, 4, 8 and 8 runs (the budget of 2 units is 16 recorded runs;
-    the settling runs are not the pass's own time), the last four after a settling run each."""
-    run, made = measured(clock, None, own=UNIT / 8, away=0.0)
-    log = run_timing_pass(run, [PySite(run)], budget=budget(seconds=2 * UNIT))
-    assert log.runs == 23 and made[0] == 23 + 4
-    assert len(log.enters[0]) // 2 == len(log.exits[0]) // 2 == 23
-
-
-def test_a_pass_of_a_fixed_count_runs_no_settling_run(clock):
-    run, made = measured(clock, None, own=UNIT / 8, away=0.0)
-    log = run_timing_pass(run, [PySite(run)], budget=budget(min_runs=15, seconds=0.0))
-    assert log.runs == made[0] == 15

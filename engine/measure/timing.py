@@ -21,20 +21,12 @@ twice ``MIN_CPU_SAMPLES``, and a pass of a time budget that has measured enough 
 fewer than ``MIN_CPU_SAMPLES`` of such a site runs on for them
 (:meth:`~apiprof.engine.measure.passlog.Budget.wants_cpu_samples`).
 
-Calls right after the work between two stretches (the reference batches, the judging of the
-stretch, the reference workload) run slower than in a caller's loop: on 3.12 the 1000-call
-parent's first runs of a stretch read ~2 % above its runs deep in a long stretch, and a 10 ms
-pass is mostly short stretches. So a stretch of several runs (in a pass of a time budget) first
-runs the scenario once unrecorded (its time is not the pass's own: the pass keeps its runs),
-and the reference workload is timed inside a pass only every ``PACE_SPACING`` seconds.
-
 Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
 judged by its two reference batches (``slow_reference``, from the calibrated inside interval)
-and by the reference workload of :mod:`~apiprof.engine.measure.pace`, timed after a stretch
-once ``PACE_SPACING`` has passed since the last timing, against the fastest this worker has
-seen (``pace``; the check after one stretch is the check before the next, the one before the
-first is settle's). The batches' medians are a few clock
+and by the reference workload of :mod:`~apiprof.engine.measure.pace`, timed after every stretch
+against the fastest this worker has seen (``pace``; the check after one stretch is the check
+before the next, the one before the first is settle's). The batches' medians are a few clock
 steps long, too coarse to see a CPU running 1.3× slow; the workload (~30 µs of interpreter
 work, fastest of five warm runs) sees it. When a check says the CPU ran slow around the
 stretch, the stretch is measured again (counted in ``PassLog.stalled_runs``), as a preempted
@@ -89,10 +81,6 @@ run_by_the_pass(globals())  # the pass's own builtin calls are not the scenario'
 STRETCH_WAIT_POLLS = 3
 """After a slow check between stretches, checks at most (each after a short sleep) before the
 next stretch is measured anyway: a slow phase usually outlasts an immediate second try."""
-
-PACE_SPACING = 0.02
-"""Seconds between two timings of the reference workload inside a pass: each pollutes the
-caches the next calls run in (below), and a pass shorter than this is bracketed by settle's."""
 
 _clock = time.perf_counter  # the pass's wall clock (tests replace it)
 
@@ -217,9 +205,7 @@ def _measure_leg(
     runs = stretch = 0
     discarded = away = 0.0  # seconds re-measured / spent preempted (not the pass's own time)
     checking = 0.0  # seconds spent timing the reference workload (not the pass's own time)
-    settled = 0.0  # seconds of the unrecorded runs that start stretches (not its own time)
     slow_before = False  # the check right before the pass is settle's (a slow one: pass again)
-    checked = started  # when the reference workload was last timed (settle's check: just now)
     size = 1
     while True:
         lengths = records.lengths()
@@ -228,12 +214,6 @@ def _measure_leg(
         opened = clock()
         if probe_reference:
             call_reference(REFERENCE_CALLS)
-        if size > 1 and budget.seconds > 0:  # a run to settle in, not recorded (docstring)
-            settling = records.lengths()
-            settle_started = clock()
-            run_once()
-            settled += clock() - settle_started
-            records.truncate(settling)
         t0 = clock()
         for _ in range(size):
             run_once()
@@ -252,11 +232,8 @@ def _measure_leg(
         )
         if pace is not None:
             closed = clock()
-            slow_after = False
-            if closed - checked >= PACE_SPACING:  # a short pass: settle's checks bracket it
-                slow_after = pace.check()[1]
-                checked = clock()
-                checking += checked - closed
+            slow_after = pace.check()[1]
+            checking += clock() - closed
             slow = slow or slow_before or slow_after
             slow_before = slow_after  # the check after this stretch is the one before the next
         if slow:
@@ -275,7 +252,7 @@ def _measure_leg(
             away += sum(back - out for out, back in seen.preempted) / 1e9
         runs += size
         total = clock() - started - checking  # the checks of the CPU's pace are the scan's
-        own = total - away - discarded - settled  # the recorded runs' own time
+        own = total - away - discarded  # the runs' own time: not preempted, not re-measured
         if budget.done(runs, own, total) and not (
             cheap  # the rates the warm-up chose promised these sites' CPU samples: get them
             and budget.wants_cpu_samples(own, total)
