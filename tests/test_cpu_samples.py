@@ -130,3 +130,22 @@ def test_windows_share_the_cpu_samples():
     budget = Budget(min_runs=20, seconds=0.01)
     assert window_budget(budget, 3).min_cpu_samples == -(-MIN_CPU_SAMPLES // 3)
     assert window_budget(budget, 1).min_cpu_samples == MIN_CPU_SAMPLES
+
+
+def test_a_slow_first_run_does_not_make_a_cheap_function_read_the_cpu_clock_more_often(clock):
+    """The first warm-up run of a cheap batch is cold: taken alone (10 units) it says the
+    budget holds one run, 64 calls, and the leaf would be sampled on every call — which slows
+    every call of the pass (a ~150 ns leaf's pass kept ~3,300 calls instead of ~17,000). A
+    second run (1/64 unit) says 128 runs: one in SAMPLE_EVERY stays."""
+    made = [0]
+
+    def run() -> None:
+        for _ in range(64):
+            gt.leaf(3)
+        clock.now += 10 * UNIT if not made[0] else UNIT / 64
+        made[0] += 1
+
+    budget = Budget(min_runs=1, seconds=2 * UNIT, max_seconds=60.0, warmup=True)
+    log = run_timing_pass(run, [PySite(gt.leaf)], budget=budget)
+    assert log.cpu_every == [SAMPLE_EVERY]
+    assert log.runs == made[0] - 2  # two warm-up runs
