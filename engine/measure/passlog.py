@@ -8,7 +8,8 @@ is the thread-CPU clock, or -1 when that call was not sampled: the clock is a sy
 (~0.3–0.6 µs), so it is read on *every* call only for sites whose calls are long (median ≥
 ``LONG_NS`` in the warm-up run, where two reads are a small, subtracted fraction) and on a
 random 1 in ``SAMPLE_EVERY`` calls otherwise — at one rate for the whole pass
-(``PassLog.cpu_every``). Each CPU sample is stored with that rate as its weight, so CPU
+(``PassLog.cpu_every``), lowered for a site whose calls are too few for that rate to give
+``MIN_CPU_SAMPLES`` in the pass's budget. Each CPU sample is stored with that rate as its weight, so CPU
 histograms of passes sampled at different rates merge into an unbiased picture of the same
 calls the WALL metric covers.
 """
@@ -28,6 +29,15 @@ MAX_STRETCH_RUNS = 4096
 CPU_SUFFIX = "+cpu"  # calibration key suffix of probes that also read the thread-CPU clock
 SAMPLED = "cpu"  # name of the wall-clock opening event of a call whose CPU clock was read
 
+
+MIN_CPU_SAMPLES = 134
+"""CPU samples a pass of a time budget takes of each site sampled at a rate before it ends
+(unless ``CPU_EXTENSION`` budgets or ``max_seconds`` are spent): 100 after up to a quarter of
+the calls are left out as preempted (costs.PREEMPTED_SHARE). A cheap function's calls are
+plentiful, its CPU samples one in ``SAMPLE_EVERY``: a pass cut short on a busy machine (a few
+ms of a ~200 ns leaf) kept 60–93 of them."""
+CPU_EXTENSION = 4.0
+"""A pass short of CPU samples runs on until this many budgets of its own time at most."""
 
 WALL_FACTOR = 2.0
 """A pass with its minimum runs ends after this many times its budget in wall time, even when
@@ -57,6 +67,7 @@ class Budget:
     warmup: bool = True
     wall_factor: float = WALL_FACTOR
     own_floor: float = OWN_FLOOR
+    min_cpu_samples: int = MIN_CPU_SAMPLES
 
     def done(self, runs: int, own: float, wall: float) -> bool:
         """Whether a pass that recorded ``runs`` runs, ran ``own`` seconds and took ``wall``
@@ -68,6 +79,19 @@ class Budget:
         if own >= self.seconds:
             return True
         return wall >= self.wall_factor * self.seconds and own >= self.own_floor * self.seconds
+
+    def expected_runs(self, run_seconds: float) -> float:
+        """Runs a pass of this budget records when each takes ``run_seconds`` (its own time);
+        0 for a pass of a fixed count (no time budget), which samples at the fixed rate."""
+        if self.seconds <= 0 or run_seconds <= 0:
+            return 0.0
+        return max(float(self.min_runs), min(self.seconds, self.max_seconds) / run_seconds)
+
+    def wants_cpu_samples(self, own: float, wall: float) -> bool:
+        """Whether a pass that has measured enough otherwise may still run for CPU samples:
+        only a pass of a time budget, within ``CPU_EXTENSION`` budgets of its own time and
+        ``max_seconds`` of wall time (an expensive scenario keeps its floor)."""
+        return self.seconds > 0 and own < CPU_EXTENSION * self.seconds and wall <= self.max_seconds
 
     def remeasure_allowance(self) -> float:
         """Seconds of stretches a pass may measure again (disturbed or stalled ones): its own

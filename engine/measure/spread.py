@@ -87,12 +87,14 @@ def windows_for(budget: Budget, run_ns: float) -> int:
 
 
 def window_budget(budget: Budget, windows: int) -> Budget:
-    """One window's share of ``budget``: its seconds, cap and minimum runs divided."""
+    """One window's share of ``budget``: its seconds, cap, minimum runs and CPU samples
+    divided."""
     if windows <= 1:
         return budget
     return dataclasses.replace(
         budget,
         min_runs=max(1, math.ceil(budget.min_runs / windows)),
+        min_cpu_samples=math.ceil(budget.min_cpu_samples / windows),
         seconds=budget.seconds / windows,
         max_seconds=budget.max_seconds / windows,
     )

@@ -14,7 +14,12 @@ of wall time, and once it has ``min_runs`` not past ``Budget.wall_factor`` budge
 a caller's loop. Right before and right after every stretch the pass calls an empty reference
 function, probed identically, ``REFERENCE_CALLS`` times (every 4th call also reads the CPU
 clock): its raw intervals give the *inside* overhead the pass subtracts, so drift of the
-machine's speed between calibration and measurement does not bias short calls.
+machine's speed between calibration and measurement does not bias short calls. The warm-up
+also times a run, which says how many calls of each site the budget holds: a site whose calls
+are short is sampled one in ``SAMPLE_EVERY``, or more often when that would give fewer than
+twice ``MIN_CPU_SAMPLES``, and a pass of a time budget that has measured enough but holds
+fewer than ``MIN_CPU_SAMPLES`` of such a site runs on for them
+(:meth:`~apiprof.engine.measure.passlog.Budget.wants_cpu_samples`).
 
 Stalls inside a pass: the reference checks of :mod:`~apiprof.engine.measure.settle` bracket a
 whole pass, so a pass of many stretches could stall in its middle unseen. Each stretch is
@@ -60,6 +65,7 @@ from apiprof.engine.measure.pace import Pace
 from apiprof.engine.measure.passlog import (
     LONG_NS,
     MAX_STRETCH_RUNS,
+    MIN_CPU_SAMPLES,
     REFERENCE_CALLS,
     REFERENCE_EVERY,
     SAMPLE_EVERY,
@@ -170,17 +176,27 @@ def _measure_leg(
 ) -> int:
     """The run loop of one leg (see the module docstring); returns the runs recorded."""
     records, log = inst.records, inst.log
+    cheap: list[int] = []  # sites whose CPU samples the pass counts (rates chosen here)
     if budget.warmup:
+        took = _clock()
         run_once()
+        runs_ahead = budget.expected_runs(_clock() - took)
         if cpu_every is None:
-            rates = {i: _sampling_rate(*records.take(i)) for i in inst.leg}
-            if 1 in rates.values():  # long by one run: a first call can be slow (cold code, a
-                records.truncate(records.empty())  # preemption); long only if long twice
+            calls = {i: _calls_of(*records.take(i)) for i in inst.leg}
+            long = {i for i in inst.leg if _median(calls[i]) >= LONG_NS}
+            if long:  # long by one run: a first call can be slow (cold code, a preemption);
+                records.truncate(records.empty())  # long only if long twice
                 run_once()
-                rates = {
-                    i: max(rate, _sampling_rate(*records.take(i))) for i, rate in rates.items()
-                }
-            for i, rate in rates.items():
+                long = {i for i in long if _median(_calls_of(*records.take(i))) >= LONG_NS}
+            cheap = [i for i in inst.leg if i not in long]
+            rates = {i: _sampling_rate(len(calls[i]), runs_ahead) for i in cheap}
+            if any(rate < SAMPLE_EVERY for rate in rates.values()):  # the first run can be
+                again = _clock()  # slow (cold code): the budget may hold more runs than it says
+                run_once()
+                runs_ahead = max(runs_ahead, budget.expected_runs(_clock() - again))
+                rates = {i: _sampling_rate(len(calls[i]), runs_ahead) for i in cheap}
+            for i in inst.leg:
+                rate = rates.get(i, 1)
                 log.cpu_every[i] = rate
                 records.set_cpu_every(i, rate)
         records.truncate(records.empty())
@@ -237,11 +253,16 @@ def _measure_leg(
         runs += size
         total = clock() - started - checking  # the checks of the CPU's pace are the scan's
         own = total - away - discarded  # the runs' own time: not preempted, not re-measured
-        if budget.done(runs, own, total):
+        if budget.done(runs, own, total) and not (
+            cheap  # the rates the warm-up chose promised these sites' CPU samples: get them
+            and budget.wants_cpu_samples(own, total)
+            and _short_of_cpu_samples(records, cheap, budget.min_cpu_samples)
+        ):
             break
         if spent < STRETCH_SECONDS:
             size = min(size * 2, MAX_STRETCH_RUNS)
-        if budget.done(budget.min_runs, own, total):  # only the minimum count is left to reach
+        if runs < budget.min_runs and budget.done(budget.min_runs, own, total):
+            # only the minimum count is left to reach
             size = min(size, budget.min_runs - runs)
     return runs
 
@@ -274,10 +295,30 @@ def _ran_slow(
     return False
 
 
-def _sampling_rate(enters: Sequence[int], exits: Sequence[int]) -> int:
-    """CPU sampling for a site from its warm-up calls: every call when they are long, else a
-    random 1 in SAMPLE_EVERY."""
-    intervals = [exits[k] - enters[k + 1] for k in range(0, min(len(enters), len(exits)) - 1, 2)]
-    if intervals and statistics.median(intervals) >= LONG_NS:
-        return 1
-    return SAMPLE_EVERY
+def _calls_of(enters: Sequence[int], exits: Sequence[int]) -> list[int]:
+    """Raw wall intervals of a site's calls, from its records."""
+    return [exits[k] - enters[k + 1] for k in range(0, min(len(enters), len(exits)) - 1, 2)]
+
+
+def _median(intervals: Sequence[int]) -> float:
+    return statistics.median(intervals) if intervals else 0.0
+
+
+def _sampling_rate(calls_per_run: int, runs_ahead: float) -> int:
+    """CPU sampling for a site whose warm-up calls were short: a random 1 in SAMPLE_EVERY, or
+    more often when the ``runs_ahead`` runs the pass expects hold too few calls for that rate
+    to give twice ``MIN_CPU_SAMPLES`` (a cheap function a scenario calls once per run)."""
+    if not calls_per_run or not runs_ahead:
+        return SAMPLE_EVERY
+    calls_ahead = calls_per_run * runs_ahead
+    return max(1, min(SAMPLE_EVERY, int(calls_ahead // (2 * MIN_CPU_SAMPLES))))
+
+
+def _short_of_cpu_samples(records: PyRecords | CRecords, sites: Sequence[int], least: int) -> bool:
+    """Whether one of ``sites`` was called but has fewer than ``least`` CPU samples (an entry
+    record holds ``(cpu, wall)`` pairs, ``cpu`` -1 where the clock was not read)."""
+    for i in sites:
+        enters = records.take(i)[0]
+        if enters and sum(1 for cpu in enters[0::2] if cpu >= 0) < least:
+            return True
+    return False
