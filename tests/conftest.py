@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fakeclock import clock  # noqa: F401 (a fixture: the timing pass's fake clock)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The fixture packages (tiny_pkg, discover_pkg, groundtruth_pkg, ...) import by name in tests;

@@ -10,9 +10,8 @@ unit per run, so what is checked is the accounting, never a real timer; the call
 from __future__ import annotations
 
 import groundtruth_pkg as gt
-import pytest
+from fakeclock import FakeClock
 
-from apiprof.engine.measure import timing
 from apiprof.engine.measure.costs import measure_calls
 from apiprof.engine.measure.passlog import CPU_EXTENSION, MIN_CPU_SAMPLES, SAMPLE_EVERY, Budget
 from apiprof.engine.measure.probes import PySite
@@ -21,14 +20,6 @@ from apiprof.engine.measure.switches import Stretch
 from apiprof.engine.measure.timing import run_timing_pass
 
 UNIT = 2.0**-8  # one run of fake time (~3.9 ms): stretches do not double
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class AwaySwitches:
@@ -47,13 +38,6 @@ class AwaySwitches:
         away_ns = round(self.runs * self.away * UNIT * 1e9)
         self.runs = 0
         return Stretch([(0, away_ns)] if away_ns else [], bool(away_ns))
-
-
-@pytest.fixture
-def clock(monkeypatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(timing, "_clock", fake)
-    return fake
 
 
 def leaf_runs(clock: FakeClock, calls: int, switches: AwaySwitches | None = None):

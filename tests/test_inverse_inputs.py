@@ -6,19 +6,13 @@ from __future__ import annotations
 import io
 import typing
 
+from test_argument_search import found
+
 from apiprof.engine.scenarios import inverses
 from apiprof.engine.scenarios.factories import inverse_names
 from apiprof.engine.scenarios.synth import synthesize
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
-from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
-
-
-def found(qualname: str, **options):
-    spec, failure = find_synthesized_scenario(qualname, (10,), **options)
-    assert spec is not None, failure
-    assert try_scenario(spec)[0] is None
-    return spec
 
 
 def test_a_name_without_its_un_names_what_makes_its_input():

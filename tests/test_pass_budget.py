@@ -8,6 +8,7 @@ was switched out. So the budget's accounting is checked without racing any real 
 from __future__ import annotations
 
 import pytest
+from fakeclock import FakeClock
 
 from apiprof.engine.measure import timing
 from apiprof.engine.measure.pace import Pace
@@ -18,14 +19,6 @@ from apiprof.engine.measure.timing import run_timing_pass
 
 UNIT = 2.0**-8  # ~3.9 ms, exact in binary (sums compare exactly), above STRETCH_SECONDS:
 # stretches of runs this long do not double
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeSwitches:
@@ -44,13 +37,6 @@ class FakeSwitches:
         away_ns = round(self.runs * self.away_per_run * 1e9)
         self.runs = 0
         return Stretch([(0, away_ns)] if away_ns else [], bool(away_ns))
-
-
-@pytest.fixture
-def clock(monkeypatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(timing, "_clock", fake)
-    return fake
 
 
 def measured(clock: FakeClock, switches: FakeSwitches | None, own: float, away: float):

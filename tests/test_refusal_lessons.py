@@ -6,20 +6,14 @@ from __future__ import annotations
 import random
 import struct
 
+from test_argument_search import found
+
 from apiprof.engine.scenarios.buffers import buffer_wanted, fixed_buffer
 from apiprof.engine.scenarios.choices import listed_choices, refused_choice
 from apiprof.engine.scenarios.distinct import repeated_items
 from apiprof.engine.scenarios.schemes import SAMPLES, scheme_wanted
 from apiprof.engine.scenarios.synthesized import find_synthesized_scenario
-from apiprof.engine.scenarios.trial import try_scenario
 from apiprof.model.records import ScenarioSource
-
-
-def found(qualname: str, **options):
-    spec, failure = find_synthesized_scenario(qualname, (10,), **options)
-    assert spec is not None, failure
-    assert try_scenario(spec)[0] is None
-    return spec
 
 
 def test_quoted_choices_are_read_as_written_and_the_refused_value_is_no_choice():
